@@ -1,0 +1,617 @@
+"""Static analysis: declarations, arities, undefined predicates, safety, transforms, stratification.
+
+Every problem found is collected with its position; the program is accepted only when none is found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import types as typing_
+from .ast import (
+    Apply,
+    Atom,
+    Clause,
+    Comparison,
+    Const,
+    Decl,
+    Let,
+    Literal,
+    Negation,
+    SourceUnit,
+    Term,
+    Transform,
+    Var,
+)
+from .builtins import ARITY, FUNCTIONS, PREDICATES, REDUCERS, BuiltinError
+from .errors import AnalysisError, Diagnostic, Position
+from .values import display_fact
+
+LIST_REDUCERS = {"fn:sum", "fn:max", "fn:min"}  # also plain functions on a list
+
+
+@dataclass
+class PredicateInfo:
+    name: str
+    arity: int
+    decl: Decl | None = None
+    modes: tuple[str, ...] | None = None  # for external predicates: "+" input, "-" output
+    doc: str = ""
+
+    @property
+    def external(self) -> bool:
+        return self.modes is not None
+
+
+@dataclass
+class Rule:
+    """A clause with a body, after constant folding; ``index`` is its place in the program."""
+
+    index: int
+    clause: Clause
+
+    @property
+    def head(self) -> Atom:
+        return self.clause.head
+
+    @property
+    def body(self) -> tuple[Literal, ...]:
+        return self.clause.body
+
+    @property
+    def transform(self) -> Transform | None:
+        return self.clause.transform
+
+    @property
+    def aggregates(self) -> bool:
+        return self.clause.transform is not None and self.clause.transform.group_by is not None
+
+    def body_predicates(self) -> list[tuple[str, bool]]:
+        """(predicate, negated) for every atom of the body that reads stored facts."""
+        out = []
+        for lit in self.body:
+            if isinstance(lit, Atom) and not lit.predicate.startswith(":"):
+                out.append((lit.predicate, False))
+            elif isinstance(lit, Negation):
+                out.append((lit.atom.predicate, True))
+        return out
+
+
+@dataclass
+class Stratum:
+    predicates: list[str]
+    rules: list[Rule]
+    recursive: bool
+    aggregates: bool
+
+
+@dataclass
+class AnalyzedProgram:
+    predicates: dict[str, PredicateInfo]
+    facts: dict[str, list[tuple[tuple[Any, ...], Position]]]
+    rules: list[Rule]
+    strata: list[Stratum]
+    stratum_of: dict[str, int] = field(default_factory=dict)
+
+
+def _vars(term: Term) -> list[Var]:
+    if isinstance(term, Var):
+        return [] if term.name == "_" else [term]
+    if isinstance(term, Apply):
+        return [v for arg in term.args for v in _vars(arg)]
+    return []
+
+
+def _has_wildcard(term: Term) -> bool:
+    if isinstance(term, Var):
+        return term.name == "_"
+    return isinstance(term, Apply) and any(_has_wildcard(a) for a in term.args)
+
+
+def prefix_package(unit: SourceUnit) -> SourceUnit:
+    """Rename the predicates a ``Package p!`` file defines to ``p.name``, uses of them included."""
+    if unit.package is None:
+        return unit
+    own = {d.atom.predicate for d in unit.decls} | {c.head.predicate for c in unit.clauses}
+    prefix = unit.package + "."
+
+    def rename(atom: Atom) -> Atom:
+        if atom.predicate in own:
+            return Atom(prefix + atom.predicate, atom.args, atom.pos)
+        return atom
+
+    def rename_lit(lit: Literal) -> Literal:
+        if isinstance(lit, Atom):
+            return rename(lit)
+        if isinstance(lit, Negation):
+            return Negation(rename(lit.atom), lit.pos)
+        return lit
+
+    decls = [Decl(rename(d.atom), d.descriptors, d.bounds, d.pos) for d in unit.decls]
+    clauses = [
+        Clause(rename(c.head), tuple(rename_lit(lit) for lit in c.body), c.transform, c.pos) for c in unit.clauses
+    ]
+    return SourceUnit(unit.source, unit.package, unit.uses, decls, clauses)
+
+
+class Analyzer:
+    def __init__(self, units: list[SourceUnit], check_bounds: bool = True) -> None:
+        self.units = [prefix_package(u) for u in units]
+        self.check_bounds = check_bounds
+        self.diagnostics: list[Diagnostic] = []
+        self.predicates: dict[str, PredicateInfo] = {}
+        self.defined: set[str] = set()
+
+    def error(self, pos: Position | None, message: str) -> None:
+        self.diagnostics.append(Diagnostic(pos, message))
+
+    # -- entry ---------------------------------------------------------------------------------
+    def run(self) -> AnalyzedProgram:
+        decls = [d for u in self.units for d in u.decls]
+        clauses = [c for u in self.units for c in u.clauses]
+        for decl in decls:
+            self.declare(decl)
+        folded: list[Clause] = []
+        for clause in clauses:
+            result = self.fold_clause(clause)
+            if result is not None:
+                folded.append(result)
+        for clause in folded:
+            self.note_arity(clause.head, defining=True)
+            self.defined.add(clause.head.predicate)
+        facts: dict[str, list[tuple[tuple[Any, ...], Position]]] = {}
+        rules: list[Rule] = []
+        for clause in folded:
+            if clause.is_fact:
+                fact = self.check_fact(clause)
+                if fact is not None:
+                    facts.setdefault(clause.head.predicate, []).append((fact, clause.pos))
+            else:
+                rules.append(Rule(len(rules), clause))
+                self.check_rule(clause)
+        for pred in facts:
+            info = self.predicates.get(pred)
+            if info is not None and info.external:
+                self.error(facts[pred][0][1], f"external predicate {pred} cannot have facts")
+        strata = self.stratify(rules) if not self.diagnostics else []
+        if self.diagnostics:
+            raise AnalysisError(self.diagnostics)
+        program = AnalyzedProgram(self.predicates, facts, rules, strata)
+        for i, stratum in enumerate(strata):
+            for pred in stratum.predicates:
+                program.stratum_of[pred] = i
+        return program
+
+    # -- declarations --------------------------------------------------------------------------
+    def declare(self, decl: Decl) -> None:
+        atom = decl.atom
+        name = atom.predicate
+        if name.startswith(":"):
+            self.error(atom.pos, f"cannot declare built-in predicate {name}")
+            return
+        previous = self.predicates.get(name)
+        if previous is not None and previous.decl is not None:
+            self.error(atom.pos, f"predicate {name} is declared more than once (first at {previous.decl.pos})")
+            return
+        seen: set[str] = set()
+        for arg in atom.args:
+            if not isinstance(arg, Var) or arg.name == "_":
+                self.error(getattr(arg, "pos", atom.pos), f"Decl {name}: arguments must be distinct variables")
+            elif arg.name in seen:
+                self.error(arg.pos, f"Decl {name}: variable {arg.name} appears twice")
+            else:
+                seen.add(arg.name)
+        info = PredicateInfo(name, len(atom.args), decl)
+        doc = decl.descriptor("doc")
+        if doc is not None and doc.args and isinstance(doc.args[0], Const):
+            info.doc = str(doc.args[0].value)
+        if decl.descriptor("external") is not None:
+            mode = decl.descriptor("mode")
+            if mode is None:
+                self.error(decl.pos, f"external predicate {name} needs a mode(...) descriptor, e.g. mode(\"+\", \"-\")")
+            else:
+                modes = tuple(a.value if isinstance(a, Const) else None for a in mode.args)
+                if len(modes) != info.arity or any(m not in ("+", "-") for m in modes):
+                    self.error(mode.pos, f"mode of {name} must give \"+\" or \"-\" for each of its {info.arity} arguments")
+                else:
+                    info.modes = modes  # type: ignore[assignment]
+        for block in decl.bounds:
+            if len(block) != info.arity:
+                pos = block[0].pos if block else decl.pos
+                self.error(pos, f"bound for {name} lists {len(block)} types but {name} has {info.arity} arguments")
+                continue
+            for term in block:
+                problem = typing_.type_problem(term)
+                if problem:
+                    self.error(term.pos, f"in bound of {name}: {problem}")
+        self.predicates[name] = info
+
+    def note_arity(self, atom: Atom, defining: bool = False) -> bool:
+        info = self.predicates.get(atom.predicate)
+        if info is None:
+            if not defining:
+                return True
+            self.predicates[atom.predicate] = PredicateInfo(atom.predicate, len(atom.args))
+            return True
+        if info.arity != len(atom.args):
+            where = f" (declared at {info.decl.pos})" if info.decl else ""
+            self.error(
+                atom.pos,
+                f"{atom.predicate} has {info.arity} arguments{where} but is used here with {len(atom.args)}",
+            )
+            return False
+        return True
+
+    # -- constant folding ----------------------------------------------------------------------
+    def fold(self, term: Term, allow_reducer: bool = False) -> Term | None:
+        """Evaluate function applications whose arguments are all constants; None after an error."""
+        if not isinstance(term, Apply):
+            return term
+        fn = term.function
+        args = []
+        for arg in term.args:
+            folded = self.fold(arg)
+            if folded is None:
+                return None
+            args.append(folded)
+        if fn in REDUCERS and fn not in LIST_REDUCERS:
+            if not allow_reducer:
+                self.error(term.pos, f"reducer {fn} can only be used in a let after do fn:group_by(...)")
+                return None
+            return Apply(fn, tuple(args), term.pos)
+        if fn not in FUNCTIONS:
+            hint = " (fn:group_by goes after '|> do')" if fn == "fn:group_by" else ""
+            self.error(term.pos, f"unknown function {fn}{hint}")
+            return None
+        low, high = ARITY[fn]
+        if len(args) < low or (high is not None and len(args) > high):
+            expected = f"{low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
+            self.error(term.pos, f"{fn} takes {expected} arguments, got {len(args)}")
+            return None
+        if all(isinstance(a, Const) for a in args):
+            try:
+                value = FUNCTIONS[fn](*(a.value for a in args))  # type: ignore[union-attr]
+            except BuiltinError as exc:
+                self.error(term.pos, str(exc))
+                return None
+            return Const(value, term.pos)
+        return Apply(fn, tuple(args), term.pos)
+
+    def fold_atom(self, atom: Atom) -> Atom | None:
+        args = []
+        for arg in atom.args:
+            folded = self.fold(arg)
+            if folded is None:
+                return None
+            args.append(folded)
+        return Atom(atom.predicate, tuple(args), atom.pos)
+
+    def fold_clause(self, clause: Clause) -> Clause | None:
+        ok = True
+        head = self.fold_atom(clause.head)
+        body: list[Literal] = []
+        for lit in clause.body:
+            if isinstance(lit, Atom):
+                folded_atom = self.fold_atom(lit)
+                ok = ok and folded_atom is not None
+                if folded_atom is not None:
+                    body.append(folded_atom)
+            elif isinstance(lit, Negation):
+                folded_atom = self.fold_atom(lit.atom)
+                ok = ok and folded_atom is not None
+                if folded_atom is not None:
+                    body.append(Negation(folded_atom, lit.pos))
+            else:
+                left, right = self.fold(lit.left), self.fold(lit.right)
+                ok = ok and left is not None and right is not None
+                if left is not None and right is not None:
+                    body.append(Comparison(lit.op, left, right, lit.pos))
+        transform = clause.transform
+        if transform is not None:
+            grouped = transform.group_by is not None
+            lets = []
+            for let in transform.lets:
+                expr = self.fold(let.expr, allow_reducer=grouped)
+                if expr is None:
+                    ok = False
+                    continue
+                if isinstance(expr, Const):  # a constant let is still a let: keep it as a function of nothing
+                    expr = Apply("fn:tuple", (expr,), expr.pos)
+                assert isinstance(expr, Apply)
+                lets.append(Let(let.var, expr, let.pos))
+            transform = Transform(transform.group_by, tuple(lets), transform.pos)
+        if head is None or not ok:
+            return None
+        return Clause(head, tuple(body), transform, clause.pos)
+
+    # -- facts and rules -----------------------------------------------------------------------
+    def check_fact(self, clause: Clause) -> tuple[Any, ...] | None:
+        head = clause.head
+        if head.predicate.startswith(":"):
+            self.error(head.pos, f"cannot define built-in predicate {head.predicate}")
+            return None
+        values = []
+        for arg in head.args:
+            if isinstance(arg, Var):
+                self.error(
+                    arg.pos,
+                    f"variable {arg.name} in fact {head.predicate} is not bound: a fact must be ground"
+                    if arg.name != "_"
+                    else f"wildcard _ in fact {head.predicate}: a fact must be ground",
+                )
+                return None
+            if not isinstance(arg, Const):
+                self.error(arg.pos, f"fact {head.predicate} contains {arg}, which is not a constant")
+                return None
+            values.append(arg.value)
+        fact = tuple(values)
+        info = self.predicates.get(head.predicate)
+        if self.check_bounds and info is not None and info.decl is not None and info.decl.bounds:
+            problem = bounds_problem(info, fact)
+            if problem:
+                self.error(head.pos, problem)
+        return fact
+
+    def check_rule(self, clause: Clause) -> None:
+        head = clause.head
+        if head.predicate.startswith(":"):
+            self.error(head.pos, f"cannot define built-in predicate {head.predicate}")
+            return
+        info = self.predicates.get(head.predicate)
+        if info is not None and info.decl is not None and info.decl.descriptor("extensional") is not None:
+            self.error(head.pos, f"{head.predicate} is declared extensional() but is defined by a rule")
+        if info is not None and info.external:
+            self.error(head.pos, f"external predicate {head.predicate} cannot be defined by a rule")
+        for arg in head.args:
+            if isinstance(arg, Var) and arg.name == "_":
+                self.error(arg.pos, f"wildcard _ in the head of {head.predicate}")
+            elif isinstance(arg, Apply):
+                self.error(
+                    arg.pos,
+                    f"function application {arg} in the head of {head.predicate}: compute it with"
+                    " '|> let V = ...' or 'V = ...' in the body",
+                )
+        bound = self.check_body(clause)
+        self.check_transform(clause, bound)
+
+    def check_body(self, clause: Clause) -> set[str]:
+        bound: set[str] = set()
+        negations: list[Negation] = []
+        for lit in clause.body:
+            if isinstance(lit, Negation):
+                negations.append(lit)
+                self.check_atom_reference(lit.atom, negated=True)
+                for arg in lit.atom.args:
+                    if isinstance(arg, Apply):
+                        self.error(arg.pos, f"function application {arg} in a negated atom; bind it first with =")
+            elif isinstance(lit, Atom):
+                self.check_atom_literal(lit, bound)
+            else:
+                self.check_comparison(lit, bound)
+        for neg in negations:
+            for arg in neg.atom.args:
+                for var in _vars(arg):
+                    if var.name not in bound:
+                        self.error(
+                            var.pos,
+                            f"variable {var.name} in {neg} is not bound by a positive subgoal"
+                            " (use _ for 'any value')",
+                        )
+        return bound
+
+    def unbound_error(self, var: Var, lit: object) -> None:
+        self.error(var.pos, f"variable {var.name} in {lit} will not have a value yet; move the subgoal to the right")
+
+    def check_atom_reference(self, atom: Atom, negated: bool) -> bool:
+        name = atom.predicate
+        if name.startswith(":"):
+            if negated:
+                self.error(atom.pos, f"built-in predicate {name} cannot be negated")
+                return False
+            builtin = PREDICATES.get(name)
+            if builtin is None:
+                self.error(atom.pos, f"could not find predicate {name} (no such built-in predicate)")
+                return False
+            if builtin.arity != len(atom.args):
+                self.error(atom.pos, f"{name} takes {builtin.arity} arguments, got {len(atom.args)}")
+                return False
+            return True
+        if name not in self.predicates and name not in self.defined:
+            self.error(atom.pos, f"could not find predicate {name}/{len(atom.args)}")
+            return False
+        info = self.predicates.get(name)
+        if info is not None and info.external and negated:
+            self.error(atom.pos, f"external predicate {name} cannot be negated")
+            return False
+        return self.note_arity(atom)
+
+    def check_atom_literal(self, atom: Atom, bound: set[str]) -> None:
+        if not self.check_atom_reference(atom, negated=False):
+            return
+        info = self.predicates.get(atom.predicate)
+        if atom.predicate.startswith(":"):
+            inputs = PREDICATES[atom.predicate].inputs
+        elif info is not None and info.modes is not None:
+            inputs = tuple(i for i, m in enumerate(info.modes) if m == "+")
+        else:
+            inputs = ()
+            for arg in atom.args:
+                if isinstance(arg, Apply):
+                    self.error(
+                        arg.pos, f"function application {arg} as an argument of {atom.predicate}; bind it first with ="
+                    )
+        for i in inputs:
+            for var in _vars(atom.args[i]):
+                if var.name not in bound:
+                    self.unbound_error(var, atom)
+            if _has_wildcard(atom.args[i]):
+                self.error(atom.args[i].pos, f"wildcard _ as input argument {i + 1} of {atom.predicate}")
+        for i, arg in enumerate(atom.args):
+            if i in inputs:
+                continue
+            if isinstance(arg, Apply):
+                for var in _vars(arg):
+                    if var.name not in bound:
+                        self.unbound_error(var, atom)
+        for arg in atom.args:
+            if isinstance(arg, Var) and arg.name != "_":
+                bound.add(arg.name)
+
+    def check_comparison(self, lit: Comparison, bound: set[str]) -> None:
+        for side in (lit.left, lit.right):
+            if _has_wildcard(side):
+                self.error(side.pos, f"wildcard _ in comparison {lit}")
+                return
+        left_free = [v for v in _vars(lit.left) if v.name not in bound]
+        right_free = [v for v in _vars(lit.right) if v.name not in bound]
+        if lit.op == "=":
+            if isinstance(lit.left, Var) and left_free and not right_free:
+                bound.add(lit.left.name)
+                return
+            if isinstance(lit.right, Var) and right_free and not left_free:
+                bound.add(lit.right.name)
+                return
+        for var in left_free + right_free:
+            self.unbound_error(var, lit)
+            return
+
+    def check_transform(self, clause: Clause, bound: set[str]) -> None:
+        transform = clause.transform
+        head_vars = [v for arg in clause.head.args for v in _vars(arg)]
+        if transform is None:
+            for var in head_vars:
+                if var.name not in bound:
+                    self.error(var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not bound by the body")
+            return
+        defined: set[str] = set()
+        if transform.group_by is not None:
+            available: set[str] = set()
+            for var in transform.group_by:
+                if var.name in available:
+                    self.error(var.pos, f"fn:group_by lists {var.name} twice")
+                elif var.name not in bound:
+                    self.error(var.pos, f"group-by variable {var.name} is not bound by the body")
+                available.add(var.name)
+        else:
+            available = set(bound)
+        for let in transform.lets:
+            name = let.var.name
+            if name in bound or name in defined:
+                self.error(let.var.pos, f"let {name} redefines variable {name}; choose a new name")
+            is_reducer = let.expr.function in REDUCERS and transform.group_by is not None
+            if is_reducer:
+                (low, high), _ = REDUCERS[let.expr.function]
+                count = len(let.expr.args)
+                if count < low or (high is not None and count > high):
+                    self.error(let.expr.pos, f"reducer {let.expr.function} takes {low}{'' if high == low else '+'} arguments")
+                scope = bound
+            else:
+                scope = available | defined
+            for var in _vars(let.expr):
+                if var.name not in scope:
+                    where = "the body" if is_reducer else "group-by variables and earlier lets"
+                    self.error(var.pos, f"variable {var.name} in {let} is not bound by {where}")
+            if _has_wildcard(let.expr):
+                self.error(let.expr.pos, f"wildcard _ in {let}")
+            defined.add(name)
+        for var in head_vars:
+            if var.name not in available and var.name not in defined:
+                what = "grouped by fn:group_by or defined by a let" if transform.group_by is not None else "bound"
+                self.error(var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not {what}")
+
+    # -- stratification ------------------------------------------------------------------------
+    def stratify(self, rules: list[Rule]) -> list[Stratum]:
+        preds = sorted(self.predicates)
+        edges: dict[str, list[tuple[str, bool, Position]]] = {p: [] for p in preds}
+        for rule in rules:
+            head = rule.head.predicate
+            for lit in rule.body:
+                if isinstance(lit, Atom) and not lit.predicate.startswith(":"):
+                    edges[head].append((lit.predicate, rule.aggregates, lit.pos))
+                elif isinstance(lit, Negation):
+                    edges[head].append((lit.atom.predicate, True, lit.pos))
+        components = strongly_connected(preds, {p: [e[0] for e in es] for p, es in edges.items()})
+        component_of = {p: i for i, comp in enumerate(components) for p in comp}
+        for pred in preds:
+            for target, negative, pos in edges[pred]:
+                if negative and component_of[target] == component_of[pred]:
+                    self.error(
+                        pos,
+                        f"program cannot be stratified: {pred} depends on {target} through negation or"
+                        " aggregation inside a recursive cycle",
+                    )
+        rules_of: dict[int, list[Rule]] = {}
+        for rule in rules:
+            rules_of.setdefault(component_of[rule.head.predicate], []).append(rule)
+        strata = []
+        for i, comp in enumerate(components):
+            members = set(comp)
+            comp_rules = rules_of.get(i, [])
+            recursive = any(pred in members for r in comp_rules for pred, _ in r.body_predicates())
+            strata.append(Stratum(sorted(comp), comp_rules, recursive, any(r.aggregates for r in comp_rules)))
+        return strata
+
+
+def strongly_connected(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm without recursion; components come out dependencies first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(succ.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(succ.get(child, ()))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                out.append(comp)
+    return out
+
+
+def bounds_problem(info: PredicateInfo, fact: tuple[Any, ...]) -> str | None:
+    """Why ``fact`` violates the declared type bounds of its predicate, or None."""
+    assert info.decl is not None
+    bounds = info.decl.bounds
+    if not bounds or any(len(b) != len(fact) for b in bounds):
+        return None
+    for block in bounds:
+        if all(typing_.matches(t, v) for t, v in zip(block, fact, strict=True)):
+            return None
+    return f"{display_fact(info.name, fact)} does not match the declared bound {typing_.describe(bounds)}"
+
+
+def analyze(units: list[SourceUnit], check_bounds: bool = True) -> AnalyzedProgram:
+    return Analyzer(units, check_bounds).run()

@@ -1,0 +1,151 @@
+"""The syntax tree of a Mangle program; every node keeps its source position."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .errors import Position
+from .values import display
+
+
+@dataclass(frozen=True, eq=False)
+class Var:
+    name: str  # "_" is the wildcard; each occurrence is independent
+    pos: Position
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class Const:
+    value: Any
+    pos: Position
+
+    def __str__(self) -> str:
+        return display(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Apply:
+    """A function application ``fn:f(args)``; compound literals are parsed into these."""
+
+    function: str
+    args: tuple[Term, ...]
+    pos: Position
+
+    def __str__(self) -> str:
+        return f"{self.function}(" + ", ".join(str(a) for a in self.args) + ")"
+
+
+Term = Union[Var, Const, Apply]
+
+
+@dataclass(frozen=True, eq=False)
+class Atom:
+    predicate: str
+    args: tuple[Term, ...]
+    pos: Position
+
+    def __str__(self) -> str:
+        return f"{self.predicate}(" + ", ".join(str(a) for a in self.args) + ")"
+
+
+@dataclass(frozen=True, eq=False)
+class Negation:
+    atom: Atom
+    pos: Position
+
+    def __str__(self) -> str:
+        return f"!{self.atom}"
+
+
+COMPARISON_BUILTINS = {"<": ":lt", "<=": ":le", ">": ":gt", ">=": ":ge"}
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """``L op R`` with op one of ``= != < <= > >=``."""
+
+    op: str
+    left: Term
+    right: Term
+    pos: Position
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+Literal = Union[Atom, Negation, Comparison]
+
+
+@dataclass(frozen=True, eq=False)
+class Let:
+    var: Var
+    expr: Apply
+    pos: Position
+
+    def __str__(self) -> str:
+        return f"let {self.var} = {self.expr}"
+
+
+@dataclass(frozen=True, eq=False)
+class Transform:
+    """``|> do fn:group_by(...), let ...`` (group_by is not None) or ``|> let ...``."""
+
+    group_by: tuple[Var, ...] | None
+    lets: tuple[Let, ...]
+    pos: Position
+
+    def __str__(self) -> str:
+        parts = []
+        if self.group_by is not None:
+            parts.append("do fn:group_by(" + ", ".join(str(v) for v in self.group_by) + ")")
+        parts.extend(str(let) for let in self.lets)
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class Clause:
+    head: Atom
+    body: tuple[Literal, ...]
+    transform: Transform | None
+    pos: Position
+
+    @property
+    def is_fact(self) -> bool:
+        return not self.body and self.transform is None
+
+    def __str__(self) -> str:
+        if self.is_fact:
+            return f"{self.head}."
+        text = f"{self.head} :- " + ", ".join(str(lit) for lit in self.body)
+        if self.transform is not None:
+            text += f" |> {self.transform}"
+        return text + "."
+
+
+@dataclass(frozen=True, eq=False)
+class Decl:
+    atom: Atom
+    descriptors: tuple[Atom, ...]
+    bounds: tuple[tuple[Term, ...], ...]
+    pos: Position
+
+    def descriptor(self, name: str) -> Atom | None:
+        for d in self.descriptors:
+            if d.predicate == name:
+                return d
+        return None
+
+
+@dataclass
+class SourceUnit:
+    """One parsed file: its package, the packages it uses, its declarations and clauses."""
+
+    source: str
+    package: str | None = None
+    uses: list[str] = field(default_factory=list)
+    decls: list[Decl] = field(default_factory=list)
+    clauses: list[Clause] = field(default_factory=list)

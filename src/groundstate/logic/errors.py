@@ -1,0 +1,85 @@
+"""Positioned diagnostics shared by the parser, the analysis and the evaluator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where something stands in a source: 1-based line and column."""
+
+    source: str
+    line: int
+    column: int
+    line_text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    position: Position | None
+    message: str
+    severity: str = "error"
+
+    def format(self) -> str:
+        """``FILE:LINE:COL: error: MSG`` then the source line and a caret under the column."""
+        if self.position is None:
+            return f"{self.severity}: {self.message}"
+        head = f"{self.position}: {self.severity}: {self.message}"
+        text = self.position.line_text.expandtabs(1).rstrip("\r\n")
+        if not text:
+            return head
+        caret = " " * (self.position.column - 1) + "^"
+        return f"{head}\n  {text}\n  {caret}"
+
+
+class LogicError(Exception):
+    """Base of every error groundstate.logic raises on bad programs, data or queries."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        super().__init__("\n".join(d.format() for d in diagnostics))
+
+    @property
+    def message(self) -> str:
+        return self.diagnostics[0].message if self.diagnostics else ""
+
+    @property
+    def position(self) -> Position | None:
+        return self.diagnostics[0].position if self.diagnostics else None
+
+
+class ParseError(LogicError):
+    """The text is not a well-formed program (or query)."""
+
+    def __init__(self, message: str, position: Position) -> None:
+        super().__init__([Diagnostic(position, message)])
+
+    @property
+    def source(self) -> str:
+        assert self.position is not None
+        return self.position.source
+
+    @property
+    def line(self) -> int:
+        assert self.position is not None
+        return self.position.line
+
+    @property
+    def column(self) -> int:
+        assert self.position is not None
+        return self.position.column
+
+
+class AnalysisError(LogicError):
+    """The program parses but is not valid: all problems found, each positioned."""
+
+
+class EvaluationError(LogicError):
+    """Evaluation was aborted: a function failed, or the created-fact limit was reached."""
+
+    def __init__(self, message: str, position: Position | None = None) -> None:
+        super().__init__([Diagnostic(position, message)])

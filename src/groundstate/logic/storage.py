@@ -1,0 +1,69 @@
+"""Stored relations: a set of fact tuples plus the hash indexes the compiled rules ask for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from operator import itemgetter
+from typing import Any
+
+Fact = tuple[Any, ...]
+
+
+class Relation:
+    """Facts of one predicate; an index is built on first use and maintained from then on."""
+
+    __slots__ = ("arity", "facts", "indexes", "name")
+
+    def __init__(self, name: str, arity: int) -> None:
+        self.name = name
+        self.arity = arity
+        self.facts: set[Fact] = set()
+        self.indexes: dict[tuple[int, ...], tuple[Callable[[Fact], Any], dict[Any, list[Fact]]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def index(self, columns: tuple[int, ...]) -> dict[Any, list[Fact]]:
+        entry = self.indexes.get(columns)
+        if entry is None:
+            key = itemgetter(*columns)
+            table: dict[Any, list[Fact]] = {}
+            for fact in self.facts:
+                k = key(fact)
+                bucket = table.get(k)
+                if bucket is None:
+                    table[k] = [fact]
+                else:
+                    bucket.append(fact)
+            entry = (key, table)
+            self.indexes[columns] = entry
+        return entry[1]
+
+    def add(self, new: set[Fact]) -> None:
+        """Add facts known not to be stored yet."""
+        self.facts |= new
+        for key, table in self.indexes.values():
+            for fact in new:
+                k = key(fact)
+                bucket = table.get(k)
+                if bucket is None:
+                    table[k] = [fact]
+                else:
+                    bucket.append(fact)
+
+    def remove(self, old: Iterable[Fact]) -> None:
+        """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence)."""
+        old = old if isinstance(old, set) else set(old)
+        self.facts -= old
+        for key, table in self.indexes.values():
+            for fact in old:
+                k = key(fact)
+                bucket = table[k]
+                bucket.remove(fact)
+                if not bucket:
+                    del table[k]
+
+    def clear(self) -> None:
+        self.facts = set()
+        for columns in list(self.indexes):
+            self.indexes[columns] = (self.indexes[columns][0], {})
