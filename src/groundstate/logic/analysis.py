@@ -428,6 +428,7 @@ class Analyzer:
 
     def check_atom_literal(self, atom: Atom, bound: set[str]) -> None:
         if not self.check_atom_reference(atom, negated=False):
+            bound.update(v.name for arg in atom.args for v in _vars(arg))  # one error, not a cascade
             return
         info = self.predicates.get(atom.predicate)
         if atom.predicate.startswith(":"):

@@ -1,0 +1,28 @@
+"""The ``groundstate`` command; each package contributes its own sub-command group."""
+
+from __future__ import annotations
+
+import typer
+
+from . import __version__
+from .logic.cli import app as logic_app
+
+app = typer.Typer(
+    help="groundstate: a deterministic integrity layer for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(logic_app, name="logic")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"groundstate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """groundstate: a deterministic integrity layer for LLM agents."""
