@@ -1,0 +1,2 @@
+Decl p(X) bound [/number].
+p("text").

@@ -1,0 +1,2 @@
+Decl p(X).
+Decl p(Y).
