@@ -95,7 +95,7 @@ class Lexer:
         nxt = text[start + 1] if start + 1 < len(text) else ""
         if ch == "/" and nxt in _NAME_CHARS and nxt != "":
             return self._name(start)
-        if ch.isdigit() or (ch == "-" and (nxt.isdigit() or (nxt == "." and self._digit_at(start + 2)))):
+        if ch in _DIGITS or (ch == "-" and nxt != "" and (nxt in _DIGITS or (nxt == "." and self._digit_at(start + 2)))):
             return self._number(start)
         if ch == "." and self._digit_at(start + 1) and not self._follows_term(start):
             return self._number(start)

@@ -1,0 +1,5 @@
+"""``python -m groundstate`` runs the CLI."""
+
+from .cli import app
+
+app()

@@ -1,0 +1,72 @@
+"""Values: structural equality with the dialect's distinctions, display and ordering."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from groundstate.logic import Float, List, Map, Name, Pair, Struct, display
+from groundstate.logic.values import sort_key, to_value
+
+
+def test_name_is_interned_and_never_equals_a_string() -> None:
+    assert Name("/a/b") is Name("/a/b")
+    assert Name("/a") != "/a" and "/a" != Name("/a")
+    assert pickle.loads(pickle.dumps(Name("/a"))) is Name("/a")
+    with pytest.raises(ValueError):
+        Name("a/b")
+    with pytest.raises(ValueError):
+        Name("/a//b")
+
+
+def test_int_never_equals_float() -> None:
+    assert 1 != Float(1.0) and Float(1.0) != 1
+    assert len({1, Float(1.0)}) == 2
+    assert (1,) != (Float(1.0),)
+    assert Float(2.5) == Float(2.5) and len({Float(2.5), Float(2.5)}) == 1
+
+
+def test_compound_equality() -> None:
+    assert List([1, 2]) != Pair(1, 2) and List([1, 2]) != (1, 2)
+    assert Map([(1, 2), (3, 4)]) == Map([(3, 4), (1, 2)])
+    assert hash(Map([(1, 2), (3, 4)])) == hash(Map([(3, 4), (1, 2)]))
+    assert Map([(Name("/f"), 1)]) != Struct([(Name("/f"), 1)])
+    assert Map([(1, "first"), (1, "second")]).get(1) == "first"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Name("/a/b"), "/a/b"),
+        ("q\"\\\n\t\x01", '"q\\"\\\\\\n\\t\\u{1}"'),
+        (b"\x00a\"", 'b"\\x00a\\""'),
+        (Float(1.0), "1.0"),
+        (Float(1e22), "1e+22"),
+        (-5, "-5"),
+        (List([1, List([])]), "[1, []]"),
+        (Map([]), "fn:map()"),
+        (Map([("k", 1)]), '["k": 1]'),
+        (Struct([(Name("/a"), 1)]), "{/a: 1}"),
+        (Pair(1, Name("/x")), "fn:pair(1, /x)"),
+    ],
+)
+def test_canonical_display(value: object, text: str) -> None:
+    assert display(value) == text
+
+
+def test_to_value() -> None:
+    assert to_value(1.5) == Float(1.5) and type(to_value(1.5)) is Float
+    assert to_value([1, (2, 3)]) == List([1, List([2, 3])])
+    assert to_value({"a": 1}) == Map([("a", 1)])
+    with pytest.raises(TypeError):
+        to_value(True)
+    with pytest.raises(ValueError):
+        to_value(2**63)
+    with pytest.raises(TypeError):
+        to_value(object())
+
+
+def test_sort_key_orders_numbers_by_magnitude_across_types() -> None:
+    values = [Float(2.5), 3, Name("/z"), "a", 1, Float(1.0)]
+    assert sorted(values, key=sort_key) == [Name("/z"), 1, Float(1.0), Float(2.5), 3, "a"]
