@@ -18,8 +18,10 @@ def groundstate(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_run_prints_sorted_canonical_facts(tmp_path: Path) -> None:
     program = tmp_path / "p.mg"
-    program.write_text('edge(/b, /c). edge(/a, /b).\npath(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n'
-                       'label(/a, "x\\ty").\n')
+    program.write_text(
+        "edge(/b, /c). edge(/a, /b).\npath(X, Y) :- edge(X, Y).\npath(X, Z) :- path(X, Y), edge(Y, Z).\n"
+        'label(/a, "x\\ty").\n'
+    )
     result = groundstate("logic", "run", str(program))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
@@ -33,8 +35,18 @@ def test_run_prints_sorted_canonical_facts(tmp_path: Path) -> None:
 
 
 def test_run_queries_json_and_stats() -> None:
-    result = groundstate("logic", "run", str(EXAMPLE), "-q", "violation(X, Y)", "-q", "fan_out(/service/web, N)",
-                         "--format", "json", "--stats")
+    result = groundstate(
+        "logic",
+        "run",
+        str(EXAMPLE),
+        "-q",
+        "violation(X, Y)",
+        "-q",
+        "fan_out(/service/web, N)",
+        "--format",
+        "json",
+        "--stats",
+    )
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert rows == [

@@ -30,11 +30,11 @@ def test_readme_example() -> None:
 
 
 def test_query_patterns() -> None:
-    engine = engine_for("p(1, 1, /a). p(1, 2, /a). p(2, 2, /b). p(3, 4, \"s\").")
+    engine = engine_for('p(1, 1, /a). p(1, 2, /a). p(2, 2, /b). p(3, 4, "s").')
     engine.evaluate()
     assert engine.query("p(X, X, _)") == [(1, 1, Name("/a")), (2, 2, Name("/b"))]
     assert engine.query("p(_, _, /a)") == [(1, 1, Name("/a")), (1, 2, Name("/a"))]
-    assert engine.query("p(3, Y, \"s\")") == [(3, 4, "s")]
+    assert engine.query('p(3, Y, "s")') == [(3, 4, "s")]
     assert engine.query("p(fn:plus(1, 2), _, _)") == [(3, 4, "s")]
     with pytest.raises(FactError, match="could not find predicate nope"):
         engine.query("nope(X)")

@@ -36,7 +36,7 @@ def test_zero_arity_both_spellings_and_trailing_commas() -> None:
 
 
 def test_unicode_arrow_and_dotted_and_colon_names() -> None:
-    unit = parse_unit("foo.bar(X) ⟸ baz:qux(X), :string:contains(X, \"a\").")
+    unit = parse_unit('foo.bar(X) ⟸ baz:qux(X), :string:contains(X, "a").')
     assert unit.clauses[0].head.predicate == "foo.bar"
     assert [lit.predicate for lit in unit.clauses[0].body] == ["baz:qux", ":string:contains"]  # type: ignore[union-attr]
 
@@ -80,8 +80,8 @@ def test_decl() -> None:
     [
         ("p(1", 1, 4, "expected ',' or ')'"),
         ("p(1).\nq(X) :- .", 2, 9, "expected a term"),
-        ("p(\"a\\q\").", 1, 5, "unknown escape"),
-        ("p(\"\\u{D800}\").", 1, 4, "not a Unicode scalar value"),
+        ('p("a\\q").', 1, 5, "unknown escape"),
+        ('p("\\u{D800}").', 1, 4, "not a Unicode scalar value"),
         ("p(_x).", 1, 3, "'_' alone is the wildcard"),
         ("p(foo).", 1, 3, "is not a value"),
         ("p(1) :- q(1) |> let x = fn:plus(1).", 1, 21, "expected a variable after 'let'"),
@@ -125,7 +125,7 @@ def _parses_or_positioned_error(text: str) -> None:
         assert error.line <= text.count("\n") + 1
 
 
-ALPHABET = st.sampled_from(list("pqXY_/a.,:-()[]{}!=<>|\"'`#\\ \n0123456789efn") + ["fn:", "let ", "do ", "Decl ", "⟸"])
+ALPHABET = st.sampled_from([*list("pqXY_/a.,:-()[]{}!=<>|\"'`#\\ \n0123456789efn"), "fn:", "let ", "do ", "Decl ", "⟸"])
 
 
 @settings(max_examples=600, deadline=None)

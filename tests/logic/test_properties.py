@@ -27,7 +27,7 @@ class GeneratedProgram:
     rules: list[tuple[str, list[str], list[str]]]  # head, positive/negative literals, comparisons
 
     def text(self, rng: random.Random | None = None) -> str:
-        lines = [f"Decl {p}({', '.join('ABC'[: n])})." for p, n in self.arity.items()]
+        lines = [f"Decl {p}({', '.join('ABC'[:n])})." for p, n in self.arity.items()]
         rules = list(self.rules)
         if rng is not None:
             rng.shuffle(rules)
@@ -106,9 +106,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 @given(programs(), edges, nodes)
 def test_semi_naive_equals_naive_reference(program: GeneratedProgram, e: set[tuple[int, int]], f: set[int]) -> None:
     text = program.text()
-    expected = reference.sorted_facts(
-        reference.evaluate(Program.parse(text), {"e": set(e), "f": {(x,) for x in f}})
-    )
+    expected = reference.sorted_facts(reference.evaluate(Program.parse(text), {"e": set(e), "f": {(x,) for x in f}}))
     assert run_engine(text, e, f) == expected
 
 

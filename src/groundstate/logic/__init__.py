@@ -1,9 +1,9 @@
 """groundstate.logic — a Datalog engine for the Mangle dialect.
 
-    from groundstate.logic import Program, Engine, Name
-    engine = Engine(Program.parse(text, source="policy.mg"))
-    engine.evaluate()
-    engine.query("path(/a, X)")
+from groundstate.logic import Program, Engine, Name
+engine = Engine(Program.parse(text, source="policy.mg"))
+engine.evaluate()
+engine.query("path(/a, X)")
 """
 
 from .engine import Engine, FactError, Stats

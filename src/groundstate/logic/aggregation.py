@@ -44,4 +44,3 @@ def aggregate(rule: Rule, row_vars: tuple[str, ...], rows: set[tuple[Any, ...]])
                 env[let.var.name] = evaluate_term(expr, env)
         heads.add(tuple(evaluate_term(a, env) for a in rule.head.args))
     return heads
-

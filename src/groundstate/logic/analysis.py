@@ -209,11 +209,11 @@ class Analyzer:
         if decl.descriptor("external") is not None:
             mode = decl.descriptor("mode")
             if mode is None:
-                self.error(decl.pos, f"external predicate {name} needs a mode(...) descriptor, e.g. mode(\"+\", \"-\")")
+                self.error(decl.pos, f'external predicate {name} needs a mode(...) descriptor, e.g. mode("+", "-")')
             else:
                 modes = tuple(a.value if isinstance(a, Const) else None for a in mode.args)
                 if len(modes) != info.arity or any(m not in ("+", "-") for m in modes):
-                    self.error(mode.pos, f"mode of {name} must give \"+\" or \"-\" for each of its {info.arity} arguments")
+                    self.error(mode.pos, f'mode of {name} must give "+" or "-" for each of its {info.arity} arguments')
                 else:
                     info.modes = modes  # type: ignore[assignment]
         for block in decl.bounds:
@@ -395,8 +395,7 @@ class Analyzer:
                     if var.name not in bound:
                         self.error(
                             var.pos,
-                            f"variable {var.name} in {neg} is not bound by a positive subgoal"
-                            " (use _ for 'any value')",
+                            f"variable {var.name} in {neg} is not bound by a positive subgoal (use _ for 'any value')",
                         )
         return bound
 
@@ -483,7 +482,9 @@ class Analyzer:
         if transform is None:
             for var in head_vars:
                 if var.name not in bound:
-                    self.error(var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not bound by the body")
+                    self.error(
+                        var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not bound by the body"
+                    )
             return
         defined: set[str] = set()
         if transform.group_by is not None:
@@ -505,7 +506,9 @@ class Analyzer:
                 (low, high), _ = REDUCERS[let.expr.function]
                 count = len(let.expr.args)
                 if count < low or (high is not None and count > high):
-                    self.error(let.expr.pos, f"reducer {let.expr.function} takes {low}{'' if high == low else '+'} arguments")
+                    self.error(
+                        let.expr.pos, f"reducer {let.expr.function} takes {low}{'' if high == low else '+'} arguments"
+                    )
                 scope = bound
             else:
                 scope = available | defined

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .errors import Position
 from .values import display
@@ -39,7 +39,7 @@ class Apply:
         return f"{self.function}(" + ", ".join(str(a) for a in self.args) + ")"
 
 
-Term = Union[Var, Const, Apply]
+Term = Var | Const | Apply
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +77,7 @@ class Comparison:
         return f"{self.left} {self.op} {self.right}"
 
 
-Literal = Union[Atom, Negation, Comparison]
+Literal = Atom | Negation | Comparison
 
 
 @dataclass(frozen=True, eq=False)

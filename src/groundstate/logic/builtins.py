@@ -10,7 +10,20 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .values import FALSE, INT64_MAX, INT64_MIN, TRUE, Float, List, Map, Name, Pair, Struct, display, type_name
+from .values import (
+    FALSE,
+    INT64_MAX,
+    INT64_MIN,
+    TRUE,
+    Float,
+    List,
+    Map,
+    Name,
+    Pair,
+    Struct,
+    display,
+    type_name,
+)
 
 
 class BuiltinError(Exception):
@@ -23,13 +36,13 @@ UNBOUND: Any = object()  # marks a built-in predicate argument that the built-in
 def _int(fn: str, value: Any) -> int:
     if type(value) is not int:
         raise BuiltinError(f"{fn} expects int64 arguments, got {type_name(value)} {display(value)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _number(fn: str, value: Any) -> float:
     if type(value) is not int and type(value) is not Float:
         raise BuiltinError(f"{fn} expects numbers, got {type_name(value)} {display(value)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _checked(fn: str, result: int) -> int:

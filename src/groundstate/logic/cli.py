@@ -32,7 +32,9 @@ def _load(files: list[Path]) -> Program:
 @app.command()
 def check(
     files: list[Path] = FilesArg,
-    check_bounds: bool = typer.Option(True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."),
+    check_bounds: bool = typer.Option(
+        True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."
+    ),
 ) -> None:
     """Static analysis only: syntax, declarations, safety, stratification. Exit 1 on any error."""
     try:
@@ -52,11 +54,19 @@ def check(
 @app.command()
 def run(
     files: list[Path] = FilesArg,
-    query: list[str] = typer.Option([], "--query", "-q", help="Print only facts matching this atom, e.g. 'path(/a, X)'."),
-    output_format: str = typer.Option("mangle", "--format", "-f", help="mangle (canonical display) or json (JSON lines)."),
+    query: list[str] = typer.Option(
+        [], "--query", "-q", help="Print only facts matching this atom, e.g. 'path(/a, X)'."
+    ),
+    output_format: str = typer.Option(
+        "mangle", "--format", "-f", help="mangle (canonical display) or json (JSON lines)."
+    ),
     stats: bool = typer.Option(False, "--stats", help="Facts per predicate, iterations and time on stderr."),
-    created_fact_limit: int | None = typer.Option(None, "--created-fact-limit", help="Abort after creating this many facts."),
-    check_bounds: bool = typer.Option(True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."),
+    created_fact_limit: int | None = typer.Option(
+        None, "--created-fact-limit", help="Abort after creating this many facts."
+    ),
+    check_bounds: bool = typer.Option(
+        True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."
+    ),
 ) -> None:
     """Evaluate the program and print its facts, one per line, sorted."""
     if output_format not in ("mangle", "json"):
@@ -86,8 +96,10 @@ def run(
     out.flush()
     if stats:
         err = sys.stderr
-        err.write(f"parse: {parsed - started:.4f}s, evaluate: {result.seconds:.4f}s, iterations: {result.iterations},"
-                  f" facts created: {result.created}\n")
+        err.write(
+            f"parse: {parsed - started:.4f}s, evaluate: {result.seconds:.4f}s, iterations: {result.iterations},"
+            f" facts created: {result.created}\n"
+        )
         for predicate, count in result.facts.items():
             err.write(f"  {predicate}: {count}\n")
 

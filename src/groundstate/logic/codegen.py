@@ -213,16 +213,18 @@ def compile_rule(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateI
         # a single-atom body aggregates over the matching facts themselves, wildcards included
         atom = body[0]
         hidden = tuple(Var(f"_{i}", a.pos) if _wild(a) else a for i, a in enumerate(atom.args))
-        rule = Rule(rule.index, Clause(rule.head, (Atom(atom.predicate, hidden, atom.pos),), rule.transform, rule.clause.pos))
+        rule = Rule(
+            rule.index, Clause(rule.head, (Atom(atom.predicate, hidden, atom.pos),), rule.transform, rule.clause.pos)
+        )
         body = rule.body
     if seed is not None:
         iterable = gen.source(Source(SEED))
         if seed.kind == SEED_HEAD:
             gen.bind_tuple(iterable, rule.head.args)
         elif seed.kind == SEED_POSITIVE:
-            atom = body[seed.literal]
-            assert isinstance(atom, Atom)
-            gen.bind_tuple(iterable, atom.args)
+            seeded = body[seed.literal]
+            assert isinstance(seeded, Atom)
+            gen.bind_tuple(iterable, seeded.args)
         else:
             assert seed.kind == SEED_NEGATIVE
             neg = body[seed.literal]
@@ -248,5 +250,5 @@ def compile_rule(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateI
     params = ", ".join(f"s{i}" for i in range(len(gen.sources)))
     code = f"def rule({params}):\n    return {{{output}\n        " + "\n        ".join(gen.clauses) + "}\n"
     scope = dict(gen.namespace)
-    exec(compile(code, f"<rule {rule.index}>", "exec"), scope)  # noqa: S102 - generated from structure only
+    exec(compile(code, f"<rule {rule.index}>", "exec"), scope)
     return CompiledRule(rule, seed, gen.sources, scope["rule"], code, row_vars)

@@ -229,7 +229,7 @@ class Engine:
             kind = source.kind
             if kind == SEED:
                 args.append(seed_facts)
-            elif kind == SCAN or kind == FACTS:
+            elif kind in (SCAN, FACTS):
                 args.append(self.relations[source.predicate].facts)
             elif kind == INDEX:
                 args.append(self.relations[source.predicate].index(source.columns))

@@ -95,7 +95,9 @@ class Lexer:
         nxt = text[start + 1] if start + 1 < len(text) else ""
         if ch == "/" and nxt in _NAME_CHARS and nxt != "":
             return self._name(start)
-        if ch in _DIGITS or (ch == "-" and nxt != "" and (nxt in _DIGITS or (nxt == "." and self._digit_at(start + 2)))):
+        if ch in _DIGITS or (
+            ch == "-" and nxt != "" and (nxt in _DIGITS or (nxt == "." and self._digit_at(start + 2)))
+        ):
             return self._number(start)
         if ch == "." and self._digit_at(start + 1) and not self._follows_term(start):
             return self._number(start)
@@ -180,9 +182,9 @@ class Lexer:
         if text[i] == ":":
             i += 1
         while i < n:
-            if text[i] in _IDENT_CHARS:
-                i += 1
-            elif text[i] in ".:" and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalpha():
+            if text[i] in _IDENT_CHARS or (
+                text[i] in ".:" and i + 1 < n and text[i + 1].isascii() and text[i + 1].isalpha()
+            ):
                 i += 1
             else:
                 break

@@ -5,7 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from .ast import Apply, Atom, Clause, Comparison, Const, Decl, Let, Literal, Negation, SourceUnit, Term, Transform, Var
+from .ast import (
+    Apply,
+    Atom,
+    Clause,
+    Comparison,
+    Const,
+    Decl,
+    Let,
+    Literal,
+    Negation,
+    SourceUnit,
+    Term,
+    Transform,
+    Var,
+)
 from .errors import ParseError, Position
 from .lexer import BYTES, EOF, FLOAT, IDENT, INT, KEYWORD, NAME, PUNCT, STRING, VAR, Lexer, Token
 
@@ -80,7 +94,8 @@ class Parser:
             if self.at(KEYWORD, "descr") or self.at(KEYWORD, "inclusion"):
                 keyword = self.advance().text
                 self.expect_punct("[", f"after '{keyword}'")
-                items = self.comma_list("]", lambda: self.atom(f"in '{keyword}'"))
+                context = f"in '{keyword}'"
+                items = self.comma_list("]", lambda context=context: self.atom(context))  # type: ignore[misc]
                 if keyword == "descr":
                     descriptors.extend(items)
             elif self.at(KEYWORD, "bound"):
@@ -145,9 +160,7 @@ class Parser:
             return self.atom("in the body")
         left = self.term()
         if not (self.tok.kind == PUNCT and self.tok.text in _COMPARISON_OPS):
-            raise self.error(
-                f"expected a comparison (= != < <= > >=) after {left}, found {self.tok.describe()}"
-            )
+            raise self.error(f"expected a comparison (= != < <= > >=) after {left}, found {self.tok.describe()}")
         op = self.advance().text
         right = self.term()
         return Comparison(op, left, right, left.pos)

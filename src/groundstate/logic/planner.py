@@ -35,8 +35,10 @@ def term_vars(term: Term) -> set[str]:
 
 
 def _ground(term: Term, bound: set[str]) -> bool:
-    return isinstance(term, Const) or (not isinstance(term, Var) and term_vars(term) <= bound) or (
-        isinstance(term, Var) and term.name in bound
+    return (
+        isinstance(term, Const)
+        or (not isinstance(term, Var) and term_vars(term) <= bound)
+        or (isinstance(term, Var) and term.name in bound)
     )
 
 
@@ -56,8 +58,10 @@ def _ready(lit: Literal, bound: set[str], predicates: dict[str, PredicateInfo]) 
     if isinstance(lit, Comparison):
         if lit.op == "=":
             left_ok, right_ok = _ground(lit.left, bound), _ground(lit.right, bound)
-            return (left_ok and right_ok) or (left_ok and isinstance(lit.right, Var)) or (
-                right_ok and isinstance(lit.left, Var)
+            return (
+                (left_ok and right_ok)
+                or (left_ok and isinstance(lit.right, Var))
+                or (right_ok and isinstance(lit.left, Var))
             )
         return _ground(lit.left, bound) and _ground(lit.right, bound)
     inputs = input_positions(lit, predicates)
@@ -90,11 +94,7 @@ def order_body(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInf
                 remaining.remove(seed.literal)
     order: list[int] = []
     while remaining:
-        ready = [
-            i
-            for i in remaining
-            if not _is_stored(body[i], predicates) and _ready(body[i], bound, predicates)
-        ]
+        ready = [i for i in remaining if not _is_stored(body[i], predicates) and _ready(body[i], bound, predicates)]
         if ready:
             for i in ready:
                 order.append(i)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -135,7 +135,7 @@ class _Keyed:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._set == other._set  # type: ignore[attr-defined]
+        return isinstance(other, _Keyed) and type(other) is type(self) and self._set == other._set
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -174,7 +174,7 @@ class Struct(_Keyed):
     __slots__ = ()
 
 
-Value = Union[Name, str, bytes, int, Float, List, Pair, Map, Struct]
+Value = Name | str | bytes | int | Float | List | Pair | Map | Struct
 
 
 def type_name(value: Any) -> str:
@@ -242,7 +242,7 @@ def _quote(text: str) -> str:
         elif ch.isprintable():
             out.append(ch)
         else:
-            out.append("\\u{%x}" % ord(ch))
+            out.append(f"\\u{{{ord(ch):x}}}")
     out.append('"')
     return "".join(out)
 
@@ -258,7 +258,7 @@ def _quote_bytes(data: bytes) -> str:
         elif 0x20 <= byte < 0x7F:
             out.append(ch)
         else:
-            out.append("\\x%02x" % byte)
+            out.append(f"\\x{byte:02x}")
     out.append('"')
     return "".join(out)
 
