@@ -48,7 +48,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
     order = ["e", "f"]
     rules: list[tuple[str, list[str], list[str]]] = []
     for pred in IDB:
-        arity[pred] = draw(st.integers(1, 2))
+        arity[pred] = draw(st.integers(0, 2))
         usable = [*order, pred]  # positive: lower predicates and itself (recursion)
         for _ in range(draw(st.integers(1, 3))):
             positives = []
@@ -64,7 +64,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
                         args.append(var)
                         bound.append(var)
                 positives.append(f"{body_pred}({', '.join(args)})")
-            if not bound:
+            if not bound and arity[pred] > 0:
                 continue
             body = list(positives)
             if draw(st.booleans()) and len(order) > 0:
@@ -72,7 +72,7 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
                 neg_args = [draw(st.sampled_from([*bound, "_"])) for _ in range(arity[neg_pred])]
                 body.append(f"!{neg_pred}({', '.join(neg_args)})")
             tests = []
-            if draw(st.integers(0, 3)) == 0:
+            if bound and draw(st.integers(0, 3)) == 0:
                 a, b = draw(st.sampled_from(bound)), draw(st.sampled_from(bound))
                 tests.append(f"{a} {draw(st.sampled_from(['<', '!=', '=', '>=']))} {b}")
             head_args = [draw(st.sampled_from(bound)) for _ in range(arity[pred])]

@@ -279,6 +279,8 @@ class Analyzer:
         return Apply(fn, tuple(args), term.pos)
 
     def fold_atom(self, atom: Atom) -> Atom | None:
+        if all(type(arg) is not Apply for arg in atom.args):
+            return atom
         args = []
         for arg in atom.args:
             folded = self.fold(arg)
@@ -288,6 +290,9 @@ class Analyzer:
         return Atom(atom.predicate, tuple(args), atom.pos)
 
     def fold_clause(self, clause: Clause) -> Clause | None:
+        if clause.is_fact:
+            head = self.fold_atom(clause.head)
+            return None if head is None else clause if head is clause.head else Clause(head, (), None, clause.pos)
         ok = True
         head = self.fold_atom(clause.head)
         body: list[Literal] = []

@@ -9,7 +9,7 @@ from .errors import Position
 from .values import display
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Var:
     name: str  # "_" is the wildcard; each occurrence is independent
     pos: Position
@@ -18,7 +18,7 @@ class Var:
         return self.name
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Const:
     value: Any
     pos: Position
@@ -27,7 +27,7 @@ class Const:
         return display(self.value)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Apply:
     """A function application ``fn:f(args)``; compound literals are parsed into these."""
 
@@ -42,7 +42,7 @@ class Apply:
 Term = Var | Const | Apply
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Atom:
     predicate: str
     args: tuple[Term, ...]
@@ -52,7 +52,7 @@ class Atom:
         return f"{self.predicate}(" + ", ".join(str(a) for a in self.args) + ")"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Negation:
     atom: Atom
     pos: Position
@@ -64,7 +64,7 @@ class Negation:
 COMPARISON_BUILTINS = {"<": ":lt", "<=": ":le", ">": ":gt", ">=": ":ge"}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Comparison:
     """``L op R`` with op one of ``= != < <= > >=``."""
 
@@ -80,7 +80,7 @@ class Comparison:
 Literal = Atom | Negation | Comparison
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Let:
     var: Var
     expr: Apply
@@ -90,7 +90,7 @@ class Let:
         return f"let {self.var} = {self.expr}"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Transform:
     """``|> do fn:group_by(...), let ...`` (group_by is not None) or ``|> let ...``."""
 
@@ -106,7 +106,7 @@ class Transform:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Clause:
     head: Atom
     body: tuple[Literal, ...]
@@ -126,7 +126,7 @@ class Clause:
         return text + "."
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Decl:
     atom: Atom
     descriptors: tuple[Atom, ...]

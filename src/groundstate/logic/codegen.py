@@ -104,6 +104,9 @@ class _Gen:
                     targets.append(name)
                 else:
                     targets.append("_")
+            if not targets:  # zero-arity: the only fact is ()
+                self.clauses.append(f"for _ in {iterable}")
+                return
             target = targets[0] + "," if len(targets) == 1 else ", ".join(targets)
             self.clauses.append(f"for {target} in {iterable}")
             return

@@ -19,6 +19,7 @@ from .ast import Apply, Atom, Const, Negation, Term, Var
 from .builtins import FUNCTIONS, BuiltinError
 from .codegen import CALL, FACTS, INDEX, SCAN, SEED, CompiledRule, compile_rule
 from .errors import Diagnostic, EvaluationError, LogicError
+from .gcpause import gc_paused
 from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
 from .program import Program
@@ -125,10 +126,11 @@ class Engine:
         self._created = 0
         self.stats = Stats()
         try:
-            if full or self._needs_full:
-                self._evaluate_full()
-            else:
-                self._evaluate_incremental()
+            with gc_paused():
+                if full or self._needs_full:
+                    self._evaluate_full()
+                else:
+                    self._evaluate_incremental()
         except BaseException:
             self._needs_full = True  # the store is half-updated: the next evaluate() starts afresh
             raise
@@ -293,18 +295,13 @@ class Engine:
                 if ins or dels:
                     changes[pred] = (ins, dels)
 
-    def _collect(self, delta: dict[str, set[Fact]], predicate: str, heads: set[Fact]) -> None:
-        facts = self.relations[predicate].facts
-        bucket = delta.setdefault(predicate, set())
-        bucket |= heads - facts
-
     def _insert_delta(self, delta: dict[str, set[Fact]]) -> None:
         for pred, new in delta.items():
             self._insert(pred, new)
 
-    def _fixpoint(self, stratum: Stratum, delta: dict[str, set[Fact]]) -> dict[str, set[Fact]]:
-        """Semi-naive iteration from ``delta`` (already inserted); returns everything inserted."""
-        inserted = {p: set(f) for p, f in delta.items()}
+    def _fixpoint(self, stratum: Stratum, delta: dict[str, set[Fact]], track: bool = False) -> dict[str, set[Fact]]:
+        """Semi-naive iteration from ``delta`` (already inserted); with ``track``, returns everything inserted."""
+        inserted = {p: set(f) for p, f in delta.items()} if track else {}
         if not stratum.recursive:
             return inserted
         members = set(stratum.predicates)
@@ -319,10 +316,19 @@ class Engine:
                         heads = self._run(rule, Seed(SEED_POSITIVE, i), delta[lit.predicate])
                         self._collect(new, rule.head.predicate, heads)
             self._insert_delta(new)
-            for pred, facts in new.items():
-                inserted.setdefault(pred, set()).update(facts)
+            if track:
+                for pred, facts in new.items():
+                    inserted.setdefault(pred, set()).update(facts)
             delta = new
         return inserted
+
+    def _collect(self, delta: dict[str, set[Fact]], predicate: str, heads: set[Fact]) -> None:
+        fresh = heads - self.relations[predicate].facts
+        bucket = delta.get(predicate)
+        if bucket is None:
+            delta[predicate] = fresh
+        else:
+            bucket |= fresh
 
     # -- incremental maintenance ----------------------------------------------------------------------
     def _evaluate_incremental(self) -> None:
@@ -420,7 +426,7 @@ class Engine:
         for pred, facts in delta.items():
             facts -= self.relations[pred].facts
         self._insert_delta(delta)
-        inserted = self._fixpoint(stratum, delta)
+        inserted = self._fixpoint(stratum, delta, track=True)
         # 5. The net change, for the strata above.
         for pred in members:
             gone = overdeleted[pred] - self.relations[pred].facts

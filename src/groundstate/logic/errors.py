@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Position:
-    """Where something stands in a source: 1-based line and column."""
+class Position(NamedTuple):
+    """Where something stands in a source: 1-based line and column (a tuple: one is made per token)."""
 
     source: str
     line: int

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 from .errors import ParseError, Position
 from .values import INT64_MAX, INT64_MIN, Float, Name
@@ -26,11 +26,21 @@ _PUNCT1 = "()[]{},.!=<>:"
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~%-")
 _IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _DIGITS = frozenset("0123456789")
+# The common tokens in one regex; anything else (escapes, bytes, '.5', '_', errors) takes the careful path.
+_FAST = re.compile(
+    r"""(?P<ws>(?:[ \t\r\n\f\v\ufeff]+|\#[^\n]*)+)"""
+    r"""|(?P<name>/[A-Za-z0-9._~%-]+(?:/[A-Za-z0-9._~%-]+)*)"""
+    r"""|(?P<float>-?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))"""
+    r"""|(?P<int>-?[0-9]+)"""
+    r"""|(?P<bytes>b["'`])"""
+    r"""|(?P<word>:?[A-Za-z][A-Za-z0-9_]*(?:[.:][A-Za-z][A-Za-z0-9_]*)*)"""
+    r"""|(?P<string>"[^"\\\n]*")"""
+    r"""|(?P<punct>:-|\|>|!=|<=|>=|[()\[\]{},!=<>:]|\.(?![0-9]))"""
+)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "'": "'", "\\": "\\", "r": "\r", "0": "\0"}
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str
     text: str
     value: Any
@@ -67,12 +77,68 @@ class Lexer:
         return ParseError(message, self.position(offset))
 
     def tokens(self) -> list[Token]:
+        text, n, lines, source = self.text, len(self.text), self.lines, self.source
         out: list[Token] = []
-        while True:
-            tok = self._next()
-            out.append(tok)
-            if tok.kind == EOF:
-                return out
+        append = out.append
+        match = _FAST.match
+        new = tuple.__new__
+        i, line, line_start = 0, 1, 0
+        while i < n:
+            m = match(text, i)
+            kind = m.lastgroup if m is not None else None
+            if kind == "ws":
+                assert m is not None
+                j = m.end()
+                newlines = text.count("\n", i, j)
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", i, j) + 1
+                i = j
+                continue
+            if kind is None or kind == "bytes":
+                self.i = i
+                tok = self._next()
+                append(tok)
+                newlines = text.count("\n", i, self.i)
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", i, self.i) + 1
+                i = self.i
+                continue
+            assert m is not None
+            j = m.end()
+            raw = text[i:j]
+            # tuple.__new__ directly: NamedTuple's own constructor is a Python call, too slow per token
+            pos = new(Position, (source, line, i - line_start + 1, lines[line - 1]))
+            if kind == "punct":
+                append(new(Token, (PUNCT, raw, raw, pos)))
+            elif kind == "word":
+                if raw in KEYWORDS:
+                    append(new(Token, (KEYWORD, raw, raw, pos)))
+                elif raw[0].isupper():
+                    if "." in raw or ":" in raw:
+                        raise self.error(f"malformed variable '{raw}'", i)
+                    append(new(Token, (VAR, raw, raw, pos)))
+                else:
+                    append(new(Token, (IDENT, raw, raw, pos)))
+            elif kind == "name":
+                append(new(Token, (NAME, raw, Name(raw), pos)))
+            elif kind == "string":
+                append(new(Token, (STRING, raw, raw[1:-1], pos)))
+            else:
+                if j < n and text[j] in _IDENT_CHARS:
+                    raise self.error(f"malformed number '{raw}{text[j]}'", i)
+                if kind == "int":
+                    value = int(raw)
+                    if not INT64_MIN <= value <= INT64_MAX:
+                        raise self.error(f"integer literal {raw} does not fit in 64 bits", i)
+                    append(new(Token, (INT, raw, value, pos)))
+                else:
+                    append(new(Token, (FLOAT, raw, Float(float(raw)), pos)))
+            i = j
+        self.i = n
+        out.append(Token(EOF, "", None, self.position(n)))
+        return out
 
     def _skip_space(self) -> None:
         text, n = self.text, len(self.text)

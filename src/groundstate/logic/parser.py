@@ -21,6 +21,7 @@ from .ast import (
     Var,
 )
 from .errors import ParseError, Position
+from .gcpause import gc_paused
 from .lexer import BYTES, EOF, FLOAT, IDENT, INT, KEYWORD, NAME, PUNCT, STRING, VAR, Lexer, Token
 
 T = TypeVar("T")
@@ -50,7 +51,8 @@ class Parser:
         return tok.kind == kind and (text is None or tok.text == text)
 
     def at_punct(self, text: str) -> bool:
-        return self.at(PUNCT, text)
+        tok = self.tokens[self.k]
+        return tok.kind == PUNCT and tok.text == text
 
     def expect_punct(self, text: str, context: str) -> Token:
         if not self.at_punct(text):
@@ -129,12 +131,17 @@ class Parser:
     def comma_list(self, closer: str, item: Callable[[], T]) -> list[T]:
         """Items separated by commas (a trailing comma allowed) up to ``closer``."""
         items: list[T] = []
-        while not self.at_punct(closer):
+        tokens = self.tokens
+        while True:
+            tok = tokens[self.k]
+            if tok.kind == PUNCT and tok.text == closer:
+                break
             items.append(item())
-            if self.at_punct(","):
-                self.advance()
-            elif not self.at_punct(closer):
-                raise self.error(f"expected ',' or '{closer}', found {self.tok.describe()}")
+            tok = tokens[self.k]
+            if tok.kind == PUNCT and tok.text == ",":
+                self.k += 1
+            elif not (tok.kind == PUNCT and tok.text == closer):
+                raise self.error(f"expected ',' or '{closer}', found {tok.describe()}")
         self.advance()
         return items
 
@@ -285,7 +292,8 @@ def parse_unit(text: str, source: str = "<input>") -> SourceUnit:
     """Parse one file; raises ParseError (and nothing else) on malformed input."""
     if not isinstance(text, str):
         raise TypeError("program text must be a str")
-    return Parser(text, source).parse_unit()
+    with gc_paused():
+        return Parser(text, source).parse_unit()
 
 
 def parse_atom(text: str, source: str = "<query>") -> Atom:

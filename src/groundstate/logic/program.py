@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .analysis import AnalyzedProgram, analyze
 from .ast import SourceUnit
+from .gcpause import gc_paused
 from .parser import parse_unit
 
 
@@ -32,4 +33,5 @@ class Program:
 
     def analyze(self, check_bounds: bool = True) -> AnalyzedProgram:
         """Static analysis only; raises AnalysisError listing every problem found."""
-        return analyze(self.units, check_bounds)
+        with gc_paused():
+            return analyze(self.units, check_bounds)

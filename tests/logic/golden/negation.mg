@@ -8,3 +8,8 @@ clean_owner(P) :- owner(P), !dirty(P).
 dirty(P) :- owns(P, T), banned(T).
 allowed(P, T) :- owns(P, T), !banned(T).
 nobody_banned() :- person(_), !banned(/car).
+# zero-arity atoms in bodies, positive and negated
+someone() :- person(_).
+nobody() :- !person(_).
+flag_on() :- someone(), !nobody().
+flag_off() :- nobody.
