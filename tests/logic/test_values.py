@@ -5,9 +5,11 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groundstate.logic import Float, List, Map, Name, Pair, Struct, display
-from groundstate.logic.values import sort_key, to_value
+from groundstate.logic.values import fact_sort_key, sort_facts, sort_key, to_value
 
 
 def test_name_is_interned_and_never_equals_a_string() -> None:
@@ -70,3 +72,20 @@ def test_to_value() -> None:
 def test_sort_key_orders_numbers_by_magnitude_across_types() -> None:
     values = [Float(2.5), 3, Name("/z"), "a", 1, Float(1.0)]
     assert sorted(values, key=sort_key) == [Name("/z"), 1, Float(1.0), Float(2.5), 3, "a"]
+
+
+scalars = st.one_of(
+    st.integers(-3, 3),
+    st.floats(-3, 3, allow_nan=False).map(Float),
+    st.sampled_from(["a", "b", "/a"]),
+    st.sampled_from([Name("/a"), Name("/b"), Name("/a/b")]),
+    st.sampled_from([b"a", b"b"]),
+)
+values = st.one_of(scalars, st.lists(scalars, max_size=2).map(List), st.tuples(scalars, scalars).map(lambda t: Pair(*t)))
+
+
+@settings(max_examples=500)
+@given(st.lists(st.tuples(values, values), max_size=12), st.lists(st.tuples(scalars, scalars), max_size=12))
+def test_fast_sort_agrees_with_the_sort_key(mixed: list[tuple[object, ...]], plain: list[tuple[object, ...]]) -> None:
+    for facts in (mixed, plain, [(a[0],) for a in plain]):
+        assert sort_facts(facts) == sorted(facts, key=fact_sort_key)

@@ -7,7 +7,7 @@ from typing import Any
 from .analysis import Rule
 from .ast import Apply, Const, Term, Var
 from .builtins import FUNCTIONS, REDUCERS
-from .values import fact_sort_key
+from .values import sort_facts
 
 
 def evaluate_term(term: Term, env: dict[str, Any]) -> Any:
@@ -26,7 +26,7 @@ def aggregate(rule: Rule, row_vars: tuple[str, ...], rows: set[tuple[Any, ...]])
     position = {name: i for i, name in enumerate(row_vars)}
     key_positions = [position[v.name] for v in transform.group_by]
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-    for row in sorted(rows, key=fact_sort_key):  # sorted so that collected lists come out the same every run
+    for row in sort_facts(rows):  # sorted so that collected lists come out the same every run
         groups.setdefault(tuple(row[i] for i in key_positions), []).append(row)
     heads: set[tuple[Any, ...]] = set()
     for key, members in groups.items():

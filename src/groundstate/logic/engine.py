@@ -24,7 +24,7 @@ from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
 from .program import Program
 from .storage import Fact, Relation
-from .values import fact_sort_key, to_value
+from .values import sort_facts, to_value
 
 External = Callable[..., Any]
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
@@ -169,8 +169,7 @@ class Engine:
             candidates: Iterable[Fact] = relation.index(columns).get(key, ())
         else:
             candidates = relation.facts
-        found = [f for f in candidates if all(f[i] == f[j] for i, j in same)]
-        return sorted(found, key=fact_sort_key)
+        return sort_facts(f for f in candidates if all(f[i] == f[j] for i, j in same))
 
     def facts(self, predicate: str) -> list[Fact]:
         """Every fact of ``predicate``, sorted; evaluates pending changes first."""
@@ -179,12 +178,12 @@ class Engine:
             raise FactError(f"could not find predicate {predicate}")
         if self.pending:
             self.evaluate()
-        return sorted(relation.facts, key=fact_sort_key)
+        return sort_facts(relation.facts)
 
     def all_facts(self) -> dict[str, list[Fact]]:
         if self.pending:
             self.evaluate()
-        return {name: sorted(rel.facts, key=fact_sort_key) for name, rel in sorted(self.relations.items())}
+        return {name: sort_facts(rel.facts) for name, rel in sorted(self.relations.items())}
 
     def plans(self) -> list[str]:
         """The generated code of every plan compiled so far, for inspection."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any, ClassVar
 
 INT64_MIN = -(2**63)
@@ -45,6 +46,11 @@ class Name:
 
     def __repr__(self) -> str:
         return f"Name({self.text!r})"
+
+    def __lt__(self, other: object) -> bool:
+        if type(other) is not Name:
+            return NotImplemented
+        return self.text < other.text
 
     def __str__(self) -> str:
         return self.text
@@ -315,3 +321,21 @@ def sort_key(value: Any) -> tuple[Any, ...]:
 
 def fact_sort_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(sort_key(a) for a in args)
+
+
+_NATIVE_ORDER = frozenset({int, str, bytes, Name})
+
+
+def sort_facts(facts: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Facts in the order of fact_sort_key.
+
+    Plain tuple comparison gives that same order whenever it succeeds on ints, strings, bytes and
+    names (a decisive comparison between two types raises TypeError), and is many times faster.
+    """
+    items = list(facts)
+    if set(map(type, chain.from_iterable(items))) <= _NATIVE_ORDER:
+        try:
+            return sorted(items)
+        except TypeError:
+            pass
+    return sorted(items, key=fact_sort_key)
