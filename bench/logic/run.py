@@ -27,13 +27,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from engines import RUNNERS, mangle_text  # noqa: E402
-from workloads import Workload, all_workloads  # noqa: E402
+from workloads import Workload, workload_factories  # noqa: E402
 
 PEERS = ["groundstate", "clingo", "mangle-py", "pyDatalog"]
 
 
 def worker(engine: str, index: int, quick: bool) -> None:
-    workload = all_workloads(quick)[index]
+    workload = workload_factories(quick)[index]()
     result = RUNNERS[engine](workload)
     result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
@@ -85,7 +85,7 @@ def main() -> None:
         worker(args.worker[0], int(args.worker[1]), args.quick)
         return
 
-    workloads = all_workloads(args.quick)
+    workloads = [make() for make in workload_factories(args.quick)]
     lines = [
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()};"
         f" {time.strftime('%Y-%m-%d')}; best / median of up to {args.repeat} runs, each in a fresh process.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Atom = tuple[str, tuple[object, ...]]  # predicate, args: "X" variables or int constants
@@ -265,19 +266,26 @@ def policy(files: int = 20_000, seed: int = 5, updates: int = 200) -> Workload:
     )
 
 
-def all_workloads(quick: bool = False) -> list[Workload]:
+def workload_factories(quick: bool = False) -> list[Callable[[], Workload]]:
+    """Builders, not workloads: a worker builds only its own, so its peak memory is its own."""
     if quick:
-        return [chain(100, False), chain(100, True), random_graph(60, 120), same_generation(4, 2), points_to(100),
-                policy(files=500, updates=5)]
+        return [
+            lambda: chain(100, False),
+            lambda: chain(100, True),
+            lambda: random_graph(60, 120),
+            lambda: same_generation(4, 2),
+            lambda: points_to(100),
+            lambda: policy(files=500, updates=5),
+        ]
     return [
-        chain(200, False),
-        chain(200, True),
-        chain(1000, False),
-        chain(1000, True),
-        chain(2000, False),
-        chain(2000, True),
-        random_graph(400, 800),
-        same_generation(7, 3),
-        points_to(2000),
-        policy(),
+        lambda: chain(200, False),
+        lambda: chain(200, True),
+        lambda: chain(1000, False),
+        lambda: chain(1000, True),
+        lambda: chain(2000, False),
+        lambda: chain(2000, True),
+        lambda: random_graph(400, 800),
+        lambda: same_generation(7, 3),
+        lambda: points_to(2000),
+        lambda: policy(),
     ]
