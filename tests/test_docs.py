@@ -1,8 +1,12 @@
-"""The examples in docs/ are executed: each ```mangle block against the ```text block after it, each ```python block as is."""
+"""The examples in docs/ are executed.
+
+Each ```mangle block runs against the ```text block after it; each ```python block runs as is.
+"""
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ def blocks(page: str) -> list[tuple[str, str]]:
 def mangle_examples(page: str) -> list[tuple[str, str]]:
     found = []
     items = blocks(page)
-    for (lang, code), (next_lang, expected) in zip(items, items[1:], strict=False):
+    for (lang, code), (next_lang, expected) in pairwise(items):
         if lang == "mangle" and next_lang == "text":
             found.append((code, expected))
     return found

@@ -59,8 +59,12 @@ def measure(engine: str, index: int, quick: bool, repeat: int, timeout: float) -
 def skip_reason(engine: str, workload: Workload, include_slow: bool) -> str | None:
     if include_slow:
         return None
-    if engine == "mangle-py" and "chain-right" in workload.name and not workload.name.endswith("N=200") \
-            and "N=100" not in workload.name:
+    if (
+        engine == "mangle-py"
+        and "chain-right" in workload.name
+        and not workload.name.endswith("N=200")
+        and "N=100" not in workload.name
+    ):
         return "skipped: cubic in N for right recursion (N=200 already takes ~75 s)"
     if engine == "groundstate (full re-eval per update)" and not workload.updates:
         return ""
@@ -164,7 +168,9 @@ def main() -> None:
 
 def cli_end_to_end(workloads: list[Workload], quick: bool) -> str:
     """The CLI as a user runs it: interpreter start, parse, evaluate, print every path fact."""
-    workload = next(w for w in workloads if w.name.startswith("chain-left") and ("100" in w.name if quick else "1000" in w.name))
+    workload = next(
+        w for w in workloads if w.name.startswith("chain-left") and ("100" in w.name if quick else "1000" in w.name)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "chain.mg"
         source.write_text(mangle_text(workload), encoding="utf-8")
@@ -174,7 +180,9 @@ def cli_end_to_end(workloads: list[Workload], quick: bool) -> str:
             started = time.perf_counter()
             done = subprocess.run(
                 [sys.executable, "-m", "groundstate", "logic", "run", str(source), "-q", "path(X, Y)"],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             times.append(time.perf_counter() - started)
             lines = done.stdout.count("\n")

@@ -42,7 +42,9 @@ def head(pred: str, *args: object) -> Atom:
 
 def chain(n: int, right: bool) -> Workload:
     edges = [(i, i + 1) for i in range(n)]
-    recursive = [pos("edge", "X", "Y"), pos("path", "Y", "Z")] if right else [pos("path", "X", "Y"), pos("edge", "Y", "Z")]
+    recursive = (
+        [pos("edge", "X", "Y"), pos("path", "Y", "Z")] if right else [pos("path", "X", "Y"), pos("edge", "Y", "Z")]
+    )
     rules = [(head("path", "X", "Y"), [pos("edge", "X", "Y")]), (head("path", "X", "Z"), recursive)]
     kind = "right" if right else "left"
     return Workload(f"chain-{kind} N={n}", rules, {"edge": edges}, "path", 2, n * (n + 1) // 2)
@@ -101,7 +103,10 @@ def same_generation(depth: int, branching: int) -> Workload:
 
 
 def _points_to(
-    address: list[tuple[int, int]], assign: list[tuple[int, int]], load: list[tuple[int, int]], store: list[tuple[int, int]]
+    address: list[tuple[int, int]],
+    assign: list[tuple[int, int]],
+    load: list[tuple[int, int]],
+    store: list[tuple[int, int]],
 ) -> int:
     """Andersen's analysis by a plain worklist, independent of every engine."""
     pts: dict[int, set[int]] = defaultdict(set)
@@ -142,9 +147,7 @@ def points_to(variables: int, seed: int = 11) -> Workload:
         (head("pt", "R", "A"), [pos("store", "P", "Q"), pos("pt", "P", "R"), pos("pt", "Q", "A")]),
     ]
     facts = {"address_of": address, "assign": assign, "load": load, "store": store}
-    return Workload(
-        f"points-to vars={variables}", rules, facts, "pt", 2, _points_to(address, assign, load, store)
-    )
+    return Workload(f"points-to vars={variables}", rules, facts, "pt", 2, _points_to(address, assign, load, store))
 
 
 # -- the policy workload: an agent kernel in the style of seed 004 -------------------------------------------------
@@ -178,8 +181,18 @@ def policy_rules() -> list[tuple[Atom, list[Literal]]]:
     rule(head("failing_impacted", "X"), pos("impacted_test", "X"), pos("failing_test", "X"))
     # ownership
     rule(head("owner_of_target", "Team"), pos("intent_target", "T"), pos("file_owner", "T", "Team"))
-    rule(head("user_owns_target"), pos("current_user", "U"), pos("team_member", "U", "Team"), pos("owner_of_target", "Team"))
-    rule(head("cross_team_impact", "P"), pos("impacted", "P"), pos("file_owner", "P", "Team"), neg("current_team", "Team"))
+    rule(
+        head("user_owns_target"),
+        pos("current_user", "U"),
+        pos("team_member", "U", "Team"),
+        pos("owner_of_target", "Team"),
+    )
+    rule(
+        head("cross_team_impact", "P"),
+        pos("impacted", "P"),
+        pos("file_owner", "P", "Team"),
+        neg("current_team", "Team"),
+    )
     rule(head("current_team", "Team"), pos("current_user", "U"), pos("team_member", "U", "Team"))
     # sensitivity
     rule(head("sensitive_file", "P"), pos("file_in_dir", "P", "D"), pos("sensitive_dir", "D"))
@@ -202,8 +215,13 @@ def policy_rules() -> list[tuple[Atom, list[Literal]]]:
     rule(head("blocked", "A"), pos("writes", "A", "P"), pos("sensitive_file", "P"), neg("approved", "A"))
     rule(head("blocked", "A"), pos("writes", "A", "P"), pos("generated_file", "P"))
     rule(head("blocked", "A"), pos("action_type", "A", EXEC), neg("approved", "A"))
-    rule(head("blocked", "A"), pos("action_type", "A", DELETE), pos("action_target", "A", "P"), pos("has_test", "P"),
-         neg("approved", "A"))
+    rule(
+        head("blocked", "A"),
+        pos("action_type", "A", DELETE),
+        pos("action_target", "A", "P"),
+        pos("has_test", "P"),
+        neg("approved", "A"),
+    )
     rule(head("blocked", "A"), pos("writes", "A", "P"), pos("locked", "P"))
     rule(head("locked", "P"), pos("lock", "P", "_U"), neg("lock_holder_is_user", "P"))
     rule(head("lock_holder_is_user", "P"), pos("lock", "P", "U"), pos("current_user", "U"))

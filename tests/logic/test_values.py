@@ -81,7 +81,9 @@ scalars = st.one_of(
     st.sampled_from([Name("/a"), Name("/b"), Name("/a/b")]),
     st.sampled_from([b"a", b"b"]),
 )
-values = st.one_of(scalars, st.lists(scalars, max_size=2).map(List), st.tuples(scalars, scalars).map(lambda t: Pair(*t)))
+values = st.one_of(
+    scalars, st.lists(scalars, max_size=2).map(List), st.tuples(scalars, scalars).map(lambda t: Pair(*t))
+)
 
 
 @settings(max_examples=500)

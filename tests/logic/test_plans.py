@@ -1,0 +1,80 @@
+"""Planner, code generation and storage: join order, index choice, and index maintenance."""
+
+from __future__ import annotations
+
+from groundstate.logic import Program
+from groundstate.logic.codegen import FACTS, INDEX, SEED, compile_rule
+from groundstate.logic.planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed, order_body
+from groundstate.logic.storage import Relation
+
+
+def analyzed(text: str):  # type: ignore[no-untyped-def]
+    return Program.parse(text).analyze()
+
+
+def test_both_recursive_formulations_read_edge_through_an_index() -> None:
+    program = analyzed(
+        "edge(1, 2).\n"
+        "left(X, Z) :- left(X, Y), edge(Y, Z).\nleft(X, Y) :- edge(X, Y).\n"
+        "right(X, Z) :- edge(X, Y), right(Y, Z).\nright(X, Y) :- edge(X, Y).\n"
+    )
+    left, _, right, _ = program.rules
+    plan = compile_rule(left, Seed(SEED_POSITIVE, 0), program.predicates)
+    assert [s.kind for s in plan.sources] == [SEED, INDEX]
+    assert plan.sources[1].predicate == "edge" and plan.sources[1].columns == (0,)
+    plan = compile_rule(right, Seed(SEED_POSITIVE, 1), program.predicates)
+    assert [s.kind for s in plan.sources] == [SEED, INDEX]
+    assert plan.sources[1].columns == (1,)
+
+
+def test_filters_run_as_soon_as_their_inputs_are_bound() -> None:
+    program = analyzed("a(1). b(1, 2). c(2).\np(X, Y) :- a(X), b(X, Y), c(Y), !c(X), X < Y.")
+    order, bound = order_body(program.rules[0], None, program.predicates)
+    assert order == [0, 3, 1, 4, 2]  # a, !c(X), b, X < Y, c
+    assert bound == {"X", "Y"}
+
+
+def test_most_bound_atom_goes_first_after_a_seed() -> None:
+    program = analyzed("q(1, 2, 3). r(1). s(3).\np(X) :- s(Z), q(X, Y, Z), r(X).")
+    order, _ = order_body(program.rules[0], Seed(SEED_POSITIVE, 2), program.predicates)
+    assert order == [1, 0]  # q shares X with the seed r(X); s shares nothing until q has run
+
+
+def test_ground_atom_is_a_membership_test_and_negation_uses_an_index_for_wildcards() -> None:
+    program = analyzed("e(1, 2). f(1).\np(X) :- f(X), e(X, 2), !e(X, _).")
+    plan = compile_rule(program.rules[0], None, program.predicates)
+    # the constant makes e(X, 2) the best start (an index lookup on column 1); the negation, now ready, filters
+    # next through an index on its one bound column; f(X) is last, a membership test
+    assert [(s.kind, s.predicate, s.columns) for s in plan.sources] == [
+        (INDEX, "e", (1,)),
+        (INDEX, "e", (0,)),
+        (FACTS, "f", ()),
+    ]
+
+
+def run(plan, seed: list[tuple[int, ...]], facts: dict[str, set[tuple[int, ...]]]) -> set[tuple[int, ...]]:  # type: ignore[no-untyped-def]
+    args = [seed if s.kind == SEED else facts[s.predicate] for s in plan.sources]
+    return plan.function(*args)  # type: ignore[no-any-return]
+
+
+def test_head_and_negative_seeds_bind_the_variables() -> None:
+    program = analyzed("e(1). f(1).\np(X) :- e(X), !f(X).")
+    rule = program.rules[0]
+    head_seeded = compile_rule(rule, Seed(SEED_HEAD), program.predicates)
+    assert run(head_seeded, [(1,), (2,), (3,)], {"e": {(1,), (3,)}, "f": {(3,)}}) == {(1,)}
+    negative = compile_rule(rule, Seed(SEED_NEGATIVE, 1), program.predicates)
+    assert run(negative, [(1,), (5,)], {"e": {(1,), (5,)}, "f": {(5,)}}) == {(1,)}
+
+
+def test_relation_indexes_follow_adds_and_removes() -> None:
+    relation = Relation("r", 2)
+    relation.add({(1, "a"), (1, "b")})
+    index = relation.index((0,))
+    assert sorted(index[1]) == [(1, "a"), (1, "b")]
+    relation.add({(2, "c")})
+    assert index[2] == [(2, "c")]
+    relation.remove({(2, "c"), (1, "a")})
+    assert 2 not in index and index[1] == [(1, "b")]
+    assert relation.facts == {(1, "b")}
+    relation.clear()
+    assert len(relation) == 0 and relation.index((0,)) == {}
