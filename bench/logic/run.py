@@ -35,8 +35,19 @@ PEERS = ["groundstate", "clingo", "mangle-py", "pyDatalog"]
 def worker(engine: str, index: int, quick: bool) -> None:
     workload = workload_factories(quick)[index]()
     result = RUNNERS[engine](workload)
-    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["rss_mb"] = peak_rss_mb()
     print(json.dumps(result))
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak RSS. ru_maxrss would not do: Linux carries it across exec, so a worker would
+    report the high-water mark of the orchestrator it was forked from."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(engine: str, index: int, quick: bool, repeat: int, timeout: float) -> list[dict[str, float]] | str:
