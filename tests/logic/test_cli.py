@@ -100,3 +100,11 @@ def test_bad_usage_exits_2(tmp_path: Path) -> None:
     assert groundstate("logic", "run", str(tmp_path / "missing.mg")).returncode == 2
     assert groundstate("logic", "run", str(EXAMPLE), "--format", "xml").returncode == 2
     assert groundstate("logic", "frobnicate").returncode == 2
+
+
+def test_invalid_utf8_is_a_positioned_error(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.mg"
+    bad.write_bytes(b'p(1).\nq("caf\xe9").\n')
+    result = groundstate("logic", "check", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{bad}:2:7: error: invalid UTF-8 (byte 0xe9)")

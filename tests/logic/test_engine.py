@@ -191,3 +191,14 @@ def test_generated_code_never_contains_program_text() -> None:
     engine.evaluate()
     assert engine.query("p(X)") == [("__import__('os')",)]
     assert all("os" not in code for code in engine.plans())
+
+
+def test_packages_prefix_and_use_makes_visible() -> None:
+    lib = Program.parse("Package net!\nlink(1, 2).\nreach(X, Y) :- link(X, Y).\n", source="net.mg")
+    user = Program.parse("Use net!\nfar(X) :- net.reach(X, _).\n", source="user.mg")
+    engine = Engine(lib + user)
+    assert engine.query("far(X)") == [(1,)]
+    assert engine.query("net.reach(X, Y)") == [(1, 2)]
+    stranger = Program.parse("near(X) :- net.reach(X, _).\n", source="stranger.mg")
+    with pytest.raises(AnalysisError, match="belongs to package net; add 'Use net!'"):
+        Engine(lib + stranger)

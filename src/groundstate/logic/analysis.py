@@ -148,6 +148,7 @@ class Analyzer:
 
     # -- entry ---------------------------------------------------------------------------------
     def run(self) -> AnalyzedProgram:
+        self.check_package_visibility()
         decls = [d for u in self.units for d in u.decls]
         clauses = [c for u in self.units for c in u.clauses]
         for decl in decls:
@@ -182,6 +183,22 @@ class Analyzer:
             for pred in stratum.predicates:
                 program.stratum_of[pred] = i
         return program
+
+    def check_package_visibility(self) -> None:
+        """A predicate of another package ``q`` may be named (``q.x``) only by a file that says ``Use q!``."""
+        packages = {u.package for u in self.units if u.package is not None}
+        for unit in self.units:
+            visible = {unit.package, *unit.uses}
+            for clause in unit.clauses:
+                for lit in clause.body:
+                    atom = lit.atom if isinstance(lit, Negation) else lit
+                    if not isinstance(atom, Atom) or "." not in atom.predicate:
+                        continue
+                    owner = atom.predicate.rsplit(".", 1)[0]
+                    if owner in packages and owner not in visible:
+                        self.error(
+                            atom.pos, f"{atom.predicate} belongs to package {owner}; add 'Use {owner}!' to this file"
+                        )
 
     # -- declarations --------------------------------------------------------------------------
     def declare(self, decl: Decl) -> None:

@@ -6,8 +6,21 @@ from pathlib import Path
 
 from .analysis import AnalyzedProgram, analyze
 from .ast import SourceUnit
+from .errors import ParseError, Position
 from .gcpause import gc_paused
 from .parser import parse_unit
+
+
+def _encoding_error(data: bytes, exc: UnicodeDecodeError, source: str) -> ParseError:
+    before = data[: exc.start]
+    line = before.count(b"\n") + 1
+    line_start = before.rfind(b"\n") + 1
+    column = len(before[line_start:].decode("utf-8", errors="replace")) + 1
+    text = data[line_start:].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    return ParseError(
+        f"invalid UTF-8 (byte 0x{data[exc.start]:02x}); source files must be UTF-8",
+        Position(source, line, column, text),
+    )
 
 
 class Program:
@@ -24,8 +37,12 @@ class Program:
     def load(cls, *paths: str | Path) -> Program:
         units = []
         for path in paths:
-            p = Path(path)
-            units.append(parse_unit(p.read_text(encoding="utf-8"), str(path)))
+            data = Path(path).read_bytes()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _encoding_error(data, exc, str(path)) from None
+            units.append(parse_unit(text, str(path)))
         return cls(units)
 
     def __add__(self, other: Program) -> Program:
