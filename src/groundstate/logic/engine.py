@@ -73,6 +73,7 @@ class Engine:
             self.base[pred].update(fact for fact, _ in facts)
         self._toggled: dict[str, set[Fact]] = {}
         self._compiled: dict[tuple[int, Seed | None], CompiledRule] = {}
+        self._variants: dict[int, list[tuple[str, str, CompiledRule]]] = {}
         self._externals: dict[str, External] = {}
         self._needs_full = True
         self._created = 0
@@ -224,7 +225,10 @@ class Engine:
         return plan
 
     def _run(self, rule: Rule, seed: Seed | None = None, seed_facts: Iterable[Fact] = ()) -> set[Fact]:
-        plan = self._plan(rule, seed)
+        return self._execute(self._plan(rule, seed), seed_facts)
+
+    def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = ()) -> set[Fact]:
+        rule = plan.rule
         args: list[Any] = []
         for source in plan.sources:
             kind = source.kind
@@ -244,11 +248,27 @@ class Engine:
                 args.append(fn)
         try:
             result = plan.function(*args)
-            if plan.row_vars or (rule.aggregates and seed is None):
+            if plan.row_vars or (rule.aggregates and plan.seed is None):
                 result = aggregate(rule, plan.row_vars, result)
         except (BuiltinError, _ExternalError) as exc:
             raise EvaluationError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
         return result
+
+    def _recursive_variants(self, stratum: Stratum) -> list[tuple[str, str, CompiledRule]]:
+        """(body predicate, head predicate, plan seeded from that body atom) for every recursive atom."""
+        key = id(stratum)
+        variants = self._variants.get(key)
+        if variants is None:
+            members = set(stratum.predicates)
+            variants = [
+                (lit.predicate, rule.head.predicate, self._plan(rule, Seed(SEED_POSITIVE, i)))
+                for rule in stratum.rules
+                if not rule.aggregates
+                for i, lit in enumerate(rule.body)
+                if isinstance(lit, Atom) and lit.predicate in members
+            ]
+            self._variants[key] = variants
+        return variants
 
     def _insert(self, predicate: str, new: set[Fact]) -> None:
         if not new:
@@ -303,17 +323,14 @@ class Engine:
         inserted = {p: set(f) for p, f in delta.items()} if track else {}
         if not stratum.recursive:
             return inserted
-        members = set(stratum.predicates)
+        variants = self._recursive_variants(stratum)
         while any(delta.values()):
             self.stats.iterations += 1
             new: dict[str, set[Fact]] = {}
-            for rule in stratum.rules:
-                if rule.aggregates:
-                    continue
-                for i, lit in enumerate(rule.body):
-                    if isinstance(lit, Atom) and lit.predicate in members and delta.get(lit.predicate):
-                        heads = self._run(rule, Seed(SEED_POSITIVE, i), delta[lit.predicate])
-                        self._collect(new, rule.head.predicate, heads)
+            for body_predicate, head_predicate, plan in variants:
+                facts = delta.get(body_predicate)
+                if facts:
+                    self._collect(new, head_predicate, self._execute(plan, facts))
             self._insert_delta(new)
             if track:
                 for pred, facts in new.items():
