@@ -302,8 +302,8 @@ def workload_factories(quick: bool = False) -> list[Callable[[], Workload]]:
         lambda: chain(1000, True),
         lambda: chain(2000, False),
         lambda: chain(2000, True),
-        lambda: random_graph(400, 800),
-        lambda: same_generation(7, 3),
-        lambda: points_to(2000),
+        lambda: random_graph(1000, 1200),
+        lambda: same_generation(9, 2),
+        lambda: points_to(500),
         lambda: policy(),
     ]
