@@ -202,3 +202,10 @@ def test_packages_prefix_and_use_makes_visible() -> None:
     stranger = Program.parse("near(X) :- net.reach(X, _).\n", source="stranger.mg")
     with pytest.raises(AnalysisError, match="belongs to package net; add 'Use net!'"):
         Engine(lib + stranger)
+
+
+def test_unsorted_retrieval_returns_the_same_facts() -> None:
+    engine = engine_for(REACH)
+    engine.assert_facts("edge", [(3, 1), (1, 2), (2, 3)])
+    assert sorted(engine.facts("path", sort=False)) == engine.facts("path")
+    assert sorted(engine.query("path(1, X)", sort=False)) == engine.query("path(1, X)") == [(1, 1), (1, 2), (1, 3)]

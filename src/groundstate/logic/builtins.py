@@ -172,33 +172,37 @@ def fn_tuple(*args: Any) -> Any:
     return result
 
 
-def fn_map(*args: Any) -> Map:
+def _entries(fn: str, args: tuple[Any, ...], what: str) -> list[tuple[Any, Any]]:
     if len(args) % 2:
-        raise BuiltinError("fn:map needs key, value pairs (an even number of arguments)")
-    return Map(zip(args[0::2], args[1::2], strict=True))
+        raise BuiltinError(f"{fn} needs {what} pairs (an even number of arguments)")
+    return list(zip(args[0::2], args[1::2], strict=True))
+
+
+def _lookup(fn: str, container: Any, kind: type, key: Any) -> Any:
+    try:
+        return _of_type(fn, container, kind, f"a {kind.__name__.lower()} as first argument").get(key)
+    except KeyError:
+        raise BuiltinError(f"{fn}: {display(key)} not in {display(container)}") from None
+
+
+def fn_map(*args: Any) -> Map:
+    return Map(_entries("fn:map", args, "key, value"))
 
 
 def fn_map_get(m: Any, key: Any) -> Any:
-    try:
-        return _of_type("fn:map:get", m, Map, "a map as first argument").get(key)
-    except KeyError:
-        raise BuiltinError(f"fn:map:get: key {display(key)} not in map {display(m)}") from None
+    return _lookup("fn:map:get", m, Map, key)
 
 
 def fn_struct(*args: Any) -> Struct:
-    if len(args) % 2:
-        raise BuiltinError("fn:struct needs /field, value pairs (an even number of arguments)")
-    for field in args[0::2]:
+    entries = _entries("fn:struct", args, "/field, value")
+    for field, _ in entries:
         if type(field) is not Name:
             raise BuiltinError(f"fn:struct field names are names like /f, got {display(field)}")
-    return Struct(zip(args[0::2], args[1::2], strict=True))
+    return Struct(entries)
 
 
 def fn_struct_get(s: Any, field: Any) -> Any:
-    try:
-        return _of_type("fn:struct:get", s, Struct, "a struct as first argument").get(field)
-    except KeyError:
-        raise BuiltinError(f"fn:struct:get: no field {display(field)} in {display(s)}") from None
+    return _lookup("fn:struct:get", s, Struct, field)
 
 
 # -- names and strings ---------------------------------------------------------------------------

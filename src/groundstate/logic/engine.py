@@ -28,6 +28,7 @@ from .values import sort_facts, to_value
 
 External = Callable[..., Any]
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
+INSERTED, DELETED = 0, 1
 
 
 class FactError(LogicError):
@@ -141,8 +142,9 @@ class Engine:
         self.stats.facts = {name: len(rel) for name, rel in sorted(self.relations.items())}
         return self.stats
 
-    def query(self, pattern: str) -> list[tuple[Any, ...]]:
-        """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted; evaluates pending changes first."""
+    def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
+        """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending
+        changes first."""
         atom = parse_atom(pattern)
         relation = self.relations.get(atom.predicate)
         if relation is None:
@@ -170,16 +172,18 @@ class Engine:
             candidates: Iterable[Fact] = relation.index(columns).get(key, ())
         else:
             candidates = relation.facts
-        return sort_facts(f for f in candidates if all(f[i] == f[j] for i, j in same))
+        found = [f for f in candidates if all(f[i] == f[j] for i, j in same)] if same else list(candidates)
+        return sort_facts(found) if sort else found
 
-    def facts(self, predicate: str) -> list[Fact]:
-        """Every fact of ``predicate``, sorted; evaluates pending changes first."""
+    def facts(self, predicate: str, *, sort: bool = True) -> list[Fact]:
+        """Every fact of ``predicate``, sorted unless ``sort=False`` (sorting a large relation costs more than
+        deriving it); evaluates pending changes first."""
         relation = self.relations.get(predicate)
         if relation is None:
             raise FactError(f"could not find predicate {predicate}")
         if self.pending:
             self.evaluate()
-        return sort_facts(relation.facts)
+        return sort_facts(relation.facts) if sort else list(relation.facts)
 
     def all_facts(self) -> dict[str, list[Fact]]:
         if self.pending:
@@ -397,12 +401,7 @@ class Engine:
                 overdeleted[pred] |= gone
                 frontier[pred] = gone
         heads: dict[str, set[Fact]] = {}
-        for rule in stratum.rules:
-            for i, lit in enumerate(rule.body):
-                if isinstance(lit, Atom) and lit.predicate in lower and lower[lit.predicate][1]:
-                    self._merge(heads, rule, self._run(rule, Seed(SEED_POSITIVE, i), lower[lit.predicate][1]))
-                elif isinstance(lit, Negation) and lit.atom.predicate in lower and lower[lit.atom.predicate][0]:
-                    self._merge(heads, rule, self._run(rule, Seed(SEED_NEGATIVE, i), lower[lit.atom.predicate][0]))
+        self._seed_from_lower(stratum, lower, heads, positive=DELETED, negated=INSERTED)
         self._grow_overdeleted(heads, overdeleted, frontier)
         while frontier:
             self.stats.iterations += 1
@@ -433,12 +432,7 @@ class Engine:
             fresh = base_ins.get(pred, set()) - self.relations[pred].facts
             if fresh:
                 delta.setdefault(pred, set()).update(fresh)
-        for rule in stratum.rules:
-            for i, lit in enumerate(rule.body):
-                if isinstance(lit, Atom) and lit.predicate in lower and lower[lit.predicate][0]:
-                    self._merge(delta, rule, self._run(rule, Seed(SEED_POSITIVE, i), lower[lit.predicate][0]))
-                elif isinstance(lit, Negation) and lit.atom.predicate in lower and lower[lit.atom.predicate][1]:
-                    self._merge(delta, rule, self._run(rule, Seed(SEED_NEGATIVE, i), lower[lit.atom.predicate][1]))
+        self._seed_from_lower(stratum, lower, delta, positive=INSERTED, negated=DELETED)
         for pred, facts in delta.items():
             facts -= self.relations[pred].facts
         self._insert_delta(delta)
@@ -449,6 +443,19 @@ class Engine:
             added = inserted.get(pred, set()) - overdeleted[pred]
             if gone or added:
                 changes[pred] = (added, gone)
+
+    def _seed_from_lower(
+        self, stratum: Stratum, lower: Changes, heads: dict[str, set[Fact]], positive: int, negated: int
+    ) -> None:
+        """Run every rule from what the lower strata changed: a positive atom from its predicate's
+        ``lower[p][positive]`` facts, a negated atom from ``lower[p][negated]`` (INSERTED or DELETED)."""
+        for rule in stratum.rules:
+            for i, lit in enumerate(rule.body):
+                if isinstance(lit, Atom) and lit.predicate in lower and lower[lit.predicate][positive]:
+                    self._merge(heads, rule, self._run(rule, Seed(SEED_POSITIVE, i), lower[lit.predicate][positive]))
+                elif isinstance(lit, Negation) and lit.atom.predicate in lower and lower[lit.atom.predicate][negated]:
+                    seed = lower[lit.atom.predicate][negated]
+                    self._merge(heads, rule, self._run(rule, Seed(SEED_NEGATIVE, i), seed))
 
     @staticmethod
     def _merge(heads: dict[str, set[Fact]], rule: Rule, found: set[Fact]) -> None:

@@ -28,13 +28,7 @@ class Relation:
         if entry is None:
             key = itemgetter(*columns)
             table: dict[Any, list[Fact]] = {}
-            for fact in self.facts:
-                k = key(fact)
-                bucket = table.get(k)
-                if bucket is None:
-                    table[k] = [fact]
-                else:
-                    bucket.append(fact)
+            _file(table, key, self.facts)
             entry = (key, table)
             self.indexes[columns] = entry
         return entry[1]
@@ -43,13 +37,7 @@ class Relation:
         """Add facts known not to be stored yet."""
         self.facts |= new
         for key, table in self.indexes.values():
-            for fact in new:
-                k = key(fact)
-                bucket = table.get(k)
-                if bucket is None:
-                    table[k] = [fact]
-                else:
-                    bucket.append(fact)
+            _file(table, key, new)
 
     def remove(self, old: Iterable[Fact]) -> None:
         """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence)."""
@@ -67,3 +55,14 @@ class Relation:
         self.facts = set()
         for columns in list(self.indexes):
             self.indexes[columns] = (self.indexes[columns][0], {})
+
+
+def _file(table: dict[Any, list[Fact]], key: Callable[[Fact], Any], facts: Iterable[Fact]) -> None:
+    """Append each fact to the bucket of its key."""
+    for fact in facts:
+        k = key(fact)
+        bucket = table.get(k)
+        if bucket is None:
+            table[k] = [fact]
+        else:
+            bucket.append(fact)
