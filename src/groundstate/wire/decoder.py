@@ -1,0 +1,230 @@
+"""The sans-IO SIGIL decoder: bytes in, chunks out, one ground state per stream.
+
+Every ambiguity resets the stream to its ground state (text mode, empty buffer) and emits one Reset
+naming the reason; the tokens buffered since the last emitted chunk are dropped and counted, and the
+rest of the damaged frame is never decoded. Any split of the input gives the same chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .chunks import Chunk, Content, Hello, Reset, StreamEnd, UpstreamError
+from .constants import (
+    DEFAULT_MAX_PAYLOAD,
+    LONG_TOKEN,
+    MODE_ENDED_BY,
+    MODE_STARTED_BY,
+    MODES,
+    RESERVED_OPCODES,
+    SHORT_MAX,
+    VERSION,
+    Kind,
+    Mode,
+    Op,
+    Reason,
+)
+from .frames import Frame, FrameScanner, Junk
+from .hello import HelloError, decode_hello
+from .varint import INCOMPLETE, OVERFLOW, decode_varint
+
+_HOT_RUN = re.compile(rb"[\x00-\x7e]+")
+DEFAULT_HOT_TABLE: tuple[int, ...] = tuple(range(127))
+
+
+@dataclass
+class _Stream:
+    """One stream's state. ``mode`` and ``buffer`` are the parse state that a reset returns to ground;
+    ``expected`` (next seq), the hot table and the HELLO are the transport's and survive resets."""
+
+    mode: Mode = Mode.TEXT
+    buffer: list[int] = field(default_factory=list)
+    expected: int | None = None  # None: the next frame must be a HELLO or carry seq 0
+    awaiting_hello: bool = False
+    hello: Hello | None = None
+    hot: tuple[int, ...] = DEFAULT_HOT_TABLE
+    open: bool = False  # has frames since its last STREAM_END
+
+
+class Decoder:
+    """``feed(data)`` returns the chunks the new bytes complete; ``close()`` ends the input."""
+
+    def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
+        self._frames = FrameScanner(max_payload)
+        self._streams: dict[int, _Stream] = {}
+
+    def feed(self, data: bytes) -> list[Chunk]:
+        out: list[Chunk] = []
+        for item in self._frames.feed(data):
+            self._handle(item, out)
+        return out
+
+    def close(self) -> list[Chunk]:
+        out: list[Chunk] = []
+        for item in self._frames.close():
+            self._handle(item, out)
+        for stream_id in sorted(self._streams):
+            stream = self._streams[stream_id]
+            if stream.open:
+                self._reset(out, stream_id, stream, Reason.TRUNCATED, "input ended before STREAM_END")
+                stream.open = False
+        return out
+
+    # -- frames ------------------------------------------------------------------------------------
+    def _handle(self, item: Frame | Junk, out: list[Chunk]) -> None:
+        if isinstance(item, Junk):
+            out.append(Reset(None, Reason.FRAME_CORRUPT, skipped_bytes=item.skipped, detail=item.why))
+            return
+        sid = item.stream_id
+        stream = self._streams.get(sid)
+        if stream is None:
+            stream = self._streams[sid] = _Stream()
+        gap = False
+        if stream.awaiting_hello and item.kind != Kind.HELLO:
+            return  # skipped until a HELLO for this stream arrives (the MissingHello reset was emitted)
+        if stream.expected is None or stream.awaiting_hello:
+            if item.kind != Kind.HELLO and item.seq != 0:
+                stream.awaiting_hello = True
+                self._reset(out, sid, stream, Reason.MISSING_HELLO, f"first frame has seq {item.seq}, not 0 or HELLO")
+                return
+        elif item.seq != stream.expected:
+            self._reset(out, sid, stream, Reason.SEQUENCE_GAP, f"expected seq {stream.expected}, got {item.seq}")
+            gap = True
+        stream.expected = item.seq + 1
+        stream.open = True
+        if item.version != VERSION:
+            self._reset(out, sid, stream, Reason.UNSUPPORTED_VERSION, f"version {item.version}")
+        elif item.kind == Kind.DATA:
+            self._data(item, stream, gap, out)
+        elif item.kind == Kind.HELLO:
+            self._hello(item, stream, out)
+        elif item.kind == Kind.UPSTREAM_ERROR:
+            self._upstream_error(item, stream, out)
+        else:
+            self._reset(out, sid, stream, Reason.UNKNOWN_FRAME_KIND, f"kind 0x{item.kind:02x}")
+
+    def _hello(self, frame: Frame, stream: _Stream, out: list[Chunk]) -> None:
+        try:
+            vocabulary, table = decode_hello(frame.payload)
+        except HelloError as exc:
+            self._reset(out, frame.stream_id, stream, Reason.BAD_HELLO, str(exc))
+            return
+        hello = Hello(frame.stream_id, vocabulary, table)
+        if stream.hello is not None and not stream.awaiting_hello:
+            if stream.hello != hello:
+                # a different table mid-stream: trust neither; wait for the sender's next HELLO
+                stream.hello, stream.awaiting_hello = None, True
+                self._reset(out, frame.stream_id, stream, Reason.BAD_HELLO, "a different HELLO mid-stream")
+            return
+        stream.hello, stream.awaiting_hello = hello, False
+        stream.hot = DEFAULT_HOT_TABLE if table == DEFAULT_HOT_TABLE else table  # identity: the fast path
+        out.append(hello)
+
+    def _upstream_error(self, frame: Frame, stream: _Stream, out: list[Chunk]) -> None:
+        try:
+            record: Any = json.loads(frame.payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            record = None
+        if not isinstance(record, dict):
+            self._reset(out, frame.stream_id, stream, Reason.BAD_UPSTREAM_ERROR, "payload is not a JSON object")
+            return
+        out.append(UpstreamError(frame.stream_id, record))
+        self._reset(out, frame.stream_id, stream, Reason.UPSTREAM_ERROR, str(record.get("plane", "")))
+
+    def _data(self, frame: Frame, stream: _Stream, gap: bool, out: list[Chunk]) -> None:
+        payload, sid = frame.payload, frame.stream_id
+        if not payload:
+            self._reset(out, sid, stream, Reason.FRAME_CORRUPT, "DATA frame without an entry-mode byte")
+            return
+        if payload[0] > Mode.CODE_BLOCK:
+            self._reset(out, sid, stream, Reason.BAD_ENTRY_MODE, f"entry mode {payload[0]}")
+            return
+        entry = Mode(payload[0])
+        if entry != stream.mode and not gap:
+            self._reset(out, sid, stream, Reason.MODE_MISMATCH, f"frame enters {MODES[entry]}, stream is in {MODES[stream.mode]}")
+        stream.mode = entry
+        self._tokens(payload, 1, sid, stream, out)
+
+    # -- payload bytes -----------------------------------------------------------------------------
+    def _tokens(self, data: bytes, i: int, sid: int, stream: _Stream, out: list[Chunk]) -> None:
+        n = len(data)
+        hot = stream.hot
+        identity = hot is DEFAULT_HOT_TABLE
+        match = _HOT_RUN.match
+        while i < n:
+            byte = data[i]
+            if byte < LONG_TOKEN:
+                run = match(data, i)
+                assert run is not None
+                j = run.end()
+                chunk = data[i:j]
+                stream.buffer.extend(chunk if identity else map(hot.__getitem__, chunk))
+                i = j
+            elif byte == LONG_TOKEN:
+                value, j = decode_varint(data, i + 1, n)
+                if value == INCOMPLETE:
+                    return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "long token cut off by the frame end")
+                if value == OVERFLOW:
+                    return self._reset(out, sid, stream, Reason.VARINT_OVERFLOW, f"long token at payload byte {i}")
+                stream.buffer.append(value)
+                i = j
+            elif byte <= SHORT_MAX:
+                if i + 1 >= n:
+                    return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "short token cut off by the frame end")
+                stream.buffer.append(((byte & 0x3F) << 8) | data[i + 1])
+                i += 2
+            else:
+                i += 1
+                if not self._opcode(byte, sid, stream, out):
+                    return
+                if byte == Op.STREAM_END and i < n:
+                    return self._reset(out, sid, stream, Reason.TRAILING_AFTER_END, f"{n - i} bytes after STREAM_END")
+        return None
+
+    def _opcode(self, byte: int, sid: int, stream: _Stream, out: list[Chunk]) -> bool:
+        """Apply one control byte; False after a reset (the rest of the frame is dropped)."""
+        if byte == Op.CHUNK_END:
+            self._emit(out, sid, stream, True)
+        elif byte == Op.FLUSH:
+            self._emit(out, sid, stream, False)
+        elif byte in MODE_STARTED_BY:
+            if stream.mode != Mode.TEXT:
+                self._reset(out, sid, stream, Reason.NESTED_MODE_START, f"0x{byte:02x} in {MODES[stream.mode]}")
+                return False
+            self._emit(out, sid, stream, True)
+            stream.mode = MODE_STARTED_BY[byte]
+        elif byte in MODE_ENDED_BY:
+            if stream.mode != MODE_ENDED_BY[byte]:
+                self._reset(out, sid, stream, Reason.UNMATCHED_MODE_END, f"0x{byte:02x} in {MODES[stream.mode]}")
+                return False
+            self._emit(out, sid, stream, True)
+            stream.mode = Mode.TEXT
+        elif byte == Op.STREAM_END:
+            if stream.mode != Mode.TEXT:
+                self._reset(out, sid, stream, Reason.UNTERMINATED_MODE, f"stream ended in {MODES[stream.mode]}")
+            else:
+                self._emit(out, sid, stream, True)
+            out.append(StreamEnd(sid))
+            stream.expected, stream.open = None, False
+        elif byte in RESERVED_OPCODES:
+            self._reset(out, sid, stream, Reason.RESERVED_OPCODE, f"0x{byte:02x}")
+            return False
+        else:
+            self._reset(out, sid, stream, Reason.INVALID_BYTE, f"0x{byte:02x}")
+            return False
+        return True
+
+    @staticmethod
+    def _emit(out: list[Chunk], sid: int, stream: _Stream, boundary: bool) -> None:
+        if stream.buffer:
+            out.append(Content(sid, stream.mode, tuple(stream.buffer), boundary))
+            stream.buffer = []
+
+    @staticmethod
+    def _reset(out: list[Chunk], sid: int, stream: _Stream, reason: str, detail: str = "") -> None:
+        out.append(Reset(sid, reason, dropped=len(stream.buffer), detail=detail))
+        stream.mode = Mode.TEXT  # the ground state, never a repaired one
+        stream.buffer = []

@@ -1,0 +1,152 @@
+"""The SIGIL encoder for one stream: typed events in, frames out.
+
+Each method returns the bytes of the frames it completed (often none: content accumulates until a
+CHUNK_END, FLUSH, STREAM_END or a full payload closes the frame). Tokens take their shortest form and
+are never split across frames; every DATA frame names the mode it starts in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .constants import (
+    DEFAULT_MAX_PAYLOAD,
+    END_OF,
+    LONG_TOKEN,
+    SHORT_LIMIT,
+    SHORT_MIN,
+    START_OF,
+    VARINT_LIMIT,
+    Kind,
+    Mode,
+    Op,
+)
+from .frames import encode_frame
+from .hello import check_hot_table, encode_hello
+from .varint import encode_varint
+
+DEFAULT_HOT_TABLE: tuple[int, ...] = tuple(range(127))
+
+
+def encode_tokens(ids: Iterable[int], hot_index: dict[int, int]) -> bytes:
+    """The shortest form of each token: hot (1 byte), short (2 bytes, id < 16384) or long (0x7F + varint)."""
+    out = bytearray()
+    for token in ids:
+        hot = hot_index.get(token)
+        if hot is not None:
+            out.append(hot)
+        elif 0 <= token < SHORT_LIMIT:
+            out += bytes((SHORT_MIN | (token >> 8), token & 0xFF))
+        elif SHORT_LIMIT <= token < VARINT_LIMIT:
+            out.append(LONG_TOKEN)
+            out += encode_varint(token)
+        else:
+            raise ValueError(f"token id {token} is outside 0 .. 2**32 - 1")
+    return bytes(out)
+
+
+class Encoder:
+    def __init__(
+        self,
+        stream_id: int = 1,
+        *,
+        vocabulary: str = "bytes",
+        hot_table: Sequence[int] | None = None,
+        max_payload: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        if max_payload < 16:
+            raise ValueError("max_payload must leave room for at least one token and an opcode")
+        self.stream_id = stream_id
+        self.vocabulary = vocabulary
+        self.hot_table = tuple(hot_table) if hot_table is not None else DEFAULT_HOT_TABLE
+        check_hot_table(self.hot_table)
+        self._hot_index = {token: i for i, token in enumerate(self.hot_table)}
+        self.max_payload = max_payload
+        self.seq = 0
+        self.mode = Mode.TEXT
+        self._payload = bytearray()  # current DATA payload, entry-mode byte first; empty: no frame open
+
+    # -- events --------------------------------------------------------------------------------------
+    def hello(self) -> bytes:
+        """A HELLO frame announcing the vocabulary and hot table (send first; repeat on broadcast transports)."""
+        return self._close_data() + self._frame(Kind.HELLO, encode_hello(self.vocabulary, self.hot_table))
+
+    def content(self, mode: Mode, ids: Iterable[int]) -> bytes:
+        """Tokens in ``mode``, switching modes (END of the current one, START of the new one) as needed."""
+        out = bytearray()
+        if mode != self.mode:
+            if self.mode != Mode.TEXT:
+                out += self._op(END_OF[self.mode])
+                self.mode = Mode.TEXT
+            if mode != Mode.TEXT:
+                out += self._op(START_OF[mode])
+                self.mode = mode
+        for token in ids:
+            out += self._append(encode_tokens((token,), self._hot_index))
+        return bytes(out)
+
+    def text(self, ids: Iterable[int]) -> bytes:
+        return self.content(Mode.TEXT, ids)
+
+    def think(self, ids: Iterable[int]) -> bytes:
+        return self.content(Mode.THINK, ids)
+
+    def tool_call(self, ids: Iterable[int]) -> bytes:
+        return self.content(Mode.TOOL_CALL, ids)
+
+    def code_block(self, ids: Iterable[int]) -> bytes:
+        return self.content(Mode.CODE_BLOCK, ids)
+
+    def close_mode(self) -> bytes:
+        """End the current think / tool-call / code-block section (back to text)."""
+        return self.content(Mode.TEXT, ())
+
+    def chunk_end(self) -> bytes:
+        """A semantic boundary: the decoder emits what it buffered; the frame is sent."""
+        return self._op(Op.CHUNK_END) + self._close_data()
+
+    def flush(self) -> bytes:
+        """Emit the partial chunk now (boundary false); the frame is sent."""
+        return self._op(Op.FLUSH) + self._close_data()
+
+    def end(self, *, truncated: bool = False) -> bytes:
+        """STREAM_END. An open mode is closed first, unless ``truncated`` (the content was cut off, e.g. by a
+        token limit): then the decoder drops the partial section instead of showing it as complete."""
+        out = b"" if truncated else self.close_mode()
+        out += self._op(Op.STREAM_END) + self._close_data()
+        self.seq, self.mode = 0, Mode.TEXT  # the stream id may be reused from seq 0
+        return out
+
+    def upstream_error(self, record: dict[str, Any]) -> bytes:
+        """An UPSTREAM_ERROR frame (the classified error); the decoder resets the stream, so does the encoder."""
+        out = self._close_data() + self._frame(Kind.UPSTREAM_ERROR, json.dumps(record, sort_keys=True).encode())
+        self.mode = Mode.TEXT
+        return out
+
+    # -- framing -------------------------------------------------------------------------------------
+    def _op(self, op: Op) -> bytes:
+        return self._append(bytes((op,)))
+
+    def _append(self, piece: bytes) -> bytes:
+        out = b""
+        if self._payload and len(self._payload) + len(piece) > self.max_payload:
+            out = self._close_data()
+        if not self._payload:
+            self._payload.append(self.mode)  # opcodes are appended before self.mode changes: this is the entry mode
+        self._payload += piece
+        return out
+
+    def _close_data(self) -> bytes:
+        if not self._payload:
+            return b""
+        frame = self._frame(Kind.DATA, bytes(self._payload))
+        self._payload = bytearray()
+        return frame
+
+    def _frame(self, kind: Kind, payload: bytes) -> bytes:
+        frame = encode_frame(kind, self.stream_id, self.seq, payload)
+        self.seq += 1
+        return frame
+
