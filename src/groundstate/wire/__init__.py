@@ -1,9 +1,9 @@
 """groundstate.wire — SIGIL v1: a binary wire format for token streams with reset-on-ambiguity decoding.
 
-    from groundstate.wire import Encoder, Decoder
-    encoder = Encoder(stream_id=1)
-    data = encoder.hello() + encoder.text([72, 105]) + encoder.end()
-    chunks = Decoder().feed(data)
+from groundstate.wire import Encoder, Decoder
+encoder = Encoder(stream_id=1)
+data = encoder.hello() + encoder.text([72, 105]) + encoder.end()
+chunks = Decoder().feed(data)
 """
 
 from .chunks import Chunk, Content, Hello, Reset, StreamEnd, UpstreamError

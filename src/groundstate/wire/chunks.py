@@ -65,7 +65,12 @@ class Hello:
     hot_table: tuple[int, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"stream": self.stream, "kind": "hello", "vocabulary": self.vocabulary, "hot_table": list(self.hot_table)}
+        return {
+            "stream": self.stream,
+            "kind": "hello",
+            "vocabulary": self.vocabulary,
+            "hot_table": list(self.hot_table),
+        }
 
 
 Chunk = Content | StreamEnd | Reset | UpstreamError | Hello

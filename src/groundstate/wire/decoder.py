@@ -144,7 +144,13 @@ class Decoder:
             return
         entry = Mode(payload[0])
         if entry != stream.mode and not gap:
-            self._reset(out, sid, stream, Reason.MODE_MISMATCH, f"frame enters {MODES[entry]}, stream is in {MODES[stream.mode]}")
+            self._reset(
+                out,
+                sid,
+                stream,
+                Reason.MODE_MISMATCH,
+                f"frame enters {MODES[entry]}, stream is in {MODES[stream.mode]}",
+            )
         stream.mode = entry
         self._tokens(payload, 1, sid, stream, out)
 

@@ -149,4 +149,3 @@ class Encoder:
         frame = encode_frame(kind, self.stream_id, self.seq, payload)
         self.seq += 1
         return frame
-

@@ -36,7 +36,9 @@ class Junk:
 
 
 def encode_frame(kind: int, stream_id: int, seq: int, payload: bytes, version: int = VERSION) -> bytes:
-    body = bytes((version, kind)) + encode_varint(stream_id) + encode_varint(seq) + encode_varint(len(payload)) + payload
+    body = (
+        bytes((version, kind)) + encode_varint(stream_id) + encode_varint(seq) + encode_varint(len(payload)) + payload
+    )
     return b"\xf0" + body + crc32c(body).to_bytes(CRC_BYTES, "little")
 
 
