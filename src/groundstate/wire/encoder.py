@@ -103,6 +103,10 @@ class Encoder:
         """End the current think / tool-call / code-block section (back to text)."""
         return self.content(Mode.TEXT, ())
 
+    def cut(self) -> bytes:
+        """Send what is buffered as a frame now, without a chunk boundary (for latency on live transports)."""
+        return self._close_data()
+
     def chunk_end(self) -> bytes:
         """A semantic boundary: the decoder emits what it buffered; the frame is sent."""
         return self._op(Op.CHUNK_END) + self._close_data()
