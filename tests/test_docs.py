@@ -43,6 +43,11 @@ def test_mangle_example(code: str, expected: str) -> None:
     assert lines == expected.splitlines()
 
 
-@pytest.mark.parametrize("code", [code for lang, code in blocks("logic.md") if lang == "python"])
-def test_python_example(code: str) -> None:
-    exec(compile(code, "docs/logic.md", "exec"), {})
+PYTHON_EXAMPLES = [
+    (page.name, code) for page in sorted(DOCS.glob("*.md")) for lang, code in blocks(page.name) if lang == "python"
+]
+
+
+@pytest.mark.parametrize(("page", "code"), PYTHON_EXAMPLES)
+def test_python_example(page: str, code: str) -> None:
+    exec(compile(code, f"docs/{page}", "exec"), {})

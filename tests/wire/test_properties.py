@@ -241,11 +241,15 @@ class DecoderMachine(RuleBasedStateMachine):
             assert self.out == decode(bytes(self.fed))
 
     @invariant()
-    def streams_in_ground_state_after_resets(self) -> None:
-        for stream_id, state in self.decoder._streams.items():  # white-box: the parse state is ground
-            last = [c for c in self.out if getattr(c, "stream", None) == stream_id]
-            if last and isinstance(last[-1], Reset):
-                assert state.mode == Mode.TEXT and state.buffer == []
+    def every_chunk_is_well_formed(self) -> None:
+        reasons = {v for k, v in vars(Reason).items() if not k.startswith("_")}
+        for chunk in self.out:
+            if isinstance(chunk, Reset):
+                assert chunk.reason in reasons and chunk.dropped >= 0 and chunk.skipped_bytes >= 0
+                assert (chunk.stream is None) == (chunk.skipped_bytes > 0)
+            elif isinstance(chunk, Content):
+                assert chunk.tokens and all(0 <= t < 2**32 for t in chunk.tokens)
+                assert chunk.stream in (1, 2)
 
 
 TestDecoderMachine = DecoderMachine.TestCase

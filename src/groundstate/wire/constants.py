@@ -49,8 +49,8 @@ class Mode(IntEnum):
 MODES = {Mode.TEXT: "text", Mode.THINK: "think", Mode.TOOL_CALL: "tool_call", Mode.CODE_BLOCK: "code_block"}
 START_OF = {Mode.THINK: Op.THINK_START, Mode.TOOL_CALL: Op.TOOL_CALL_START, Mode.CODE_BLOCK: Op.CODE_BLOCK_START}
 END_OF = {Mode.THINK: Op.THINK_END, Mode.TOOL_CALL: Op.TOOL_CALL_END, Mode.CODE_BLOCK: Op.CODE_BLOCK_END}
-MODE_STARTED_BY = {op: mode for mode, op in START_OF.items()}
-MODE_ENDED_BY = {op: mode for mode, op in END_OF.items()}
+MODE_STARTED_BY: dict[int, Mode] = {op: mode for mode, op in START_OF.items()}
+MODE_ENDED_BY: dict[int, Mode] = {op: mode for mode, op in END_OF.items()}
 
 
 class Reason:

@@ -99,17 +99,17 @@ class FrameScanner:
                 p = q
                 continue
             result = self._parse(buf, p, n)
-            if result is _WAIT:
+            if isinstance(result, Frame):
+                out.extend(self._flush_junk())
+                out.append(result)
+                p += result.size
+                continue
+            if isinstance(result, _Wait):
                 if not final:
                     break
                 result = "frame cut off by the end of the input"
-            if not isinstance(result, Frame):
-                self._skip(self._base + p, 1, result)
-                p += 1
-                continue
-            out.extend(self._flush_junk())
-            out.append(result)
-            p += result.size
+            self._skip(self._base + p, 1, result)
+            p += 1
         del buf[:p]
         self._base += p
         return out
