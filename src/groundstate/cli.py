@@ -6,6 +6,7 @@ import typer
 
 from . import __version__
 from .logic.cli import app as logic_app
+from .wire.cli import app as sigil_app
 
 app = typer.Typer(
     help="groundstate: a deterministic integrity layer for LLM agents.",
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(logic_app, name="logic")
+app.add_typer(sigil_app, name="sigil")
 
 
 def _version(value: bool) -> None:
