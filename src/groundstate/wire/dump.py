@@ -8,7 +8,7 @@ from .constants import LONG_TOKEN, MODES, SHORT_MAX, Kind, Mode, Op
 from .frames import Frame, FrameScanner, Junk
 from .varint import decode_varint
 
-_KINDS = {Kind.HELLO: "HELLO", Kind.DATA: "DATA", Kind.UPSTREAM_ERROR: "UPSTREAM_ERROR"}
+_KINDS: dict[int, str] = {Kind.HELLO: "HELLO", Kind.DATA: "DATA", Kind.UPSTREAM_ERROR: "UPSTREAM_ERROR"}
 _OPS = {op.value: op.name for op in Op}
 
 

@@ -78,7 +78,8 @@ class MultiEncoder:
             return out + encoder.upstream_error(event["error"])
         if kind == "end":
             del self.encoders[stream]
-        return out + getattr(encoder, kind)()
+        simple: bytes = getattr(encoder, kind)()
+        return out + simple
 
     def finish(self) -> bytes:
         """End every stream still open."""
