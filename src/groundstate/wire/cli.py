@@ -116,3 +116,28 @@ def profile(
     result = hot_table(vocabulary, (p.read_text(encoding="utf-8") for p in corpus))
     output.write_text(json.dumps(result) + "\n", encoding="utf-8")
     typer.echo(f"profiled {result['tokens']} tokens of {len(corpus)} file(s) into {output}", err=True)
+
+
+@app.command()
+def tail(
+    connect: str = typer.Option(..., "--connect", help="ZMQ endpoint of the sender, e.g. tcp://127.0.0.1:5555."),
+    pattern: str = typer.Option("sub", "--pattern", help="sub (from a PUB sender) or pull (from PUSH)."),
+    stream: list[int] = typer.Option([], "--stream", help="Only these streams (sub only; repeatable)."),
+    jsonl: bool = typer.Option(False, "--jsonl", help="The inspection format."),
+    idle: float | None = typer.Option(None, "--idle", help="Stop after this many seconds without a message."),
+    vocab: str = typer.Option("bytes", "--vocab", help="Vocabulary for text."),
+) -> None:
+    """Decode a live SIGIL stream from ZeroMQ."""
+    from .zmq_transport import FrameReceiver
+
+    if pattern not in ("sub", "pull"):
+        raise _fail("--pattern must be 'sub' or 'pull'")
+    default = _vocabulary(vocab)
+    renderer = Renderer(lambda name: default, default)
+    receiver = FrameReceiver(connect, pattern, streams=stream or None)
+    try:
+        for chunk in receiver.receive(None if idle is None else int(idle * 1000)):
+            _print([chunk], jsonl, renderer)
+    except KeyboardInterrupt:
+        pass
+    _print(receiver.close(), jsonl, renderer)

@@ -1,0 +1,81 @@
+"""SIGIL over ZeroMQ: one frame per message, as ``[topic, frame]`` with topic ``sigil/<stream>/``.
+
+PUB/SUB lets a subscriber pick streams by topic (senders should repeat the HELLO, since a late
+subscriber misses the first one); PUSH/PULL delivers every frame to one of the pullers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import zmq
+
+from .chunks import Chunk
+from .decoder import Decoder
+from .framing import split_frames
+
+PATTERNS = {"pub": zmq.PUB, "push": zmq.PUSH, "sub": zmq.SUB, "pull": zmq.PULL}
+
+
+def topic(stream_id: int) -> bytes:
+    return b"sigil/%d/" % stream_id
+
+
+class FrameSender:
+    """Sends encoder output frame by frame on a PUB or PUSH socket."""
+
+    def __init__(self, endpoint: str, pattern: str = "pub", *, bind: bool = True, context: zmq.Context | None = None):
+        if pattern not in ("pub", "push"):
+            raise ValueError("a sender is 'pub' or 'push'")
+        self.socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
+        self.socket.setsockopt(zmq.LINGER, 1000)
+        (self.socket.bind if bind else self.socket.connect)(endpoint)
+        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT) if bind else endpoint
+
+    def send(self, data: bytes) -> int:
+        """Send each frame of ``data`` as its own message; returns how many."""
+        frames = split_frames(data)
+        for stream_id, frame in frames:
+            self.socket.send_multipart([topic(stream_id), frame])
+        return len(frames)
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+class FrameReceiver:
+    """Receives frames on a SUB or PULL socket and decodes them; every stream, or only ``streams``."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        pattern: str = "sub",
+        *,
+        streams: list[int] | None = None,
+        bind: bool = False,
+        context: zmq.Context | None = None,
+    ):
+        if pattern not in ("sub", "pull"):
+            raise ValueError("a receiver is 'sub' or 'pull'")
+        self.socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if pattern == "sub":
+            for prefix in [topic(s) for s in streams] if streams else [b"sigil/"]:
+                self.socket.setsockopt(zmq.SUBSCRIBE, prefix)
+        (self.socket.bind if bind else self.socket.connect)(endpoint)
+        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT) if bind else endpoint
+        self.decoder = Decoder()
+
+    def receive(self, timeout_ms: int | None = None) -> Iterator[Chunk]:
+        """Decode messages as they come; stops when none arrives within ``timeout_ms`` (None: never)."""
+        poller = zmq.Poller()
+        poller.register(self.socket, zmq.POLLIN)
+        while True:
+            if not poller.poll(timeout_ms):
+                return
+            parts = self.socket.recv_multipart()
+            yield from self.decoder.feed(parts[-1])  # the frame is the last part; a damaged one is reported
+
+    def close(self) -> list[Chunk]:
+        self.socket.close()
+        return self.decoder.close()
