@@ -24,7 +24,14 @@ def topic(stream_id: int) -> bytes:
 class FrameSender:
     """Sends encoder output frame by frame on a PUB or PUSH socket."""
 
-    def __init__(self, endpoint: str, pattern: str = "pub", *, bind: bool = True, context: zmq.Context | None = None):
+    def __init__(
+        self,
+        endpoint: str,
+        pattern: str = "pub",
+        *,
+        bind: bool = True,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ):
         if pattern not in ("pub", "push"):
             raise ValueError("a sender is 'pub' or 'push'")
         self.socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
@@ -53,7 +60,7 @@ class FrameReceiver:
         *,
         streams: list[int] | None = None,
         bind: bool = False,
-        context: zmq.Context | None = None,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
     ):
         if pattern not in ("sub", "pull"):
             raise ValueError("a receiver is 'sub' or 'pull'")
