@@ -44,7 +44,7 @@ def test_encode_jsonl_then_decode_both_formats(tmp_path: Path) -> None:
 
 def test_plain_text_from_stdin_and_a_damaged_file(tmp_path: Path) -> None:
     out = tmp_path / "text.sigil"
-    assert sigil("encode", "-", "-o", str(out), stdin="one\ntwo\n".encode()).returncode == 0
+    assert sigil("encode", "-", "-o", str(out), stdin=b"one\ntwo\n").returncode == 0
     lines = sigil("decode", str(out)).stdout.decode().splitlines()
     assert lines[1:] == ["[1] text: 'one\\n'", "[1] text: 'two\\n'", "[1] end of stream"]
     data = bytearray(out.read_bytes())
