@@ -1,4 +1,7 @@
-"""What the decoder emits, and its JSON inspection format (one object per chunk)."""
+"""What the decoder emits, and its JSON inspection format (one object per chunk).
+
+Plain slotted records (not frozen: the decoder builds one per chunk, and frozen ones cost several times more).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 from .constants import MODES, Mode
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Content:
     """Tokens of one mode, emitted at a CHUNK_END / mode boundary (boundary=True) or a FLUSH (False)."""
 
@@ -21,7 +24,7 @@ class Content:
         return {"stream": self.stream, "kind": MODES[self.mode], "tokens": list(self.tokens), "boundary": self.boundary}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamEnd:
     stream: int
 
@@ -29,7 +32,7 @@ class StreamEnd:
         return {"stream": self.stream, "kind": "stream_end"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reset:
     """The decoder returned to its ground state. ``dropped``: buffered tokens discarded as ambiguous;
     ``skipped_bytes``: input bytes discarded while resynchronising (frame-level resets, stream None)."""
@@ -49,7 +52,7 @@ class Reset:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UpstreamError:
     stream: int
     error: dict[str, Any] = field(hash=False)
@@ -58,7 +61,7 @@ class UpstreamError:
         return {"stream": self.stream, "kind": "upstream_error", "error": self.error}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hello:
     stream: int
     vocabulary: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .chunks import Chunk, Content, Hello, Reset, StreamEnd, UpstreamError
@@ -21,6 +22,7 @@ from .constants import (
     MODES,
     RESERVED_OPCODES,
     SHORT_MAX,
+    SHORT_MIN,
     VERSION,
     Kind,
     Mode,
@@ -31,8 +33,20 @@ from .frames import Frame, FrameScanner, Junk
 from .hello import HelloError, decode_hello
 from .varint import INCOMPLETE, OVERFLOW, decode_varint
 
-_HOT_RUN = re.compile(rb"[\x00-\x7e]+")
+# A run of hot and short tokens is split by the regex engine and mapped through a table, all in C.
+_SIMPLE_RUN = re.compile(rb"(?:[\x00-\x7e]|[\x80-\xbf][\x00-\xff])+")
+_SIMPLE_TOKEN = re.compile(rb"[\x00-\x7e]|[\x80-\xbf][\x00-\xff]")
 DEFAULT_HOT_TABLE: tuple[int, ...] = tuple(range(127))
+
+
+@lru_cache(maxsize=16)
+def _token_table(hot: tuple[int, ...]) -> dict[bytes, int]:
+    """Every one- and two-byte token form to its id, for a hot table."""
+    table = {
+        bytes((lead, low)): ((lead & 0x3F) << 8) | low for lead in range(SHORT_MIN, SHORT_MAX + 1) for low in range(256)
+    }
+    table.update((bytes((i,)), token) for i, token in enumerate(hot))
+    return table
 
 
 @dataclass
@@ -159,15 +173,17 @@ class Decoder:
         n = len(data)
         hot = stream.hot
         identity = hot is DEFAULT_HOT_TABLE
-        match = _HOT_RUN.match
+        match = _SIMPLE_RUN.match
         while i < n:
             byte = data[i]
-            if byte < LONG_TOKEN:
-                run = match(data, i)
-                assert run is not None
+            run = match(data, i) if byte != LONG_TOKEN and byte <= SHORT_MAX else None
+            if run is not None:
                 j = run.end()
-                chunk = data[i:j]
-                stream.buffer.extend(chunk if identity else map(hot.__getitem__, chunk))
+                segment = data[i:j]
+                if segment.isascii():  # hot tokens only
+                    stream.buffer.extend(segment if identity else map(hot.__getitem__, segment))
+                else:
+                    stream.buffer.extend(map(_token_table(hot).__getitem__, _SIMPLE_TOKEN.findall(segment)))
                 i = j
             elif byte == LONG_TOKEN:
                 value, j = decode_varint(data, i + 1, n)
@@ -177,11 +193,8 @@ class Decoder:
                     return self._reset(out, sid, stream, Reason.VARINT_OVERFLOW, f"long token at payload byte {i}")
                 stream.buffer.append(value)
                 i = j
-            elif byte <= SHORT_MAX:
-                if i + 1 >= n:
-                    return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "short token cut off by the frame end")
-                stream.buffer.append(((byte & 0x3F) << 8) | data[i + 1])
-                i += 2
+            elif byte <= SHORT_MAX:  # a short token the run could not take: its second byte is missing
+                return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "short token cut off by the frame end")
             else:
                 i += 1
                 if not self._opcode(byte, sid, stream, out):

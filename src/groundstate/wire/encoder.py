@@ -55,7 +55,10 @@ class Encoder:
         vocabulary: str = "bytes",
         hot_table: Sequence[int] | None = None,
         max_payload: int = DEFAULT_MAX_PAYLOAD,
+        frame_per_chunk: bool = True,
     ) -> None:
+        """``frame_per_chunk``: send a frame at every CHUNK_END and FLUSH (live streams: low latency); False
+        packs frames up to ``max_payload`` (recordings and bulk transfer: fewer, larger frames)."""
         if max_payload < 16:
             raise ValueError("max_payload must leave room for at least one token and an opcode")
         self.stream_id = stream_id
@@ -64,6 +67,7 @@ class Encoder:
         check_hot_table(self.hot_table)
         self._hot_index = {token: i for i, token in enumerate(self.hot_table)}
         self.max_payload = max_payload
+        self.frame_per_chunk = frame_per_chunk
         self.seq = 0
         self.mode = Mode.TEXT
         self._payload = bytearray()  # current DATA payload, entry-mode byte first; empty: no frame open
@@ -83,7 +87,12 @@ class Encoder:
             if mode != Mode.TEXT:
                 out += self._op(START_OF[mode])
                 self.mode = mode
-        for token in ids:
+        ids = list(ids)
+        blob = encode_tokens(ids, self._hot_index)
+        if self._payload and len(self._payload) + len(blob) <= self.max_payload:
+            self._payload += blob  # the common case: everything fits the open frame
+            return bytes(out)
+        for token in ids:  # near a frame boundary: token by token, never splitting one
             out += self._append(encode_tokens((token,), self._hot_index))
         return bytes(out)
 
@@ -108,12 +117,15 @@ class Encoder:
         return self._close_data()
 
     def chunk_end(self) -> bytes:
-        """A semantic boundary: the decoder emits what it buffered; the frame is sent."""
-        return self._op(Op.CHUNK_END) + self._close_data()
+        """A semantic boundary: the decoder emits what it buffered (and the frame is sent, if frame_per_chunk)."""
+        return self._op(Op.CHUNK_END) + self._boundary()
 
     def flush(self) -> bytes:
-        """Emit the partial chunk now (boundary false); the frame is sent."""
-        return self._op(Op.FLUSH) + self._close_data()
+        """Emit the partial chunk now, boundary false (and the frame is sent, if frame_per_chunk)."""
+        return self._op(Op.FLUSH) + self._boundary()
+
+    def _boundary(self) -> bytes:
+        return self._close_data() if self.frame_per_chunk else b""
 
     def end(self, *, truncated: bool = False) -> bytes:
         """STREAM_END. An open mode is closed first, unless ``truncated`` (the content was cut off, e.g. by a

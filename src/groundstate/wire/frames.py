@@ -15,7 +15,7 @@ from .constants import CRC_BYTES, DEFAULT_MAX_PAYLOAD, FRAME_START, VERSION
 from .varint import INCOMPLETE, OVERFLOW, decode_varint, encode_varint
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     version: int
     kind: int
@@ -26,7 +26,7 @@ class Frame:
     size: int = 0  # bytes on the wire
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Junk:
     """Bytes that belong to no valid frame, since the last good frame."""
 
@@ -122,6 +122,10 @@ class FrameScanner:
         i = p + 3
         fields = []
         for _ in range(3):
+            if i < n and buf[i] < 0x80:  # one-byte varint: the common case
+                fields.append(buf[i])
+                i += 1
+                continue
             value, i = decode_varint(buf, i, n)
             if value == INCOMPLETE:
                 return _WAIT

@@ -1,0 +1,216 @@
+"""SIGIL against OpenAI chat-completion SSE: the same token stream, encoded and decoded, in one run.
+
+    python bench/wire/run.py            # >= 1M tokens
+    python bench/wire/run.py --quick    # a smoke test
+
+The stream is realistic: prose, a thought, a tool call with JSON arguments and a code block, repeated
+with variations, tokenised by a byte-level BPE tokenizer trained here (tokenizers library) and sent
+with a hot table profiled from it. The SSE side carries one token per chunk, as providers do, and is
+parsed the way clients do: the openai SDK's SSE decoder + json.loads, and httpx-sse + json.loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from groundstate.wire import Content, Decoder, Encoder, Mode
+from groundstate.wire.profile import hot_table
+
+PROSE = (
+    "The operator reviews the paused run and decides whether the agent may continue. "
+    "Every action the kernel permits was derived from facts; nothing is guessed. "
+)
+THOUGHT = "The user wants the failing test fixed; first I should read the file and check the imports. "
+TOOL_ARGS = '{"path": "src/app/handlers.py", "start_line": 120, "end_line": 180, "reason": "inspect handler"}'
+CODE = "def handle(request):\n    payload = json.loads(request.body)\n    return Response(status=200, body=payload)\n"
+
+
+def corpus(target_chars: int, seed: int = 3) -> list[tuple[Mode, str]]:
+    rng = random.Random(seed)
+    words = (PROSE + THOUGHT + CODE).split()
+    parts: list[tuple[Mode, str]] = []
+    size = 0
+    while size < target_chars:
+        noise = " ".join(rng.choice(words) for _ in range(rng.randint(5, 30)))
+        for mode, text in (
+            (Mode.TEXT, PROSE + noise + " "),
+            (Mode.THINK, THOUGHT + noise),
+            (Mode.TOOL_CALL, TOOL_ARGS.replace("120", str(rng.randint(1, 999)))),
+            (Mode.CODE_BLOCK, CODE.replace("200", str(rng.choice([200, 201, 404])))),
+        ):
+            parts.append((mode, text))
+            size += len(text)
+    return parts
+
+
+def train_tokenizer(parts: list[tuple[Mode, str]]) -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=4096, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator((text for _, text in parts[:400]), trainer=trainer)
+    return tokenizer
+
+
+class _Vocab:
+    name = "bench-bpe"
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def sse_stream(parts: list[tuple[list[int], Mode]], piece_text: Callable[[int], str]) -> bytes:
+    """Chat-completion chunks, one token each; thoughts as reasoning_content, tool calls as tool_calls."""
+    out = []
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1763800000, "model": "bench-model"}
+    for ids, mode in parts:
+        for token in ids:
+            text = piece_text(token)
+            if mode == Mode.THINK:
+                delta: dict[str, Any] = {"reasoning_content": text}
+            elif mode == Mode.TOOL_CALL:
+                delta = {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
+            else:
+                delta = {"content": text}
+            chunk = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}])
+            out.append(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def network_pieces(data: bytes, size: int = 16 * 1024) -> Iterator[bytes]:
+    return (data[i : i + size] for i in range(0, len(data), size))
+
+
+def decode_sigil(data: bytes) -> int:
+    decoder = Decoder()
+    count = 0
+    for piece in network_pieces(data):
+        for chunk in decoder.feed(piece):
+            if isinstance(chunk, Content):
+                count += len(chunk.tokens)
+    return count
+
+
+def decode_openai(data: bytes) -> int:
+    from openai._streaming import SSEDecoder
+
+    count = 0
+    for event in SSEDecoder().iter_bytes(network_pieces(data)):
+        if event.data != "[DONE]":
+            json.loads(event.data)
+            count += 1
+    return count
+
+
+def decode_httpx_sse(data: bytes) -> int:
+    import httpx
+    import httpx_sse
+
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=network_pieces(data))
+    count = 0
+    for event in httpx_sse.EventSource(response).iter_sse():
+        if event.data != "[DONE]":
+            json.loads(event.data)
+            count += 1
+    return count
+
+
+def best_and_median(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times), result
+
+
+def memcpy_bandwidth(size: int = 256 * 1024 * 1024) -> float:
+    data = bytearray(size)
+    start = time.perf_counter()
+    for _ in range(4):
+        bytes(data)
+    return 4 * size / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    target = 60_000 if args.quick else 4_200_000
+    parts = corpus(target)
+    tokenizer = train_tokenizer(parts)
+    vocab = _Vocab(tokenizer)
+    encoded_parts = [(vocab.encode(text), mode) for mode, text in parts]
+    tokens = sum(len(ids) for ids, _ in encoded_parts)
+    profile = hot_table(vocab, (text for _, text in parts[:400]))
+
+    def encode_sigil(frame_per_chunk: bool = True) -> bytes:
+        encoder = Encoder(1, vocabulary=vocab.name, hot_table=profile["hot_table"], frame_per_chunk=frame_per_chunk)
+        out = bytearray(encoder.hello())
+        for ids, mode in encoded_parts:
+            out += encoder.content(mode, ids)
+            out += encoder.chunk_end()
+        out += encoder.end()
+        return bytes(out)
+
+    enc_best, enc_median, sigil = best_and_median(encode_sigil, args.repeat)
+    packed = encode_sigil(frame_per_chunk=False)
+    sse = sse_stream(encoded_parts, lambda t: tokenizer.decode([t]))
+    rows = []
+    for name, fn, data in (
+        ("SIGIL decode (a frame per chunk: live)", decode_sigil, sigil),
+        ("SIGIL decode (64 KiB frames: recording)", decode_sigil, packed),
+        ("SSE: openai SDK decoder + json.loads", decode_openai, sse),
+        ("SSE: httpx-sse + json.loads", decode_httpx_sse, sse),
+    ):
+        best, median, count = best_and_median(lambda fn=fn, data=data: fn(data), args.repeat)
+        assert count == tokens, f"{name} decoded {count} of {tokens} tokens"
+        rows.append((name, best, median, len(data)))
+    hot_encoder = Encoder(1)
+    hot_run = hot_encoder.hello() + hot_encoder.text(bytes(range(127)) * 80_000) + hot_encoder.end()  # 10.2M tokens
+    hot_best, _, hot_count = best_and_median(lambda: decode_sigil(hot_run), args.repeat)
+    bandwidth = memcpy_bandwidth(64 * 1024 * 1024 if args.quick else 256 * 1024 * 1024)
+
+    print(
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()};"
+        f" {tokens:,} tokens; best / median of {args.repeat} runs."
+    )
+    print()
+    print("| path | tokens/s (best) | median time | bytes/token | SIGIL (live framing) is |")
+    print("|---|---|---|---|---|")
+    sigil_best = rows[0][1]
+    print(f"| SIGIL encode | {tokens / enc_best:,.0f} | {enc_median:.3f} s | {len(sigil) / tokens:.2f} | |")
+    for name, best, median, size in rows:
+        ratio = "" if name.startswith("SIGIL") else f"{best / sigil_best:.0f}x faster, {size / len(sigil):.0f}x smaller"
+        print(f"| {name} | {tokens / best:,.0f} | {median:.3f} s | {size / tokens:.2f} | {ratio} |")
+    print()
+    print(
+        f"Long runs of hot tokens: {hot_count:,} tokens decoded at {hot_count / hot_best:,.0f} tokens/s"
+        f" ({len(hot_run) / hot_best / 1e6:,.0f} MB/s); memory copy on this machine: {bandwidth / 1e6:,.0f} MB/s"
+        f" ({bandwidth / (len(hot_run) / hot_best):.1f}x the hot-run decode rate)."
+    )
+    print(
+        f"Realistic stream: SIGIL decodes {len(sigil) / sigil_best / 1e6:,.1f} MB/s,"
+        f" {bandwidth / (len(sigil) / sigil_best):,.0f}x below memory-copy bandwidth."
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
