@@ -6,7 +6,7 @@ subscriber misses the first one); PUSH/PULL delivers every frame to one of the p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import zmq
 
@@ -19,6 +19,23 @@ PATTERNS = {"pub": zmq.PUB, "push": zmq.PUSH, "sub": zmq.SUB, "pull": zmq.PULL}
 
 def topic(stream_id: int) -> bytes:
     return b"sigil/%d/" % stream_id
+
+
+def _open(
+    endpoint: str,
+    pattern: str,
+    bind: bool,
+    linger_ms: int,
+    context: zmq.Context[zmq.Socket[bytes]] | None,
+    subscribe: Sequence[bytes] = (),
+) -> tuple[zmq.Socket[bytes], str]:
+    """A socket of ``pattern`` bound or connected to ``endpoint``, and the endpoint it really has."""
+    socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
+    socket.setsockopt(zmq.LINGER, linger_ms)
+    for prefix in subscribe:
+        socket.setsockopt(zmq.SUBSCRIBE, prefix)
+    (socket.bind if bind else socket.connect)(endpoint)
+    return socket, socket.getsockopt_string(zmq.LAST_ENDPOINT) if bind else endpoint
 
 
 class FrameSender:
@@ -34,10 +51,7 @@ class FrameSender:
     ):
         if pattern not in ("pub", "push"):
             raise ValueError("a sender is 'pub' or 'push'")
-        self.socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
-        self.socket.setsockopt(zmq.LINGER, 1000)
-        (self.socket.bind if bind else self.socket.connect)(endpoint)
-        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT) if bind else endpoint
+        self.socket, self.endpoint = _open(endpoint, pattern, bind, 1000, context)
 
     def send(self, data: bytes) -> int:
         """Send each frame of ``data`` as its own message; returns how many."""
@@ -64,13 +78,8 @@ class FrameReceiver:
     ):
         if pattern not in ("sub", "pull"):
             raise ValueError("a receiver is 'sub' or 'pull'")
-        self.socket = (context or zmq.Context.instance()).socket(PATTERNS[pattern])
-        self.socket.setsockopt(zmq.LINGER, 0)
-        if pattern == "sub":
-            for prefix in [topic(s) for s in streams] if streams else [b"sigil/"]:
-                self.socket.setsockopt(zmq.SUBSCRIBE, prefix)
-        (self.socket.bind if bind else self.socket.connect)(endpoint)
-        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT) if bind else endpoint
+        topics = ([topic(s) for s in streams] if streams else [b"sigil/"]) if pattern == "sub" else []
+        self.socket, self.endpoint = _open(endpoint, pattern, bind, 0, context, topics)
         self.decoder = Decoder()
 
     def receive(self, timeout_ms: int | None = None) -> Iterator[Chunk]:
