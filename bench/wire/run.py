@@ -153,7 +153,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    target = 60_000 if args.quick else 4_200_000
+    target = 60_000 if args.quick else 4_400_000
     parts = corpus(target)
     tokenizer = train_tokenizer(parts)
     vocab = _Vocab(tokenizer)
