@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from groundstate.wire import Content, Decoder, Encoder, Mode, Reset, StreamEnd, UpstreamError
 from groundstate.wire.constants import Kind, Op, Reason
-from groundstate.wire.frames import encode_frame
+from groundstate.wire.frames import FrameScanner, encode_frame
 
 token_ids = st.one_of(st.integers(0, 126), st.integers(0, 16383), st.integers(0, 2**32 - 1))
 modes = st.sampled_from(list(Mode))
@@ -254,3 +254,34 @@ class DecoderMachine(RuleBasedStateMachine):
 
 TestDecoderMachine = DecoderMachine.TestCase
 TestDecoderMachine.settings = settings(max_examples=120, stateful_step_count=25, deadline=None)
+
+
+class CountingScanner(FrameScanner):
+    """Counts frame-parse attempts: the work the scanner does beyond one pass over the bytes."""
+
+    attempts = 0
+
+    def _parse(self, buf: bytearray, p: int, n: int) -> object:  # type: ignore[override]
+        CountingScanner.attempts += 1
+        return super()._parse(buf, p, n)
+
+
+FALSE_START = b"\xf0\x01\x02\x01\x00\xff\xff\x03"  # declares a 65,535-byte payload that never comes
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 300), st.binary(max_size=50), st.sampled_from([1, 7, 4096]))
+def test_work_is_linear_in_the_input(repeats: int, filler: bytes, piece: int) -> None:
+    data = (FALSE_START + filler) * repeats + encode(1, [("content", Mode.TEXT, [1, 2, 3])], None, 64)
+    starts = data.count(0xF0)
+    CountingScanner.attempts = 0
+    scanner = CountingScanner()
+    feeds = 0
+    frames: list[Any] = []
+    for i in range(0, len(data), piece):
+        frames += scanner.feed(data[i : i + piece])
+        feeds += 1
+    frames += scanner.close()
+    # each candidate is parsed once, plus one retry per feed while it waits for more bytes, plus once at close
+    assert CountingScanner.attempts <= 2 * starts + feeds + 1
+    assert sum(getattr(f, "skipped", 0) + getattr(f, "size", 0) for f in frames) == len(data)
