@@ -40,15 +40,19 @@ class Relation:
             _file(table, key, new)
 
     def remove(self, old: Iterable[Fact]) -> None:
-        """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence)."""
+        """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence).
+
+        Each affected bucket is rebuilt once, so removing many facts that share a key stays linear."""
         old = old if isinstance(old, set) else set(old)
+        if not old:
+            return
         self.facts -= old
         for key, table in self.indexes.values():
-            for fact in old:
-                k = key(fact)
-                bucket = table[k]
-                bucket.remove(fact)
-                if not bucket:
+            for k in {key(fact) for fact in old}:
+                kept = [fact for fact in table[k] if fact not in old]
+                if kept:
+                    table[k] = kept
+                else:
                     del table[k]
 
     def clear(self) -> None:
