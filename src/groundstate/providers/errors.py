@@ -1,0 +1,220 @@
+"""Upstream errors classified into planes, with retry advice and the raw evidence.
+
+Planes: ``auth``, ``quota`` (billing, spend limits), ``rate`` (back off, retry), ``overload`` (retry later or
+elsewhere), ``request`` (the request itself is wrong or too large: never retried), ``server``,
+``content_filter``, and ``ambiguous`` when the evidence does not decide — a bare 429 without a code, an
+unknown in-band error. Ambiguous errors get ``retryable=None``: the classification never invents a cause.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+AUTH, QUOTA, RATE, OVERLOAD, REQUEST, SERVER, CONTENT_FILTER, AMBIGUOUS = (
+    "auth", "quota", "rate", "overload", "request", "server", "content_filter", "ambiguous",
+)  # fmt: skip
+RETRYABLE = {AUTH: False, QUOTA: False, REQUEST: False, CONTENT_FILTER: False, RATE: True, OVERLOAD: True, SERVER: True}
+MAX_EVIDENCE = 2000  # characters of the raw body kept as evidence
+
+
+@dataclass
+class ErrorRecord:
+    plane: str
+    provider: str
+    status: int | None
+    code: str | None
+    message: str
+    retryable: bool | None
+    retry_after_s: float | None
+    request_id: str | None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- headers ---------------------------------------------------------------------------------------------
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """OpenAI rate-limit reset values: ``2ms``, ``1.5s``, ``6m0s``, ``1h2m3s``."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date) or, when a limit is
+    exhausted, the ``x-ratelimit-reset-*`` durations."""
+    h = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in h:
+        try:
+            return max(0.0, float(h["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    if "retry-after" in h:
+        value = h["retry-after"].strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                if when.tzinfo is None:
+                    when = when.replace(tzinfo=UTC)
+                return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    resets = []
+    for kind in ("requests", "tokens"):
+        remaining = h.get(f"x-ratelimit-remaining-{kind}")
+        reset = h.get(f"x-ratelimit-reset-{kind}")
+        if remaining is not None and remaining.strip() == "0" and reset is not None:
+            seconds = parse_duration(reset)
+            if seconds is not None:
+                resets.append(seconds)
+    return max(resets) if resets else None
+
+
+def _should_retry(headers: Mapping[str, str]) -> bool | None:
+    value = {k.lower(): v for k, v in headers.items()}.get("x-should-retry", "").strip().lower()
+    return {"true": True, "false": False}.get(value)
+
+
+def _request_id(headers: Mapping[str, str], body: Any) -> str | None:
+    h = {k.lower(): v for k, v in headers.items()}
+    found = h.get("x-request-id") or h.get("request-id")
+    if found is None and isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        found = body["request_id"]
+    return found
+
+
+# -- bodies ----------------------------------------------------------------------------------------------
+def _error_object(body: Any) -> tuple[str | None, str | None, str]:
+    """(type, code, message) from the error shapes providers use; Nones where absent."""
+    if not isinstance(body, dict):
+        return None, None, ""
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        kind, code, message = inner.get("type"), inner.get("code"), inner.get("message")
+    elif isinstance(inner, str):  # {"error": "message"} (Ollama, some proxies)
+        kind, code, message = None, None, inner
+    else:  # flat forms: vLLM {"object": "error", "message", "type", "code"}, Responses {"type": "error", "code"}
+        kind, code, message = body.get("type"), body.get("code"), body.get("message")
+        if kind == "error":
+            kind = None
+    return _text(kind), _text(code), _text(message) or ""
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+_TOO_LARGE = re.compile(r"request too large|too many tokens|maximum context length|context window", re.IGNORECASE)
+# no bare "billing": OpenAI rate-limit messages link to .../account/billing
+_BILLING = re.compile(
+    r"credit balance|insufficient[_ ]quota|exceeded your current quota|spend(ing)? limit|usage limit|billing details",
+    re.IGNORECASE,
+)
+_OVERLOADED = re.compile(r"overloaded|over capacity|capacity", re.IGNORECASE)
+_FILTER = re.compile(r"content[_ ]?filter|content management policy|safety system", re.IGNORECASE)
+
+_TYPE_PLANES = {
+    "authentication_error": AUTH,
+    "invalid_api_key": AUTH,
+    "permission_error": AUTH,
+    "billing_error": QUOTA,
+    "insufficient_quota": QUOTA,
+    "credit_balance_exhausted": QUOTA,
+    "rate_limit_error": RATE,
+    "rate_limit_exceeded": RATE,
+    "overloaded_error": OVERLOAD,
+    "server_error": SERVER,
+    "api_error": SERVER,
+    "timeout_error": SERVER,
+    "invalid_request_error": REQUEST,
+    "not_found_error": REQUEST,
+    "request_too_large": REQUEST,
+    "content_filter": CONTENT_FILTER,
+}
+_STATUS_PLANES = {401: AUTH, 403: AUTH, 402: QUOTA, 400: REQUEST, 404: REQUEST, 413: REQUEST, 422: REQUEST,
+                  500: SERVER, 502: SERVER, 504: SERVER, 529: OVERLOAD}  # fmt: skip
+
+
+def _plane(status: int | None, kind: str | None, code: str | None, message: str) -> str:
+    named = [_TYPE_PLANES[t] for t in (code, kind) if t in _TYPE_PLANES]
+    if _FILTER.search(message) or CONTENT_FILTER in named:
+        return CONTENT_FILTER
+    if _BILLING.search(message) and (status in (None, 400, 402, 403, 429) or QUOTA in named or RATE in named):
+        return QUOTA  # "credit balance is too low" arrives as a 400 invalid_request_error, spend limits as 429s
+    if named and named[0] == RATE and _TOO_LARGE.search(message):
+        return REQUEST  # a request larger than the limit never succeeds on retry
+    if named:
+        if named[0] == SERVER and _OVERLOADED.search(message):
+            return OVERLOAD  # "the engine is currently overloaded" under a generic server_error type
+        return named[0]
+    if status == 503:
+        return OVERLOAD if _OVERLOADED.search(message) else AMBIGUOUS
+    if status == 429:
+        return AMBIGUOUS  # a bare 429: rate limit or quota? the evidence does not say
+    if status is not None and status in _STATUS_PLANES:
+        return _STATUS_PLANES[status]
+    if status is not None and 500 <= status < 600:
+        return SERVER
+    if status is None and _OVERLOADED.search(message):
+        return OVERLOAD
+    return AMBIGUOUS
+
+
+def classify(
+    provider: str,
+    status: int | None,
+    body: bytes | str | dict[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    now: datetime | None = None,
+) -> ErrorRecord:
+    """Classify an HTTP error response (``status`` set) or an in-band stream error (``status`` None)."""
+    headers = headers or {}
+    raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    parsed: Any = raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+    kind, code, message = _error_object(parsed)
+    if not message and isinstance(raw, str):
+        message = raw.strip()[:200]
+    plane = _plane(status, kind, code, message)
+    retryable = RETRYABLE.get(plane)
+    hinted = _should_retry(headers)
+    if hinted is not None and plane not in (AUTH, QUOTA, REQUEST):
+        retryable = hinted
+    evidence_body = raw if isinstance(raw, str) else json.dumps(raw)
+    interesting = {
+        k: v
+        for k, v in headers.items()
+        if k.lower().startswith(("retry-after", "x-ratelimit", "x-should-retry", "x-request-id", "request-id"))
+    }
+    return ErrorRecord(
+        plane=plane,
+        provider=provider,
+        status=status,
+        code=code or kind,
+        message=message,
+        retryable=retryable,
+        retry_after_s=retry_after(headers, now) if plane in (RATE, OVERLOAD, SERVER, AMBIGUOUS) else None,
+        request_id=_request_id(headers, parsed),
+        evidence={"body": (evidence_body or "")[:MAX_EVIDENCE], "headers": interesting, "type": kind},
+    )
