@@ -6,6 +6,7 @@ import typer
 
 from . import __version__
 from .logic.cli import app as logic_app
+from .providers.cli import app as providers_app
 from .wire.cli import app as sigil_app
 
 app = typer.Typer(
@@ -15,6 +16,7 @@ app = typer.Typer(
 )
 app.add_typer(logic_app, name="logic")
 app.add_typer(sigil_app, name="sigil")
+app.add_typer(providers_app, name="providers")
 
 
 def _version(value: bool) -> None:

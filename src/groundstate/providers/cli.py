@@ -1,0 +1,44 @@
+"""``groundstate providers parse``: a recorded provider response as normalised events, one JSON object per line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from .errors import classify
+from .events import ErrorEvent, Event, merge_deltas, to_json
+from .openai_chat import OpenAIChatAdapter
+
+app = typer.Typer(help="Provider streams: parse and inspect.", no_args_is_help=True)
+
+ADAPTERS = {"openai-chat": OpenAIChatAdapter}
+PROVIDER_OF_API = {"openai-chat": "openai"}
+
+
+@app.command()
+def parse(
+    source: Path = typer.Argument(..., help="A recorded response body (the SSE stream, or an error body)."),
+    api: str = typer.Option(..., "--api", help="openai-chat (more APIs to come)."),
+    status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
+    headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
+) -> None:
+    """Print the events of a recorded response. Exit 0 even when it carries an error (the error is data)."""
+    if api not in ADAPTERS:
+        typer.echo(f"error: --api must be one of {', '.join(ADAPTERS)}", err=True)
+        raise typer.Exit(2)
+    try:
+        body = source.read_bytes()
+        header_map = json.loads(headers.read_text(encoding="utf-8")) if headers else {}
+    except (OSError, ValueError) as exc:
+        typer.echo(f"error: cannot read the input: {exc}", err=True)
+        raise typer.Exit(1) from None
+    events: list[Event]
+    if status >= 400:
+        events = [ErrorEvent(classify(PROVIDER_OF_API[api], status, body, header_map))]
+    else:
+        adapter = ADAPTERS[api]()
+        events = adapter.feed(body) + adapter.close()
+    for event in merge_deltas(events):
+        typer.echo(json.dumps(to_json(event), ensure_ascii=False))

@@ -1,0 +1,153 @@
+"""Normalised provider events: what every adapter emits, whatever the provider sent.
+
+Tool-call arguments are parsed once the call is complete; if they are not valid JSON the event carries the
+parse error and the raw text, and ``arguments`` is None — arguments are never "repaired".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import ErrorRecord
+
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "error", "pause", "other")
+
+
+@dataclass(slots=True)
+class TextDelta:
+    text: str
+    type: str = "text"
+
+
+@dataclass(slots=True)
+class ThinkDelta:
+    text: str
+    type: str = "think"
+
+
+@dataclass(slots=True)
+class Refusal:
+    text: str
+    type: str = "refusal"
+
+
+@dataclass(slots=True)
+class ToolCallStart:
+    index: int
+    id: str | None
+    name: str | None
+    type: str = "tool_call_start"
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    index: int
+    arguments: str
+    type: str = "tool_call_delta"
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A complete tool call (the end of its fragments)."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: Any  # the parsed JSON, or None
+    arguments_error: str | None
+    raw_arguments: str
+    type: str = "tool_call"
+
+
+@dataclass(slots=True)
+class Finish:
+    reason: str  # one of FINISH_REASONS
+    raw: Any
+    type: str = "finish"
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int | None
+    output_tokens: int | None
+    type: str = "usage"
+
+
+@dataclass(slots=True)
+class ErrorEvent:
+    error: ErrorRecord
+    type: str = "error"
+
+
+@dataclass(slots=True)
+class Truncated:
+    detail: str
+    type: str = "truncated"
+
+
+Event = (
+    TextDelta
+    | ThinkDelta
+    | Refusal
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCall
+    | Finish
+    | Usage
+    | ErrorEvent
+    | Truncated
+)
+
+
+def parse_arguments(raw: str) -> tuple[Any, str | None]:
+    """(arguments, error). ``""`` is a call without arguments: ``{}``."""
+    if raw.strip() == "":
+        return {}, None
+    try:
+        return json.loads(raw), None
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON: {exc.msg} at character {exc.pos}"
+
+
+def to_json(event: Event) -> dict[str, Any]:
+    """The record printed by ``groundstate providers parse`` (errors flattened, tool calls without fragments)."""
+    if isinstance(event, ErrorEvent):
+        record = event.error
+        return {
+            "type": "error",
+            "plane": record.plane,
+            "retryable": record.retryable,
+            "retry_after_s": record.retry_after_s,
+            "status": record.status,
+            "code": record.code,
+            "message": record.message,
+        }
+    if isinstance(event, ToolCall):
+        return {
+            "type": "tool_call",
+            "id": event.id,
+            "name": event.name,
+            "arguments": event.arguments,
+            "arguments_error": event.arguments_error,
+        }
+    out = asdict(event)
+    out = {"type": out.pop("type"), **out}
+    return out
+
+
+def merge_deltas(events: list[Event]) -> list[Event]:
+    """Consecutive text, think and refusal deltas joined; tool-call fragments dropped (the ToolCall has them)."""
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, ToolCallStart | ToolCallDelta):
+            continue
+        last = out[-1] if out else None
+        if isinstance(event, TextDelta | ThinkDelta | Refusal) and type(last) is type(event):
+            last.text += event.text
+            continue
+        if isinstance(event, TextDelta | ThinkDelta | Refusal):
+            event = type(event)(event.text)
+        out.append(event)
+    return out

@@ -1,0 +1,175 @@
+"""OpenAI Chat Completions streams (also vLLM, llama.cpp server, Ollama /v1, DeepSeek, OpenRouter, Azure).
+
+Sans-IO: ``feed(bytes)`` returns events, ``close()`` ends the stream. Tool calls are assembled by index,
+with the server bugs seen in the wild handled explicitly: every parallel call sent with ``index: 0`` (a
+new ``id`` on index 0 starts a new call), ``index`` missing (a fragment with an ``id`` starts a call, one
+without continues the last), a call complete in one chunk, and ``""`` arguments for a no-argument call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import AMBIGUOUS, ErrorRecord, classify
+from .events import (
+    ErrorEvent,
+    Event,
+    Finish,
+    Refusal,
+    TextDelta,
+    ThinkDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    Truncated,
+    Usage,
+    parse_arguments,
+)
+from .sse import ServerSentEvent, SSEParser
+
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+
+
+@dataclass
+class _Call:
+    number: int  # order of appearance: the ToolCall's index
+    id: str | None
+    name: str | None
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAIChatAdapter:
+    def __init__(self, provider: str = "openai") -> None:
+        self.provider = provider
+        self._sse = SSEParser()
+        self._calls: dict[int, _Call] = {}  # by the server's index (or a synthetic one)
+        self._last_call: int | None = None
+        self._count = 0
+        self.done = False
+
+    def feed(self, data: bytes) -> list[Event]:
+        out: list[Event] = []
+        for event in self._sse.feed(data):
+            self._event(event, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        truncated: list[Event] = []
+        for event in self._sse.close():
+            if isinstance(event, ServerSentEvent):
+                self._event(event, out)
+            else:
+                truncated.append(Truncated(f"the stream ended inside an event: {event.pending_line or event.data!r}"))
+        if not self.done:
+            self._end_calls(out, complete=False)  # incomplete calls are reported, never executed
+            out += truncated or [Truncated("the stream ended without data: [DONE]")]
+        return out
+
+    # -- events ------------------------------------------------------------------------------------------
+    def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        if self.done:
+            return
+        if "error" in event.fields and not event.data:  # llama.cpp's non-standard "error:" field
+            out.append(ErrorEvent(classify(self.provider, None, event.fields["error"])))
+            return
+        if event.data.strip() == "[DONE]":
+            self._end_calls(out, complete=True)
+            self.done = True
+            return
+        try:
+            chunk: Any = json.loads(event.data)
+        except ValueError:
+            out.append(ErrorEvent(_unreadable(self.provider, event.data)))
+            return
+        if not isinstance(chunk, dict):
+            out.append(ErrorEvent(_unreadable(self.provider, event.data)))
+            return
+        if "error" in chunk or chunk.get("object") == "error":
+            out.append(ErrorEvent(classify(self.provider, None, chunk)))
+            return
+        for choice in chunk.get("choices") or []:
+            if isinstance(choice, dict):
+                self._choice(choice, out)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            out.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")))
+
+    def _choice(self, choice: dict[str, Any], out: list[Event]) -> None:
+        delta = choice.get("delta") or {}
+        if isinstance(delta, dict):
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(delta.get(key), str) and delta[key]:
+                    out.append(ThinkDelta(delta[key]))
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                out.append(TextDelta(delta["content"]))
+            if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+                out.append(Refusal(delta["refusal"]))
+            for fragment in delta.get("tool_calls") or []:
+                if isinstance(fragment, dict):
+                    self._tool_fragment(fragment, out)
+            if isinstance(delta.get("function_call"), dict):  # the legacy form: one call, no index, no id
+                self._tool_fragment({"index": 0, "function": delta["function_call"]}, out)
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            self._end_calls(out, complete=True)
+            out.append(Finish(_FINISH.get(str(reason), "other"), reason))
+
+    def _tool_fragment(self, fragment: dict[str, Any], out: list[Event]) -> None:
+        function: dict[str, Any] = fragment["function"] if isinstance(fragment.get("function"), dict) else {}
+        call_id, name = fragment.get("id"), function.get("name")
+        arguments = function.get("arguments")
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            # no index: an id starts a new call, otherwise the fragment continues the last call
+            index = (-1 - self._count) if call_id or self._last_call is None else self._last_call
+        call = self._calls.get(index)
+        if call is not None and call_id and call.id and call_id != call.id:
+            self._finish(index, out, complete=True)  # a second call sent on the same index
+            call = None
+        if call is None:
+            call = self._calls[index] = _Call(self._count, call_id, name)
+            self._count += 1
+            out.append(ToolCallStart(call.number, call.id, call.name))
+        else:
+            call.id = call.id or call_id
+            call.name = call.name or name
+        self._last_call = index
+        if isinstance(arguments, str) and arguments:
+            call.arguments.append(arguments)
+            out.append(ToolCallDelta(call.number, arguments))
+        elif isinstance(arguments, dict):  # some servers send the arguments already parsed
+            text = json.dumps(arguments)
+            call.arguments.append(text)
+            out.append(ToolCallDelta(call.number, text))
+
+    def _finish(self, index: int, out: list[Event], complete: bool) -> None:
+        call = self._calls.pop(index)
+        raw = "".join(call.arguments)
+        if complete:
+            arguments, error = parse_arguments(raw)
+        else:
+            arguments, error = None, "the stream ended before the tool call was complete"
+        out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw))
+
+    def _end_calls(self, out: list[Event], complete: bool) -> None:
+        for index in sorted(self._calls, key=lambda i: self._calls[i].number):
+            self._finish(index, out, complete)
+        self._last_call = None
+
+
+def _unreadable(provider: str, data: str) -> ErrorRecord:
+    """An event that is not a JSON object decides nothing about its cause: ambiguous, with the raw data."""
+    record = classify(provider, None, {"error": {"message": "a stream event that is not a JSON object"}})
+    assert record.plane == AMBIGUOUS
+    record.evidence["body"] = data[:2000]
+    return record

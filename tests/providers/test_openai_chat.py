@@ -1,0 +1,70 @@
+"""OpenAI Chat Completions transcripts: whole, byte by byte, and through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.openai_chat import OpenAIChatAdapter
+
+TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts" / "openai-chat").glob("*.sse"))
+
+
+def events(body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    adapter = OpenAIChatAdapter()
+    out = []
+    previous = 0
+    for cut in sorted(c % (len(body) + 1) for c in cuts):
+        out += adapter.feed(body[previous:cut])
+        previous = cut
+    out += adapter.feed(body[previous:]) + adapter.close()
+    return [to_json(e) for e in merge_deltas(out)]
+
+
+def expected(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.with_suffix(".expected").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_transcript(path: Path) -> None:
+    body = path.read_bytes()
+    assert events(body) == expected(path)
+    assert events(body, list(range(len(body)))) == expected(path)  # one byte at a time
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(TRANSCRIPTS), st.lists(st.integers(0, 5000), max_size=10))
+def test_every_split_gives_the_same_events(path: Path, cuts: list[int]) -> None:
+    body = path.read_bytes()
+    assert events(body, cuts) == events(body)
+
+
+def test_cli_parse_stream_and_http_error(tmp_path: Path) -> None:
+    path = TRANSCRIPTS[0]
+    result = subprocess.run(
+        [sys.executable, "-m", "groundstate", "providers", "parse", str(path), "--api", "openai-chat"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0 and [json.loads(x) for x in result.stdout.splitlines()] == expected(path)
+    body = tmp_path / "error.json"
+    body.write_text('{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}')
+    headers = tmp_path / "headers.json"
+    headers.write_text('{"retry-after-ms": "250"}')
+    result = subprocess.run(
+        [sys.executable, "-m", "groundstate", "providers", "parse", str(body), "--api", "openai-chat",
+         "--status", "429", "--headers", str(headers)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == {
+        "type": "error", "plane": "rate", "retryable": True, "retry_after_s": 0.25, "status": 429,
+        "code": "rate_limit_exceeded", "message": "Rate limit reached",
+    }  # fmt: skip
