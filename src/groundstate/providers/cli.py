@@ -7,20 +7,22 @@ from pathlib import Path
 
 import typer
 
+from .adapter import StreamAdapter
+from .anthropic import AnthropicAdapter
 from .errors import classify
 from .events import ErrorEvent, Event, merge_deltas, to_json
 from .openai_chat import OpenAIChatAdapter
 
 app = typer.Typer(help="Provider streams: parse and inspect.", no_args_is_help=True)
 
-ADAPTERS = {"openai-chat": OpenAIChatAdapter}
-PROVIDER_OF_API = {"openai-chat": "openai"}
+ADAPTERS: dict[str, type[StreamAdapter]] = {"openai-chat": OpenAIChatAdapter, "anthropic": AnthropicAdapter}
+PROVIDER_OF_API = {"openai-chat": "openai", "anthropic": "anthropic"}
 
 
 @app.command()
 def parse(
     source: Path = typer.Argument(..., help="A recorded response body (the SSE stream, or an error body)."),
-    api: str = typer.Option(..., "--api", help="openai-chat (more APIs to come)."),
+    api: str = typer.Option(..., "--api", help="openai-chat or anthropic (more APIs to come)."),
     status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
     headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
 ) -> None:
@@ -38,7 +40,7 @@ def parse(
     if status >= 400:
         events = [ErrorEvent(classify(PROVIDER_OF_API[api], status, body, header_map))]
     else:
-        adapter = ADAPTERS[api]()
+        adapter = ADAPTERS[api](PROVIDER_OF_API[api])
         events = adapter.feed(body) + adapter.close()
     for event in merge_deltas(events):
         typer.echo(json.dumps(to_json(event), ensure_ascii=False))

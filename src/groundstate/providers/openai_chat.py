@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AMBIGUOUS, ErrorRecord, classify
+from .adapter import StreamAdapter
+from .errors import classify
 from .events import (
     ErrorEvent,
     Event,
@@ -23,11 +24,10 @@ from .events import (
     ToolCall,
     ToolCallDelta,
     ToolCallStart,
-    Truncated,
     Usage,
     parse_arguments,
 )
-from .sse import ServerSentEvent, SSEParser
+from .sse import ServerSentEvent
 
 _FINISH = {
     "stop": "stop",
@@ -47,38 +47,19 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
-class OpenAIChatAdapter:
+class OpenAIChatAdapter(StreamAdapter):
+    end_marker = "data: [DONE]"
+
     def __init__(self, provider: str = "openai") -> None:
-        self.provider = provider
-        self._sse = SSEParser()
+        super().__init__(provider)
         self._calls: dict[int, _Call] = {}  # by the server's index (or a synthetic one)
         self._last_call: int | None = None
         self._count = 0
-        self.done = False
 
-    def feed(self, data: bytes) -> list[Event]:
-        out: list[Event] = []
-        for event in self._sse.feed(data):
-            self._event(event, out)
-        return out
+    def _end_open(self, out: list[Event]) -> None:
+        self._end_calls(out, complete=False)
 
-    def close(self) -> list[Event]:
-        out: list[Event] = []
-        truncated: list[Event] = []
-        for event in self._sse.close():
-            if isinstance(event, ServerSentEvent):
-                self._event(event, out)
-            else:
-                truncated.append(Truncated(f"the stream ended inside an event: {event.pending_line or event.data!r}"))
-        if not self.done:
-            self._end_calls(out, complete=False)  # incomplete calls are reported, never executed
-            out += truncated or [Truncated("the stream ended without data: [DONE]")]
-        return out
-
-    # -- events ------------------------------------------------------------------------------------------
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
-        if self.done:
-            return
         if "error" in event.fields and not event.data:  # llama.cpp's non-standard "error:" field
             out.append(ErrorEvent(classify(self.provider, None, event.fields["error"])))
             return
@@ -86,13 +67,8 @@ class OpenAIChatAdapter:
             self._end_calls(out, complete=True)
             self.done = True
             return
-        try:
-            chunk: Any = json.loads(event.data)
-        except ValueError:
-            out.append(ErrorEvent(_unreadable(self.provider, event.data)))
-            return
-        if not isinstance(chunk, dict):
-            out.append(ErrorEvent(_unreadable(self.provider, event.data)))
+        chunk = self._payload(event, out)
+        if chunk is None:
             return
         if "error" in chunk or chunk.get("object") == "error":
             out.append(ErrorEvent(classify(self.provider, None, chunk)))
@@ -165,11 +141,3 @@ class OpenAIChatAdapter:
         for index in sorted(self._calls, key=lambda i: self._calls[i].number):
             self._finish(index, out, complete)
         self._last_call = None
-
-
-def _unreadable(provider: str, data: str) -> ErrorRecord:
-    """An event that is not a JSON object decides nothing about its cause: ambiguous, with the raw data."""
-    record = classify(provider, None, {"error": {"message": "a stream event that is not a JSON object"}})
-    assert record.plane == AMBIGUOUS
-    record.evidence["body"] = data[:2000]
-    return record

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions transcripts: whole, byte by byte, and through the CLI."""
+"""Provider transcripts (OpenAI Chat Completions, Anthropic Messages): whole, byte by byte, and through the CLI."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.events import merge_deltas, to_json
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 
-TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts" / "openai-chat").glob("*.sse"))
+HERE = Path(__file__).parent / "transcripts"
+ADAPTERS = {"openai-chat": OpenAIChatAdapter, "anthropic": AnthropicAdapter}
+TRANSCRIPTS = sorted(HERE.glob("*/*.sse"))
 
 
-def events(body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
-    adapter = OpenAIChatAdapter()
+def events(path: Path, body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    adapter = ADAPTERS[path.parent.name]()
     out = []
     previous = 0
     for cut in sorted(c % (len(body) + 1) for c in cuts):
@@ -36,21 +39,21 @@ def expected(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
 def test_transcript(path: Path) -> None:
     body = path.read_bytes()
-    assert events(body) == expected(path)
-    assert events(body, list(range(len(body)))) == expected(path)  # one byte at a time
+    assert events(path, body) == expected(path)
+    assert events(path, body, list(range(len(body)))) == expected(path)  # one byte at a time
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(TRANSCRIPTS), st.lists(st.integers(0, 5000), max_size=10))
 def test_every_split_gives_the_same_events(path: Path, cuts: list[int]) -> None:
     body = path.read_bytes()
-    assert events(body, cuts) == events(body)
+    assert events(path, body, cuts) == events(path, body)
 
 
 def test_cli_parse_stream_and_http_error(tmp_path: Path) -> None:
     path = TRANSCRIPTS[0]
     result = subprocess.run(
-        [sys.executable, "-m", "groundstate", "providers", "parse", str(path), "--api", "openai-chat"],
+        [sys.executable, "-m", "groundstate", "providers", "parse", str(path), "--api", path.parent.name],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 0 and [json.loads(x) for x in result.stdout.splitlines()] == expected(path)
