@@ -16,6 +16,8 @@ from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.events import merge_deltas, to_json
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 
+from ..pieces import split_at
+
 HERE = Path(__file__).parent / "transcripts"
 ADAPTERS = {"openai-chat": OpenAIChatAdapter, "anthropic": AnthropicAdapter}
 TRANSCRIPTS = sorted(HERE.glob("*/*.sse"))
@@ -23,12 +25,7 @@ TRANSCRIPTS = sorted(HERE.glob("*/*.sse"))
 
 def events(path: Path, body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
     adapter = ADAPTERS[path.parent.name]()
-    out = []
-    previous = 0
-    for cut in sorted(c % (len(body) + 1) for c in cuts):
-        out += adapter.feed(body[previous:cut])
-        previous = cut
-    out += adapter.feed(body[previous:]) + adapter.close()
+    out = [e for piece in split_at(body, cuts) for e in adapter.feed(piece)] + adapter.close()
     return [to_json(e) for e in merge_deltas(out)]
 
 

@@ -9,15 +9,12 @@ from hypothesis import strategies as st
 
 from groundstate.providers import ServerSentEvent, SSEParser, SSETruncated
 
+from ..pieces import split_at
+
 
 def parse(data: bytes, cuts: list[int] = ()) -> list[Any]:  # type: ignore[assignment]
     parser = SSEParser()
-    out: list[Any] = []
-    previous = 0
-    for cut in sorted(c % (len(data) + 1) for c in cuts):
-        out += parser.feed(data[previous:cut])
-        previous = cut
-    out += parser.feed(data[previous:])
+    out: list[Any] = [e for piece in split_at(data, cuts) for e in parser.feed(piece)]
     return out + parser.close()
 
 

@@ -8,15 +8,12 @@ from hypothesis import strategies as st
 from groundstate.providers.events import merge_deltas, to_json
 from groundstate.providers.think_tags import ThinkTags
 
+from ..pieces import split_at
+
 
 def split(text: str, cuts: list[int], **options: bool) -> list[tuple[str, str]]:
     tags = ThinkTags(**options)
-    out = []
-    previous = 0
-    for cut in sorted(c % (len(text) + 1) for c in cuts):
-        out += tags.feed(text[previous:cut])
-        previous = cut
-    out += tags.feed(text[previous:]) + tags.close()
+    out = [e for piece in split_at(text, cuts) for e in tags.feed(piece)] + tags.close()
     return [(e["type"], e["text"]) for e in map(to_json, merge_deltas(out))]
 
 

@@ -16,6 +16,8 @@ from groundstate.wire import Content, Decoder, Encoder, Mode, Reset, StreamEnd, 
 from groundstate.wire.constants import Kind, Op, Reason
 from groundstate.wire.frames import FrameScanner, encode_frame
 
+from ..pieces import split_at
+
 token_ids = st.one_of(st.integers(0, 126), st.integers(0, 16383), st.integers(0, 2**32 - 1))
 modes = st.sampled_from(list(Mode))
 events = st.lists(
@@ -89,12 +91,7 @@ def model(stream: int, evs: list[tuple[Any, ...]]) -> list[Any]:
 
 def decode(data: bytes, cuts: list[int] = ()) -> list[Any]:  # type: ignore[assignment]
     decoder = Decoder()
-    out: list[Any] = []
-    previous = 0
-    for cut in sorted(c % (len(data) + 1) for c in cuts):
-        out += decoder.feed(data[previous:cut])
-        previous = cut
-    out += decoder.feed(data[previous:])
+    out: list[Any] = [c for piece in split_at(data, cuts) for c in decoder.feed(piece)]
     return out + decoder.close()
 
 

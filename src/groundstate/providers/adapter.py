@@ -4,21 +4,35 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import AMBIGUOUS, ErrorRecord, classify
-from .events import ErrorEvent, Event, Truncated
+from .events import ErrorEvent, Event, ToolCall, ToolCallDelta, ToolCallStart, Truncated, parse_arguments
 from .sse import ServerSentEvent, SSEParser
 
 
+@dataclass
+class OpenCall:
+    """A tool call whose argument fragments are still arriving."""
+
+    number: int  # order of appearance: the index of its events
+    id: str | None
+    name: str | None
+    fragments: list[str] = field(default_factory=list)
+
+
 class StreamAdapter(ABC):
-    """Subclasses implement ``_event`` (one SSE event) and ``_end_open`` (report unfinished tool calls)."""
+    """Subclasses implement ``_event`` (one SSE event), keying open tool calls as their provider does."""
 
     end_marker = "its end marker"
+    incomplete_call = "the stream ended before the tool call was complete"
 
     def __init__(self, provider: str) -> None:
         self.provider = provider
         self._sse = SSEParser()
+        self._calls: dict[int, OpenCall] = {}
+        self._call_count = 0
         self.done = False
 
     def feed(self, data: bytes) -> list[Event]:
@@ -38,9 +52,31 @@ class StreamAdapter(ABC):
             else:
                 truncated.append(Truncated(f"the stream ended inside an event: {event.pending_line or event.data!r}"))
         if not self.done:
-            self._end_open(out)  # incomplete calls are reported, never executed
+            self._finish_calls(out, complete=False)  # incomplete calls are reported, never executed
             out += truncated or [Truncated(f"the stream ended without {self.end_marker}")]
         return out
+
+    # -- tool calls ----------------------------------------------------------------------------------------
+    def _start_call(self, key: int, call_id: str | None, name: str | None, out: list[Event]) -> OpenCall:
+        call = self._calls[key] = OpenCall(self._call_count, call_id, name)
+        self._call_count += 1
+        out.append(ToolCallStart(call.number, call.id, call.name))
+        return call
+
+    def _add_arguments(self, call: OpenCall, fragment: str, out: list[Event]) -> None:
+        call.fragments.append(fragment)
+        out.append(ToolCallDelta(call.number, fragment))
+
+    def _finish_call(self, key: int, out: list[Event], complete: bool) -> None:
+        """A complete call's arguments are parsed; an incomplete one gets no arguments and says why."""
+        call = self._calls.pop(key)
+        raw = "".join(call.fragments)
+        arguments, error = parse_arguments(raw) if complete else (None, self.incomplete_call)
+        out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw))
+
+    def _finish_calls(self, out: list[Event], complete: bool) -> None:
+        for key in sorted(self._calls, key=lambda k: self._calls[k].number):
+            self._finish_call(key, out, complete)
 
     def _payload(self, event: ServerSentEvent, out: list[Event]) -> dict[str, Any] | None:
         """The event's JSON object, or None after reporting an unreadable event."""
@@ -56,10 +92,6 @@ class StreamAdapter(ABC):
     @abstractmethod
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
         """Turn one SSE event into normalised events."""
-
-    @abstractmethod
-    def _end_open(self, out: list[Event]) -> None:
-        """Report the tool calls still open when the stream ends early, as incomplete."""
 
 
 def unreadable(provider: str, data: str) -> ErrorRecord:

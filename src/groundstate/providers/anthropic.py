@@ -8,7 +8,6 @@ A ``tool_use`` block's ``input_json_delta`` fragments are parsed at ``content_bl
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from .adapter import StreamAdapter
@@ -20,11 +19,7 @@ from .events import (
     Refusal,
     TextDelta,
     ThinkDelta,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallStart,
     Usage,
-    parse_arguments,
 )
 from .sse import ServerSentEvent
 
@@ -39,25 +34,13 @@ _FINISH = {
 }
 
 
-@dataclass
-class _ToolUse:
-    number: int
-    id: str | None
-    name: str | None
-    json: list[str] = field(default_factory=list)
-
-
 class AnthropicAdapter(StreamAdapter):
     end_marker = "message_stop"
+    incomplete_call = "the tool call was cut off before its block ended"
 
     def __init__(self, provider: str = "anthropic") -> None:
-        super().__init__(provider)
-        self._blocks: dict[int, _ToolUse] = {}
-        self._count = 0
+        super().__init__(provider)  # open tool calls are keyed by their content block's index
         self._input_tokens: int | None = None
-
-    def _end_open(self, out: list[Event]) -> None:
-        self._end_blocks(out)
 
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
         payload = self._payload(event, out)
@@ -75,10 +58,10 @@ class AnthropicAdapter(StreamAdapter):
             self._delta(payload, out)
         elif kind == "content_block_stop":
             index = payload.get("index")
-            if index in self._blocks:
-                self._finish(index, out, complete=True)
+            if isinstance(index, int) and index in self._calls:
+                self._finish_call(index, out, complete=True)
         elif kind == "message_delta":
-            self._end_blocks(out)  # a tool_use block that never stopped (max_tokens) is incomplete
+            self._finish_calls(out, complete=False)  # a tool_use block that never stopped (max_tokens)
             delta = payload.get("delta") or {}
             reason = delta.get("stop_reason")
             if reason is not None:
@@ -87,7 +70,7 @@ class AnthropicAdapter(StreamAdapter):
             if "output_tokens" in usage:
                 out.append(Usage(usage.get("input_tokens", self._input_tokens), usage["output_tokens"]))
         elif kind == "message_stop":
-            self._end_blocks(out)
+            self._finish_calls(out, complete=False)
             self.done = True
         # ping and unknown types: nothing to do
 
@@ -96,11 +79,9 @@ class AnthropicAdapter(StreamAdapter):
         index = payload.get("index")
         kind = block.get("type")
         if kind == "tool_use" and isinstance(index, int):
-            tool = self._blocks[index] = _ToolUse(self._count, block.get("id"), block.get("name"))
-            self._count += 1
-            out.append(ToolCallStart(tool.number, tool.id, tool.name))
+            call = self._start_call(index, block.get("id"), block.get("name"), out)
             if isinstance(block.get("input"), dict) and block["input"]:  # a block that arrives with its input
-                tool.json.append(json.dumps(block["input"]))
+                self._add_arguments(call, json.dumps(block["input"]), out)
         elif kind == "text" and block.get("text"):
             out.append(TextDelta(block["text"]))
         elif kind == "thinking" and block.get("thinking"):
@@ -115,24 +96,11 @@ class AnthropicAdapter(StreamAdapter):
         elif kind == "thinking_delta" and delta.get("thinking"):
             out.append(ThinkDelta(delta["thinking"]))
         elif kind == "input_json_delta":
-            tool = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+            index = payload.get("index")
+            call = self._calls.get(index) if isinstance(index, int) else None
             fragment = delta.get("partial_json")
-            if tool is not None and isinstance(fragment, str) and fragment:
-                tool.json.append(fragment)
-                out.append(ToolCallDelta(tool.number, fragment))
+            if call is not None and isinstance(fragment, str) and fragment:
+                self._add_arguments(call, fragment, out)
         elif kind == "refusal_delta" and delta.get("refusal"):
             out.append(Refusal(delta["refusal"]))
         # signature_delta, citations_delta and unknown deltas carry no text for the user
-
-    def _finish(self, index: int, out: list[Event], complete: bool) -> None:
-        tool = self._blocks.pop(index)
-        raw = "".join(tool.json)
-        if complete:
-            arguments, error = parse_arguments(raw)
-        else:
-            arguments, error = None, "the tool call was cut off before its block ended"
-        out.append(ToolCall(tool.number, tool.id, tool.name, arguments, error, raw))
-
-    def _end_blocks(self, out: list[Event]) -> None:
-        for index in sorted(self._blocks, key=lambda i: self._blocks[i].number):
-            self._finish(index, out, complete=False)

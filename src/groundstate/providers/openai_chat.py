@@ -9,7 +9,6 @@ without continues the last), a call complete in one chunk, and ``""`` arguments 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from .adapter import StreamAdapter
@@ -21,11 +20,7 @@ from .events import (
     Refusal,
     TextDelta,
     ThinkDelta,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallStart,
     Usage,
-    parse_arguments,
 )
 from .sse import ServerSentEvent
 
@@ -39,25 +34,12 @@ _FINISH = {
 }
 
 
-@dataclass
-class _Call:
-    number: int  # order of appearance: the ToolCall's index
-    id: str | None
-    name: str | None
-    arguments: list[str] = field(default_factory=list)
-
-
 class OpenAIChatAdapter(StreamAdapter):
     end_marker = "data: [DONE]"
 
     def __init__(self, provider: str = "openai") -> None:
         super().__init__(provider)
-        self._calls: dict[int, _Call] = {}  # by the server's index (or a synthetic one)
-        self._last_call: int | None = None
-        self._count = 0
-
-    def _end_open(self, out: list[Event]) -> None:
-        self._end_calls(out, complete=False)
+        self._last_call: int | None = None  # calls are keyed by the server's index, or a synthetic one
 
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if "error" in event.fields and not event.data:  # llama.cpp's non-standard "error:" field
@@ -107,37 +89,22 @@ class OpenAIChatAdapter(StreamAdapter):
         index = fragment.get("index")
         if not isinstance(index, int):
             # no index: an id starts a new call, otherwise the fragment continues the last call
-            index = (-1 - self._count) if call_id or self._last_call is None else self._last_call
+            index = (-1 - self._call_count) if call_id or self._last_call is None else self._last_call
         call = self._calls.get(index)
         if call is not None and call_id and call.id and call_id != call.id:
-            self._finish(index, out, complete=True)  # a second call sent on the same index
+            self._finish_call(index, out, complete=True)  # a second call sent on the same index
             call = None
         if call is None:
-            call = self._calls[index] = _Call(self._count, call_id, name)
-            self._count += 1
-            out.append(ToolCallStart(call.number, call.id, call.name))
+            call = self._start_call(index, call_id, name, out)
         else:
             call.id = call.id or call_id
             call.name = call.name or name
         self._last_call = index
         if isinstance(arguments, str) and arguments:
-            call.arguments.append(arguments)
-            out.append(ToolCallDelta(call.number, arguments))
+            self._add_arguments(call, arguments, out)
         elif isinstance(arguments, dict):  # some servers send the arguments already parsed
-            text = json.dumps(arguments)
-            call.arguments.append(text)
-            out.append(ToolCallDelta(call.number, text))
-
-    def _finish(self, index: int, out: list[Event], complete: bool) -> None:
-        call = self._calls.pop(index)
-        raw = "".join(call.arguments)
-        if complete:
-            arguments, error = parse_arguments(raw)
-        else:
-            arguments, error = None, "the stream ended before the tool call was complete"
-        out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw))
+            self._add_arguments(call, json.dumps(arguments), out)
 
     def _end_calls(self, out: list[Event], complete: bool) -> None:
-        for index in sorted(self._calls, key=lambda i: self._calls[i].number):
-            self._finish(index, out, complete)
+        self._finish_calls(out, complete)
         self._last_call = None
