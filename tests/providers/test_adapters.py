@@ -1,4 +1,7 @@
-"""Provider transcripts (OpenAI Chat Completions, Anthropic Messages): whole, byte by byte, and through the CLI."""
+"""Provider transcripts (OpenAI Chat Completions and Responses, Anthropic Messages).
+
+Each is parsed whole, byte by byte, at random splits, and through the CLI.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +18,16 @@ from hypothesis import strategies as st
 from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.events import merge_deltas, to_json
 from groundstate.providers.openai_chat import OpenAIChatAdapter
+from groundstate.providers.openai_responses import OpenAIResponsesAdapter
 
 from ..pieces import split_at
 
 HERE = Path(__file__).parent / "transcripts"
-ADAPTERS = {"openai-chat": OpenAIChatAdapter, "anthropic": AnthropicAdapter}
+ADAPTERS = {
+    "openai-chat": OpenAIChatAdapter,
+    "openai-responses": OpenAIResponsesAdapter,
+    "anthropic": AnthropicAdapter,
+}
 TRANSCRIPTS = sorted(HERE.glob("*/*.sse"))
 
 

@@ -12,17 +12,22 @@ from .anthropic import AnthropicAdapter
 from .errors import classify
 from .events import ErrorEvent, Event, merge_deltas, to_json
 from .openai_chat import OpenAIChatAdapter
+from .openai_responses import OpenAIResponsesAdapter
 
 app = typer.Typer(help="Provider streams: parse and inspect.", no_args_is_help=True)
 
-ADAPTERS: dict[str, type[StreamAdapter]] = {"openai-chat": OpenAIChatAdapter, "anthropic": AnthropicAdapter}
-PROVIDER_OF_API = {"openai-chat": "openai", "anthropic": "anthropic"}
+ADAPTERS: dict[str, type[StreamAdapter]] = {
+    "openai-chat": OpenAIChatAdapter,
+    "openai-responses": OpenAIResponsesAdapter,
+    "anthropic": AnthropicAdapter,
+}
+PROVIDER_OF_API = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
 
 
 @app.command()
 def parse(
     source: Path = typer.Argument(..., help="A recorded response body (the SSE stream, or an error body)."),
-    api: str = typer.Option(..., "--api", help="openai-chat or anthropic (more APIs to come)."),
+    api: str = typer.Option(..., "--api", help="openai-chat, openai-responses or anthropic."),
     status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
     headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
 ) -> None:

@@ -1,0 +1,79 @@
+"""OpenAI Responses API streams: ``event: <type>`` with ``data: {"type": <type>, ...}``, no ``[DONE]``.
+
+Function calls are output items ``{type: "function_call", id: "fc_...", call_id: "call_...", name}`` whose
+arguments arrive as ``response.function_call_arguments.delta`` events; the ToolCall carries the
+``call_id``, which tool results must reference. The stream ends with ``response.completed``,
+``response.incomplete`` or ``response.failed``; an ``error`` event comes flat or nested.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .adapter import StreamAdapter
+from .errors import classify
+from .events import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, Usage
+from .sse import ServerSentEvent
+
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+class OpenAIResponsesAdapter(StreamAdapter):
+    end_marker = "response.completed, response.incomplete or response.failed"
+
+    def __init__(self, provider: str = "openai") -> None:
+        super().__init__(provider)  # open function calls are keyed by their output_index
+        self._called = False
+
+    def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        payload = self._payload(event, out)
+        if payload is None:
+            return
+        kind = payload.get("type", event.event)
+        if kind == "response.output_text.delta" and payload.get("delta"):
+            out.append(TextDelta(payload["delta"]))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta") and payload.get(
+            "delta"
+        ):
+            out.append(ThinkDelta(payload["delta"]))
+        elif kind == "response.refusal.delta" and payload.get("delta"):
+            out.append(Refusal(payload["delta"]))
+        elif kind == "response.output_item.added":
+            item = payload.get("item") or {}
+            index = payload.get("output_index")
+            if item.get("type") == "function_call" and isinstance(index, int):
+                call = self._start_call(index, item.get("call_id") or item.get("id"), item.get("name"), out)
+                if isinstance(item.get("arguments"), str) and item["arguments"]:
+                    self._add_arguments(call, item["arguments"], out)
+                self._called = True
+        elif kind == "response.function_call_arguments.delta":
+            index = payload.get("output_index")
+            open_call = self._calls.get(index) if isinstance(index, int) else None
+            if open_call is not None and isinstance(payload.get("delta"), str) and payload["delta"]:
+                self._add_arguments(open_call, payload["delta"], out)
+        elif kind in ("response.function_call_arguments.done", "response.output_item.done"):
+            index = payload.get("output_index")
+            if isinstance(index, int) and index in self._calls:
+                whole = payload.get("arguments")
+                if not self._calls[index].fragments and isinstance(whole, str) and whole:
+                    self._calls[index].fragments.append(whole)  # arguments given only whole, at the end
+                self._finish_call(index, out, complete=True)
+        elif kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._terminal(kind, payload.get("response") or {}, out)
+        elif kind == "error":
+            out.append(ErrorEvent(classify(self.provider, None, payload)))
+
+    def _terminal(self, kind: str, response: dict[str, Any], out: list[Event]) -> None:
+        self._finish_calls(out, complete=kind == "response.completed")
+        if kind == "response.failed":
+            out.append(ErrorEvent(classify(self.provider, None, {"error": response.get("error") or {}})))
+            out.append(Finish("error", "failed"))
+        elif kind == "response.incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            out.append(Finish(_INCOMPLETE.get(str(reason), "other"), reason))
+        else:
+            out.append(Finish("tool_calls" if self._called else "stop", response.get("status", "completed")))
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            out.append(Usage(usage.get("input_tokens"), usage.get("output_tokens")))
+        self.done = True
