@@ -1,4 +1,4 @@
-"""Provider transcripts (OpenAI Chat Completions and Responses, Anthropic Messages).
+"""Provider transcripts (OpenAI Chat Completions and Responses, Anthropic Messages, Ollama).
 
 Each is parsed whole, byte by byte, at random splits, and through the CLI.
 """
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 from groundstate.providers.openai_responses import OpenAIResponsesAdapter
 
@@ -27,8 +28,9 @@ ADAPTERS = {
     "openai-chat": OpenAIChatAdapter,
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
+    "ollama": OllamaAdapter,
 }
-TRANSCRIPTS = sorted(HERE.glob("*/*.sse"))
+TRANSCRIPTS = sorted([*HERE.glob("*/*.sse"), *HERE.glob("*/*.ndjson")])
 
 
 def events(path: Path, body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]

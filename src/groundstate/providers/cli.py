@@ -11,6 +11,7 @@ from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .errors import classify
 from .events import ErrorEvent, Event, merge_deltas, to_json
+from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 
@@ -20,14 +21,15 @@ ADAPTERS: dict[str, type[StreamAdapter]] = {
     "openai-chat": OpenAIChatAdapter,
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
+    "ollama": OllamaAdapter,
 }
-PROVIDER_OF_API = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+PROVIDER_OF_API = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic", "ollama": "ollama"}
 
 
 @app.command()
 def parse(
     source: Path = typer.Argument(..., help="A recorded response body (the SSE stream, or an error body)."),
-    api: str = typer.Option(..., "--api", help="openai-chat, openai-responses or anthropic."),
+    api: str = typer.Option(..., "--api", help="openai-chat, openai-responses, anthropic or ollama."),
     status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
     headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
 ) -> None:

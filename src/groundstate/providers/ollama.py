@@ -1,0 +1,83 @@
+"""Ollama's native API (``/api/chat``, ``/api/generate``): newline-delimited JSON, not SSE.
+
+Each line is a JSON object: ``message.content`` / ``message.thinking`` (``response`` / ``thinking`` for
+``/api/generate``), tool calls that arrive whole (``message.tool_calls[].function`` with parsed arguments),
+and a last line with ``done: true``, ``done_reason`` and token counts. An ``{"error": "..."}`` line is an
+in-band error. A last line without its newline, or no ``done: true``, is a truncated stream.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .adapter import StreamAdapter
+from .errors import classify
+from .events import ErrorEvent, Event, Finish, TextDelta, ThinkDelta, Truncated, Usage
+from .sse import ServerSentEvent
+
+_FINISH = {"stop": "stop", "length": "length", "load": "other", "unload": "other"}
+
+
+class OllamaAdapter(StreamAdapter):
+    end_marker = 'a line with "done": true'
+
+    def __init__(self, provider: str = "ollama") -> None:
+        super().__init__(provider)
+        self._pending = b""
+
+    def feed(self, data: bytes) -> list[Event]:
+        out: list[Event] = []
+        lines = (self._pending + data).split(b"\n")
+        self._pending = lines.pop()
+        for line in lines:
+            self._line(line, out)
+        return out
+
+    def close(self) -> list[Event]:
+        out: list[Event] = []
+        if self.done:
+            return out
+        self._finish_calls(out, complete=False)
+        if self._pending.strip():
+            text = self._pending.decode("utf-8", "replace")
+            out.append(Truncated(f"the stream ended inside a line: {text[:200]!r}"))
+        else:
+            out.append(Truncated(f"the stream ended without {self.end_marker}"))
+        self._pending = b""
+        return out
+
+    def _line(self, line: bytes, out: list[Event]) -> None:
+        if self.done or not line.strip():
+            return
+        self._event(ServerSentEvent(line.decode("utf-8", "replace")), out)
+
+    def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        payload = self._payload(event, out)
+        if payload is None:
+            return
+        if "error" in payload:
+            out.append(ErrorEvent(classify(self.provider, None, payload)))
+            return
+        message: dict[str, Any] = payload["message"] if isinstance(payload.get("message"), dict) else {}
+        thinking = message.get("thinking", payload.get("thinking"))
+        if isinstance(thinking, str) and thinking:
+            out.append(ThinkDelta(thinking))
+        content = message.get("content", payload.get("response"))
+        if isinstance(content, str) and content:
+            out.append(TextDelta(content))
+        for tool in message.get("tool_calls") or []:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict):
+                key = -1 - self._call_count
+                call = self._start_call(key, tool.get("id"), function.get("name"), out)
+                arguments = function.get("arguments")
+                if arguments is not None:
+                    self._add_arguments(call, arguments if isinstance(arguments, str) else json.dumps(arguments), out)
+                self._finish_call(key, out, complete=True)
+        if payload.get("done") is True:
+            reason = payload.get("done_reason", "stop")
+            out.append(Finish(_FINISH.get(str(reason), "other"), reason))
+            if "eval_count" in payload or "prompt_eval_count" in payload:
+                out.append(Usage(payload.get("prompt_eval_count"), payload.get("eval_count")))
+            self.done = True
