@@ -14,7 +14,7 @@ from .events import Event, TextDelta, ThinkDelta
 OPEN, CLOSE = "<think>", "</think>"
 
 
-def _partial_suffix(text: str, tag: str) -> int:
+def partial_suffix(text: str, tag: str) -> int:
     """Length of the longest end of ``text`` that is a proper prefix of ``tag``."""
     for size in range(min(len(tag) - 1, len(text)), 0, -1):
         if tag.startswith(text[-size:]):
@@ -41,7 +41,7 @@ class ThinkTags:
                     self.thinking = False
                     text = text[end + len(CLOSE) :]
                     continue
-                keep = _partial_suffix(text, CLOSE)
+                keep = partial_suffix(text, CLOSE)
             else:
                 start = text.find(OPEN) if self._may_open(text) else -1
                 if start >= 0 and (not self.leading_only or not text[:start].strip()):
@@ -49,7 +49,7 @@ class ThinkTags:
                     self.thinking = True
                     text = text[start + len(OPEN) :]
                     continue
-                keep = _partial_suffix(text, OPEN) if self._may_open(text) else 0
+                keep = partial_suffix(text, OPEN) if self._may_open(text) else 0
             self._emit(out, text[: len(text) - keep])
             self._held = text[len(text) - keep :]
             break
