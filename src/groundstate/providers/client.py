@@ -1,0 +1,147 @@
+"""Streaming clients on httpx, with a retry policy driven by the error classification.
+
+- ``auth``, ``quota``, ``request``, ``content_filter`` and ``ambiguous`` errors are never retried (ambiguous:
+  the conservative choice); ``rate``, ``overload`` and ``server`` are, after the hinted delay (or an
+  exponential backoff), up to ``max_attempts``.
+- An error *inside* the stream before any content (an in-stream overload as the first event) is retried
+  the same way; once content has streamed, a failure is surfaced to the caller, never silently retried.
+- Every retried failure is kept in ``attempts``; the caller sees one clean stream or the final error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .adapter import StreamAdapter
+from .anthropic import AnthropicAdapter
+from .errors import SERVER, ErrorRecord, classify
+from .events import ErrorEvent, Event, Finish, Usage
+from .ollama import OllamaAdapter
+from .openai_chat import OpenAIChatAdapter
+from .openai_responses import OpenAIResponsesAdapter
+
+APIS: dict[str, tuple[str, type[StreamAdapter], str]] = {
+    # api: (path, adapter, provider name)
+    "openai-chat": ("/chat/completions", OpenAIChatAdapter, "openai"),
+    "openai-responses": ("/responses", OpenAIResponsesAdapter, "openai"),
+    "anthropic": ("/messages", AnthropicAdapter, "anthropic"),
+    "ollama": ("/api/chat", OllamaAdapter, "ollama"),
+}
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 4
+    base_delay_s: float = 0.5  # exponential backoff when the provider gives no hint
+    max_delay_s: float = 60.0
+
+    def delay(self, attempt: int, record: ErrorRecord) -> float:
+        hinted = record.retry_after_s
+        delay = hinted if hinted is not None else self.base_delay_s * 2 ** (attempt - 1)
+        return min(delay, self.max_delay_s)
+
+
+@dataclass
+class StreamClient:
+    """``async for event in client.stream(body)``; one request, retried as the policy allows."""
+
+    base_url: str
+    api: str = "openai-chat"
+    api_key: str | None = None
+    timeout: httpx.Timeout = field(default_factory=lambda: httpx.Timeout(30.0, read=120.0))
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    attempts: list[ErrorRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.api not in APIS:
+            raise ValueError(f"api must be one of {', '.join(APIS)}")
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", "content-type": "application/json"}
+        if self.api_key and self.api == "anthropic":
+            headers |= {"x-api-key": self.api_key, "anthropic-version": "2023-06-01"}
+        elif self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[Event]:
+        path, adapter_type, provider = APIS[self.api]
+        self.attempts = []
+        async with httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout) as http:
+            for attempt in range(1, self.retry.max_attempts + 1):
+                gate = _Gate(may_retry=attempt < self.retry.max_attempts)
+                try:
+                    async with http.stream("POST", path, json=body, headers=self._headers()) as response:
+                        if response.status_code >= 400:
+                            gate.failure = classify(
+                                provider, response.status_code, await response.aread(), response.headers
+                            )
+                        else:
+                            adapter = adapter_type(provider)
+                            async for data in response.aiter_bytes():
+                                for event in adapter.feed(data):
+                                    for passed in gate.admit(event):
+                                        yield passed
+                                    if gate.failure is not None:
+                                        break
+                                if gate.failure is not None:
+                                    break
+                            if gate.failure is None:
+                                for event in gate.held + adapter.close():
+                                    yield event
+                                return
+                except httpx.TransportError as exc:
+                    gate.failure = ErrorRecord(
+                        SERVER, provider, None, type(exc).__name__, str(exc), True, None, None, {"exception": repr(exc)}
+                    )
+                    if gate.content:  # the connection broke after content: surface it, never retry
+                        yield ErrorEvent(gate.failure)
+                        return
+                failure = gate.failure
+                assert failure is not None
+                if not _retryable(failure) or not gate.may_retry:
+                    for event in gate.held:
+                        yield event
+                    yield ErrorEvent(failure)
+                    return
+                self.attempts.append(failure)
+                await self.sleep(self.retry.delay(attempt, failure))
+
+
+class _Gate:
+    """Holds events back until content starts; before that, a retryable in-stream error means: retry."""
+
+    def __init__(self, may_retry: bool) -> None:
+        self.may_retry = may_retry
+        self.content = False
+        self.held: list[Event] = []
+        self.failure: ErrorRecord | None = None
+
+    def admit(self, event: Event) -> list[Event]:
+        """The events to pass on now."""
+        if self.content:
+            return [event]
+        if isinstance(event, ErrorEvent) and _retryable(event.error) and self.may_retry:
+            self.failure = event.error
+            return []
+        if not _is_content(event):
+            self.held.append(event)
+            return []
+        self.content = True
+        released, self.held = [*self.held, event], []
+        return released
+
+
+def _retryable(record: ErrorRecord) -> bool:
+    return record.retryable is True
+
+
+def _is_content(event: Event) -> bool:
+    """Anything the user would see or act on; finish and usage records are not content."""
+    return not isinstance(event, ErrorEvent | Finish | Usage)

@@ -1,0 +1,155 @@
+"""The streaming client against a real HTTP server on loopback that replays scripted responses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.providers.client import RetryPolicy, StreamClient
+from groundstate.providers.events import merge_deltas, to_json
+
+TRANSCRIPTS = Path(__file__).parent / "transcripts"
+OK = (TRANSCRIPTS / "openai-chat" / "text.sse").read_bytes()
+OVERLOADED_FIRST = (
+    b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'
+)
+ANTHROPIC_OK = (TRANSCRIPTS / "anthropic" / "thinking-text-tools.sse").read_bytes()
+ANTHROPIC_PARTIAL_THEN_OVERLOAD = (TRANSCRIPTS / "anthropic" / "overloaded-mid-stream.sse").read_bytes()
+
+
+class Script:
+    """Responses to serve in order, and the requests received."""
+
+    def __init__(self, responses: list[tuple[int, dict[str, str], bytes]]) -> None:
+        self.responses = list(responses)
+        self.requests: list[dict[str, Any]] = []
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script([])
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", 0))
+            script.requests.append(
+                {"path": self.path, "headers": dict(self.headers), "body": json.loads(self.rfile.read(length))}
+            )
+            status, headers, body = script.responses.pop(0)
+            self.send_response(status)
+            for name, value in {"content-type": "text/event-stream", **headers}.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            for i in range(0, len(body), 37):  # the body in small writes, as a streaming server sends it
+                self.wfile.write(body[i : i + 37])
+                self.wfile.flush()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", script
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def collect(client: StreamClient, body: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], list[float]]:
+    delays: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:  # the wait is recorded, not spent
+        delays.append(seconds)
+
+    client.sleep = fake_sleep
+
+    async def run() -> list[Any]:
+        return [event async for event in client.stream(body or {"model": "m", "stream": True})]
+
+    events = asyncio.run(run())
+    return [to_json(e) for e in merge_deltas(events)], delays
+
+
+def openai_error(code: str, message: str = "x", kind: str = "requests") -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": code}}).encode()
+
+
+def test_stream_and_auth_header(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.responses = [(200, {}, OK)]
+    events, delays = collect(StreamClient(url, api_key="sk-test"))
+    assert events[0] == {"type": "text", "text": "Hello 日本"} and delays == []
+    assert script.requests[0]["path"] == "/chat/completions"
+    assert script.requests[0]["headers"]["authorization"] == "Bearer sk-test"
+
+
+def test_rate_limit_is_retried_after_the_hinted_delay(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.responses = [(429, {"retry-after-ms": "250"}, openai_error("rate_limit_exceeded")), (200, {}, OK)]
+    client = StreamClient(url)
+    events, delays = collect(client)
+    assert delays == [0.25] and [a.plane for a in client.attempts] == ["rate"]
+    assert events[0]["type"] == "text" and len(script.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "plane"),
+    [
+        (401, openai_error("invalid_api_key", kind="invalid_request_error"), "auth"),
+        (429, openai_error("insufficient_quota", "You exceeded your current quota", "insufficient_quota"), "quota"),
+        (400, openai_error("context_length_exceeded", "maximum context length", "invalid_request_error"), "request"),
+        (429, b"", "ambiguous"),
+    ],
+)
+def test_never_retried(server: tuple[str, Script], status: int, body: bytes, plane: str) -> None:
+    url, script = server
+    script.responses = [(status, {"content-type": "application/json"}, body), (200, {}, OK)]
+    events, delays = collect(StreamClient(url))
+    assert [e["type"] for e in events] == ["error"] and events[0]["plane"] == plane
+    assert delays == [] and len(script.requests) == 1
+
+
+def test_server_errors_back_off_then_give_up(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.responses = [(503, {}, b"The engine is currently overloaded")] * 3
+    client = StreamClient(url, retry=RetryPolicy(max_attempts=3, base_delay_s=0.5))
+    events, delays = collect(client)
+    assert delays == [0.5, 1.0] and events == [
+        {"type": "error", "plane": "overload", "retryable": True, "retry_after_s": None, "status": 503, "code": None,
+         "message": "The engine is currently overloaded"}
+    ]  # fmt: skip
+
+
+def test_in_stream_overload_before_content_is_retried(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.responses = [(200, {}, OVERLOADED_FIRST), (200, {}, ANTHROPIC_OK)]
+    client = StreamClient(url, api="anthropic", api_key="k")
+    events, delays = collect(client)
+    assert [a.plane for a in client.attempts] == ["overload"] and len(delays) == 1
+    assert [e["type"] for e in events] == ["think", "text", "tool_call", "tool_call", "finish", "usage"]
+    assert script.requests[0]["headers"]["x-api-key"] == "k" and script.requests[0]["path"] == "/messages"
+
+
+def test_failure_after_content_is_surfaced_not_retried(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.responses = [(200, {}, ANTHROPIC_PARTIAL_THEN_OVERLOAD), (200, {}, ANTHROPIC_OK)]
+    client = StreamClient(url, api="anthropic")
+    events, delays = collect(client)
+    assert [e["type"] for e in events] == ["text", "error", "truncated"]
+    assert events[1]["plane"] == "overload" and delays == [] and len(script.requests) == 1
+
+
+def test_connection_refused_is_retried_then_reported() -> None:
+    client = StreamClient("http://127.0.0.1:9", retry=RetryPolicy(max_attempts=2, base_delay_s=0.1))
+    events, delays = collect(client)
+    assert delays == [0.1]
+    assert [(e["type"], e["plane"], e["code"]) for e in events] == [("error", "server", "ConnectError")]
+    assert [a.code for a in client.attempts] == ["ConnectError"]
