@@ -103,11 +103,18 @@ class TokenizerVocabulary:
 class LlamaVocabulary:
     """A GGUF model's own vocabulary through llama-cpp-python (the ``local`` extra)."""
 
-    def __init__(self, model_path: str | Path) -> None:
-        from llama_cpp import Llama
+    def __init__(self, model_path: str | Path, model: Any = None) -> None:
+        if model is None:
+            from llama_cpp import Llama
 
-        self.model = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+            model = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+        self.model = model
         self.name = f"gguf:{Path(model_path).name}:{self.model.n_vocab()}"
+
+    @classmethod
+    def from_model(cls, model: Any, model_path: str | Path) -> LlamaVocabulary:
+        """The vocabulary of a model already loaded (no second load)."""
+        return cls(model_path, model)
 
     def encode(self, text: str) -> list[int]:
         return list(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
