@@ -42,6 +42,7 @@ class Gateway:
             self.sender = FrameSender(publish, "pub")
         self._streams = itertools.count(1)
         self._local: Any = None
+        self._http: httpx.AsyncClient | None = None  # one connection pool for all forwarded requests
         self._lock = asyncio.Lock()  # the local model generates one response at a time
 
     def publish(self, data: bytes) -> None:
@@ -55,6 +56,8 @@ class Gateway:
                 if message["type"] == "lifespan.startup":
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
+                    if self._http is not None:
+                        await self._http.aclose()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
@@ -84,10 +87,9 @@ class Gateway:
             + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
         )
         bridge = SigilBridge(ByteVocabulary(), next(self._streams))
-        async with (
-            httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=300.0)) as http,
-            http.stream(scope["method"], url, content=body, headers=headers) as response,
-        ):
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=300.0))
+        async with self._http.stream(scope["method"], url, content=body, headers=headers) as response:
             await send({
                 "type": "http.response.start",
                 "status": response.status_code,
