@@ -15,9 +15,9 @@ from .events import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, T
 class SigilBridge:
     """One response stream. ``push(event)`` returns the bytes of the frames it completed."""
 
-    def __init__(self, vocabulary: Vocabulary, stream_id: int = 1, **encoder_options: object) -> None:
+    def __init__(self, vocabulary: Vocabulary, stream_id: int = 1, *, frame_per_chunk: bool = True) -> None:
         self.vocabulary = vocabulary
-        self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, **encoder_options)  # type: ignore[arg-type]
+        self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, frame_per_chunk=frame_per_chunk)
         self._started = False
 
     def push(self, event: Event) -> bytes:
