@@ -9,6 +9,7 @@ import typer
 
 from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
+from .conventions import TextConventions
 from .errors import classify
 from .events import ErrorEvent, Event, merge_deltas, to_json
 from .ollama import OllamaAdapter
@@ -32,10 +33,17 @@ def parse(
     api: str = typer.Option(..., "--api", help="openai-chat, openai-responses, anthropic or ollama."),
     status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
     headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
+    think_tags: bool = typer.Option(False, "--think-tags", help="The model writes reasoning as <think>...</think>."),
+    text_tools: str | None = typer.Option(
+        None, "--text-tools", help="The model writes tool calls as text: hermes or mistral."
+    ),
 ) -> None:
     """Print the events of a recorded response. Exit 0 even when it carries an error (the error is data)."""
     if api not in ADAPTERS:
         typer.echo(f"error: --api must be one of {', '.join(ADAPTERS)}", err=True)
+        raise typer.Exit(2)
+    if text_tools not in (None, "hermes", "mistral"):
+        typer.echo("error: --text-tools must be hermes or mistral", err=True)
         raise typer.Exit(2)
     try:
         body = source.read_bytes()
@@ -48,6 +56,7 @@ def parse(
         events = [ErrorEvent(classify(PROVIDER_OF_API[api], status, body, header_map))]
     else:
         adapter = ADAPTERS[api](PROVIDER_OF_API[api])
-        events = adapter.feed(body) + adapter.close()
+        conventions = TextConventions(think_tags=think_tags, text_tools=text_tools)
+        events = conventions.feed(adapter.feed(body) + adapter.close()) + conventions.close()
     for event in merge_deltas(events):
         typer.echo(json.dumps(to_json(event), ensure_ascii=False))
