@@ -16,7 +16,7 @@ from groundstate.providers.openai_chat import OpenAIChatAdapter
 from ..pieces import split_at
 from .conftest import Script
 
-QWEN = Path(__file__).parent / "transcripts" / "conventions" / "qwen.sse"
+QWEN = Path(__file__).parent / "fixtures" / "qwen-think-tools.sse"
 EXPECTED = [
     {"type": "think", "text": "Use the tool."},
     {"type": "text", "text": "Sure."},
