@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.providers.anthropic import AnthropicAdapter
-from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.events import FINISH_REASONS, merge_deltas, to_json
 from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 from groundstate.providers.openai_responses import OpenAIResponsesAdapter
@@ -47,6 +47,7 @@ def expected(path: Path) -> list[dict[str, Any]]:
 def test_transcript(path: Path) -> None:
     body = path.read_bytes()
     assert events(path, body) == expected(path)
+    assert all(e["reason"] in FINISH_REASONS for e in expected(path) if e["type"] == "finish")
     assert events(path, body, list(range(len(body)))) == expected(path)  # one byte at a time
 
 

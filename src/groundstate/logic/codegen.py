@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .analysis import PredicateInfo, Rule
-from .ast import Apply, Atom, Clause, Comparison, Const, Literal, Negation, Term, Var
+from .ast import COMPARISON_BUILTINS, Apply, Atom, Clause, Comparison, Const, Literal, Negation, Term, Var
 from .builtins import FUNCTIONS, PREDICATES, UNBOUND, compare
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed, input_positions, order_body
 
@@ -198,7 +198,7 @@ def _wild(term: Term) -> bool:
 
 
 def _comparator(op: str) -> Callable[[Any, Any], bool]:
-    name = {"<": ":lt", "<=": ":le", ">": ":gt", ">=": ":ge"}[op]
+    name = COMPARISON_BUILTINS[op]
     fast = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
 
     def check(a: Any, b: Any) -> bool:
