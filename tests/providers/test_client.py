@@ -107,6 +107,33 @@ def test_failure_after_content_is_surfaced_not_retried(server: tuple[str, Script
     assert events[1]["plane"] == "overload" and delays == [] and len(script.requests) == 1
 
 
+EXPECTED = sorted(TRANSCRIPTS.glob("*/*.expected"))
+
+
+@pytest.mark.parametrize("expected", EXPECTED, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_every_transcript_through_the_client(server: tuple[str, Script], expected: Path) -> None:
+    """Each API's stream replayed over HTTP gives the adapter's events; only a retryable error first is retried."""
+    api = expected.parent.name
+    body = next(p for p in expected.parent.glob(expected.stem + ".*") if p.suffix != ".expected").read_bytes()
+    url, script = server
+    script.responses = [(200, {}, body)] * 2
+    events, delays = collect(StreamClient(url, api=api, retry=RetryPolicy(max_attempts=2)))
+    wanted = [json.loads(line) for line in expected.read_text(encoding="utf-8").splitlines()]
+    assert events == wanted
+    first = next((e for e in wanted if e["type"] not in ("finish", "usage")), None)
+    retried = first is not None and first["type"] == "error" and first["retryable"] is True
+    assert len(script.requests) == (2 if retried else 1) and len(delays) == (1 if retried else 0)
+    assert (
+        script.requests[0]["path"]
+        == {
+            "openai-chat": "/chat/completions",
+            "openai-responses": "/responses",
+            "anthropic": "/messages",
+            "ollama": "/api/chat",
+        }[api]
+    )
+
+
 def test_connection_refused_is_retried_then_reported() -> None:
     client = StreamClient("http://127.0.0.1:9", retry=RetryPolicy(max_attempts=2, base_delay_s=0.1))
     events, delays = collect(client)

@@ -64,6 +64,19 @@ CASES = [
      "timeout_error"),
     ("anthropic", 529, anthropic_error("overloaded_error", "Overloaded"), {"retry-after": "3"}, "overload", True, 3.0,
      "overloaded_error"),
+    ("deepseek", 402, openai_error("Insufficient Balance", "unknown_error", "invalid_request_error"), {},
+     "quota", False, None, "invalid_request_error"),
+    ("deepseek", 422, openai_error("Invalid max_tokens value, the valid range of max_tokens is [1, 8192]",
+     "invalid_request_error", "invalid_request_error"), {}, "request", False, None, "invalid_request_error"),
+    ("deepseek", 503, openai_error("Server overloaded, please retry shortly", "service_unavailable_error",
+     "service_unavailable"), {}, "overload", True, None, "service_unavailable"),
+    ("vllm", 400, json.dumps({"object": "error", "message": "This model's maximum context length is 4096 tokens. "
+     "However, you requested 5000 tokens.", "type": "BadRequestError", "param": None, "code": 400}), {},
+     "request", False, None, "400"),
+    ("vllm", 404, json.dumps({"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError",
+     "param": None, "code": 404}), {}, "request", False, None, "404"),
+    ("openrouter", 402, json.dumps({"error": {"code": 402, "message": "Insufficient credits. Add more using "
+     "https://openrouter.ai/credits"}}), {}, "quota", False, None, "402"),
 ]  # fmt: skip
 
 
@@ -85,6 +98,11 @@ def test_http_errors(case: tuple[object, ...]) -> None:
         ({"object": "error", "message": "The model is overloaded", "type": "ServiceUnavailableError"},
          "overload", True),
         ({"error": {"message": "something odd happened"}}, "ambiguous", None),
+        ({"object": "error", "message": "Internal server error", "type": "InternalServerError", "code": 500},
+         "server", True),
+        ({"error": {"code": 502, "message": "Provider returned error", "metadata": {"provider_name": "X"}}},
+         "server", True),
+        ({"error": {"code": 429, "message": "Provider returned error"}}, "ambiguous", None),
         ({"error": "model 'x' not found"}, "ambiguous", None),
     ],
 )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ class OpenCall:
     number: int  # order of appearance: the index of its events
     id: str | None
     name: str | None
+    choice: int = 0
     fragments: list[str] = field(default_factory=list)
 
 
@@ -31,7 +33,7 @@ class StreamAdapter(ABC):
     def __init__(self, provider: str) -> None:
         self.provider = provider
         self._sse = SSEParser()
-        self._calls: dict[int, OpenCall] = {}
+        self._calls: dict[Hashable, OpenCall] = {}
         self._call_count = 0
         self.done = False
 
@@ -57,26 +59,30 @@ class StreamAdapter(ABC):
         return out
 
     # -- tool calls ----------------------------------------------------------------------------------------
-    def _start_call(self, key: int, call_id: str | None, name: str | None, out: list[Event]) -> OpenCall:
-        call = self._calls[key] = OpenCall(self._call_count, call_id, name)
+    def _start_call(
+        self, key: Hashable, call_id: str | None, name: str | None, out: list[Event], choice: int = 0
+    ) -> OpenCall:
+        call = self._calls[key] = OpenCall(self._call_count, call_id, name, choice)
         self._call_count += 1
-        out.append(ToolCallStart(call.number, call.id, call.name))
+        out.append(ToolCallStart(call.number, call.id, call.name, call.choice))
         return call
 
     def _add_arguments(self, call: OpenCall, fragment: str, out: list[Event]) -> None:
         call.fragments.append(fragment)
         out.append(ToolCallDelta(call.number, fragment))
 
-    def _finish_call(self, key: int, out: list[Event], complete: bool) -> None:
+    def _finish_call(self, key: Hashable, out: list[Event], complete: bool) -> None:
         """A complete call's arguments are parsed; an incomplete one gets no arguments and says why."""
         call = self._calls.pop(key)
         raw = "".join(call.fragments)
         arguments, error = parse_arguments(raw) if complete else (None, self.incomplete_call)
-        out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw))
+        out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw, call.choice))
 
-    def _finish_calls(self, out: list[Event], complete: bool) -> None:
+    def _finish_calls(self, out: list[Event], complete: bool, choice: int | None = None) -> None:
+        """Every open call (or only those of one choice) ends, in order of appearance."""
         for key in sorted(self._calls, key=lambda k: self._calls[k].number):
-            self._finish_call(key, out, complete)
+            if choice is None or self._calls[key].choice == choice:
+                self._finish_call(key, out, complete)
 
     def _payload(self, event: ServerSentEvent, out: list[Event]) -> dict[str, Any] | None:
         """The event's JSON object, or None after reporting an unreadable event."""

@@ -4,7 +4,8 @@
   the conservative choice); ``rate``, ``overload`` and ``server`` are, after the hinted delay (or an
   exponential backoff), up to ``max_attempts``.
 - An error *inside* the stream before any content (an in-stream overload as the first event) is retried
-  the same way; once content has streamed, a failure is surfaced to the caller, never silently retried.
+  the same way, unless a non-retryable error came first; once content has streamed, a failure is surfaced
+  to the caller, never silently retried.
 - Every retried failure is kept in ``attempts``; the caller sees one clean stream or the final error.
 """
 
@@ -130,6 +131,8 @@ class _Gate:
         if isinstance(event, ErrorEvent) and _retryable(event.error) and self.may_retry:
             self.failure = event.error
             return []
+        if isinstance(event, ErrorEvent):
+            self.may_retry = False  # e.g. quota then "failed": a retry cannot help, whatever follows
         if not _is_content(event):
             self.held.append(event)
             return []

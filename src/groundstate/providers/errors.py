@@ -116,6 +116,11 @@ def _error_object(body: Any) -> tuple[str | None, str | None, str]:
     return _text(kind), _text(code), _text(message) or ""
 
 
+def _status_code(code: str | None) -> int | None:
+    """An in-band error whose code is an HTTP status (vLLM's flat form, OpenRouter) is judged by that status."""
+    return int(code) if code is not None and code.isdigit() and 400 <= int(code) < 600 else None
+
+
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -155,6 +160,8 @@ def _plane(status: int | None, kind: str | None, code: str | None, message: str)
     named = [_TYPE_PLANES[t] for t in (code, kind) if t in _TYPE_PLANES]
     if _FILTER.search(message) or CONTENT_FILTER in named:
         return CONTENT_FILTER
+    if status == 402:
+        return QUOTA  # Payment Required, whatever type the body names (DeepSeek: "invalid_request_error")
     if _BILLING.search(message) and (status in (None, 400, 402, 403, 429) or QUOTA in named or RATE in named):
         return QUOTA  # "credit balance is too low" arrives as a 400 invalid_request_error, spend limits as 429s
     if named and named[0] == RATE and _TOO_LARGE.search(message):
@@ -196,7 +203,7 @@ def classify(
     kind, code, message = _error_object(parsed)
     if not message and isinstance(raw, str):
         message = raw.strip()[:200]
-    plane = _plane(status, kind, code, message)
+    plane = _plane(status if status is not None else _status_code(code), kind, code, message)
     retryable = RETRYABLE.get(plane)
     hinted = _should_retry(headers)
     if hinted is not None and plane not in (AUTH, QUOTA, REQUEST):

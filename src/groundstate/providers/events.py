@@ -18,18 +18,21 @@ FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "
 @dataclass(slots=True)
 class TextDelta:
     text: str
+    choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "text"
 
 
 @dataclass(slots=True)
 class ThinkDelta:
     text: str
+    choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "think"
 
 
 @dataclass(slots=True)
 class Refusal:
     text: str
+    choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "refusal"
 
 
@@ -38,6 +41,7 @@ class ToolCallStart:
     index: int
     id: str | None
     name: str | None
+    choice: int = 0
     type: str = "tool_call_start"
 
 
@@ -58,6 +62,7 @@ class ToolCall:
     arguments: Any  # the parsed JSON, or None
     arguments_error: str | None
     raw_arguments: str
+    choice: int = 0
     type: str = "tool_call"
 
 
@@ -65,6 +70,7 @@ class ToolCall:
 class Finish:
     reason: str  # one of FINISH_REASONS
     raw: Any
+    choice: int = 0
     type: str = "finish"
 
 
@@ -131,9 +137,12 @@ def to_json(event: Event) -> dict[str, Any]:
             "name": event.name,
             "arguments": event.arguments,
             "arguments_error": event.arguments_error,
+            **({"choice": event.choice} if event.choice else {}),
         }
     out = asdict(event)
     out = {"type": out.pop("type"), **out}
+    if out.get("choice") == 0:  # only streams with several completions say which one an event belongs to
+        del out["choice"]
     return out
 
 
@@ -144,10 +153,10 @@ def merge_deltas(events: list[Event]) -> list[Event]:
         if isinstance(event, ToolCallStart | ToolCallDelta):
             continue
         last = out[-1] if out else None
-        if isinstance(event, TextDelta | ThinkDelta | Refusal) and type(last) is type(event):
-            last.text += event.text
-            continue
         if isinstance(event, TextDelta | ThinkDelta | Refusal):
-            event = type(event)(event.text)
+            if type(last) is type(event) and last.choice == event.choice:
+                last.text += event.text
+                continue
+            event = type(event)(event.text, event.choice)
         out.append(event)
     return out

@@ -4,6 +4,7 @@ Sans-IO: ``feed(bytes)`` returns events, ``close()`` ends the stream. Tool calls
 with the server bugs seen in the wild handled explicitly: every parallel call sent with ``index: 0`` (a
 new ``id`` on index 0 starts a new call), ``index`` missing (a fragment with an ``id`` starts a call, one
 without continues the last), a call complete in one chunk, and ``""`` arguments for a no-argument call.
+With ``n`` > 1 every event carries the ``choices[].index`` it came from; calls are kept apart per choice.
 """
 
 from __future__ import annotations
@@ -39,22 +40,23 @@ class OpenAIChatAdapter(StreamAdapter):
 
     def __init__(self, provider: str = "openai") -> None:
         super().__init__(provider)
-        self._last_call: int | None = None  # calls are keyed by the server's index, or a synthetic one
+        # calls are keyed by (choice, the server's index or a synthetic one); the last call per choice
+        self._last_call: dict[int, tuple[int, int]] = {}
 
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if "error" in event.fields and not event.data:  # llama.cpp's non-standard "error:" field
             out.append(ErrorEvent(classify(self.provider, None, event.fields["error"])))
             return
         if event.data.strip() == "[DONE]":
-            self._end_calls(out, complete=True)
+            self._finish_calls(out, complete=True)
+            self._last_call.clear()
             self.done = True
             return
         chunk = self._payload(event, out)
         if chunk is None:
             return
         if "error" in chunk or chunk.get("object") == "error":
-            out.append(ErrorEvent(classify(self.provider, None, chunk)))
-            return
+            out.append(ErrorEvent(classify(self.provider, None, chunk)))  # OpenRouter adds finish_reason "error"
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict):
                 self._choice(choice, out)
@@ -63,48 +65,48 @@ class OpenAIChatAdapter(StreamAdapter):
             out.append(Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")))
 
     def _choice(self, choice: dict[str, Any], out: list[Event]) -> None:
+        number = choice["index"] if isinstance(choice.get("index"), int) else 0
         delta = choice.get("delta") or {}
         if isinstance(delta, dict):
             for key in ("reasoning_content", "reasoning"):
                 if isinstance(delta.get(key), str) and delta[key]:
-                    out.append(ThinkDelta(delta[key]))
+                    out.append(ThinkDelta(delta[key], number))
             if isinstance(delta.get("content"), str) and delta["content"]:
-                out.append(TextDelta(delta["content"]))
+                out.append(TextDelta(delta["content"], number))
             if isinstance(delta.get("refusal"), str) and delta["refusal"]:
-                out.append(Refusal(delta["refusal"]))
+                out.append(Refusal(delta["refusal"], number))
             for fragment in delta.get("tool_calls") or []:
                 if isinstance(fragment, dict):
-                    self._tool_fragment(fragment, out)
+                    self._tool_fragment(number, fragment, out)
             if isinstance(delta.get("function_call"), dict):  # the legacy form: one call, no index, no id
-                self._tool_fragment({"index": 0, "function": delta["function_call"]}, out)
+                self._tool_fragment(number, {"index": 0, "function": delta["function_call"]}, out)
         reason = choice.get("finish_reason")
         if reason is not None:
-            self._end_calls(out, complete=True)
-            out.append(Finish(_FINISH.get(str(reason), "other"), reason))
+            self._finish_calls(out, complete=True, choice=number)
+            self._last_call.pop(number, None)
+            out.append(Finish(_FINISH.get(str(reason), "other"), reason, number))
 
-    def _tool_fragment(self, fragment: dict[str, Any], out: list[Event]) -> None:
+    def _tool_fragment(self, number: int, fragment: dict[str, Any], out: list[Event]) -> None:
         function: dict[str, Any] = fragment["function"] if isinstance(fragment.get("function"), dict) else {}
         call_id, name = fragment.get("id"), function.get("name")
         arguments = function.get("arguments")
         index = fragment.get("index")
-        if not isinstance(index, int):
-            # no index: an id starts a new call, otherwise the fragment continues the last call
-            index = (-1 - self._call_count) if call_id or self._last_call is None else self._last_call
-        call = self._calls.get(index)
+        last = self._last_call.get(number)
+        if isinstance(index, int):
+            key = (number, index)
+        else:  # no index: an id starts a new call, otherwise the fragment continues the last call
+            key = (number, -1 - self._call_count) if call_id or last is None else last
+        call = self._calls.get(key)
         if call is not None and call_id and call.id and call_id != call.id:
-            self._finish_call(index, out, complete=True)  # a second call sent on the same index
+            self._finish_call(key, out, complete=True)  # a second call sent on the same index
             call = None
         if call is None:
-            call = self._start_call(index, call_id, name, out)
+            call = self._start_call(key, call_id, name, out, number)
         else:
             call.id = call.id or call_id
             call.name = call.name or name
-        self._last_call = index
+        self._last_call[number] = key
         if isinstance(arguments, str) and arguments:
             self._add_arguments(call, arguments, out)
         elif isinstance(arguments, dict):  # some servers send the arguments already parsed
             self._add_arguments(call, json.dumps(arguments), out)
-
-    def _end_calls(self, out: list[Event], complete: bool) -> None:
-        self._finish_calls(out, complete)
-        self._last_call = None
