@@ -1,0 +1,67 @@
+"""The kernel's configuration in the seed's shape (``core_limits``, ``shard_profiles``), enforced, not advisory.
+
+- ``max_facts_in_kernel``: a transaction that would exceed it is refused (KernelLimitError), nothing applied.
+- ``max_derived_facts_limit``: the engine's created-fact limit for one evaluation; exceeding it rolls back.
+- ``max_action_log``: how many action envelopes stay in the kernel before retention moves them to cold storage.
+- shard profiles: executors run under ``max_execution_time_sec``; ``max_context_tokens`` bounds prompt text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CoreLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_total_memory_mb: int = Field(4096, gt=0)
+    max_concurrent_shards: int = Field(8, gt=0)
+    max_facts_in_kernel: int = Field(200_000, gt=0)
+    max_derived_facts_limit: int = Field(100_000, gt=0)
+    max_action_log: int = Field(500, gt=0)
+    max_output_chars: int = Field(65_536, gt=0)
+
+
+class ShardProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    max_context_tokens: int = Field(32_000, gt=0)
+    max_execution_time_sec: float = Field(60.0, gt=0)
+    max_facts_in_shard_kernel: int = Field(50_000, gt=0)
+    max_memory_mb: int = Field(512, gt=0)
+
+
+DEFAULT_SHARDS = ("main", "coder", "tester", "reviewer", "researcher")
+
+
+class KernelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    core_limits: CoreLimits = Field(default_factory=CoreLimits)
+    shard_profiles: dict[str, ShardProfile] = Field(default_factory=lambda: {s: ShardProfile() for s in DEFAULT_SHARDS})
+
+    def shard(self, shard_type: str) -> ShardProfile:
+        """The profile for ``shard_type``; the ``main`` profile for shard types without one."""
+        return self.shard_profiles.get(shard_type) or self.shard_profiles.get("main") or ShardProfile()
+
+    @classmethod
+    def load(cls, path: str | Path) -> KernelConfig:
+        return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+class ContextBudgetError(ValueError):
+    """Text for a shard's prompt exceeds its context budget."""
+
+
+def check_context(profile: ShardProfile, text: str, chars_per_token: float = 4.0) -> None:
+    """Refuse prompt text longer than the shard's budget (estimated at ``chars_per_token``)."""
+    estimate = int(len(text) / chars_per_token)
+    if estimate > profile.max_context_tokens:
+        raise ContextBudgetError(
+            f"about {estimate} tokens exceed the shard's context budget of {profile.max_context_tokens} tokens"
+        )

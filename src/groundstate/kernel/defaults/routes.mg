@@ -1,0 +1,31 @@
+# The action vocabulary: one table the policy, the router and the virtual store share.
+# `groundstate kernel lint` fails if an action the policy can derive has no route, a route names no executor,
+# or an executor is reachable from no action.
+
+known_action(/read_file).     route(/read_file, /read_file).
+known_action(/write_file).    route(/write_file, /write_file).      mutating(/write_file).
+known_action(/edit_file).     route(/edit_file, /edit_file).        mutating(/edit_file).
+known_action(/delete_file).   route(/delete_file, /delete_file).    mutating(/delete_file).
+known_action(/list_files).    route(/list_files, /list_files).
+known_action(/search_code).   route(/search_code, /search_code).
+known_action(/search_files).  route(/search_files, /search_files).
+known_action(/git_status).    route(/git_status, /git_status).
+known_action(/git_diff).      route(/git_diff, /git_diff).
+known_action(/git_log).       route(/git_log, /git_log).
+known_action(/git_commit).    route(/git_commit, /git_commit).      mutating(/git_commit).
+known_action(/run_tests).     route(/run_tests, /run_tests).
+known_action(/build_project). route(/build_project, /build_project).
+known_action(/execute_python). route(/execute_python, /execute_python).
+known_action(/ask_user).      route(/ask_user, /ask_user).
+known_action(/delegate_coder).      route(/delegate_coder, /delegate).
+known_action(/delegate_reviewer).   route(/delegate_reviewer, /delegate).
+known_action(/delegate_researcher). route(/delegate_researcher, /delegate).
+
+# Aliases: other names models use for the same actions.
+action_alias(/fs_read, /read_file).
+action_alias(/fs_write, /write_file).
+action_alias(/show_diff, /git_diff).
+
+# Actions whose target is a workspace path (the constitution checks it before anything runs).
+path_action(/read_file). path_action(/write_file). path_action(/edit_file). path_action(/delete_file).
+path_action(/list_files). path_action(/run_tests). path_action(/git_diff). path_action(/git_log).

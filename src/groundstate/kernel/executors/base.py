@@ -1,0 +1,68 @@
+"""What every virtual-store executor receives and returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..workspace import Workspace
+
+
+class ExecutorError(Exception):
+    """The action could not be carried out; the message is the recorded failure output."""
+
+
+@dataclass(frozen=True)
+class Action:
+    action_id: str
+    type: str  # the canonical action type, without the leading "/"
+    target: str
+    payload: str  # JSON text for structured arguments, otherwise plain text
+
+    def fields(self) -> dict[str, Any]:
+        """The payload as a dict: a JSON object, or ``{"text": payload}``."""
+        text = self.payload.strip()
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise ExecutorError(f"the payload is not valid JSON: {exc}") from None
+            if isinstance(value, dict):
+                return value
+        return {"text": self.payload} if self.payload else {}
+
+    def text_field(self, name: str, *, required: bool = True) -> str:
+        value = self.fields().get(name)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str):
+            raise ExecutorError(f"{self.type} needs a string {name!r} in its payload")
+        return value
+
+
+@dataclass
+class Context:
+    workspace: Workspace
+    timeout_s: float = 60.0
+    memory_mb: int = 512
+    max_output_chars: int = 65_536
+    test_command: tuple[str, ...] = ("python", "-m", "pytest", "-q")
+    build_command: tuple[str, ...] = ("python", "-m", "compileall", "-q", ".")
+
+    def bounded(self, text: str) -> str:
+        """Outputs are bounded: a model must not be able to flood the kernel or the console."""
+        if len(text) <= self.max_output_chars:
+            return text
+        return text[: self.max_output_chars] + f"\n[output cut at {self.max_output_chars} of {len(text)} characters]"
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    output: str
+    facts: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # extra facts for the kernel
+
+
+Executor = Callable[[Action, Context], Outcome]

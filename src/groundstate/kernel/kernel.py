@@ -1,0 +1,221 @@
+"""The kernel: one logic engine loaded with the shipped schemas and policy, changed only by transactions.
+
+A transaction is a batch of retracts and asserts followed by exactly one evaluation; if the evaluation fails
+(the derived-fact limit, an external error) every change of the batch is undone. Context frames assert facts
+for a query and retract exactly the facts they added, so scoring or "what if" queries leave no trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..logic import Engine, LogicError, Name, Program, Stats
+from ..logic.values import to_value
+from ..packets import UpdateValidator
+from .config import KernelConfig
+from .workspace import Workspace
+
+DEFAULT_FILES = ("schemas.mg", "routes.mg", "policy.mg")
+Row = tuple[Any, ...]
+External = Callable[..., Iterable[Row]]
+
+
+class KernelLimitError(RuntimeError):
+    """A configured limit would be exceeded; nothing was changed."""
+
+
+def default_sources() -> list[Path]:
+    """The shipped schemas, routes and policy, in load order."""
+    folder = resources.files("groundstate.kernel") / "defaults"
+    return [Path(str(folder / name)) for name in DEFAULT_FILES]
+
+
+def name(text: str) -> Name:
+    """A name constant from ``/foo`` or ``foo``."""
+    return Name(text if text.startswith("/") else "/" + text)
+
+
+class Transaction:
+    """Collects changes; the kernel applies them together when the ``with`` block ends."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[bool, str, Row]] = []  # (assert?, predicate, row)
+
+    def assert_(self, predicate: str, *rows: Iterable[Any]) -> None:
+        self.changes += [(True, predicate, tuple(to_value(v) for v in row)) for row in rows]
+
+    def retract(self, predicate: str, *rows: Iterable[Any]) -> None:
+        self.changes += [(False, predicate, tuple(to_value(v) for v in row)) for row in rows]
+
+
+class Kernel:
+    def __init__(
+        self,
+        workspace: Workspace | str | Path,
+        *,
+        config: KernelConfig | None = None,
+        extra_sources: Iterable[str | Path] = (),
+        externals: dict[str, External] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.config = config or KernelConfig()
+        self.clock = clock
+        self.sources = [*default_sources(), *(Path(p) for p in extra_sources)]
+        self._externals: dict[str, External] = {
+            "workspace_path": lambda target: [(name(self.workspace.status(target or ".")),)],
+            "file_age": self._file_age,
+            "recall_similar": lambda query: [],
+            "query_learned": lambda key: [],
+            **(externals or {}),
+        }
+        self.engine = self._engine(Program.load(*self.sources))
+        self.last_stats: Stats = self.engine.evaluate()
+
+    # -- building ----------------------------------------------------------------------------------
+    def _engine(self, program: Program) -> Engine:
+        return Engine(
+            program,
+            created_fact_limit=self.config.core_limits.max_derived_facts_limit,
+            externals=self._externals,
+        )
+
+    def replace_program(self, program: Program) -> None:
+        """Swap in a new program (e.g. with learned rules), keeping every asserted fact."""
+        engine = self._engine(program)
+        for predicate, facts in self.engine.base.items():
+            if predicate in engine.base and facts:
+                engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
+        self.last_stats = engine.evaluate()
+        self.engine = engine
+
+    def set_external(self, predicate: str, function: External) -> None:
+        self._externals[predicate] = function
+        self.engine.register_external(predicate, function)
+
+    def _file_age(self, target: str) -> list[Row]:
+        try:
+            path = self.workspace.resolve(target)
+            modified = path.stat().st_mtime
+        except (ValueError, OSError):
+            return []
+        return [(max(0, int(self.clock() - modified)),)]
+
+    # -- time --------------------------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    # -- changes -----------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """``with kernel.transaction() as tx: tx.assert_(...); tx.retract(...)`` — one evaluation at the end."""
+        tx = Transaction()
+        yield tx
+        self.apply(tx)
+
+    def apply(self, tx: Transaction) -> Stats:
+        limit = self.config.core_limits.max_facts_in_kernel
+        adds = sum(1 for is_assert, pred, row in tx.changes if is_assert and row not in self.engine.base.get(pred, ()))
+        if self.fact_count() + adds > limit:
+            raise KernelLimitError(
+                f"the transaction would bring the kernel to {self.fact_count() + adds} facts; the limit "
+                f"(core_limits.max_facts_in_kernel) is {limit}"
+            )
+        done: list[tuple[bool, str, Row]] = []
+        try:
+            for is_assert, predicate, row in tx.changes:
+                change = self.engine.assert_facts if is_assert else self.engine.retract_facts
+                if change(predicate, [row]):
+                    done.append((is_assert, predicate, row))
+            self.last_stats = self.engine.evaluate()
+        except LogicError:
+            for is_assert, predicate, row in reversed(done):
+                (self.engine.retract_facts if is_assert else self.engine.assert_facts)(predicate, [row])
+            self.engine.evaluate(full=True)
+            raise
+        return self.last_stats
+
+    def assert_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
+        with self.transaction() as tx:
+            tx.assert_(predicate, *rows)
+        return self.last_stats
+
+    def retract_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
+        with self.transaction() as tx:
+            tx.retract(predicate, *rows)
+        return self.last_stats
+
+    def retract_matching(self, tx: Transaction, pattern: str) -> None:
+        """Add to ``tx`` the retraction of every base fact matching ``pattern`` (``user_intent(/current_intent, _, _, _, _)``)."""
+        predicate = pattern.split("(", 1)[0].strip()
+        base = self.engine.base.get(predicate, set())
+        tx.changes += [(False, predicate, row) for row in self.engine.query(pattern, sort=False) if row in base]
+
+    @contextmanager
+    def frame(self) -> Iterator[Frame]:
+        """Facts asserted in the frame are retracted when it ends — exactly those, not facts that were there."""
+        frame = Frame(self)
+        try:
+            yield frame
+        finally:
+            frame.close()
+
+    # -- reading -----------------------------------------------------------------------------------
+    def query(self, pattern: str) -> list[Row]:
+        return self.engine.query(pattern)
+
+    def holds(self, pattern: str) -> bool:
+        return bool(self.engine.query(pattern, sort=False))
+
+    def fact_count(self) -> int:
+        """Asserted (base) facts, what ``max_facts_in_kernel`` bounds."""
+        return sum(len(facts) for facts in self.engine.base.values())
+
+    def derived_count(self) -> int:
+        return sum(len(rel) for rel in self.engine.relations.values()) - self.fact_count()
+
+    def model_writable(self) -> set[str]:
+        """The default allowlist: predicates whose Decl carries the ``model_writable()`` descriptor."""
+        return {
+            predicate
+            for predicate, info in self.engine.predicates.items()
+            if info.decl is not None and any(d.predicate == "model_writable" for d in info.decl.descriptors)
+        }
+
+    def update_validator(self, allowlist: Iterable[str] | None = None) -> UpdateValidator:
+        """A validator for control packets against this kernel's schemas (default allowlist: model_writable)."""
+        return UpdateValidator(self.engine.predicates, self.model_writable() if allowlist is None else allowlist)
+
+    def phase(self) -> str:
+        phases = self.query("current_ooda_phase(P)")
+        assert len(phases) == 1, f"the policy must derive exactly one OODA phase, derived {phases}"
+        return str(phases[0][0])
+
+
+class Frame:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.added: list[tuple[str, Row]] = []
+
+    def assert_(self, predicate: str, *rows: Iterable[Any]) -> None:
+        tx = Transaction()
+        tx.assert_(predicate, *rows)
+        fresh = [(p, r) for _, p, r in tx.changes if r not in self.kernel.engine.base.get(p, ())]
+        self.kernel.apply(tx)
+        self.added += fresh
+
+    def query(self, pattern: str) -> list[Row]:
+        return self.kernel.query(pattern)
+
+    def close(self) -> None:
+        if self.added:
+            tx = Transaction()
+            for predicate, row in self.added:
+                tx.retract(predicate, row)
+            self.added = []
+            self.kernel.apply(tx)

@@ -1,0 +1,181 @@
+"""The OODA system shards around one ActionID envelope.
+
+perception: control packet → ``user_intent(/current_intent, ...)``, confidence, focus, accepted updates
+executive: derived ``next_action/4`` → ``pending_action/5`` (one fresh ActionID each)
+constitution: policy rules → ``permission_check_result/4`` (no Python decides a permission)
+router: derived ``route_for/2`` → virtual store → ``routing_result/4`` and ``execution_result/5``
+
+Every stage writes facts in one transaction, so ``current_ooda_phase/1`` always describes what is true.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..logic import Float, Name
+from ..packets import PacketResult
+from .executors import Action
+from .kernel import Kernel, name
+from .store import VirtualStore
+from .workspace import INSIDE
+
+CURRENT = Name("/current_intent")
+_STALE = (
+    "user_intent(/current_intent, _, _, _, _)",
+    "intent_confidence(/current_intent, _)",
+    "processed_intent(/current_intent)",
+    "executive_processed_intent(/current_intent)",
+    "focus_resolution(/current_intent, _, _, _)",
+    "model_requests_approval(/current_intent)",
+    "current_time(_)",
+    "requested_action(_, _, _, _)",
+    "request_consumed(_)",
+)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A tool call the model made: it becomes ``requested_action/4``; policy decides the rest."""
+
+    type: str
+    target: str = ""
+    payload: str = ""
+
+
+@dataclass
+class ActionReport:
+    action_id: str
+    type: str
+    target: str
+    payload: str
+    decision: str  # /permit or /deny
+    reason: str
+    executor: str | None = None
+    status: str | None = None  # /success or /failure once executed
+    output: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Shards:
+    """Perception, executive and router for one kernel and virtual store."""
+
+    def __init__(self, kernel: Kernel, store: VirtualStore) -> None:
+        self.kernel = kernel
+        self.store = store
+        existing = [int(str(row[0]).rsplit("/", 1)[1]) for row in kernel.query("pending_action(A, _, _, _, _)")]
+        self._ids = itertools.count(max(existing, default=0) + 1)
+        self._requests = itertools.count(1)
+        self.shard_type = "main"
+
+    # -- observe ------------------------------------------------------------------------------------
+    def perceive(self, result: PacketResult, requests: Iterable[Request] = ()) -> None:
+        """A new turn: stale turn facts go, the packet's facts come, in one transaction."""
+        if result.packet is None:
+            raise ValueError("a rejected packet never reaches the kernel: " + "; ".join(result.errors))
+        packet = result.packet
+        intent = packet.intent_classification
+        if packet.execution_metadata is not None and packet.execution_metadata.shard_type:
+            self.shard_type = packet.execution_metadata.shard_type
+        with self.kernel.transaction() as tx:
+            for pattern in _STALE:
+                self.kernel.retract_matching(tx, pattern)
+            tx.assert_("user_intent", (CURRENT, name(intent.category), name(intent.verb), intent.target, intent.constraint))
+            tx.assert_("intent_confidence", (CURRENT, Float(intent.confidence)))
+            tx.assert_("processed_intent", (CURRENT,))
+            tx.assert_("focus_resolution", (CURRENT, intent.target, *self._focus(intent.target)))
+            tx.assert_("current_time", (self.kernel.now_ms(),))
+            if packet.safety_gates is not None and packet.safety_gates.requires_user_approval:
+                tx.assert_("model_requests_approval", (CURRENT,))
+            for update in result.accepted_updates:
+                tx.assert_(update.predicate, update.fact)
+            for request in requests:
+                request_id = Name(f"/request/{next(self._requests)}")
+                tx.assert_("requested_action", (request_id, name(request.type), request.target, request.payload))
+
+    def _focus(self, target: str) -> tuple[str, Name]:
+        if target in ("", "codebase"):
+            return ".", Name("/codebase")
+        if self.kernel.workspace.status(target) != INSIDE:
+            return "", Name("/outside")
+        path = self.kernel.workspace.resolve(target)
+        kind = "/file" if path.is_file() else "/directory" if path.is_dir() else "/missing"
+        return self.kernel.workspace.relative(path), Name(kind)
+
+    # -- decide -------------------------------------------------------------------------------------
+    def decide(self) -> list[str]:
+        """Each derived next_action becomes a pending action with a fresh ActionID; returns the IDs."""
+        now = self.kernel.now_ms()
+        created: list[str] = []
+        with self.kernel.transaction() as tx:
+            for source, action_type, target, payload in self.kernel.query("next_action(S, T, Target, P)"):
+                action_id = Name(f"/action/{next(self._ids)}")
+                tx.assert_("pending_action", (action_id, action_type, target, payload, now))
+                created.append(str(action_id))
+                if source == CURRENT:
+                    tx.assert_("executive_processed_intent", (CURRENT,))
+                else:
+                    tx.assert_("request_consumed", (source,))
+            if self.kernel.holds("pending_intent(/current_intent)"):
+                tx.assert_("executive_processed_intent", (CURRENT,))  # seen, even when nothing follows
+        return created
+
+    # -- act ----------------------------------------------------------------------------------------
+    def act(self) -> list[str]:
+        """Route every permitted, unrouted action through the virtual store; returns the IDs handled."""
+        handled: list[str] = []
+        profile = self.kernel.config.shard(self.shard_type)
+        for (action_id,) in self.kernel.query("awaiting_routing(A)"):
+            _, action_type, target, payload, _ = self.kernel.query(f"pending_action({action_id}, T, G, P, M)")[0]
+            routes = self.kernel.query(f"route_for({action_id}, E)")
+            canonical = self.kernel.query(f"resolved_action({action_type}, C)")
+            with self.kernel.transaction() as tx:
+                now = self.kernel.now_ms()
+                if not routes or not canonical:
+                    reason = f"no route for {action_type}"
+                    tx.assert_("routing_result", (action_id, Name("/failure"), reason, now))
+                    tx.assert_("routing_error", (action_id, action_type, reason))
+                else:
+                    executor = str(routes[0][1]).lstrip("/")
+                    kind = str(canonical[0][1]).lstrip("/")
+                    outcome = self.store.run(executor, Action(str(action_id), kind, target, payload), profile)
+                    status = Name("/success" if outcome.ok else "/failure")
+                    tx.assert_("routing_result", (action_id, Name("/success"), "/" + executor, now))
+                    tx.assert_("execution_result", (action_id, action_type, status, outcome.output, now))
+                    for predicate, row in outcome.facts:
+                        tx.assert_(predicate, row)
+            handled.append(str(action_id))
+        return handled
+
+    def approve(self, action_id: str) -> None:
+        """The user approved an action that required approval; the policy now decides again."""
+        if not self.kernel.holds(f"awaiting_approval({action_id}, _)"):
+            raise ValueError(f"{action_id} is not awaiting approval")
+        self.kernel.assert_facts("user_approved", (Name(action_id),))
+
+    # -- one turn -----------------------------------------------------------------------------------
+    def step(self, result: PacketResult, requests: Iterable[Request] = ()) -> list[ActionReport]:
+        self.perceive(result, requests)
+        created = self.decide()
+        self.act()
+        return [self.report(action_id) for action_id in created]
+
+    def report(self, action_id: str) -> ActionReport:
+        k = self.kernel
+        _, action_type, target, payload, _ = k.query(f"pending_action({action_id}, T, G, P, M)")[0]
+        decision, reason = next(((d, r) for _, d, r, _ in k.query(f"permission_check_result({action_id}, D, R, M)")),
+                                (Name("/deny"), "no permission decision"))  # fmt: skip
+        report = ActionReport(action_id, str(action_type), target, payload, str(decision), reason)
+        for _, status, details, _ in k.query(f"routing_result({action_id}, S, D, M)"):
+            report.executor = details if status == Name("/success") else None
+            if status == Name("/failure"):
+                report.status, report.output = "/failure", details
+        for _, _, status, output, _ in k.query(f"execution_result({action_id}, T, S, O, M)"):
+            report.status, report.output = str(status), output
+        report.warnings = [message for _, message in k.query(f"chesterton_fence_warning({action_id}, W)")]
+        return report

@@ -1,0 +1,49 @@
+"""The virtual store: carries out routed actions through its executors and never lets one crash the kernel."""
+
+from __future__ import annotations
+
+import logging
+
+from .config import ShardProfile
+from .executors import EXECUTORS, Action, Context, Executor, ExecutorError, Outcome
+from .workspace import Workspace, WorkspaceError
+
+log = logging.getLogger(__name__)
+
+
+class VirtualStore:
+    def __init__(
+        self,
+        workspace: Workspace,
+        executors: dict[str, Executor] | None = None,
+        *,
+        max_output_chars: int = 65_536,
+        test_command: tuple[str, ...] | None = None,
+        build_command: tuple[str, ...] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.executors = dict(EXECUTORS if executors is None else executors)
+        self.max_output_chars = max_output_chars
+        self.commands = {k: v for k, v in (("test_command", test_command), ("build_command", build_command)) if v}
+
+    def names(self) -> set[str]:
+        return set(self.executors)
+
+    def run(self, executor: str, action: Action, profile: ShardProfile) -> Outcome:
+        function = self.executors.get(executor)
+        if function is None:
+            return Outcome(False, f"the virtual store has no executor {executor}")
+        context = Context(
+            self.workspace,
+            timeout_s=profile.max_execution_time_sec,
+            memory_mb=profile.max_memory_mb,
+            max_output_chars=self.max_output_chars,
+            **self.commands,  # type: ignore[arg-type]
+        )
+        try:
+            return function(action, context)
+        except (ExecutorError, WorkspaceError) as exc:
+            return Outcome(False, str(exc))
+        except (OSError, UnicodeError) as exc:
+            log.info("executor %s failed on %s: %s", executor, action.action_id, exc)
+            return Outcome(False, f"{type(exc).__name__}: {exc}")
