@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from . import __version__
+from .kernel.cli import app as kernel_app
 from .logic.cli import app as logic_app
+from .packets.cli import app as packets_app
 from .providers.cli import app as providers_app
 from .wire.cli import app as sigil_app
 
@@ -17,6 +19,8 @@ app = typer.Typer(
 app.add_typer(logic_app, name="logic")
 app.add_typer(sigil_app, name="sigil")
 app.add_typer(providers_app, name="providers")
+app.add_typer(packets_app, name="packets")
+app.add_typer(kernel_app, name="kernel")
 
 
 def _version(value: bool) -> None:

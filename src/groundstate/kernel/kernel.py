@@ -8,7 +8,7 @@ for a query and retract exactly the facts they added, so scoring or "what if" qu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -151,7 +151,7 @@ class Kernel:
         return self.last_stats
 
     def retract_matching(self, tx: Transaction, pattern: str) -> None:
-        """Add to ``tx`` the retraction of every base fact matching ``pattern`` (``user_intent(/current_intent, _, _, _, _)``)."""
+        """Add to ``tx`` the retraction of every base fact matching ``pattern`` (``current_time(_)``)."""
         predicate = pattern.split("(", 1)[0].strip()
         base = self.engine.base.get(predicate, set())
         tx.changes += [(False, predicate, row) for row in self.engine.query(pattern, sort=False) if row in base]
@@ -187,7 +187,7 @@ class Kernel:
             if info.decl is not None and any(d.predicate == "model_writable" for d in info.decl.descriptors)
         }
 
-    def update_validator(self, allowlist: Iterable[str] | None = None) -> UpdateValidator:
+    def update_validator(self, allowlist: Collection[str] | None = None) -> UpdateValidator:
         """A validator for control packets against this kernel's schemas (default allowlist: model_writable)."""
         return UpdateValidator(self.engine.predicates, self.model_writable() if allowlist is None else allowlist)
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..logic import Float, Name
-from ..packets import PacketResult
+from ..packets import ACCEPTED, GateResult, PacketResult
 from .executors import Action
 from .kernel import Kernel, name
 from .store import VirtualStore
@@ -85,7 +85,8 @@ class Shards:
         with self.kernel.transaction() as tx:
             for pattern in _STALE:
                 self.kernel.retract_matching(tx, pattern)
-            tx.assert_("user_intent", (CURRENT, name(intent.category), name(intent.verb), intent.target, intent.constraint))
+            intent_row = (CURRENT, name(intent.category), name(intent.verb), intent.target, intent.constraint)
+            tx.assert_("user_intent", intent_row)
             tx.assert_("intent_confidence", (CURRENT, Float(intent.confidence)))
             tx.assert_("processed_intent", (CURRENT,))
             tx.assert_("focus_resolution", (CURRENT, intent.target, *self._focus(intent.target)))
@@ -164,6 +165,12 @@ class Shards:
         created = self.decide()
         self.act()
         return [self.report(action_id) for action_id in created]
+
+    def step_gated(self, gated: GateResult, requests: Iterable[Request] = ()) -> list[ActionReport]:
+        """A turn from the streaming gate: an aborted stream changes nothing."""
+        if gated.decision != ACCEPTED or gated.packet is None:
+            return []
+        return self.step(gated.packet, requests)
 
     def report(self, action_id: str) -> ActionReport:
         k = self.kernel

@@ -38,7 +38,7 @@ class VirtualStore:
             timeout_s=profile.max_execution_time_sec,
             memory_mb=profile.max_memory_mb,
             max_output_chars=self.max_output_chars,
-            **self.commands,  # type: ignore[arg-type]
+            **self.commands,
         )
         try:
             return function(action, context)

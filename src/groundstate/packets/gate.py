@@ -149,7 +149,7 @@ class PacketGate:
                 if char == ",":
                     self._state = _KEY
                 elif char == "}":
-                    self._state = _DONE
+                    self._envelope_closed()
                 else:
                     self._abort(f"expected ',' or '}}' in the envelope, found {char!r}")
 
@@ -181,7 +181,7 @@ class PacketGate:
             if char == ",":
                 self._state = _KEY
             elif char == "}":
-                self._state = _DONE
+                self._envelope_closed()
             return
         if char == '"':
             self._in_string, self._string = True, None
@@ -250,6 +250,11 @@ class PacketGate:
         self._key, self._state = key, _COLON
 
     # -- decisions ----------------------------------------------------------------------------------
+    def _envelope_closed(self) -> None:
+        self._state = _DONE
+        if self.packet is None:
+            self._abort("the envelope closed without a control_packet")
+
     def _packet_closed(self, raw: str) -> None:
         try:
             value = json.loads(raw, strict=False)

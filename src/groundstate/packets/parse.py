@@ -56,8 +56,8 @@ def parse_output(text: str, validator: UpdateValidator | None, limits: Limits | 
     limits = limits or Limits()
     found = find_envelope(text)
     if found is None:
-        warnings = ["no control packet found: the whole output is treated as surface text"]
-        result = PacketResult(None, _limited_surface(text, limits, warnings), warnings=warnings)
+        notes = ["no control packet found: the whole output is treated as surface text"]
+        result = PacketResult(None, _limited_surface(text, limits, notes), warnings=notes)
         result.errors.append("no control packet: nothing in this output may change the kernel")
         return result
     warnings: list[str] = []
@@ -75,9 +75,7 @@ def parse_output(text: str, validator: UpdateValidator | None, limits: Limits | 
     return check_packet(found.envelope["control_packet"], validator, limits, result)
 
 
-def check_packet(
-    raw: Any, validator: UpdateValidator | None, limits: Limits, result: PacketResult
-) -> PacketResult:
+def check_packet(raw: Any, validator: UpdateValidator | None, limits: Limits, result: PacketResult) -> PacketResult:
     """Validate the ``control_packet`` value into ``result``: bad optional parts are dropped, with warnings."""
     if not isinstance(raw, dict):
         result.errors.append(f"control_packet must be a JSON object, not {type(raw).__name__}")

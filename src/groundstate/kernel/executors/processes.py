@@ -47,9 +47,11 @@ exec(compile(_code, "<model code>", "exec"), {"__name__": "__main__"})
 
 
 def run_tests(action: Action, context: Context) -> Outcome:
-    target = [context.workspace.relative(context.workspace.resolve(action.target, must_exist=True))] if (
-        action.target and action.target != "codebase"
-    ) else []
+    target = (
+        [context.workspace.relative(context.workspace.resolve(action.target, must_exist=True))]
+        if (action.target and action.target != "codebase")
+        else []
+    )
     return _run([*context.test_command, *target], context)
 
 

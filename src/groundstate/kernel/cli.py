@@ -1,0 +1,118 @@
+"""``groundstate kernel``: one OODA turn from a packet, the drift linter, an interactive REPL."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import typer
+
+from ..logic import LogicError, display_fact
+from ..packets import parse_output
+from .executors import EXECUTORS
+from .kernel import Kernel, Transaction
+from .lint import ERROR, lint
+from .ooda import Request, Shards
+from .store import VirtualStore
+
+app = typer.Typer(help="The agent kernel: step, lint, repl.", no_args_is_help=True)
+
+SHOWN = (
+    "user_intent", "current_ooda_phase", "pending_action", "permission_check_result", "routing_result",
+    "execution_result", "chesterton_fence_warning", "awaiting_approval", "delegation", "user_question",
+)  # fmt: skip
+
+
+@app.command()
+def step(
+    packet: Path = typer.Option(..., "--packet", help="A model output carrying a control packet."),
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The directory actions are confined to."),
+    request: list[str] | None = typer.Option(None, "--request", help="A tool call as 'TYPE TARGET [PAYLOAD]'."),
+) -> None:
+    """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
+    kernel = Kernel(workspace)
+    shards = Shards(kernel, VirtualStore(kernel.workspace, max_output_chars=kernel.config.core_limits.max_output_chars))
+    result = parse_output(packet.read_text(encoding="utf-8", errors="replace"), kernel.update_validator())
+    out: dict[str, object] = {"packet": result.to_json()}
+    if not result.ok:
+        typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        raise typer.Exit(1)
+    requests = [Request(*shlex.split(r)) for r in request or []]
+    reports = shards.step(result, requests)
+    out["actions"] = [r.to_json() for r in reports]
+    out["phase"] = kernel.phase()
+    out["facts"] = {p: [display_fact(p, f) for f in kernel.engine.facts(p)] for p in SHOWN}
+    typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+
+
+@app.command(name="lint")
+def lint_command(
+    policy: list[Path] | None = typer.Option(None, "--policy", help="Extra .mg files loaded after the defaults."),
+) -> None:
+    """Check policy actions against the router's table and the virtual store; exit 1 on errors."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as empty:
+        try:
+            kernel = Kernel(empty, extra_sources=policy or [])
+        except LogicError as exc:
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(1) from None
+        findings = lint(kernel, EXECUTORS)
+    for finding in findings:
+        typer.echo(str(finding))
+    errors = sum(1 for f in findings if f.level == ERROR)
+    typer.echo(f"{errors} errors, {len(findings) - errors} warnings")
+    raise typer.Exit(1 if errors else 0)
+
+
+REPL_HELP = """commands:
+  assert FACT        add a base fact, e.g.  assert task_status(/t1, /pending)
+  retract FACT       remove a base fact
+  query ATOM         facts matching ATOM, e.g.  query next_action(S, T, G, P)
+  explain FACT       why a fact holds: the rule and the facts that derived it
+  phase              the current OODA phase
+  help, quit"""
+
+
+@app.command()
+def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kernel's workspace.")) -> None:
+    """An interactive kernel: assert, retract, query, explain."""
+    from .explain import explain
+
+    kernel = Kernel(workspace)
+    validator = kernel.update_validator(allowlist=[p for p in kernel.engine.predicates])
+    typer.echo("groundstate kernel — 'help' lists the commands")
+    while True:
+        try:
+            line = input("kernel> ").strip()
+        except EOFError:
+            break
+        command, _, argument = line.partition(" ")
+        try:
+            if command in ("quit", "exit"):
+                break
+            if command in ("assert", "retract"):
+                checked = validator.check_one(argument)
+                if isinstance(checked, str):
+                    typer.echo(f"error: {checked}")
+                    continue
+                tx = Transaction()
+                (tx.assert_ if command == "assert" else tx.retract)(checked.predicate, checked.fact)
+                kernel.apply(tx)
+                typer.echo("ok")
+            elif command == "query":
+                predicate = argument.split("(", 1)[0].strip()
+                for row in kernel.query(argument):
+                    typer.echo(display_fact(predicate, row))
+            elif command == "explain":
+                typer.echo(explain(kernel, argument))
+            elif command == "phase":
+                typer.echo(kernel.phase())
+            elif command in ("help", ""):
+                typer.echo(REPL_HELP)
+            else:
+                typer.echo(f"unknown command {command!r}; 'help' lists the commands")
+        except LogicError as exc:
+            typer.echo(f"error: {exc}")

@@ -1,0 +1,101 @@
+"""The drift linter: policy, router table and virtual store must describe the same actions.
+
+Checks every action the policy can derive (``next_action/4`` heads, the facts that feed their action position,
+and — when requests feed next_action — every ``known_action``) against ``route/2`` and the store's executors:
+
+- ``missing-route``: an action the policy can derive has no route (error);
+- ``missing-executor``: a route names an executor the virtual store does not have (error);
+- ``dead-executor``: an executor no derivable action reaches (error);
+- ``alias-drift``: an alias with a route of its own, pointing at an unknown action or at another alias (error);
+- ``unused-route``: a route for an action nothing derives or knows (warning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..logic.ast import Atom, Const, Var
+from ..logic.values import Name
+from .kernel import Kernel
+
+ERROR, WARNING = "error", "warning"
+ACTION_POSITION = 1  # next_action(Source, ActionType, Target, Payload)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.code}: {self.message}"
+
+
+def derivable_actions(kernel: Kernel) -> dict[str, str]:
+    """Action type → where the policy derives it from."""
+    found: dict[str, str] = {}
+    facts = kernel.engine.analyzed.facts
+    for rule in kernel.engine.analyzed.rules:
+        head = rule.head
+        if head.predicate != "next_action":
+            continue
+        where = f"{head.pos.source}:{head.pos.line}"
+        term = head.args[ACTION_POSITION]
+        if isinstance(term, Const) and isinstance(term.value, Name):
+            found.setdefault(str(term.value), where)
+            continue
+        if not isinstance(term, Var):
+            continue
+        for literal in rule.body:
+            if not isinstance(literal, Atom):
+                continue
+            positions = [i for i, arg in enumerate(literal.args) if isinstance(arg, Var) and arg.name == term.name]
+            if literal.predicate == "requested_action":
+                for (action,) in kernel.query("known_action(A)"):
+                    found.setdefault(str(action), f"{where} (any known_action may be requested)")
+                for alias, _ in kernel.query("action_alias(A, T)"):
+                    found.setdefault(str(alias), f"{where} (aliases may be requested)")
+            for position in positions:
+                for row, _ in facts.get(literal.predicate, []):
+                    found.setdefault(str(row[position]), f"{where} via {literal.predicate}")
+    return found
+
+
+def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
+    findings: list[Finding] = []
+    executors = set(executors)
+    actions = derivable_actions(kernel)
+    routes: dict[str, list[str]] = {}
+    for action, executor in kernel.query("route(A, E)"):
+        routes.setdefault(str(action), []).append(str(executor).lstrip("/"))
+    aliases = {str(alias): str(target) for alias, target in kernel.query("action_alias(A, T)")}
+    known = {str(row[0]) for row in kernel.query("known_action(A)")}
+
+    for alias, target in sorted(aliases.items()):
+        if alias in routes:
+            findings.append(Finding(ERROR, "alias-drift", f"{alias} is an alias of {target} but has its own route"))
+        if target in aliases:
+            findings.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is itself an alias"))
+        elif target not in known:
+            findings.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is not a known_action"))
+
+    reached: set[str] = set()
+    for action, where in sorted(actions.items()):
+        canonical = aliases.get(action, action)
+        if canonical not in routes:
+            findings.append(Finding(ERROR, "missing-route", f"{action} (derived at {where}) has no route"))
+            continue
+        reached.update(routes[canonical])
+    for action, targets in sorted(routes.items()):
+        for executor in targets:
+            if executor not in executors:
+                findings.append(
+                    Finding(ERROR, "missing-executor", f"route({action}, /{executor}): the store has no {executor}")
+                )
+        if action not in actions and action not in known:
+            findings.append(Finding(WARNING, "unused-route", f"{action} has a route but nothing derives it"))
+    for executor in sorted(executors - reached):
+        findings.append(Finding(ERROR, "dead-executor", f"the executor {executor} is reached by no derivable action"))
+    return findings
