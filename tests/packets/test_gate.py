@@ -58,12 +58,14 @@ ABORTS = [
      "surface_response must be a JSON string"),
     (text(envelope())[:-1] + ', "control_packet": {}}', "a second control_packet"),
     ("", "the stream ended before a control_packet key"),
+    (text(envelope(surface="ok"))[:-3] + '\\q ok"}', "an invalid escape sequence"),
 ]  # fmt: skip
 
 
 def test_abort_reasons(validator: UpdateValidator) -> None:
     for output, reason in ABORTS:
         result = run_gate(validator, output)
+        assert run_gate(validator, output, list(range(len(output)))).reason == result.reason
         assert result.decision == ABORTED and reason in (result.reason or ""), (output[:80], result.reason)
         assert result.packet is None
 

@@ -26,6 +26,7 @@ from .updates import UpdateValidator
 ACCEPTED, ABORTED = "accepted", "aborted"
 _STRING_STOP = re.compile(r'["\\]')
 _HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
+_ESCAPE = re.compile(r'\\(?:(["\\/bfnrt]|u[0-9a-fA-F]{4})|.?)', re.DOTALL)
 MAX_KEY_CHARS = 256
 
 # where the scanner is, outside strings
@@ -273,11 +274,8 @@ class PacketGate:
             return
         raw = "".join(self._surface_raw)
         cut = len(raw) if final else _safe_cut(raw)
-        try:
-            text = json.loads('"' + raw[:cut] + '"', strict=False)
-        except ValueError as exc:
-            self._abort(f"surface_response is not a valid JSON string: {exc}")
-            return
+        bad = _bad_escape(raw, cut)
+        text = json.loads('"' + raw[: cut if bad is None else bad] + '"', strict=False)
         self._surface_raw = [raw[cut:]] if cut < len(raw) else []
         room = self.limits.max_surface_chars - self._surface_chars
         if len(text) > room:
@@ -288,6 +286,8 @@ class PacketGate:
         if text:
             self._surface_chars += len(text)
             self.released.append(text)
+        if bad is not None:  # what came before the bad escape was valid and is released, whatever the chunking
+            self._abort("surface_response is not a valid JSON string: an invalid escape sequence")
 
     def _abort(self, reason: str) -> None:
         if self.reason is None:
@@ -315,6 +315,14 @@ def _safe_cut(raw: str) -> int:
         if pair is not None and _starts_escape(raw, pair.start()):
             cut = pair.start()
     return cut
+
+
+def _bad_escape(raw: str, end: int) -> int | None:
+    """Where the first invalid escape of ``raw[:end]`` starts, or None."""
+    for match in _ESCAPE.finditer(raw, 0, end):
+        if match.group(1) is None:
+            return match.start()
+    return None
 
 
 def _starts_escape(raw: str, index: int) -> bool:

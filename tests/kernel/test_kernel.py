@@ -1,0 +1,121 @@
+"""Transactions, limits, context frames, the drift linter, explanations and the kernel CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groundstate.kernel import CoreLimits, Kernel, KernelConfig, KernelLimitError
+from groundstate.kernel.executors import EXECUTORS
+from groundstate.kernel.explain import why
+from groundstate.kernel.lint import lint
+from groundstate.logic import EvaluationError, Name
+
+
+def test_a_transaction_is_one_evaluation(tmp_path: Path) -> None:
+    kernel = Kernel(tmp_path)
+    with kernel.transaction() as tx:
+        tx.assert_("known_action", (Name("/a"),), (Name("/b"),))
+        tx.retract("known_action", (Name("/a"),))
+    assert kernel.query("known_action(/b)") and not kernel.query("known_action(/a)")
+    assert kernel.last_stats.mode == "incremental"
+
+
+def test_fact_limit_refuses_the_whole_transaction(tmp_path: Path) -> None:
+    kernel = Kernel(tmp_path)
+    limit = kernel.fact_count() + 2
+    kernel.config = KernelConfig(core_limits=CoreLimits(max_facts_in_kernel=limit))
+    with pytest.raises(KernelLimitError, match="max_facts_in_kernel"):
+        kernel.assert_facts("task_status", *[(Name(f"/t{i}"), Name("/pending")) for i in range(3)])
+    assert kernel.query("task_status(T, S)") == []
+
+
+def test_derived_fact_limit_rolls_back(tmp_path: Path) -> None:
+    policy = tmp_path / "explode.mg"
+    policy.write_text("Decl pair(A, B) bound [/name, /name].\npair(A, B) :- task_status(A, _), task_status(B, _).\n")
+    config = KernelConfig(core_limits=CoreLimits(max_derived_facts_limit=50))
+    kernel = Kernel(tmp_path, config=config, extra_sources=[policy])
+    kernel.assert_facts("task_status", *[(Name(f"/t{i}"), Name("/pending")) for i in range(5)])  # 25 pairs: fine
+    with pytest.raises(EvaluationError):
+        kernel.assert_facts("task_status", *[(Name(f"/u{i}"), Name("/pending")) for i in range(10)])  # 225 pairs
+    assert len(kernel.query("task_status(T, S)")) == 5 and len(kernel.query("pair(A, B)")) == 25
+
+
+def test_frames_retract_exactly_their_own_facts(tmp_path: Path) -> None:
+    kernel = Kernel(tmp_path)
+    kernel.assert_facts("task_status", (Name("/kept"), Name("/pending")))
+    with kernel.frame() as frame:
+        frame.assert_("task_status", (Name("/kept"), Name("/pending")), (Name("/scratch"), Name("/pending")))
+        assert len(frame.query("task_status(T, S)")) == 2
+    assert kernel.query("task_status(T, S)") == [(Name("/kept"), Name("/pending"))]
+
+
+def test_the_shipped_policy_passes_the_drift_linter(tmp_path: Path) -> None:
+    assert lint(Kernel(tmp_path), EXECUTORS) == []
+
+
+def test_the_linter_finds_drift(tmp_path: Path) -> None:
+    drift = tmp_path / "drift.mg"
+    drift.write_text(
+        "intent_action(/deploy, /deploy).\n"  # derivable, no route
+        "known_action(/teleport). route(/teleport, /teleporter).\n"  # route without executor
+        "action_alias(/ls, /list_files). route(/ls, /list_files).\n"  # alias with its own route
+        "action_alias(/cat, /fs_read).\n"  # alias of an alias
+    )
+    executors = {**EXECUTORS, "orphan": EXECUTORS["read_file"]}
+    found = {(f.code, f.message.split(" ")[0]) for f in lint(Kernel(tmp_path, extra_sources=[drift]), executors)}
+    assert ("missing-route", "/deploy") in found
+    assert ("missing-executor", "route(/teleport,") in found
+    assert ("alias-drift", "/ls") in found and ("alias-drift", "/cat") in found
+    assert ("dead-executor", "the") in found
+
+
+def test_explanations_reach_asserted_facts(tmp_path: Path) -> None:
+    kernel = Kernel(tmp_path)
+    kernel.assert_facts("pending_action", (Name("/action/1"), Name("/delete_file"), "a.txt", "", 1))
+    tree = why(kernel, "permission_check_result(/action/1, D, R, T)").to_json()
+    assert tree["fact"].startswith("permission_check_result(/action/1, /deny") and "policy.mg" in tree["how"]
+    flat = json.dumps(tree)
+    assert '"fact": "pending_action(/action/1, /delete_file, \\"a.txt\\", \\"\\", 1)", "how": "asserted"' in flat
+    assert "!user_approved(/action/1)" in flat
+    assert why(kernel, "user_approved(/action/1)").how == "does not hold"
+
+
+def groundstate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groundstate", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_step_and_lint(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("print('hi')\n")
+    packet = tmp_path / "packet.json"
+    packet.write_text(json.dumps({"control_packet": {
+        "intent_classification": {"category": "/query", "verb": "/explain", "target": "a.py", "confidence": 0.9},
+        "mangle_updates": ['requested_action(/r1, /delete_file, "a.py", "")']}, "surface_response": "hi"}))  # fmt: skip
+    done = groundstate("kernel", "step", "--packet", str(packet), "--workspace", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert [(a["type"], a["decision"]) for a in out["actions"]] == [
+        ("/read_file", "/permit"),
+        ("/delete_file", "/deny"),
+    ]
+    assert out["actions"][0]["output"] == "print('hi')\n" and out["phase"] == "/observe"
+    assert any(f.startswith("awaiting_approval(/action/2") for f in out["facts"]["awaiting_approval"])
+    assert groundstate("kernel", "lint").returncode == 0
+    bad = tmp_path / "bad.mg"
+    bad.write_text("intent_action(/deploy, /deploy).\n")
+    done = groundstate("kernel", "lint", "--policy", str(bad))
+    assert done.returncode == 1 and "missing-route" in done.stdout
+
+
+def test_cli_repl(tmp_path: Path) -> None:
+    script = "\n".join(["assert task_status(/t1, /pending)", "query task_status(T, S)", "assert nope(1)", "phase",
+                        "explain current_ooda_phase(P)", "quit", ""])  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "repl", "--workspace", str(tmp_path)],
+                          input=script, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "task_status(/t1, /pending)" in done.stdout and "nope is not declared" in done.stdout
+    assert "current_ooda_phase(/observe)  [derived by the rule at" in done.stdout
