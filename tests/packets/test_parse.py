@@ -89,6 +89,7 @@ DROPS = [
     ('task_status("a", /b)', "does not match the declared bound"),
     ('pending_action(/action/1, /delete_file, "a", "", 1)', "not on the allowlist"),
     ('workspace_path("a", /inside)', "external predicate"),
+    ("current_ooda_phase(/act)", "derived by the policy"),
     ('diagnostic(/error, "a.py", fn:plus(1, 2), "E1", "m")', "function fn:plus"),
     ("task_status(/a, ", "not valid Mangle"),
 ]

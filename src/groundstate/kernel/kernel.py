@@ -189,7 +189,9 @@ class Kernel:
 
     def update_validator(self, allowlist: Collection[str] | None = None) -> UpdateValidator:
         """A validator for control packets against this kernel's schemas (default allowlist: model_writable)."""
-        return UpdateValidator(self.engine.predicates, self.model_writable() if allowlist is None else allowlist)
+        derived = {rule.head.predicate for rule in self.engine.analyzed.rules}
+        allowed = self.model_writable() if allowlist is None else allowlist
+        return UpdateValidator(self.engine.predicates, allowed, derived=derived)
 
     def phase(self) -> str:
         phases = self.query("current_ooda_phase(P)")

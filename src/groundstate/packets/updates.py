@@ -42,17 +42,20 @@ class UpdateCheck:
 
 
 class UpdateValidator:
-    """``allowlist`` None means every declared, non-external predicate (use only with a trusted model)."""
+    """``allowlist`` None means every declared predicate that is neither external nor in ``derived`` (the
+    predicates rules define: asserting one would bypass the policy). Use None only with a trusted model."""
 
     def __init__(
         self,
         predicates: Mapping[str, PredicateInfo],
         allowlist: Collection[str] | None,
         *,
+        derived: Collection[str] = (),
         max_updates: int = 2000,
         max_update_chars: int = 1000,
     ) -> None:
         self.predicates = predicates
+        self.derived = frozenset(derived)
         self.allowlist = None if allowlist is None else frozenset(allowlist)
         self.max_updates = max_updates
         self.max_update_chars = max_update_chars
@@ -96,6 +99,8 @@ class UpdateValidator:
             return f"{head.predicate} is not declared in the kernel's schemas"
         if info.external:
             return f"{head.predicate} is an external predicate; it cannot be asserted"
+        if head.predicate in self.derived:
+            return f"{head.predicate} is derived by the policy; it cannot be asserted"
         if info.arity != len(fact):
             return f"{head.predicate} has {info.arity} arguments, the update gives {len(fact)}"
         problem = bounds_problem(info, fact)
