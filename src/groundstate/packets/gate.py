@@ -68,6 +68,7 @@ class PacketGate:
         self._in_string = False
         self._escaped = False
         self._string: list[str] | None = None  # the raw text of the key being read
+        self._key_chars = 0
         self._key: str | None = None  # the top-level key whose value comes next
         self._packet_raw: list[str] | None = None  # the control_packet object being read
         self._surface_raw: list[str] | None = None  # the surface string being read (still escaped)
@@ -135,14 +136,14 @@ class PacketGate:
                 self._nested(char)
             elif self._state == _KEY:
                 if char == '"':
-                    self._in_string, self._string = True, []
+                    self._in_string, self._string, self._key_chars = True, [], 0
                 elif char == "}" and not self._seen:
                     self._abort("the envelope is an empty object")
                 else:
                     self._abort(f"expected a key in the envelope, found {char!r}")
             elif self._state == _COLON:
                 if char != ":":
-                    self._abort(f"expected ':' after the key {self._key!r}, found {char!r}")
+                    self._abort(f"expected ':' after the key {(self._key or '')[:60]!r}, found {char!r}")
                 self._state = _VALUE
             elif self._state == _VALUE:
                 self._value_start(char)
@@ -223,8 +224,11 @@ class PacketGate:
             self._packet_raw.append(text)
         elif self._surface_raw is not None:
             self._surface_raw.append(text)
-        elif self._string is not None and sum(map(len, self._string)) < MAX_KEY_CHARS:
-            self._string.append(text)
+        elif self._string is not None:  # a key: only its first MAX_KEY_CHARS characters matter
+            room = MAX_KEY_CHARS - self._key_chars
+            if room > 0:
+                self._string.append(text[:room])
+                self._key_chars += min(len(text), room)
 
     def _string_closed(self) -> None:
         if self._surface_raw is not None:
