@@ -76,6 +76,7 @@ class Kernel:
         }
         self.engine = self._engine(Program.load(*self.sources))
         self.last_stats: Stats = self.engine.evaluate()
+        self._externals_changed = False
 
     # -- building ----------------------------------------------------------------------------------
     def _engine(self, program: Program) -> Engine:
@@ -97,6 +98,12 @@ class Kernel:
     def set_external(self, predicate: str, function: External) -> None:
         self._externals[predicate] = function
         self.engine.register_external(predicate, function)
+        self.externals_changed()
+
+    def externals_changed(self) -> None:
+        """What an external predicate answers has changed (memory written): the next evaluation is a full one,
+        so rules that consulted it are not left with the old answer."""
+        self._externals_changed = True
 
     def _file_age(self, target: str) -> list[Row]:
         try:
@@ -132,7 +139,8 @@ class Kernel:
                 change = self.engine.assert_facts if is_assert else self.engine.retract_facts
                 if change(predicate, [row]):
                     done.append((is_assert, predicate, row))
-            self.last_stats = self.engine.evaluate()
+            self.last_stats = self.engine.evaluate(full=self._externals_changed)
+            self._externals_changed = False
         except LogicError:
             for is_assert, predicate, row in reversed(done):
                 (self.engine.retract_facts if is_assert else self.engine.assert_facts)(predicate, [row])

@@ -19,6 +19,8 @@ from ..logic import Float, Name
 from ..packets import ACCEPTED, GateResult, PacketResult
 from .executors import Action
 from .kernel import Kernel, name
+from .memory import Memory
+from .retention import ColdStorage, compact, next_number
 from .store import VirtualStore
 from .workspace import INSIDE
 
@@ -65,11 +67,20 @@ class ActionReport:
 class Shards:
     """Perception, executive and router for one kernel and virtual store."""
 
-    def __init__(self, kernel: Kernel, store: VirtualStore) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        store: VirtualStore,
+        cold: ColdStorage | None = None,
+        memory: Memory | None = None,
+    ) -> None:
         self.kernel = kernel
         self.store = store
-        existing = [int(str(row[0]).rsplit("/", 1)[1]) for row in kernel.query("pending_action(A, _, _, _, _)")]
-        self._ids = itertools.count(max(existing, default=0) + 1)
+        self.memory = memory
+        if memory is not None:
+            memory.attach(kernel)
+        self.cold = cold  # with cold storage, settled envelopes beyond core_limits.max_action_log are archived
+        self._ids = itertools.count(next_number(kernel, cold))
         self._requests = itertools.count(1)
         self.shard_type = "main"
 
@@ -82,6 +93,8 @@ class Shards:
         intent = packet.intent_classification
         if packet.execution_metadata is not None and packet.execution_metadata.shard_type:
             self.shard_type = packet.execution_metadata.shard_type
+        if self.memory is not None:  # the stores first: this turn's evaluation already sees them
+            self.memory.commit(packet.memory_operations)
         with self.kernel.transaction() as tx:
             for pattern in _STALE:
                 self.kernel.retract_matching(tx, pattern)
@@ -98,6 +111,8 @@ class Shards:
             for request in requests:
                 request_id = Name(f"/request/{next(self._requests)}")
                 tx.assert_("requested_action", (request_id, name(request.type), request.target, request.payload))
+            if self.memory is not None:
+                self.memory.stage(self.kernel, tx, packet.memory_operations)
 
     def _focus(self, target: str) -> tuple[str, Name]:
         if target in ("", "codebase"):
@@ -151,6 +166,8 @@ class Shards:
                     for predicate, row in outcome.facts:
                         tx.assert_(predicate, row)
             handled.append(str(action_id))
+        if self.cold is not None:
+            compact(self.kernel, self.cold)
         return handled
 
     def approve(self, action_id: str) -> None:

@@ -85,6 +85,11 @@ Decl intent_action(Verb, ActionType)
   descr [doc("The action an intent's verb leads to.")]
   bound [/name, /name].
 
+# -- memory -------------------------------------------------------------------------------------------
+Decl session_note(Key, Value)
+  descr [doc("A session-scoped note from a control packet's memory_operations (op: note); forgotten with the process.")]
+  bound [/string, /string].
+
 # -- facts served by the kernel on demand (external predicates) --------------------------------------------
 Decl workspace_path(Target, Status)
   descr [doc("Where Target lies: /inside the workspace, /outside it, or /invalid (absolute, .., NUL)."), external(), mode("+", "-")]
