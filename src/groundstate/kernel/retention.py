@@ -68,7 +68,10 @@ class ColdStorage:
 
     def get(self, action_id: str) -> ArchivedAction | None:
         row = self.db.execute("SELECT * FROM action_log WHERE action_id = ?", (action_id,)).fetchone()
-        return None if row is None else ArchivedAction(*row[1:9], json.loads(row[9]))
+        if row is None:
+            return None
+        _, action_id, created, kind, target, decision, reason, status, output, facts = row
+        return ArchivedAction(action_id, created, kind, target, decision, reason, status, output, json.loads(facts))
 
 
 def action_number(action_id: Any) -> int:
