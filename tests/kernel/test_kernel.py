@@ -113,9 +113,12 @@ def test_cli_step_and_lint(tmp_path: Path) -> None:
 
 def test_cli_repl(tmp_path: Path) -> None:
     script = "\n".join(["assert task_status(/t1, /pending)", "query task_status(T, S)", "assert nope(1)", "phase",
-                        "explain current_ooda_phase(P)", "quit", ""])  # fmt: skip
+                        "explain current_ooda_phase(P)", "learn action_permitted(A) :- pending_action(A, _, _, _, _).",
+                        'learn clarification_needed(I) :- user_intent(I, _, /guess, _, _).', "quit", ""])  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "repl", "--workspace", str(tmp_path)],
                           input=script, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "task_status(/t1, /pending)" in done.stdout and "nope is not declared" in done.stdout
     assert "current_ooda_phase(/observe)  [derived by the rule at" in done.stdout
+    assert "refused: it defines the protected predicate action_permitted" in done.stdout
+    assert "accepted as learned rule 1, in quarantine for 5 evaluations" in done.stdout

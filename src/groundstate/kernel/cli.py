@@ -12,6 +12,7 @@ from ..logic import LogicError, display_fact
 from ..packets import parse_output
 from .executors import EXECUTORS
 from .kernel import Kernel, Transaction
+from .learned import LearnedRuleError, LearnedRules
 from .lint import ERROR, lint
 from .ooda import Request, Shards
 from .store import VirtualStore
@@ -72,6 +73,7 @@ REPL_HELP = """commands:
   retract FACT       remove a base fact
   query ATOM         facts matching ATOM, e.g.  query next_action(S, T, G, P)
   explain FACT       why a fact holds: the rule and the facts that derived it
+  learn RULE         propose a learned rule (checked in isolation, then quarantined)
   phase              the current OODA phase
   help, quit"""
 
@@ -83,6 +85,7 @@ def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kern
 
     kernel = Kernel(workspace)
     validator = kernel.update_validator(allowlist=[p for p in kernel.engine.predicates])
+    learned = LearnedRules(kernel)
     typer.echo("groundstate kernel — 'help' lists the commands")
     while True:
         try:
@@ -106,6 +109,9 @@ def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kern
                 predicate = argument.split("(", 1)[0].strip()
                 for row in kernel.query(argument):
                     typer.echo(display_fact(predicate, row))
+            elif command == "learn":
+                rule = learned.propose(argument)
+                typer.echo(f"accepted as learned rule {rule.number}, in quarantine for {rule.remaining} evaluations")
             elif command == "explain":
                 typer.echo(explain(kernel, argument))
             elif command == "phase":
@@ -114,5 +120,5 @@ def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kern
                 typer.echo(REPL_HELP)
             else:
                 typer.echo(f"unknown command {command!r}; 'help' lists the commands")
-        except LogicError as exc:
+        except (LogicError, LearnedRuleError) as exc:
             typer.echo(f"error: {exc}")

@@ -60,7 +60,7 @@ class _Explainer:
                        r.body, None, r.head.pos)
                 for r in self.rules
             ]  # fmt: skip
-            program = Program.load(*self.kernel.sources) + Program([SourceUnit("<explain>", clauses=clauses)])
+            program = self.kernel.program + Program([SourceUnit("<explain>", clauses=clauses)])
             engine = Engine(program, externals=self.kernel._externals, check_bounds=False)
             for predicate, facts in self.kernel.engine.base.items():
                 engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])

@@ -74,9 +74,11 @@ class Kernel:
             "query_learned": lambda key: [],
             **(externals or {}),
         }
-        self.engine = self._engine(Program.load(*self.sources))
+        self.program = Program.load(*self.sources)
+        self.engine = self._engine(self.program)
         self.last_stats: Stats = self.engine.evaluate()
         self._externals_changed = False
+        self.after_evaluation: list[Callable[[], None]] = []  # called after each transaction's evaluation
 
     # -- building ----------------------------------------------------------------------------------
     def _engine(self, program: Program) -> Engine:
@@ -93,7 +95,7 @@ class Kernel:
             if predicate in engine.base and facts:
                 engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
         self.last_stats = engine.evaluate()
-        self.engine = engine
+        self.engine, self.program = engine, program
 
     def set_external(self, predicate: str, function: External) -> None:
         self._externals[predicate] = function
@@ -146,6 +148,8 @@ class Kernel:
                 (self.engine.retract_facts if is_assert else self.engine.assert_facts)(predicate, [row])
             self.engine.evaluate(full=True)
             raise
+        for callback in self.after_evaluation:
+            callback()
         return self.last_stats
 
     def assert_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:

@@ -20,6 +20,7 @@ from ..packets import ACCEPTED, GateResult, PacketResult
 from .executors import Action
 from .kernel import Kernel, name
 from .memory import Memory
+from .metrics import Metrics
 from .retention import ColdStorage, compact, next_number
 from .store import VirtualStore
 from .workspace import INSIDE
@@ -73,8 +74,11 @@ class Shards:
         store: VirtualStore,
         cold: ColdStorage | None = None,
         memory: Memory | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.kernel = kernel
+        self.metrics = metrics or Metrics()
+        kernel.after_evaluation.append(self._observed)
         self.store = store
         self.memory = memory
         if memory is not None:
@@ -88,8 +92,14 @@ class Shards:
     def perceive(self, result: PacketResult, requests: Iterable[Request] = ()) -> None:
         """A new turn: stale turn facts go, the packet's facts come, in one transaction."""
         if result.packet is None:
+            self.metrics.validation_failures.labels("rejected").inc()
             raise ValueError("a rejected packet never reaches the kernel: " + "; ".join(result.errors))
         packet = result.packet
+        self.metrics.confidence.observe(packet.intent_classification.confidence)
+        if result.source in ("fenced", "embedded"):
+            self.metrics.stream_fallbacks.labels(result.source).inc()
+        if result.dropped_updates:
+            self.metrics.validation_failures.labels("dropped_update").inc(len(result.dropped_updates))
         intent = packet.intent_classification
         if packet.execution_metadata is not None and packet.execution_metadata.shard_type:
             self.shard_type = packet.execution_metadata.shard_type
@@ -156,11 +166,15 @@ class Shards:
                     reason = f"no route for {action_type}"
                     tx.assert_("routing_result", (action_id, Name("/failure"), reason, now))
                     tx.assert_("routing_error", (action_id, action_type, reason))
+                    self.metrics.routing_errors.labels(str(action_type)).inc()
                 else:
                     executor = str(routes[0][1]).lstrip("/")
+                    [(_, _, reason, _)] = self.kernel.query(f"permission_check_result({action_id}, /permit, R, M)")
+                    tx.assert_("permit_record", (action_id, reason, now))
                     kind = str(canonical[0][1]).lstrip("/")
                     outcome = self.store.run(executor, Action(str(action_id), kind, target, payload), profile)
                     status = Name("/success" if outcome.ok else "/failure")
+                    self.metrics.executed(str(action_type), executor, outcome.ok)
                     tx.assert_("routing_result", (action_id, Name("/success"), "/" + executor, now))
                     tx.assert_("execution_result", (action_id, action_type, status, outcome.output, now))
                     for predicate, row in outcome.facts:
@@ -186,14 +200,22 @@ class Shards:
     def step_gated(self, gated: GateResult, requests: Iterable[Request] = ()) -> list[ActionReport]:
         """A turn from the streaming gate: an aborted stream changes nothing."""
         if gated.decision != ACCEPTED or gated.packet is None:
+            self.metrics.stream_aborts.inc()
             return []
         return self.step(gated.packet, requests)
+
+    def _observed(self) -> None:
+        k = self.kernel
+        self.metrics.evaluated(k.last_stats.seconds, k.fact_count(), k.derived_count())
+        self.metrics.in_phase(k.phase())
 
     def report(self, action_id: str) -> ActionReport:
         k = self.kernel
         _, action_type, target, payload, _ = k.query(f"pending_action({action_id}, T, G, P, M)")[0]
         decision, reason = next(((d, r) for _, d, r, _ in k.query(f"permission_check_result({action_id}, D, R, M)")),
                                 (Name("/deny"), "no permission decision"))  # fmt: skip
+        for _, recorded, _ in k.query(f"permit_record({action_id}, R, M)"):  # what the router acted on
+            decision, reason = Name("/permit"), recorded
         report = ActionReport(action_id, str(action_type), target, payload, str(decision), reason)
         for _, status, details, _ in k.query(f"routing_result({action_id}, S, D, M)"):
             report.executor = details if status == Name("/success") else None

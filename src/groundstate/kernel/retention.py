@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..logic import display
+from ..logic import Name, display
 from .kernel import Kernel, Transaction
 
-KEYED = ("pending_action", "routing_result", "routing_error", "execution_result", "user_approved", "delegation",
-         "user_question")  # fmt: skip
+KEYED = ("pending_action", "permit_record", "routing_result", "routing_error", "execution_result", "user_approved",
+         "delegation", "user_question")  # fmt: skip
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS action_log (
     number INTEGER PRIMARY KEY,
@@ -98,7 +98,12 @@ def compact(kernel: Kernel, storage: ColdStorage) -> int:
             rows = kernel.query(f"{predicate}({action_id}{', _' * (arity - 1)})")
             tx.retract(predicate, *rows)
             facts += [f"{predicate}({', '.join(display(v) for v in row)})" for row in rows]
-        decision = kernel.query(f"permission_check_result({action_id}, D, R, M)")
+        recorded = kernel.query(f"permit_record({action_id}, R, M)")  # what the router acted on comes first
+        decision = (
+            [(action_id, Name("/permit"), recorded[0][1], 0)]
+            if recorded
+            else kernel.query(f"permission_check_result({action_id}, D, R, M)")
+        )
         result = kernel.query(f"execution_result({action_id}, T, S, O, M)")
         archive.append((
             action_number(action_id), str(action_id), created, str(action_type), target,

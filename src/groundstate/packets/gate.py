@@ -266,7 +266,7 @@ class PacketGate:
         except (ValueError, RecursionError) as exc:
             self._abort(f"the control packet is not valid JSON: {exc}")
             return
-        result = check_packet(value, self.validator, self.limits, PacketResult(None, ""))
+        result = check_packet(value, self.validator, self.limits, PacketResult(None, "", "stream"))
         if not result.ok:
             self._abort("the control packet was rejected: " + "; ".join(result.errors))
             return

@@ -31,6 +31,7 @@ class Limits:
 class PacketResult:
     packet: ControlPacket | None
     surface: str
+    source: str = "plain"  # plain, fenced, embedded, surface_only (parse_output) or stream (the gate)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     accepted_updates: list[AcceptedUpdate] = field(default_factory=list)
@@ -57,7 +58,7 @@ def parse_output(text: str, validator: UpdateValidator | None, limits: Limits | 
     found = find_envelope(text)
     if found is None:
         notes = ["no control packet found: the whole output is treated as surface text"]
-        result = PacketResult(None, _limited_surface(text, limits, notes), warnings=notes)
+        result = PacketResult(None, _limited_surface(text, limits, notes), "surface_only", warnings=notes)
         result.errors.append("no control packet: nothing in this output may change the kernel")
         return result
     warnings: list[str] = []
@@ -71,7 +72,7 @@ def parse_output(text: str, validator: UpdateValidator | None, limits: Limits | 
         surface = ""
     elif "surface_response" not in found.envelope:
         warnings.append("the envelope has no surface_response")
-    result = PacketResult(None, _limited_surface(surface, limits, warnings), warnings=warnings)
+    result = PacketResult(None, _limited_surface(surface, limits, warnings), found.how, warnings=warnings)
     return check_packet(found.envelope["control_packet"], validator, limits, result)
 
 

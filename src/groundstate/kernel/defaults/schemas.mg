@@ -52,6 +52,9 @@ Decl user_approved(ActionID)
 Decl routing_result(ActionID, Status, Details, Millis)
   descr [doc("The router's outcome: /success (Details names the executor) or /failure (Details says why).")]
   bound [/name, /name, /string, /number].
+Decl permit_record(ActionID, Reason, Millis)
+  descr [doc("The permission the router acted on, as it stood when the action ran (a derived permission may change later, e.g. under a new rule).")]
+  bound [/name, /string, /number].
 Decl routing_error(ActionID, ActionType, Reason)
   descr [doc("A permitted action the router could not route.")]
   bound [/name, /name, /string].

@@ -1,0 +1,176 @@
+"""Learned rules: proposed at runtime, checked in isolation, quarantined, then trusted.
+
+A proposal is refused if it does not parse, uses Package/Use, defines a protected head (anything the shipped files
+declare except the extension points below — so never ``permission_check_result``, ``action_permitted``,
+``pending_action``, ``routing_result``, ``execution_result``, …), uses predicates nobody declares, breaks
+stratification, or exceeds the derived-fact limit on the kernel's current facts. All of that is checked in a
+separate engine; the kernel is untouched until the rule is accepted.
+
+An accepted rule runs in quarantine for N evaluations: its heads are renamed, so it derives facts that are recorded
+but that no other rule reads and nothing acts on. Then it becomes active. Rules persist in ``learned.mg``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..logic import Engine, LogicError, Program, display_fact
+from ..logic.ast import Atom, Clause, Negation, SourceUnit
+from ..logic.parser import parse_unit
+from .kernel import Kernel
+
+EXTENSION_POINTS = frozenset({
+    "denied", "requires_user_approval", "chesterton_fence_warning", "clarification_needed", "ambiguity_flag",
+    "next_action", "intent_action",
+})  # fmt: skip
+ALWAYS_PROTECTED = frozenset({"permitted", "safe_action", "permitted_action"})  # other systems' names for a permit
+QUARANTINE_PREFIX = "learned_quarantine_"
+MAX_RECORDED = 200
+_MARK = "# learned: "
+
+
+class LearnedRuleError(ValueError):
+    """Why a proposed rule was refused."""
+
+
+@dataclass
+class LearnedRule:
+    number: int
+    text: str
+    remaining: int  # evaluations left in quarantine; 0 = active
+    derivations: list[str] = field(default_factory=list)  # what it derived while quarantined
+
+    @property
+    def active(self) -> bool:
+        return self.remaining == 0
+
+
+class LearnedRules:
+    def __init__(self, kernel: Kernel, path: str | Path | None = None, *, quarantine_evaluations: int = 5) -> None:
+        self.kernel = kernel
+        self.path = None if path is None else Path(path)
+        self.quarantine_evaluations = quarantine_evaluations
+        self.base_sources = list(kernel.sources)
+        base = Program.load(*self.base_sources).analyze()
+        self.protected = (frozenset(base.predicates) - EXTENSION_POINTS) | ALWAYS_PROTECTED
+        self.rules: list[LearnedRule] = self._load()
+        if self.rules:
+            self._install()
+        kernel.after_evaluation.append(self.observe)
+
+    # -- proposing -----------------------------------------------------------------------------------
+    def propose(self, text: str) -> LearnedRule:
+        self._check_syntax(text)
+        candidate = LearnedRule(self._next_number(), text.strip(), self.quarantine_evaluations)
+        program = self._program([*self.rules, candidate], quarantine=False)
+        try:
+            engine = Engine(program, created_fact_limit=self.kernel.config.core_limits.max_derived_facts_limit,
+                            externals=self.kernel._externals)  # fmt: skip
+            for predicate, facts in self.kernel.engine.base.items():
+                engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
+            engine.evaluate()
+        except LogicError as exc:
+            raise LearnedRuleError(f"refused: {exc}") from None
+        self.rules.append(candidate)
+        self._install()
+        self._save()
+        return candidate
+
+    def _check_syntax(self, text: str) -> None:
+        try:
+            unit = parse_unit(text, "<learned rule>")
+        except LogicError as exc:
+            raise LearnedRuleError(f"refused: not valid Mangle: {exc}") from None
+        if unit.package or unit.uses:
+            raise LearnedRuleError("refused: learned rules may not use Package or Use")
+        if not unit.clauses:
+            raise LearnedRuleError("refused: no rule in the proposal")
+        declared_here = {decl.atom.predicate for decl in unit.decls}
+        for clause in unit.clauses:
+            head = clause.head.predicate
+            if head in self.protected or head in ALWAYS_PROTECTED:
+                raise LearnedRuleError(f"refused: it defines the protected predicate {head}")
+            if head not in declared_here and head not in EXTENSION_POINTS:
+                raise LearnedRuleError(f"refused: {head} is not declared (add a Decl for it to the proposal)")
+        for decl in unit.decls:
+            if decl.atom.predicate in self.protected:
+                raise LearnedRuleError(f"refused: it redeclares {decl.atom.predicate}")
+
+    # -- quarantine ----------------------------------------------------------------------------------
+    def observe(self) -> None:
+        """After each kernel evaluation: record quarantined derivations, count down, promote."""
+        promoted = False
+        for rule in self.rules:
+            if rule.active:
+                continue
+            for head in sorted(_heads(rule)):
+                quarantined = f"{QUARANTINE_PREFIX}{rule.number}_{head}"
+                for fact in self.kernel.engine.facts(quarantined):
+                    shown = display_fact(head, fact)
+                    if shown not in rule.derivations and len(rule.derivations) < MAX_RECORDED:
+                        rule.derivations.append(shown)
+            rule.remaining -= 1
+            promoted = promoted or rule.active
+        if promoted:
+            self._install()
+        if self.rules:
+            self._save()
+
+    # -- program ---------------------------------------------------------------------------------------
+    def _install(self) -> None:
+        self.kernel.replace_program(self._program(self.rules, quarantine=True))
+
+    def _program(self, rules: list[LearnedRule], *, quarantine: bool) -> Program:
+        units = []
+        for rule in rules:
+            unit = parse_unit(rule.text, f"learned rule {rule.number}")
+            if quarantine and not rule.active:
+                unit = _renamed(unit, f"{QUARANTINE_PREFIX}{rule.number}_", _heads(rule))
+            units.append(unit)
+        return Program.load(*self.base_sources) + Program(units)
+
+    def _next_number(self) -> int:
+        return max((r.number for r in self.rules), default=0) + 1
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        lines = ["# groundstate learned rules: written by the kernel; each rule follows its '# learned:' line."]
+        for rule in self.rules:
+            lines += [f"{_MARK}{rule.number} remaining {rule.remaining}", rule.text, ""]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("\n".join(lines), encoding="utf-8")
+
+    def _load(self) -> list[LearnedRule]:
+        if self.path is None or not self.path.exists():
+            return []
+        rules: list[LearnedRule] = []
+        for block in self.path.read_text(encoding="utf-8").split(_MARK)[1:]:
+            header, _, text = block.partition("\n")
+            number, _, remaining = header.partition(" remaining ")
+            rules.append(LearnedRule(int(number), text.strip(), int(remaining)))
+        return rules
+
+
+def _heads(rule: LearnedRule) -> set[str]:
+    return {clause.head.predicate for clause in parse_unit(rule.text, "<learned rule>").clauses}
+
+
+def _renamed(unit: SourceUnit, prefix: str, heads: set[str]) -> SourceUnit:
+    """The unit with its own heads renamed (in heads and bodies), so nothing else reads what it derives."""
+
+    def atom(a: Atom) -> Atom:
+        return Atom(prefix + a.predicate, a.args, a.pos) if a.predicate in heads else a
+
+    clauses = []
+    for clause in unit.clauses:
+        body = tuple(
+            atom(lit) if isinstance(lit, Atom) else Negation(atom(lit.atom), lit.pos) if isinstance(lit, Negation)
+            else lit
+            for lit in clause.body
+        )  # fmt: skip
+        clauses.append(Clause(atom(clause.head), body, clause.transform, clause.pos))
+    decls = [d for d in unit.decls if d.atom.predicate not in heads]  # a renamed head needs no declaration
+    return SourceUnit(unit.source, decls=decls, clauses=clauses)
