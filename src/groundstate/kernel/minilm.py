@@ -42,7 +42,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
     x = np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * x)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
+    return np.asarray(sign * (1.0 - poly * np.exp(-x * x)))
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + eps) * weight + bias
+    return np.asarray((x - mean) / np.sqrt(variance + eps) * weight + bias)
 
 
 class MiniLMEmbedder:
@@ -95,7 +95,7 @@ class MiniLMEmbedder:
             p = f"encoder.layer.{layer}."
 
             def dense(name: str, value: np.ndarray, prefix: str = p) -> np.ndarray:
-                return value @ w[f"{prefix}{name}.weight"].T + w[f"{prefix}{name}.bias"]
+                return np.asarray(value @ w[f"{prefix}{name}.weight"].T + w[f"{prefix}{name}.bias"])
 
             q, k, v = (
                 dense(f"attention.self.{n}", x).reshape(len(ids), heads, size).transpose(1, 0, 2)
@@ -109,4 +109,4 @@ class MiniLMEmbedder:
                             w[f"{p}attention.output.LayerNorm.bias"], eps)  # fmt: skip
             hidden = dense("output.dense", _gelu(dense("intermediate.dense", x)))
             x = _layer_norm(x + hidden, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], eps)
-        return x
+        return np.asarray(x)
