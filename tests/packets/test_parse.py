@@ -126,9 +126,10 @@ def test_constructors_are_allowed_in_updates(validator: UpdateValidator) -> None
 def test_schema_lists_control_packet_first() -> None:
     schema = json_schema()
     assert list(schema["properties"]) == ["control_packet", "surface_response"]
-    assert schema["required"] == ["control_packet"]
+    assert schema["required"] == ["control_packet", "surface_response"]
     packet = schema["$defs"]["ControlPacket"]
-    assert packet["required"] == ["intent_classification"] and len(packet["properties"]) == 10
+    assert packet["required"] == ["intent_classification", "mangle_updates", "memory_operations"]
+    assert len(packet["properties"]) == 10
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

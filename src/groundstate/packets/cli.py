@@ -35,9 +35,12 @@ def _read(path: Path) -> str:
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    max_items: int | None = typer.Option(None, "--max-items", min=0, help="Bound the lists (for small models)."),
+    max_surface: int | None = typer.Option(None, "--max-surface", min=1, help="Bound surface_response's length."),
+) -> None:
     """Print the envelope's JSON Schema (use it for constrained decoding)."""
-    typer.echo(json.dumps(json_schema(), indent=2))
+    typer.echo(json.dumps(json_schema(max_items, max_surface), indent=2))
 
 
 @app.command()

@@ -106,8 +106,19 @@ class Envelope(_Section):
     surface_response: str = ""
 
 
-def json_schema() -> dict[str, Any]:
-    """The envelope's JSON Schema (for constrained decoding and for documentation)."""
+def json_schema(max_items: int | None = None, max_surface_chars: int | None = None) -> dict[str, Any]:
+    """The envelope's JSON Schema, for constrained decoding and for documentation.
+
+    It asks for everything the seed calls required — the three required sections and the surface response —
+    while the parser still accepts a packet without them (with warnings): what a model must send is stricter than
+    what groundstate tolerates."""
     schema = Envelope.model_json_schema(by_alias=True)
     schema["$comment"] = f"groundstate Control Packet v{SPEC_VERSION}"
+    schema["required"] = ["control_packet", "surface_response"]
+    schema["$defs"]["ControlPacket"]["required"] = list(REQUIRED)
+    if max_items is not None:  # small models under a grammar can repeat list items forever; bound them
+        for section in ("mangle_updates", "memory_operations", "state_transitions"):
+            schema["$defs"]["ControlPacket"]["properties"][section]["maxItems"] = max_items
+    if max_surface_chars is not None:
+        schema["properties"]["surface_response"]["maxLength"] = max_surface_chars
     return schema
