@@ -122,3 +122,26 @@ def test_cli_repl(tmp_path: Path) -> None:
     assert "current_ooda_phase(/observe)  [derived by the rule at" in done.stdout
     assert "refused: it defines the protected predicate action_permitted" in done.stdout
     assert "accepted as learned rule 1, in quarantine for 5 evaluations" in done.stdout
+
+
+def test_config_file_and_context_budget(tmp_path: Path) -> None:
+    from groundstate.kernel.config import ContextBudgetError, check_context
+
+    path = tmp_path / "config.json"
+    path.write_text(
+        json.dumps(
+            {
+                "core_limits": {"max_facts_in_kernel": 1000},
+                "shard_profiles": {"coder": {"max_context_tokens": 10, "max_execution_time_sec": 2}},
+            }
+        )
+    )
+    config = KernelConfig.load(path)
+    assert config.core_limits.max_facts_in_kernel == 1000 and config.shard("coder").max_execution_time_sec == 2
+    assert config.shard("unknown") == config.shard("main")  # no profile for it: the main one
+    check_context(config.shard("coder"), "x" * 40)
+    with pytest.raises(ContextBudgetError, match="exceed the shard's context budget of 10 tokens"):
+        check_context(config.shard("coder"), "x" * 44)
+    path.write_text(json.dumps({"core_limits": {"max_facts": 1}}))
+    done = groundstate("kernel", "step", "--packet", str(path), "--config", str(path))
+    assert done.returncode == 2 and "max_facts" in done.stderr

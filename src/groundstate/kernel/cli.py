@@ -10,6 +10,7 @@ import typer
 
 from ..logic import LogicError, display_fact
 from ..packets import parse_output
+from .config import KernelConfig
 from .executors import EXECUTORS
 from .kernel import Kernel, Transaction
 from .learned import LearnedRuleError, LearnedRules
@@ -30,9 +31,14 @@ def step(
     packet: Path = typer.Option(..., "--packet", help="A model output carrying a control packet."),
     workspace: Path = typer.Option(Path("."), "--workspace", help="The directory actions are confined to."),
     request: list[str] | None = typer.Option(None, "--request", help="A tool call as 'TYPE TARGET [PAYLOAD]'."),
+    config: Path | None = typer.Option(None, "--config", help="A JSON file with core_limits and shard_profiles."),
 ) -> None:
     """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
-    kernel = Kernel(workspace)
+    try:
+        kernel = Kernel(workspace, config=KernelConfig.load(config) if config else None)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     shards = Shards(kernel, VirtualStore(kernel.workspace, max_output_chars=kernel.config.core_limits.max_output_chars))
     result = parse_output(packet.read_text(encoding="utf-8", errors="replace"), kernel.update_validator())
     out: dict[str, object] = {"packet": result.to_json()}
