@@ -29,6 +29,7 @@ CASES: list[tuple[str, str, Any, str]] = [
     ("/build_project", "", "", ""),
     ("/execute_python", "", {"code": "print(6 * 7)"}, "42"),
     ("/ask_user", "app.py", "Which function?", "Which function?"),
+    ("/web_search", "home battery market size", "", "Home battery storage: sample market notes (home-batteries.md)"),
     ("/delegate_coder", "app.py", "make answer() configurable", "delegated to the coder"),
     ("/delegate_reviewer", "app.py", "review it", "delegated to the reviewer"),
     ("/delegate_researcher", "codebase", "find prior art", "delegated to the researcher"),

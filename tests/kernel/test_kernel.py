@@ -37,7 +37,7 @@ def test_fact_limit_refuses_the_whole_transaction(tmp_path: Path) -> None:
 def test_derived_fact_limit_rolls_back(tmp_path: Path) -> None:
     policy = tmp_path / "explode.mg"
     policy.write_text("Decl pair(A, B) bound [/name, /name].\npair(A, B) :- task_status(A, _), task_status(B, _).\n")
-    config = KernelConfig(core_limits=CoreLimits(max_derived_facts_limit=50))
+    config = KernelConfig(core_limits=CoreLimits(max_derived_facts_limit=150))
     kernel = Kernel(tmp_path, config=config, extra_sources=[policy])
     kernel.assert_facts("task_status", *[(Name(f"/t{i}"), Name("/pending")) for i in range(5)])  # 25 pairs: fine
     with pytest.raises(EvaluationError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from .config import ShardProfile
 from .executors import EXECUTORS, Action, Context, Executor, ExecutorError, Outcome
@@ -20,8 +21,10 @@ class VirtualStore:
         max_output_chars: int = 65_536,
         test_command: tuple[str, ...] | None = None,
         build_command: tuple[str, ...] | None = None,
+        search: Any = None,
     ) -> None:
         self.workspace = workspace
+        self.search = search  # the web_search backend (None: the shipped offline corpus)
         self.executors = dict(EXECUTORS if executors is None else executors)
         self.max_output_chars = max_output_chars
         self.commands = {k: v for k, v in (("test_command", test_command), ("build_command", build_command)) if v}
@@ -38,6 +41,7 @@ class VirtualStore:
             timeout_s=profile.max_execution_time_sec,
             memory_mb=profile.max_memory_mb,
             max_output_chars=self.max_output_chars,
+            search=self.search,
             **self.commands,
         )
         try:

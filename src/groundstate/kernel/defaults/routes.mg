@@ -17,6 +17,7 @@ known_action(/run_tests).     route(/run_tests, /run_tests).
 known_action(/build_project). route(/build_project, /build_project).
 known_action(/execute_python). route(/execute_python, /execute_python).
 known_action(/ask_user).      route(/ask_user, /ask_user).
+known_action(/web_search).    route(/web_search, /web_search).
 known_action(/delegate_coder).      route(/delegate_coder, /delegate).
 known_action(/delegate_reviewer).   route(/delegate_reviewer, /delegate).
 known_action(/delegate_researcher). route(/delegate_researcher, /delegate).

@@ -6,6 +6,7 @@ from .interaction import ask_user, delegate
 from .processes import build_project, execute_python, run_tests
 from .search import search_code, search_files
 from .vcs import git_commit, git_diff, git_log, git_status
+from .web import web_search
 
 EXECUTORS: dict[str, Executor] = {
     "read_file": read_file,
@@ -24,6 +25,7 @@ EXECUTORS: dict[str, Executor] = {
     "execute_python": execute_python,
     "ask_user": ask_user,
     "delegate": delegate,
+    "web_search": web_search,
 }
 
 __all__ = ["EXECUTORS", "Action", "Context", "Executor", "ExecutorError", "Outcome"]

@@ -50,6 +50,7 @@ class Context:
     max_output_chars: int = 65_536
     test_command: tuple[str, ...] = ("python", "-m", "pytest", "-q")
     build_command: tuple[str, ...] = ("python", "-m", "compileall", "-q", ".")
+    search: Any = None  # a web_search backend (SearchBackend); None: the offline corpus
 
     def bounded(self, text: str) -> str:
         """Outputs are bounded: a model must not be able to flood the kernel or the console."""

@@ -1,0 +1,82 @@
+# RARO guards: when a run must pause for the operator. The runtime reports facts; these rules decide.
+# needs_approval(Run, Agent, Category, Reason): Category /safety (something dangerous was attempted) or /quality
+# (the run would continue on bad or missing data).
+
+Decl run_agent(Run, Agent, Role)
+  descr [doc("An agent of a run, with its role prefix (/research_, /analyze_, /coder_, /writer_).")]
+  bound [/string, /string, /name].
+Decl agent_depends(Run, Agent, Upstream)
+  descr [doc("Agent reads the output of Upstream.")] bound [/string, /string, /string].
+Decl mandatory_tool(Role, Tool)
+  descr [doc("A tool an agent of this role must really execute (or bypass with a justification).")]
+  bound [/name, /name].
+Decl upstream_output(Run, Agent, Upstream, Kind)
+  descr [doc("What an upstream agent handed on: /content, /null (tagged [STATUS: NULL]), /empty or /skipped.")]
+  bound [/string, /string, /string, /name].
+Decl upstream_files(Run, Agent, Count)
+  descr [doc("Files the upstream agents produced in the run's workspace.")] bound [/string, /string, /number].
+Decl preflight(Run, Agent)
+  descr [doc("The agent is about to start: pre-flight guards apply.")] bound [/string, /string].
+Decl finished(Run, Agent)
+  descr [doc("The agent's invocation has ended: post-flight guards apply.")] bound [/string, /string].
+Decl status_tag(Run, Agent, Tag)
+  descr [doc("The status tag the agent ended with: /success, /null or /missing.")] bound [/string, /string, /name].
+Decl bypass(Run, Agent, Justification)
+  descr [doc("The agent started its answer with [BYPASS: Justification].")] bound [/string, /string, /string].
+Decl tool_executed(Run, Agent, Tool)
+  descr [doc("A tool call the virtual store really carried out for the agent (not what the text claims).")]
+  bound [/string, /string, /name].
+Decl hard_error(Run, Agent, Message)
+  descr [doc("The invocation failed: provider error, rejected packet, timeout, crash.")]
+  bound [/string, /string, /string].
+Decl event(Run, Seq, Type, Agent)
+  descr [doc("Every event of the run, typed (/agent_failed, /tool_call, ...), for cortex patterns.")]
+  bound [/string, /number, /name, /string].
+Decl tool_call(Run, Agent, Seq, Tool, Argument)
+  descr [doc("A tool call the model requested (before it runs), with its target or code.")]
+  bound [/string, /string, /number, /name, /string].
+
+Decl needs_approval(Run, Agent, Category, Reason)
+  descr [doc("The run pauses: the operator must retry, skip or abort.")]
+  bound [/string, /string, /name, /string].
+Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card.")] bound [/name, /string].
+recovery_hint(/quality, "Check the instructions or the data sources, then retry, skip or abort.").
+recovery_hint(/safety, "A dangerous action was stopped before it ran. Change the instructions, skip or abort.").
+
+mandatory_tool(/research_, /web_search).
+mandatory_tool(/analyze_, /execute_python).
+mandatory_tool(/coder_, /execute_python).
+
+# -- pre-flight: context drought ------------------------------------------------------------------------------
+Decl has_upstream(Run, Agent) descr [doc("The agent depends on others.")] bound [/string, /string].
+has_upstream(R, A) :- agent_depends(R, A, _).
+Decl usable_upstream(Run, Agent) descr [doc("At least one upstream output has content.")] bound [/string, /string].
+usable_upstream(R, A) :- upstream_output(R, A, _, /content).
+Decl upstream_produced_files(Run, Agent) descr [doc("Upstream agents left files.")] bound [/string, /string].
+upstream_produced_files(R, A) :- upstream_files(R, A, N), N > 0.
+
+needs_approval(R, A, /quality, Reason) :-
+  preflight(R, A), has_upstream(R, A), !usable_upstream(R, A), !upstream_produced_files(R, A),
+  Reason = fn:string:concat("Context drought: agent '", A, "' would start, but its upstream agents provided no usable data (empty, [STATUS: NULL] or skipped).").
+
+# -- post-flight: semantic null, protocol violation, hard errors ------------------------------------------------
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), status_tag(R, A, /null),
+  Reason = fn:string:concat("Semantic null: agent '", A, "' reported [STATUS: NULL] (it found no data).").
+
+Decl bypassed(Run, Agent) descr [doc("The agent justified not using its mandatory tool.")] bound [/string, /string].
+bypassed(R, A) :- bypass(R, A, _).
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
+  Reason = fn:string:concat("Protocol violation: agent '", A, "' did not execute ", fn:name:to_string(Tool), " (its role requires it) and gave no [BYPASS: ...] justification.").
+
+needs_approval(R, A, /quality, Reason) :-
+  hard_error(R, A, Message),
+  Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
+
+# -- helpers for cortex conditions ------------------------------------------------------------------------------
+Decl privilege_escalation(Code) descr [doc("Code that tries to gain privileges.")] bound [/string].
+privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "sudo").
+privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "setuid").
+privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "chmod 777").
+privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "/etc/sudoers").

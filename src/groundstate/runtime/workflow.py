@@ -1,0 +1,185 @@
+"""Workflows: a DAG of agents described in YAML, validated with errors that say what is wrong and where.
+
+```yaml
+name: market-brief
+agents:
+  - id: research_market          # the prefix is the role: research_, analyze_, coder_, writer_
+    instructions: Find the 2025 market size for home batteries.
+    tools: [web_search]
+  - id: writer_brief
+    instructions: Write a three-sentence brief from the research.
+    depends_on: [research_market]
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+TOOLS = ("web_search", "execute_python", "read_file", "write_file", "list_files", "delete_file")
+
+
+class Role(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prefix: str
+    mandatory_tools: list[str] = Field(default_factory=list)
+    description: str = ""
+
+
+DEFAULT_ROLES = [
+    Role(prefix="research_", mandatory_tools=["web_search"], description="verifies facts with web_search"),
+    Role(prefix="analyze_", mandatory_tools=["execute_python"], description="computes with execute_python"),
+    Role(prefix="coder_", mandatory_tools=["execute_python"], description="writes and runs code"),
+    Role(prefix="writer_", mandatory_tools=[], description="writes from its context"),
+]
+
+
+class AgentSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    instructions: str = Field(min_length=1)
+    tools: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    model: str | None = None  # None: the workflow's (or the run's) model
+
+    @field_validator("depends_on")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("lists an agent twice")
+        return value
+
+
+class Workflow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    model: str | None = None
+    roles: list[Role] = Field(default_factory=lambda: list(DEFAULT_ROLES))
+    agents: list[AgentSpec] = Field(min_length=1)
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        return next(a for a in self.agents if a.id == agent_id)
+
+    def role(self, agent_id: str) -> Role | None:
+        return next((r for r in self.roles if agent_id.startswith(r.prefix)), None)
+
+    def order(self) -> list[str]:
+        """The agents in a dependency order (each after everything it depends on), stable by file order."""
+        done: list[str] = []
+        pending = [a.id for a in self.agents]
+        while pending:
+            ready = [a for a in pending if all(d in done for d in self.agent(a).depends_on)]
+            done += ready
+            pending = [a for a in pending if a not in ready]
+        return done
+
+
+class WorkflowError(ValueError):
+    """Everything wrong with a workflow file, one problem per line."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source, self.problems = source, problems
+        super().__init__("\n".join(f"{source}: {p}" for p in problems))
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkflowError(str(path), [f"cannot read the file: {exc.strerror}"]) from None
+    return parse_workflow(text, str(path))
+
+
+def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...] = TOOLS) -> Workflow:
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise WorkflowError(source, [f"{where}not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
+    if not isinstance(data, dict):
+        raise WorkflowError(source, ["a workflow is a mapping with 'name' and 'agents'"])
+    try:
+        workflow = Workflow.model_validate(data)
+    except ValidationError as exc:
+        raise WorkflowError(source, [_describe(data, e) for e in exc.errors()]) from None
+    problems = _graph_problems(workflow, tools)
+    if problems:
+        raise WorkflowError(source, problems)
+    return workflow
+
+
+def _describe(data: dict[str, Any], error: Any) -> str:
+    location = list(error["loc"])
+    where = ".".join(str(p) for p in location)
+    if len(location) >= 2 and location[0] == "agents" and isinstance(location[1], int):
+        agents = data.get("agents") or []
+        agent_id = agents[location[1]].get("id") if location[1] < len(agents) and isinstance(
+            agents[location[1]], dict) else None  # fmt: skip
+        where = f"agent {agent_id!r}" + ("." + ".".join(str(p) for p in location[2:]) if location[2:] else "")
+    return f"{where}: {error['msg']}"
+
+
+def _graph_problems(workflow: Workflow, tools: tuple[str, ...]) -> list[str]:
+    problems: list[str] = []
+    ids = [a.id for a in workflow.agents]
+    for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"agent {duplicate!r} is defined more than once")
+    known = set(ids)
+    for agent in workflow.agents:
+        for dependency in agent.depends_on:
+            if dependency not in known:
+                problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of this workflow")
+            elif dependency == agent.id:
+                problems.append(f"agent {agent.id!r} depends on itself")
+        for tool in agent.tools:
+            if tool not in tools:
+                problems.append(f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(tools)})")
+        role = workflow.role(agent.id)
+        if role is None:
+            prefixes = ", ".join(r.prefix for r in workflow.roles)
+            problems.append(f"agent {agent.id!r}: its id must start with a role prefix ({prefixes})")
+        else:
+            for tool in role.mandatory_tools:
+                if tool not in agent.tools:
+                    problems.append(f"agent {agent.id!r}: the {role.prefix} role needs the tool {tool!r}")
+    if not problems:
+        cycle = _cycle(workflow)
+        if cycle:
+            problems.append("the agents depend on each other in a cycle: " + " -> ".join(cycle))
+    return problems
+
+
+def _cycle(workflow: Workflow) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dependency in workflow.agent(node).depends_on:
+            if state.get(dependency) == 1:
+                return [*stack[stack.index(dependency) :], dependency]
+            if dependency not in state:
+                found = visit(dependency)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for agent in workflow.agents:
+        if agent.id not in state:
+            found = visit(agent.id)
+            if found:
+                return found
+    return None
