@@ -136,15 +136,12 @@ class EventStore:
         rows = db.execute(
             select(events).where(events.c.run_id == run_id, events.c.seq > after).order_by(events.c.seq)
         ).mappings()
-        return [
-            ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], json.loads(r["payload"]), _aware(r["at"]),
-                     r["actor"])  # fmt: skip
-            for r in rows
-        ]
+        return [_event(r) for r in rows]
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+def _event(r: Any) -> ev.Event:
+    at = r["at"] if r["at"].tzinfo else r["at"].replace(tzinfo=UTC)
+    return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], json.loads(r["payload"]), at, r["actor"])
 
 
 def _sqlite_pragmas(connection: Any, _: Any) -> None:

@@ -138,7 +138,7 @@ def _graph_problems(workflow: Workflow, tools: tuple[str, ...]) -> list[str]:
     for agent in workflow.agents:
         for dependency in agent.depends_on:
             if dependency not in known:
-                problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of this workflow")
+                problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of the workflow")
             elif dependency == agent.id:
                 problems.append(f"agent {agent.id!r} depends on itself")
         for tool in agent.tools:
