@@ -45,9 +45,14 @@ class RunState:
     status: str = PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
-    pause: Pause | None = None
+    pauses: list[Pause] = field(default_factory=list)  # approvals waiting, oldest first
     last_seq: int = 0
     outcome: str | None = None
+
+    @property
+    def pause(self) -> Pause | None:
+        """The approval the operator decides next."""
+        return self.pauses[0] if self.pauses else None
 
     def apply(self, event: ev.Event) -> None:
         self.last_seq = event.seq
@@ -60,13 +65,19 @@ class RunState:
                 self.spawned.append(p["spec"])
         elif event.type in (ev.RUN_STARTED, ev.RUN_RESUMED):
             self.status = RUNNING
+            for restarted in p.get("restarted", []):  # interrupted mid-invocation: it runs again
+                self.nodes[restarted].status = PENDING
         elif event.type == ev.AGENT_STARTED and node:
             node.status, node.attempts, node.tools, node.error = RUNNING, p["attempt"], [], None
             node.recording = p.get("recording")
         elif event.type == ev.TOOL_CALL and node:
-            node.tools.append({"tool": p["tool"], "target": p.get("target", ""), "payload": p.get("payload", "")})
-        elif event.type == ev.TOOL_RESULT and node and node.tools:
-            node.tools[-1].update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"))
+            node.tools.append({"seq": event.seq, "tool": p["tool"], "target": p.get("target", ""),
+                               "payload": p.get("payload", "")})  # fmt: skip
+        elif event.type == ev.TOOL_RESULT and node:
+            for call in node.tools:
+                if call["seq"] == p["call"]:
+                    call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
+                                reason=p.get("reason"))  # fmt: skip
         elif event.type == ev.AGENT_COMPLETED and node:
             node.status, node.output, node.status_tag = SUCCEEDED, p["output"], p.get("status_tag")
         elif event.type == ev.AGENT_FAILED and node:
@@ -76,15 +87,18 @@ class RunState:
             node.status = SKIPPED
         elif event.type == ev.APPROVAL_REQUESTED:
             self.status = AWAITING_APPROVAL
-            self.pause = Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq)
-            if node and node.status in (RUNNING, FAILED, SUCCEEDED, PENDING):
+            self.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq))
+            if node:
                 node.status = PAUSED
+                node.output = p.get("output", node.output)
         elif event.type == ev.APPROVAL_DECIDED:
-            self.pause = None
+            self.pauses = [x for x in self.pauses if x.seq != p["pause"]]
             if node and p["decision"] == "retry":
                 node.status = PENDING
                 if p.get("instructions"):
                     node.instructions = p["instructions"]
+            if not self.pauses and p["decision"] in ("retry", "skip"):
+                self.status = RUNNING
         elif event.type == ev.RUN_COMPLETED:
             self.status, self.outcome = COMPLETED, p.get("summary")
         elif event.type == ev.RUN_FAILED:

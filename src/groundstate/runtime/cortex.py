@@ -1,0 +1,101 @@
+"""Cortex patterns: typed event triggers with Mangle conditions, compiled into policy rules.
+
+```json
+{"id": "guard_file_deletion", "name": "File Deletion Guard", "trigger_event": "ToolCall",
+ "condition": "tool_call(Run, Agent, Seq, /delete_file, _)", "category": "safety",
+ "action": {"RequestApproval": {"reason": "The agent asked to delete a file."}}}
+```
+
+``condition`` is ``*`` or a Mangle body over the run's event facts, in which ``Run``, ``Agent`` and ``Seq`` are the
+triggering event's. Actions: ``RequestApproval`` derives ``needs_approval/4``; ``Interrupt`` derives
+``interrupt/3`` (the run is aborted); ``SpawnAgent`` derives ``spawn_agent/3`` (the runtime adds the agent).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .events import EVENT_TYPES, mangle_name
+from .workflow import AgentSpec
+
+
+class RequestApproval(BaseModel):
+    reason: str
+
+
+class Interrupt(BaseModel):
+    reason: str
+
+
+class SpawnAgent(BaseModel):
+    agent: AgentSpec
+
+
+class Action(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    request_approval: RequestApproval | None = Field(None, alias="RequestApproval")
+    interrupt: Interrupt | None = Field(None, alias="Interrupt")
+    spawn_agent: SpawnAgent | None = Field(None, alias="SpawnAgent")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Action:
+        if sum(x is not None for x in (self.request_approval, self.interrupt, self.spawn_agent)) != 1:
+            raise ValueError("an action is exactly one of RequestApproval, Interrupt, SpawnAgent")
+        return self
+
+
+class Pattern(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str
+    trigger_event: str
+    condition: str = "*"
+    category: Literal["safety", "quality"] = "quality"
+    action: Action
+
+    @model_validator(mode="after")
+    def _known_trigger(self) -> Pattern:
+        if self.trigger_event not in EVENT_TYPES:
+            raise ValueError(f"trigger_event {self.trigger_event!r} is not an event type ({', '.join(EVENT_TYPES)})")
+        return self
+
+
+def default_patterns_path() -> Path:
+    return Path(str(resources.files("groundstate.runtime") / "defaults" / "cortex_patterns.json"))
+
+
+def load_patterns(path: str | Path | None = None) -> list[Pattern]:
+    data: Any = json.loads(Path(path or default_patterns_path()).read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError("a cortex patterns file is a JSON list of patterns")
+    patterns = [Pattern.model_validate(item) for item in data]
+    ids = [p.id for p in patterns]
+    if len(set(ids)) != len(ids):
+        raise ValueError("pattern ids must be unique")
+    return patterns
+
+
+def compile_patterns(patterns: list[Pattern]) -> str:
+    """Mangle rules, one per pattern, each commented with the pattern it comes from. Clauses end with " ." because
+    a name constant at the end of a body would otherwise swallow the period."""
+    lines = ["# compiled from cortex patterns"]
+    for p in patterns:
+        body = f"event(Run, Seq, {mangle_name(p.trigger_event)}, Agent)"
+        if p.condition.strip() != "*":
+            body += ", " + p.condition.strip().rstrip(".")
+        lines.append(f"# {p.id}: {p.name}")
+        if p.action.request_approval is not None:
+            reason = json.dumps(p.action.request_approval.reason)
+            lines.append(f"needs_approval(Run, Agent, /{p.category}, {reason}) :- {body} .")
+        elif p.action.interrupt is not None:
+            lines.append(f"interrupt(Run, Agent, {json.dumps(p.action.interrupt.reason)}) :- {body} .")
+        elif p.action.spawn_agent is not None:
+            lines.append(f'spawn_agent(Run, "{p.id}", Agent) :- {body} .')
+    return "\n".join(lines) + "\n"

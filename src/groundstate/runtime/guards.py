@@ -1,0 +1,112 @@
+"""The run's guard kernel: the runtime reports what happened as facts; guards.mg and the compiled cortex patterns
+derive ``needs_approval``, ``interrupt`` and ``spawn_agent``; the runtime obeys.
+
+Facts about an agent's attempt (pre-flight, tool calls, status, errors, its events) are retracted when the agent is
+retried, so a decision is never re-derived from an attempt the operator already dealt with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..kernel import Kernel, Transaction
+from ..logic import Name
+from .workflow import Workflow
+
+ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call",
+                 "upstream_output", "upstream_files")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Approval:
+    category: str  # "safety" or "quality"
+    reason: str
+
+
+def defaults_dir() -> Path:
+    return Path(str(resources.files("groundstate.runtime") / "defaults"))
+
+
+class GuardKernel:
+    def __init__(self, run_id: str, workflow: Workflow, workspace: Path, patterns_rules: str, state_dir: Path) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        compiled = state_dir / "cortex.mg"
+        compiled.write_text(patterns_rules, encoding="utf-8")
+        self.run_id = run_id
+        self.kernel = Kernel(workspace, extra_sources=[defaults_dir() / "guards.mg", compiled])
+        self.hints = {str(c): str(h) for c, h in self.kernel.query("recovery_hint(C, H)")}
+        with self.kernel.transaction() as tx:
+            for agent in workflow.agents:
+                self._agent_facts(tx, workflow, agent.id)
+
+    def add_agent(self, workflow: Workflow, agent_id: str) -> None:
+        with self.kernel.transaction() as tx:
+            self._agent_facts(tx, workflow, agent_id)
+
+    def _agent_facts(self, tx: Transaction, workflow: Workflow, agent_id: str) -> None:
+        agent, role = workflow.agent(agent_id), workflow.role(agent_id)
+        tx.assert_("run_agent", (self.run_id, agent_id, Name("/" + (role.prefix if role else "unknown_"))))
+        for upstream in agent.depends_on:
+            tx.assert_("agent_depends", (self.run_id, agent_id, upstream))
+
+    # -- reporting ---------------------------------------------------------------------------------------
+    def event(self, seq: int, event_type: str, agent: str | None) -> None:
+        from .events import mangle_name
+
+        self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
+
+    def preflight(self, agent: str, upstream: dict[str, str], files: int) -> list[Approval]:
+        with self.kernel.transaction() as tx:
+            for name, kind in upstream.items():
+                tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
+            tx.assert_("upstream_files", (self.run_id, agent, files))
+            tx.assert_("preflight", (self.run_id, agent))
+        return self.approvals(agent)
+
+    def tool_call(self, agent: str, seq: int, tool: str, argument: str) -> list[Approval]:
+        self.kernel.assert_facts("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+        return [a for a in self.approvals(agent) if a.category == "safety"]
+
+    def finished(
+        self, agent: str, status_tag: str, bypass: str | None, executed: list[str], error: str | None
+    ) -> list[Approval]:
+        with self.kernel.transaction() as tx:
+            tx.assert_("status_tag", (self.run_id, agent, Name("/" + status_tag)))
+            if bypass is not None:
+                tx.assert_("bypass", (self.run_id, agent, bypass))
+            for tool in executed:
+                tx.assert_("tool_executed", (self.run_id, agent, Name("/" + tool)))
+            if error is not None:
+                tx.assert_("hard_error", (self.run_id, agent, error))
+            tx.assert_("finished", (self.run_id, agent))
+        return self.approvals(agent)
+
+    def reset(self, agent: str) -> None:
+        """Forget the agent's attempt: its facts and its events."""
+        tx = Transaction()
+        for predicate in (*ATTEMPT_FACTS, "event"):
+            for row in self.kernel.engine.base[predicate]:
+                if (predicate == "event" and row[3] == agent) or (predicate != "event" and row[1] == agent):
+                    tx.retract(predicate, row)
+        self.kernel.apply(tx)
+
+    # -- what the rules say ------------------------------------------------------------------------------
+    def approvals(self, agent: str) -> list[Approval]:
+        rows = self.kernel.query(f'needs_approval("{self.run_id}", "{_quoted(agent)}", C, R)')
+        found = [Approval(str(c).lstrip("/"), r) for _, _, c, r in rows]
+        return sorted(found, key=lambda a: (a.category != "safety", a.reason))
+
+    def hint(self, category: str) -> str:
+        return self.hints.get("/" + category, "")
+
+    def interrupts(self) -> list[tuple[str, str]]:
+        return [(a, r) for _, a, r in self.kernel.query(f'interrupt("{self.run_id}", A, R)')]
+
+    def spawns(self) -> list[tuple[str, str]]:
+        return [(p, a) for _, p, a in self.kernel.query(f'spawn_agent("{self.run_id}", P, A)')]
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')

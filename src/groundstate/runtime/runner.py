@@ -1,0 +1,355 @@
+"""The RARO runtime: runs workflow DAGs, consults the guard kernel at every checkpoint, pauses for the operator.
+
+Every state change is an event in the store first; the in-memory view is always rebuilt from the log, so a
+process killed mid-run resumes exactly: agents that completed are not run again, an agent that was interrupted
+mid-invocation runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..kernel import ActionReport, Kernel, Request, Shards, VirtualStore
+from ..logic import Name
+from ..packets import ACCEPTED, ControlPacket, PacketGate
+from ..providers.bridge import SigilBridge
+from ..providers.events import ErrorEvent, TextDelta
+from ..wire.constants import Mode
+from ..wire.files import Recorder
+from . import events as ev
+from .backends import Backend, make_backend
+from .cortex import compile_patterns, load_patterns
+from .guards import Approval, GuardKernel, defaults_dir
+from .prompts import envelope_schema, system_prompt, user_prompt
+from .state import AWAITING_APPROVAL, FINISHED, PENDING, RUNNING, SKIPPED, SUCCEEDED, RunState
+from .store import EventStore
+from .workflow import AgentSpec, Workflow, parse_workflow
+
+DECISIONS = ("retry", "skip", "abort")
+_STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
+_BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
+ARGUMENT_IS_PAYLOAD = ("execute_python",)
+
+
+class DecisionError(ValueError):
+    """A decision that cannot apply (the run is not awaiting approval, an unknown decision)."""
+
+
+@dataclass
+class Outcome:
+    surface: str = ""
+    status_tag: str = "missing"
+    bypass: str | None = None
+    executed: list[str] = field(default_factory=list)
+    error: str | None = None
+    paused: bool = False
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    workflow: Workflow
+    guards: GuardKernel
+    workspace: Path
+    recordings: Path
+    backend: Backend
+
+
+class Runtime:
+    def __init__(
+        self,
+        store: EventStore,
+        home: Path,
+        *,
+        backend: Backend | None = None,
+        backend_factory: Callable[[str], Backend] = make_backend,
+        concurrency: int = 4,
+        patterns_path: Path | None = None,
+        max_rounds: int = 3,
+        search: Any = None,
+    ) -> None:
+        self.store = store
+        self.home = home
+        self._backend = backend
+        self._backend_factory = backend_factory
+        self.concurrency = concurrency
+        self.patterns = compile_patterns(load_patterns(patterns_path))
+        self.max_rounds = max_rounds
+        self.search = search
+        self._decisions: dict[str, threading.Lock] = {}
+        self.listeners: list[Callable[[ev.Event], None]] = []
+
+    # -- starting --------------------------------------------------------------------------------------
+    def create(self, workflow_text: str, source: str = "<workflow>", model: str = "local") -> str:
+        workflow = parse_workflow(workflow_text, source)
+        run_id = self.store.create_run(workflow.name, workflow_text, model)
+        self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
+        return run_id
+
+    # -- running ---------------------------------------------------------------------------------------
+    async def drive(self, run_id: str) -> RunState:
+        """Run until the run completes, fails, is aborted or waits for the operator."""
+        state = self.store.state(run_id)
+        if state.status in FINISHED or state.status == AWAITING_APPROVAL:
+            return state
+        ctx = self._context(run_id, state)
+        if state.status == PENDING:
+            self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
+        else:
+            restarted = [a for a, n in state.nodes.items() if n.status == RUNNING]
+            self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
+        semaphore = asyncio.Semaphore(self.concurrency)
+        tasks: dict[str, asyncio.Task[None]] = {}
+        while True:
+            state = self.store.state(run_id)
+            if state.status == RUNNING:
+                for agent in self._ready(ctx, state, tasks):
+                    tasks[agent] = asyncio.create_task(self._agent(ctx, agent, semaphore))
+            running = [t for t in tasks.values() if not t.done()]
+            if not running:
+                break
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in running:
+                if task.done() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        state = self.store.state(run_id)
+        if state.status == RUNNING:
+            done = all(n.status in (SUCCEEDED, SKIPPED) for n in state.nodes.values())
+            if done:
+                summary = {a: n.status for a, n in state.nodes.items()}
+                self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary})
+            else:
+                stuck = sorted(a for a, n in state.nodes.items() if n.status not in (SUCCEEDED, SKIPPED))
+                self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
+        return self.store.state(run_id)
+
+    def _ready(self, ctx: RunContext, state: RunState, tasks: dict[str, asyncio.Task[None]]) -> list[str]:
+        ready = []
+        for agent in ctx.workflow.order():
+            node = state.nodes.get(agent)
+            if node is None or node.status != PENDING or (agent in tasks and not tasks[agent].done()):
+                continue
+            upstream = ctx.workflow.agent(agent).depends_on
+            if all(state.nodes[u].status in (SUCCEEDED, SKIPPED) for u in upstream):
+                ready.append(agent)
+        return ready
+
+    def _context(self, run_id: str, state: RunState) -> RunContext:
+        workflow = parse_workflow(state.workflow, run_id)
+        for spec in state.spawned:
+            workflow.agents.append(AgentSpec.model_validate(spec))
+        folder = self.home / "runs" / run_id
+        workspace = folder / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        recordings = folder / "recordings"
+        recordings.mkdir(parents=True, exist_ok=True)
+        guards = GuardKernel(run_id, workflow, workspace, self.patterns, folder / "kernel")
+        backend = self._backend or self._backend_factory(state.model or "local")
+        return RunContext(run_id, workflow, guards, workspace, recordings, backend)
+
+    def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
+        event = self.store.append(ctx.run_id, event_type, agent, payload)
+        ctx.guards.event(event.seq, event_type, agent)
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    # -- one agent -------------------------------------------------------------------------------------
+    async def _agent(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
+        async with semaphore:
+            state = self.store.state(ctx.run_id)
+            if state.status != RUNNING:
+                return  # paused or aborted while waiting for a slot
+            spec, node = ctx.workflow.agent(agent), state.nodes[agent]
+            ctx.guards.reset(agent)
+            upstream = {u: self._kind(state, u) for u in spec.depends_on}
+            files = sum(len([t for t in state.nodes[u].tools if t["tool"] == "write_file" and t.get("status") ==
+                             "/success"]) for u in spec.depends_on)  # fmt: skip
+            approvals = ctx.guards.preflight(agent, upstream, files)
+            if approvals:
+                self._request_approval(ctx, agent, approvals, "")
+                return
+            attempt = node.attempts + 1
+            started = {"attempt": attempt, "backend": ctx.backend.name,
+                       "instructions": node.instructions or spec.instructions}  # fmt: skip
+            self._emit(ctx, ev.AGENT_STARTED, agent, started)
+            context = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
+                       for u in spec.depends_on]  # fmt: skip
+            outcome = await self._invoke(ctx, spec, node.instructions or spec.instructions, context, attempt)
+            if outcome.paused:
+                return
+            if outcome.error is not None:
+                self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface})
+            approvals = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed,
+                                            outcome.error)  # fmt: skip
+            if self._cortex_actions(ctx, agent):
+                return
+            if approvals:
+                self._request_approval(ctx, agent, approvals, outcome.surface)
+            elif outcome.error is None:
+                self._emit(ctx, ev.AGENT_COMPLETED, agent, {"output": outcome.surface,
+                                                            "status_tag": outcome.status_tag})  # fmt: skip
+
+    @staticmethod
+    def _kind(state: RunState, upstream: str) -> str:
+        node = state.nodes[upstream]
+        if node.status == SKIPPED:
+            return "skipped"
+        if node.status_tag == "null":
+            return "null"
+        return "content" if node.output.strip() else "empty"
+
+    def _cortex_actions(self, ctx: RunContext, agent: str) -> bool:
+        """Interrupts abort the run; spawned agents join it. True when the run was aborted."""
+        for interrupted, reason in ctx.guards.interrupts():
+            self._emit(ctx, ev.RUN_ABORTED, interrupted or agent, {"reason": reason, "by": "cortex"})
+            return True
+        state = self.store.state(ctx.run_id)
+        for pattern_id, _ in ctx.guards.spawns():
+            pattern = next(p for p in load_patterns() if p.id == pattern_id)
+            assert pattern.action.spawn_agent is not None
+            spec = pattern.action.spawn_agent.agent
+            if spec.id not in state.nodes:
+                ctx.workflow.agents.append(spec)
+                ctx.guards.add_agent(ctx.workflow, spec.id)
+                self._emit(ctx, ev.NODE_CREATED, None, {"agent": spec.id, "spec": spec.model_dump()})
+        return False
+
+    def _request_approval(self, ctx: RunContext, agent: str, approvals: list[Approval], output: str) -> None:
+        first = approvals[0]
+        self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
+            "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
+            "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
+        })  # fmt: skip
+
+    async def _invoke(
+        self, ctx: RunContext, spec: AgentSpec, instructions: str, upstream: list[tuple[str, str]], attempt: int
+    ) -> Outcome:
+        kernel = Kernel(ctx.workspace, extra_sources=[defaults_dir() / "agent_tools.mg"])
+        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+        shards = Shards(kernel, VirtualStore(kernel.workspace, search=self.search))
+        schema = envelope_schema(spec)
+        messages = [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
+                    {"role": "user", "content": user_prompt(spec, instructions, upstream)}]  # fmt: skip
+        outcome = Outcome()
+        for round_number in range(1, self.max_rounds + 1):
+            path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
+            gate = PacketGate(kernel.update_validator())
+            raw: list[str] = []
+            error = None
+            with Recorder(path) as recorder:
+                bridge = SigilBridge(ctx.backend.vocabulary)
+                try:
+                    async for piece in ctx.backend.stream(messages, schema):
+                        if piece.error is not None:
+                            error = piece.error
+                            recorder.write(bridge.push(ErrorEvent(piece.error)))
+                        elif piece.text or piece.tokens:
+                            raw.append(piece.text)
+                            gate.feed(piece.text)
+                            recorder.write(bridge.tokens(Mode.TEXT, piece.tokens) if piece.tokens
+                                           else bridge.push(TextDelta(piece.text)))  # fmt: skip
+                except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
+                    outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
+                recorder.write(bridge.end())
+            if outcome.error is not None:
+                return outcome
+            if error is not None:
+                outcome.error = f"the model failed ({error.plane}): {error.message}"
+                return outcome
+            gated = gate.close()
+            if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
+                outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
+                outcome.surface = "".join(raw)[:2000]
+                return outcome
+            outcome.surface = gated.surface
+            requests = _tool_requests(gated.packet.packet, spec)
+            if not requests or round_number == self.max_rounds:
+                outcome.status_tag, outcome.bypass = _tags(gated.surface)
+                return outcome
+            calls = []
+            for request in requests:
+                argument = request.payload if request.type in ARGUMENT_IS_PAYLOAD else request.target
+                call = self._emit(ctx, ev.TOOL_CALL, spec.id, {"tool": request.type, "target": request.target,
+                                                                "payload": request.payload})  # fmt: skip
+                calls.append(call.seq)
+                safety = ctx.guards.tool_call(spec.id, call.seq, request.type, argument)
+                if safety:
+                    self._request_approval(ctx, spec.id, safety, gated.surface)
+                    outcome.paused = True
+                    return outcome
+            reports = shards.step_gated(gated, [Request("/" + r.type, r.target, r.payload) for r in requests])
+            results: list[tuple[str, str, ActionReport]] = []
+            for request, call_seq in zip(requests, calls, strict=True):
+                report = next((r for r in reports if r.type == "/" + request.type and r.target == request.target
+                               and r.action_id not in {x[0] for x in results}), None)  # fmt: skip
+                if report is None:
+                    continue
+                results.append((report.action_id, request.type, report))
+                result = {"call": call_seq, "tool": request.type, "decision": report.decision, "reason": report.reason,
+                          "status": report.status, "output": report.output or ""}  # fmt: skip
+                self._emit(ctx, ev.TOOL_RESULT, spec.id, result)
+                if report.status == "/success":
+                    outcome.executed.append(request.type)
+            messages.append({"role": "assistant", "content": "".join(raw)})
+            summary = "\n\n".join(
+                f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
+                for _, tool, report in results
+            )  # fmt: skip
+            messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\nNow answer the task."})
+        return outcome
+
+    # -- the operator ------------------------------------------------------------------------------------
+    def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
+        """Apply the operator's decision to the run's current pause. Refused unless the run awaits approval."""
+        if decision not in DECISIONS:
+            raise DecisionError(f"unknown decision {decision!r}: use retry, skip or abort")
+
+        def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
+            if state.status != AWAITING_APPROVAL or state.pause is None:
+                raise DecisionError(f"run {run_id} is {state.status}, not awaiting approval: nothing to decide")
+            pause = state.pause
+            payload = {"decision": decision, "pause": pause.seq, "reason": pause.reason}
+            if instructions and decision == "retry":
+                payload["instructions"] = instructions
+            out: list[tuple[str, str | None, dict[str, Any]]] = [(ev.APPROVAL_DECIDED, pause.agent, payload)]
+            if decision == "skip" and pause.agent:
+                out.append((ev.AGENT_SKIPPED, pause.agent, {"by": actor}))
+            if decision == "abort":
+                out.append((ev.RUN_ABORTED, pause.agent, {"reason": f"aborted by {actor}"}))
+            return out
+
+        lock = self._decisions.setdefault(run_id, threading.Lock())
+        with lock:
+            self.store.transact(run_id, build, actor)
+        return self.store.state(run_id)
+
+
+def _tool_requests(packet: ControlPacket, spec: AgentSpec) -> list[Request]:
+    """The packet's ``tool_requests`` (an extension field); malformed entries are ignored, unknown tools kept so
+    that the kernel's constitution denies them on the record."""
+    raw = (packet.model_extra or {}).get("tool_requests") or []
+    requests = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
+            continue
+        tool, argument = item["tool"].lstrip("/"), str(item.get("argument", ""))
+        if tool in ARGUMENT_IS_PAYLOAD:
+            requests.append(Request(tool, "", argument))
+        elif tool == "write_file":
+            requests.append(Request(tool, argument, str(item.get("content", ""))))
+        else:
+            requests.append(Request(tool, argument, ""))
+    return requests
+
+
+def _tags(surface: str) -> tuple[str, str | None]:
+    found = _STATUS.findall(surface)
+    bypass = _BYPASS.match(surface)
+    return (found[-1].lower() if found else "missing"), (bypass.group(1).strip() if bypass else None)
