@@ -9,6 +9,8 @@ from .kernel.cli import app as kernel_app
 from .logic.cli import app as logic_app
 from .packets.cli import app as packets_app
 from .providers.cli import app as providers_app
+from .runtime.cli import run as run_command
+from .runtime.cli import runs_app
 from .wire.cli import app as sigil_app
 
 app = typer.Typer(
@@ -21,6 +23,8 @@ app.add_typer(sigil_app, name="sigil")
 app.add_typer(providers_app, name="providers")
 app.add_typer(packets_app, name="packets")
 app.add_typer(kernel_app, name="kernel")
+app.add_typer(runs_app, name="runs")
+app.command(name="run")(run_command)
 
 
 def _version(value: bool) -> None:

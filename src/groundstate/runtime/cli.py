@@ -1,0 +1,164 @@
+"""``groundstate run`` and ``groundstate runs``: start, watch, decide, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.live import Live
+
+from .display import approval_card, dag_view
+from .events import Event
+from .home import default_db_url, home
+from .runner import DECISIONS, DecisionError, Runtime
+from .state import AWAITING_APPROVAL, COMPLETED, RunState
+from .store import EventStore, StoreError
+from .workflow import WorkflowError, load_workflow, parse_workflow
+
+runs_app = typer.Typer(help="Runs: list, show, decide, resume.", no_args_is_help=True)
+console = Console()
+_DB = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME).")
+
+
+def _runtime(db: str | None, model: str | None = None) -> Runtime:
+    base = home()
+    return Runtime(EventStore(db or default_db_url(base)), base)
+
+
+def _exit_code(state: RunState) -> int:
+    return 0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1
+
+
+def _drive(runtime: Runtime, run_id: str, decide: str | None, instructions: str | None, max_decisions: int) -> int:
+    """Drive with a live view; at each pause ask the operator (or apply --decide)."""
+    state = runtime.store.state(run_id)
+    depends = {a.id: a.depends_on for a in parse_workflow(state.workflow, run_id).agents}
+    decisions = 0
+    with Live(dag_view(state, depends), console=console, refresh_per_second=4, transient=False) as live:
+
+        def refresh(_: Event) -> None:
+            live.update(dag_view(runtime.store.state(run_id), depends))
+
+        runtime.listeners.append(refresh)
+        while True:
+            state = asyncio.run(runtime.drive(run_id))
+            live.update(dag_view(state, depends))
+            if state.status != AWAITING_APPROVAL:
+                break
+            card = approval_card(state)
+            if card is not None:
+                console.print(card)
+            if decide is not None and decisions < max_decisions:
+                choice, new = decide, instructions
+            elif decide is None and sys.stdin.isatty():
+                choice, new = _ask(state)
+            else:
+                console.print(f"paused; decide with: groundstate runs decide {run_id} retry|skip|abort")
+                break
+            decisions += 1
+            runtime.decide(run_id, choice, new)
+            if choice == "abort":
+                state = runtime.store.state(run_id)
+                break
+    console.print(f"run {run_id}: {state.status}")
+    return _exit_code(state)
+
+
+def _ask(state: RunState) -> tuple[str, str | None]:
+    from rich.prompt import Prompt
+
+    choice = Prompt.ask("decision", choices=["retry", "edit", "skip", "abort"], default="retry", console=console)
+    if choice != "edit":
+        return choice, None
+    node = state.nodes.get(state.pause.agent or "") if state.pause else None
+    current = node.instructions if node and node.instructions else ""
+    return "retry", Prompt.ask("new instructions", default=current or None, console=console)
+
+
+def run(
+    workflow: Path = typer.Argument(..., help="A workflow YAML file."),
+    model: str = typer.Option("local", "--model", help="local, local:PATH.gguf or API:MODEL@URL."),
+    db: str | None = _DB,
+    decide: str | None = typer.Option(None, "--decide", help="Decide every pause without asking: retry|skip|abort."),
+    instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
+    max_decisions: int = typer.Option(3, "--max-decisions", min=1, help="How many pauses --decide may handle."),
+) -> None:
+    """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
+    if decide is not None and decide not in DECISIONS:
+        console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
+        raise typer.Exit(2)
+    try:
+        load_workflow(workflow)
+        runtime = _runtime(db)
+        run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
+    except (WorkflowError, ValueError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    console.print(f"run {run_id} (state in {home()})")
+    text = instructions.read_text(encoding="utf-8") if instructions else None
+    raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions))
+
+
+@runs_app.command("list")
+def list_runs(db: str | None = _DB) -> None:
+    """Every run, newest first."""
+    for row in _runtime(db).store.runs():
+        paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}" if row["pause_reason"] else ""
+        console.print(f"{row['id']}  {row['name']}  {row['status']}{paused}", markup=False, highlight=False)
+
+
+@runs_app.command("show")
+def show(
+    run_id: str, db: str | None = _DB, events: bool = typer.Option(False, "--events", help="Print the log.")
+) -> None:
+    """A run's DAG, its pause, and (with --events) its event log as JSON lines."""
+    runtime = _runtime(db)
+    try:
+        state = runtime.store.state(run_id)
+    except StoreError as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    if events:
+        for event in runtime.store.events(run_id):
+            typer.echo(json.dumps(event.to_json(), ensure_ascii=False))
+        return
+    depends = {a.id: a.depends_on for a in parse_workflow(state.workflow, run_id).agents}
+    console.print(dag_view(state, depends))
+    card = approval_card(state)
+    if card is not None:
+        console.print(card)
+
+
+@runs_app.command("decide")
+def decide_command(
+    run_id: str,
+    action: str = typer.Argument(..., help="retry, skip or abort"),
+    instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for the paused agent."),
+    actor: str = typer.Option("operator", "--as", help="Who decides (recorded in the event log)."),
+    db: str | None = _DB,
+) -> None:
+    """Decide a paused run (then `groundstate runs resume ID`)."""
+    runtime = _runtime(db)
+    text = instructions.read_text(encoding="utf-8") if instructions else None
+    try:
+        state = runtime.decide(run_id, action, text, actor)
+    except (DecisionError, StoreError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+    console.print(f"run {run_id}: {action} recorded; the run is {state.status}")
+
+
+@runs_app.command("resume")
+def resume(run_id: str, db: str | None = _DB) -> None:
+    """Continue a run after a decision or a crash, from its last consistent state."""
+    runtime = _runtime(db)
+    try:
+        runtime.store.state(run_id)
+    except StoreError as exc:
+        console.print(f"error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(_drive(runtime, run_id, None, None, 0))
