@@ -1,0 +1,95 @@
+"""A scripted OpenAI-compatible model on loopback (a provider test double), answering per agent.
+
+Each agent has a list of envelopes; the n-th request from that agent gets the n-th (the last one repeats). The
+server streams them as Chat Completions SSE, split into small chunks, optionally after a delay.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+_AGENT = re.compile(r"You are agent '([a-z0-9_]+)'")
+
+
+def envelope(surface: str, tools: list[dict[str, str]] | None = None, **packet: Any) -> dict[str, Any]:
+    return {"control_packet": {"intent_classification": {"category": "/query", "verb": "/research",
+                                                         "confidence": 0.9},
+                               "mangle_updates": [], "memory_operations": [], "tool_requests": tools or [], **packet},
+            "surface_response": surface}  # fmt: skip
+
+
+def sse(text: str) -> bytes:
+    chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
+    out = [{"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]} for c in chunks]
+    out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in out) + b"data: [DONE]\n\n"
+
+
+class Script:
+    def __init__(self) -> None:
+        self.answers: dict[str, list[Any]] = {}  # agent -> envelopes (dicts), raw strings, or (status, body)
+        self.delays: dict[str, float] = {}
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+    def next(self, agent: str) -> Any:
+        with self.lock:
+            served = sum(1 for a, _ in self.requests if a == agent)
+            answers = self.answers[agent]
+            return answers[min(served - 1, len(answers) - 1)]
+
+
+@pytest.fixture
+def model() -> Iterator[tuple[str, Script]]:
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            system = next(m["content"] for m in body["messages"] if m["role"] == "system")
+            agent = _AGENT.search(system).group(1)  # type: ignore[union-attr]
+            with script.lock:
+                script.requests.append((agent, body))
+            answer = script.next(agent)
+            time.sleep(script.delays.get(agent, 0))
+            if isinstance(answer, tuple):
+                status, payload = answer
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(payload)
+                return
+            text = answer if isinstance(answer, str) else json.dumps(answer)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(sse(text))
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", script
+    server.shutdown()
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, model: tuple[str, Script]) -> Runtime:
+    url, _ = model
+    store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
+    return Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", url))
