@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 from groundstate.runtime import events as ev
 from groundstate.runtime.runner import Runtime
@@ -97,7 +96,7 @@ def test_hard_errors_pause_through_the_failure_pattern(runtime: Runtime, model: 
                                  "code": "invalid_api_key"}}).encode()  # fmt: skip
     script.answers = {"research_a": [(401, body)]}
     run_id, state = run(runtime)
-    assert ev.AGENT_FAILED in types(runtime, run_id)
+    assert state.status == "awaiting_approval" and ev.AGENT_FAILED in types(runtime, run_id)
     reasons = [r["reason"] for r in runtime.store.events(run_id)[-1].payload["reasons"]]
     assert "Execution Exception detected. Review logs and authorize Retry or Skip." in reasons  # the cortex pattern
     assert any(r.startswith("Execution failure in agent 'research_a': the model failed (auth)") for r in reasons)
