@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible model on loopback (a provider test double), answering per agent.
 
-Each agent has a list of envelopes; the n-th request from that agent gets the n-th (the last one repeats). The
-server streams them as Chat Completions SSE, split into small chunks, optionally after a delay.
+Each agent has a list of envelopes; the n-th request from that agent gets the n-th (the last one repeats) — or,
+with ``by_round``, the answer for the request's round of the conversation, so that several runs get the same
+script. The server streams them as Chat Completions SSE, split into small chunks, optionally after a delay.
 """
 
 from __future__ import annotations
@@ -43,13 +44,15 @@ class Script:
         self.answers: dict[str, list[Any]] = {}  # agent -> envelopes (dicts), raw strings, or (status, body)
         self.delays: dict[str, float] = {}
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.by_round = False
         self.lock = threading.Lock()
 
-    def next(self, agent: str) -> Any:
+    def next(self, agent: str, body: dict[str, Any]) -> Any:
         with self.lock:
             served = sum(1 for a, _ in self.requests if a == agent)
             answers = self.answers[agent]
-            return answers[min(served - 1, len(answers) - 1)]
+            index = (len(body["messages"]) - 2) // 2 if self.by_round else served - 1
+            return answers[min(index, len(answers) - 1)]
 
 
 @pytest.fixture
@@ -63,7 +66,7 @@ def model() -> Iterator[tuple[str, Script]]:
             agent = _AGENT.search(system).group(1)  # type: ignore[union-attr]
             with script.lock:
                 script.requests.append((agent, body))
-            answer = script.next(agent)
+            answer = script.next(agent, body)
             time.sleep(script.delays.get(agent, 0))
             if isinstance(answer, tuple):
                 status, payload = answer

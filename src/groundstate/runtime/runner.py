@@ -79,7 +79,8 @@ class Runtime:
         self._backend = backend
         self._backend_factory = backend_factory
         self.concurrency = concurrency
-        self.patterns = compile_patterns(load_patterns(patterns_path))
+        self.cortex = load_patterns(patterns_path)
+        self.patterns = compile_patterns(self.cortex)
         self.max_rounds = max_rounds
         self.search = search
         self._decisions: dict[str, threading.Lock] = {}
@@ -98,7 +99,11 @@ class Runtime:
         state = self.store.state(run_id)
         if state.status in FINISHED or state.status == AWAITING_APPROVAL:
             return state
-        ctx = self._context(run_id, state)
+        try:
+            ctx = self._context(run_id, state)
+        except Exception as exc:  # no model, unreadable workflow: the run cannot start or continue
+            self.store.append(run_id, ev.RUN_FAILED, None, {"error": f"{type(exc).__name__}: {exc}"})
+            return self.store.state(run_id)
         if state.status == PENDING:
             self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
         else:
@@ -193,8 +198,9 @@ class Runtime:
             if approvals:
                 self._request_approval(ctx, agent, approvals, outcome.surface)
             elif outcome.error is None:
-                self._emit(ctx, ev.AGENT_COMPLETED, agent, {"output": outcome.surface,
-                                                            "status_tag": outcome.status_tag})  # fmt: skip
+                completed = {"output": outcome.surface, "status_tag": outcome.status_tag}
+                self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
+                self._cortex_actions(ctx, agent)
 
     @staticmethod
     def _kind(state: RunState, upstream: str) -> str:
@@ -212,7 +218,7 @@ class Runtime:
             return True
         state = self.store.state(ctx.run_id)
         for pattern_id, _ in ctx.guards.spawns():
-            pattern = next(p for p in load_patterns() if p.id == pattern_id)
+            pattern = next(p for p in self.cortex if p.id == pattern_id)
             assert pattern.action.spawn_agent is not None
             spec = pattern.action.spawn_agent.agent
             if spec.id not in state.nodes:
