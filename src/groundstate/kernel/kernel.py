@@ -29,6 +29,18 @@ class KernelLimitError(RuntimeError):
     """A configured limit would be exceeded; nothing was changed."""
 
 
+_PROGRAMS: dict[tuple[tuple[str, int], ...], Program] = {}
+
+
+def _load(sources: tuple[Path, ...]) -> Program:
+    """Parsed and analysed once per set of files (and again when one of them changes)."""
+    key = tuple((str(path), path.stat().st_mtime_ns) for path in sources)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = Program.load(*sources)
+    return program
+
+
 def default_sources() -> list[Path]:
     """The shipped schemas, routes and policy, in load order."""
     folder = resources.files("groundstate.kernel") / "defaults"
@@ -74,7 +86,7 @@ class Kernel:
             "query_learned": lambda key: [],
             **(externals or {}),
         }
-        self.program = Program.load(*self.sources)
+        self.program = _load(tuple(self.sources))
         self.engine = self._engine(self.program)
         self.last_stats: Stats = self.engine.evaluate()
         self._externals_changed = False

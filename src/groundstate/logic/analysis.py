@@ -93,6 +93,7 @@ class AnalyzedProgram:
     rules: list[Rule]
     strata: list[Stratum]
     stratum_of: dict[str, int] = field(default_factory=dict)
+    plans: dict[Any, Any] = field(default_factory=dict)  # compiled plans, shared by every engine of this program
 
 
 def _vars(term: Term) -> list[Var]:

@@ -73,7 +73,7 @@ class Engine:
         for pred, facts in self.analyzed.facts.items():
             self.base[pred].update(fact for fact, _ in facts)
         self._toggled: dict[str, set[Fact]] = {}
-        self._compiled: dict[tuple[int, Seed | None], CompiledRule] = {}
+        self._compiled: dict[tuple[int, Seed | None], CompiledRule] = self.analyzed.plans
         self._variants: dict[int, list[tuple[str, str, CompiledRule]]] = {}
         self._externals: dict[str, External] = {}
         self._needs_full = True

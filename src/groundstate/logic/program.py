@@ -28,6 +28,7 @@ class Program:
 
     def __init__(self, units: list[SourceUnit]) -> None:
         self.units = units
+        self._analyzed: dict[bool, AnalyzedProgram] = {}
 
     @classmethod
     def parse(cls, text: str, source: str = "<input>") -> Program:
@@ -49,6 +50,9 @@ class Program:
         return Program(self.units + other.units)
 
     def analyze(self, check_bounds: bool = True) -> AnalyzedProgram:
-        """Static analysis only; raises AnalysisError listing every problem found."""
-        with gc_paused():
-            return analyze(self.units, check_bounds)
+        """Static analysis only; raises AnalysisError listing every problem found. The result is kept: engines
+        only read it, so every engine built from one Program shares one analysis."""
+        if check_bounds not in self._analyzed:
+            with gc_paused():
+                self._analyzed[check_bounds] = analyze(self.units, check_bounds)
+        return self._analyzed[check_bounds]

@@ -8,6 +8,8 @@ their absence is reported as a warning by the parser, never silently accepted.
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,13 +108,18 @@ class Envelope(_Section):
     surface_response: str = ""
 
 
+@functools.cache
+def _envelope_schema() -> dict[str, Any]:
+    return Envelope.model_json_schema(by_alias=True)
+
+
 def json_schema(max_items: int | None = None, max_surface_chars: int | None = None) -> dict[str, Any]:
     """The envelope's JSON Schema, for constrained decoding and for documentation.
 
     It asks for everything the seed calls required — the three required sections and the surface response —
     while the parser still accepts a packet without them (with warnings): what a model must send is stricter than
     what groundstate tolerates."""
-    schema = Envelope.model_json_schema(by_alias=True)
+    schema = copy.deepcopy(_envelope_schema())
     schema["$comment"] = f"groundstate Control Packet v{SPEC_VERSION}"
     schema["required"] = ["control_packet", "surface_response"]
     schema["$defs"]["ControlPacket"]["required"] = list(REQUIRED)

@@ -132,10 +132,16 @@ class EventStore:
             return self._events(db, run_id, after)
 
     def state(self, run_id: str) -> RunState:
+        """The run's state (treat it as read-only: it may be the store's cached copy)."""
         with self.engine.connect() as db:
-            if db.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
+            row = db.execute(select(runs.c.last_seq).where(runs.c.id == run_id)).first()
+            if row is None:
                 raise StoreError(f"there is no run {run_id}")
-            return self._state(db, run_id)
+            cached = self._cache.get(run_id)
+            if cached is not None and cached.last_seq == row.last_seq:
+                return cached
+            state = self._cache[run_id] = self._state(db, run_id)
+            return state
 
     def runs(self) -> list[dict[str, Any]]:
         with self.engine.connect() as db:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 TOOLS = ("web_search", "execute_python", "read_file", "write_file", "list_files", "delete_file")
 
@@ -64,21 +64,30 @@ class Workflow(BaseModel):
     model: str | None = None
     roles: list[Role] = Field(default_factory=lambda: list(DEFAULT_ROLES))
     agents: list[AgentSpec] = Field(min_length=1)
+    _index: dict[str, AgentSpec] = PrivateAttr(default_factory=dict)
+    _order: list[str] = PrivateAttr(default_factory=list)
 
     def agent(self, agent_id: str) -> AgentSpec:
-        return next(a for a in self.agents if a.id == agent_id)
+        if len(self._index) != len(self.agents):  # agents can be added (SpawnAgent): rebuild
+            self._index = {a.id: a for a in self.agents}
+        return self._index[agent_id]
 
     def role(self, agent_id: str) -> Role | None:
         return next((r for r in self.roles if agent_id.startswith(r.prefix)), None)
 
     def order(self) -> list[str]:
         """The agents in a dependency order (each after everything it depends on), stable by file order."""
+        if len(self._order) == len(self.agents):
+            return self._order
         done: list[str] = []
+        placed: set[str] = set()
         pending = [a.id for a in self.agents]
         while pending:
-            ready = [a for a in pending if all(d in done for d in self.agent(a).depends_on)]
+            ready = [a for a in pending if all(d in placed for d in self.agent(a).depends_on)]
             done += ready
-            pending = [a for a in pending if a not in ready]
+            placed.update(ready)
+            pending = [a for a in pending if a not in placed]
+        self._order = done
         return done
 
 

@@ -1,0 +1,107 @@
+"""The runtime's own overhead: scheduling per node with an instant agent, events per second into SQLite, resume
+time after a restart — next to a plain asyncio scheduler running the same DAG with no store and no guards.
+
+    python bench/runtime/run.py            # 1,000-node DAGs
+    python bench/runtime/run.py --quick    # 100 nodes, a smoke test
+
+The instant agent is a Backend that answers every request at once with a valid envelope (no model), so what is
+measured is everything groundstate does around an invocation: the event log, the guard kernel at pre-flight and
+post-flight, the packet gate, the agent's kernel, the recording.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from groundstate.runtime.backends import Piece
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+from groundstate.wire.vocab import ByteVocabulary, Vocabulary
+
+ANSWER = json.dumps({"control_packet": {"intent_classification": {"category": "/query", "verb": "/write",
+                                                                  "confidence": 1.0},
+                                        "mangle_updates": [], "memory_operations": [], "tool_requests": []},
+                     "surface_response": "Done. [STATUS: SUCCESS]"})  # fmt: skip
+
+
+class InstantBackend:
+    name = "instant"
+    vocabulary: Vocabulary = ByteVocabulary()
+
+    async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
+        yield Piece(ANSWER)
+
+
+def layered(nodes: int, width: int = 10) -> str:
+    """``nodes`` writer agents in layers of ``width``; each depends on one agent of the layer before."""
+    lines = ["name: layered", "agents:"]
+    for i in range(nodes):
+        lines += [f"  - id: writer_{i}", "    instructions: write"]
+        if i >= width:
+            lines.append(f"    depends_on: [writer_{i - width}]")
+    return "\n".join(lines) + "\n"
+
+
+async def asyncio_peer(nodes: int, width: int = 10) -> None:
+    """The same DAG as plain asyncio tasks awaiting their dependency: the floor for any scheduler."""
+    tasks: dict[int, asyncio.Task[None]] = {}
+
+    async def node(i: int) -> None:
+        if i >= width:
+            await tasks[i - width]
+        await asyncio.sleep(0)
+
+    for i in range(nodes):
+        tasks[i] = asyncio.create_task(node(i))
+    await asyncio.gather(*tasks.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    nodes = 100 if args.quick else 1000
+    print(f"python {sys.version.split()[0]} on {platform.machine()}, {nodes}-node layered DAG (10 wide)")
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        store = EventStore(f"sqlite:///{home / 'bench.db'}")
+        runtime = Runtime(store, home, backend=InstantBackend(), concurrency=10)
+        run_id = runtime.create(layered(nodes), "layered.yaml", "instant")
+        started = time.perf_counter()
+        state = asyncio.run(runtime.drive(run_id))
+        elapsed = time.perf_counter() - started
+        assert state.status == "completed", state.status
+        events = len(store.events(run_id))
+        print(f"groundstate runtime     {elapsed:8.2f} s   {elapsed / nodes * 1000:7.2f} ms/node   {events} events")
+
+        started = time.perf_counter()
+        asyncio.run(asyncio_peer(nodes))
+        peer = time.perf_counter() - started
+        print(f"plain asyncio (peer)    {peer:8.4f} s   {peer / nodes * 1000:7.4f} ms/node   no store, no guards")
+
+        other = store.create_run("bench", "name: bench\n", None)
+        count = 2000 if args.quick else 10000
+        started = time.perf_counter()
+        for i in range(count):
+            store.append(other, "ToolCall", "writer_0", {"tool": "web_search", "target": str(i), "payload": ""})
+        rate = count / (time.perf_counter() - started)
+        print(f"events into SQLite      {rate:8.0f} events/s (one transaction each, WAL)")
+
+        fresh = EventStore(store.url)  # a restarted process: no cache
+        started = time.perf_counter()
+        replayed = fresh.state(run_id)
+        resume = time.perf_counter() - started
+        print(f"resume (replay {len(replayed.nodes)} nodes, {events} events)   {resume * 1000:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
