@@ -1,0 +1,95 @@
+"""The store on a real PostgreSQL server (started for the test in a temporary directory)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import DecisionError, Runtime
+from groundstate.runtime.store import EventStore
+
+from .conftest import Script, envelope
+
+BINARIES = [Path(d) for d in ("/usr/local/bin", "/usr/lib/postgresql/15/bin", "/usr/bin")]
+
+
+def _binary(name: str) -> str | None:
+    return next((str(d / name) for d in BINARIES if (d / name).exists()), shutil.which(name))
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL (initdb, pg_ctl) is needed for the Postgres store tests")
+        pytest.skip("PostgreSQL is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="groundstate-pg-"))  # under /tmp: pytest's folders are root-only
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    as_user = ["su", "postgres", "-s", "/bin/sh", "-c"] if os.geteuid() == 0 else ["/bin/sh", "-c"]
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+    data = folder / "data"
+    subprocess.run([*as_user, f"{initdb} -D {data} -A trust -U postgres"], check=True, capture_output=True)
+    start = f"{pg_ctl} -D {data} -w -o '-p {port} -k {folder} -c listen_addresses=127.0.0.1' -l {folder}/log start"
+    subprocess.run([*as_user, start], check=True, capture_output=True)
+    yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    subprocess.run([*as_user, f"{pg_ctl} -D {data} -m immediate stop"], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+FLOW = """
+name: pg
+agents:
+  - id: research_a
+    instructions: Find it.
+    tools: [web_search]
+  - id: writer_b
+    instructions: Write it.
+    depends_on: [research_a]
+"""
+
+
+def test_runs_pauses_and_racing_decisions_on_postgres(postgres: str, tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"research_a": [envelope("From memory. [STATUS: SUCCESS]"),
+                                     envelope("x", [{"tool": "web_search", "argument": "battery"}]),
+                                     envelope("Found. [STATUS: SUCCESS]")],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtimes = [Runtime(EventStore(postgres), tmp_path, backend=HTTPBackend("openai-chat", "s", url)) for _ in range(2)]
+    run_id = runtimes[0].create(FLOW, "pg.yaml", "scripted")
+    state = asyncio.run(runtimes[0].drive(run_id))
+    assert state.status == "awaiting_approval"
+    outcomes: list[str] = []
+    barrier = threading.Barrier(6)
+
+    def decide(i: int) -> None:
+        barrier.wait()
+        try:
+            runtimes[i % 2].decide(run_id, "retry")
+            outcomes.append("applied")
+        except DecisionError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["applied"] + ["refused"] * 5
+    state = asyncio.run(runtimes[1].drive(run_id))
+    assert state.status == "completed"
+    fresh = EventStore(postgres)
+    assert fresh.state(run_id).status == "completed" and any(r["id"] == run_id for r in fresh.runs())
