@@ -76,10 +76,13 @@ def model() -> Iterator[tuple[str, Script]]:
                 self.wfile.write(payload)
                 return
             text = answer if isinstance(answer, str) else json.dumps(answer)
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
-            self.wfile.write(sse(text))
+            try:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(sse(text))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client was killed mid-request (the kill-and-resume test does that on purpose)
 
         def log_message(self, *args: object) -> None:
             pass
