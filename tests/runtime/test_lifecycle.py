@@ -189,3 +189,26 @@ def test_every_event_type_is_emitted(runtime: Runtime, model: tuple[str, Script]
     asyncio.run(runtime.drive(run_id))
     record(runtime, run_id)
     assert SEEN == set(ev.EVENT_TYPES)
+
+
+def test_cli_run_with_decide(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {**answers(), "research_left": [envelope("none. [STATUS: NULL]")]}
+    flow = tmp_path / "branches.yaml"
+    flow.write_text(BRANCHES)
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
+    command = [sys.executable, "-m", "groundstate", "run", str(flow), "--model", f"openai-chat:scripted@{url}",
+               "--decide", "skip", "--concurrency", "1"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "QUALITY PAUSE" in done.stdout and "Protocol violation: agent 'research_left'" in done.stdout
+    assert "also: Semantic null: agent 'research_left'" in done.stdout  # every reason is on the card
+    assert "Context drought" not in done.stdout  # research_right still gave the writer content
+    assert done.stdout.strip().endswith("completed")
+    bad = subprocess.run([*command[:7], "--decide", "maybe"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "--decide must be one of retry, skip, abort" in bad.stdout
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(BRANCHES.replace("depends_on: [research_left, research_right]", "depends_on: [nobody]"))
+    refused = subprocess.run([sys.executable, "-m", "groundstate", "run", str(broken)], capture_output=True, text=True,
+                             env=env)  # fmt: skip
+    assert refused.returncode == 2 and "depends_on 'nobody', which is not an agent of the workflow" in refused.stdout

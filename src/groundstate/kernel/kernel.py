@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..logic import Engine, LogicError, Name, Program, Stats
+from ..logic.analysis import AnalyzedProgram
 from ..logic.values import to_value
 from ..packets import UpdateValidator
 from .config import KernelConfig
@@ -30,6 +31,27 @@ class KernelLimitError(RuntimeError):
 
 
 _PROGRAMS: dict[tuple[tuple[str, int], ...], Program] = {}
+
+
+def model_writable(analyzed: AnalyzedProgram) -> set[str]:
+    """The default allowlist: predicates whose Decl carries the ``model_writable()`` descriptor."""
+    return {
+        predicate
+        for predicate, info in analyzed.predicates.items()
+        if info.decl is not None and any(d.predicate == "model_writable" for d in info.decl.descriptors)
+    }
+
+
+def update_validator(analyzed: AnalyzedProgram, allowlist: Collection[str] | None = None) -> UpdateValidator:
+    """A validator for control packets against a program's schemas (default allowlist: model_writable)."""
+    derived = {rule.head.predicate for rule in analyzed.rules}
+    allowed = model_writable(analyzed) if allowlist is None else allowlist
+    return UpdateValidator(analyzed.predicates, allowed, derived=derived)
+
+
+def load_program(sources: Iterable[str | Path]) -> Program:
+    """The shipped defaults followed by ``sources``, parsed once (see ``_load``)."""
+    return _load(tuple([*default_sources(), *(Path(p) for p in sources)]))
 
 
 def _load(sources: tuple[Path, ...]) -> Program:
@@ -204,18 +226,10 @@ class Kernel:
         return sum(len(rel) for rel in self.engine.relations.values()) - self.fact_count()
 
     def model_writable(self) -> set[str]:
-        """The default allowlist: predicates whose Decl carries the ``model_writable()`` descriptor."""
-        return {
-            predicate
-            for predicate, info in self.engine.predicates.items()
-            if info.decl is not None and any(d.predicate == "model_writable" for d in info.decl.descriptors)
-        }
+        return model_writable(self.engine.analyzed)
 
     def update_validator(self, allowlist: Collection[str] | None = None) -> UpdateValidator:
-        """A validator for control packets against this kernel's schemas (default allowlist: model_writable)."""
-        derived = {rule.head.predicate for rule in self.engine.analyzed.rules}
-        allowed = self.model_writable() if allowlist is None else allowlist
-        return UpdateValidator(self.engine.predicates, allowed, derived=derived)
+        return update_validator(self.engine.analyzed, allowlist)
 
     def phase(self) -> str:
         phases = self.query("current_ooda_phase(P)")

@@ -24,9 +24,9 @@ console = Console()
 _DB = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME).")
 
 
-def _runtime(db: str | None, model: str | None = None) -> Runtime:
+def _runtime(db: str | None, concurrency: int = 4) -> Runtime:
     base = home()
-    return Runtime(EventStore(db or default_db_url(base)), base)
+    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency)
 
 
 def _exit_code(state: RunState) -> int:
@@ -86,6 +86,7 @@ def run(
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without asking: retry|skip|abort."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
     max_decisions: int = typer.Option(3, "--max-decisions", min=1, help="How many pauses --decide may handle."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Agents that may run at the same time."),
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
     if decide is not None and decide not in DECISIONS:
@@ -93,7 +94,7 @@ def run(
         raise typer.Exit(2)
     try:
         load_workflow(workflow)
-        runtime = _runtime(db)
+        runtime = _runtime(db, concurrency)
         run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
     except (WorkflowError, ValueError) as exc:
         console.print(f"error: {exc}", markup=False)

@@ -36,6 +36,7 @@ def approval_card(state: RunState) -> Panel | None:
     body = Group(
         Text(f"agent: {pause.agent or '—'}", style="bold"),
         Text(pause.reason),  # model-influenced text is rendered as plain text, never as markup
+        *(Text(f"also: {other}") for other in pause.others),
         Text(pause.hint, style="italic"),
     )
     return Panel(body, title=title, border_style=style)

@@ -86,11 +86,13 @@ class GuardKernel:
     def reset(self, agent: str) -> None:
         """Forget the agent's attempt: its facts and its events."""
         tx = Transaction()
-        for predicate in (*ATTEMPT_FACTS, "event"):
-            for row in self.kernel.engine.base[predicate]:
-                if (predicate == "event" and row[3] == agent) or (predicate != "event" and row[1] == agent):
-                    tx.retract(predicate, row)
-        self.kernel.apply(tx)
+        who = f'"{self.run_id}", "{_quoted(agent)}"'
+        for predicate in ATTEMPT_FACTS:
+            rest = ", _" * (self.kernel.engine.relations[predicate].arity - 2)
+            tx.retract(predicate, *self.kernel.query(f"{predicate}({who}{rest})"))  # indexed: no scan of the run
+        tx.retract("event", *self.kernel.query(f'event("{self.run_id}", _, _, "{_quoted(agent)}")'))
+        if tx.changes:
+            self.kernel.apply(tx)
 
     # -- what the rules say ------------------------------------------------------------------------------
     def approvals(self, agent: str) -> list[Approval]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -84,6 +85,12 @@ def user_prompt(agent: AgentSpec, instructions: str, upstream: list[tuple[str, s
 
 
 def envelope_schema(agent: AgentSpec) -> dict[str, Any]:
+    """The schema for this agent's tools (shared: do not modify it)."""
+    return _envelope_schema(tuple(agent.tools))
+
+
+@functools.cache
+def _envelope_schema(tools: tuple[str, ...]) -> dict[str, Any]:
     """The Piggyback schema with the agent's tools as ``control_packet.tool_requests`` (a v1.2.0 extension
     field: unknown to the seed's schema, kept by its forward compatibility). Strings carry no maxLength: llama.cpp
     expands it into one grammar rule per character; the backend's token limit bounds the output instead."""
@@ -95,7 +102,7 @@ def envelope_schema(agent: AgentSpec) -> dict[str, Any]:
         "items": {
             "type": "object",
             "properties": {
-                "tool": {"enum": agent.tools or ["none"]},
+                "tool": {"enum": list(tools) or ["none"]},
                 "argument": {"type": "string"},
                 "content": {"type": "string"},
             },

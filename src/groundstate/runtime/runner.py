@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel import ActionReport, Kernel, Request, Shards, VirtualStore
+from ..kernel.kernel import load_program, update_validator
+from ..kernel.metrics import Metrics
 from ..logic import Name
 from ..packets import ACCEPTED, ControlPacket, PacketGate
 from ..providers.bridge import SigilBridge
@@ -81,6 +83,9 @@ class Runtime:
         self.concurrency = concurrency
         self.cortex = load_patterns(patterns_path)
         self.patterns = compile_patterns(self.cortex)
+        self.triggers = {p.trigger_event for p in self.cortex}  # event types some pattern listens to
+        self.acting_patterns = any(p.action.request_approval is None for p in self.cortex)
+        self.metrics = Metrics()
         self.max_rounds = max_rounds
         self.search = search
         self._decisions: dict[str, threading.Lock] = {}
@@ -160,7 +165,8 @@ class Runtime:
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         event = self.store.append(ctx.run_id, event_type, agent, payload)
-        ctx.guards.event(event.seq, event_type, agent)
+        if event_type in self.triggers:
+            ctx.guards.event(event.seq, event_type, agent)
         for listener in self.listeners:
             listener(event)
         return event
@@ -213,6 +219,8 @@ class Runtime:
 
     def _cortex_actions(self, ctx: RunContext, agent: str) -> bool:
         """Interrupts abort the run; spawned agents join it. True when the run was aborted."""
+        if not self.acting_patterns:
+            return False
         for interrupted, reason in ctx.guards.interrupts():
             self._emit(ctx, ev.RUN_ABORTED, interrupted or agent, {"reason": reason, "by": "cortex"})
             return True
@@ -237,16 +245,16 @@ class Runtime:
     async def _invoke(
         self, ctx: RunContext, spec: AgentSpec, instructions: str, upstream: list[tuple[str, str]], attempt: int
     ) -> Outcome:
-        kernel = Kernel(ctx.workspace, extra_sources=[defaults_dir() / "agent_tools.mg"])
-        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
-        shards = Shards(kernel, VirtualStore(kernel.workspace, search=self.search))
+        agent_policy = [defaults_dir() / "agent_tools.mg"]
+        validator = update_validator(load_program(agent_policy).analyze())
+        shards: Shards | None = None  # the invocation's kernel, built when the model first asks for a tool
         schema = envelope_schema(spec)
         messages = [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
                     {"role": "user", "content": user_prompt(spec, instructions, upstream)}]  # fmt: skip
         outcome = Outcome()
         for round_number in range(1, self.max_rounds + 1):
             path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
-            gate = PacketGate(kernel.update_validator())
+            gate = PacketGate(validator)
             raw: list[str] = []
             error = None
             with Recorder(path) as recorder:
@@ -290,6 +298,10 @@ class Runtime:
                     self._request_approval(ctx, spec.id, safety, gated.surface)
                     outcome.paused = True
                     return outcome
+            if shards is None:
+                kernel = Kernel(ctx.workspace, extra_sources=agent_policy)
+                kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+                shards = Shards(kernel, VirtualStore(kernel.workspace, search=self.search), metrics=self.metrics)
             reports = shards.step_gated(gated, [Request("/" + r.type, r.target, r.payload) for r in requests])
             results: list[tuple[str, str, ActionReport]] = []
             for request, call_seq in zip(requests, calls, strict=True):

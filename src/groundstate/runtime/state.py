@@ -34,6 +34,7 @@ class Pause:
     reason: str
     hint: str
     seq: int  # the ApprovalRequested event
+    others: list[str] = field(default_factory=list)  # further reasons derived at the same checkpoint
 
 
 @dataclass
@@ -87,7 +88,8 @@ class RunState:
             node.status = SKIPPED
         elif event.type == ev.APPROVAL_REQUESTED:
             self.status = AWAITING_APPROVAL
-            self.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq))
+            others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
+            self.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others))
             if node:
                 node.status = PAUSED
                 node.output = p.get("output", node.output)

@@ -30,7 +30,7 @@ Decl hard_error(Run, Agent, Message)
   descr [doc("The invocation failed: provider error, rejected packet, timeout, crash.")]
   bound [/string, /string, /string].
 Decl event(Run, Seq, Type, Agent)
-  descr [doc("Every event of the run, typed (/agent_failed, /tool_call, ...), for cortex patterns.")]
+  descr [doc("The run's events of the types some cortex pattern triggers on (/agent_failed, /tool_call, ...).")]
   bound [/string, /number, /name, /string].
 Decl tool_call(Run, Agent, Seq, Tool, Argument)
   descr [doc("A tool call the model requested (before it runs), with its target or code.")]
