@@ -1,8 +1,8 @@
 """The run's guard kernel: the runtime reports what happened as facts; guards.mg and the compiled cortex patterns
 derive ``needs_approval``, ``interrupt`` and ``spawn_agent``; the runtime obeys.
 
-Facts about an agent's attempt (pre-flight, tool calls, status, errors, its events) are retracted when the agent is
-retried, so a decision is never re-derived from an attempt the operator already dealt with.
+Facts about an agent's attempt (pre-flight, tool calls, status, errors, its events) are retracted when the agent
+starts again, so a decision is never re-derived from an attempt the operator already dealt with.
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ class GuardKernel:
         self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
 
     def preflight(self, agent: str, upstream: dict[str, str], files: int) -> list[Approval]:
+        """A new attempt: the previous attempt's facts go and the pre-flight facts come, in one evaluation."""
         with self.kernel.transaction() as tx:
+            self._forget_attempt(tx, agent)
             for name, kind in upstream.items():
                 tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
             tx.assert_("upstream_files", (self.run_id, agent, files))
@@ -83,16 +85,13 @@ class GuardKernel:
             tx.assert_("finished", (self.run_id, agent))
         return self.approvals(agent)
 
-    def reset(self, agent: str) -> None:
-        """Forget the agent's attempt: its facts and its events."""
-        tx = Transaction()
+    def _forget_attempt(self, tx: Transaction, agent: str) -> None:
+        """Retract the agent's previous attempt: its facts and its events."""
         who = f'"{self.run_id}", "{_quoted(agent)}"'
         for predicate in ATTEMPT_FACTS:
             rest = ", _" * (self.kernel.engine.relations[predicate].arity - 2)
             tx.retract(predicate, *self.kernel.query(f"{predicate}({who}{rest})"))  # indexed: no scan of the run
         tx.retract("event", *self.kernel.query(f'event("{self.run_id}", _, _, "{_quoted(agent)}")'))
-        if tx.changes:
-            self.kernel.apply(tx)
 
     # -- what the rules say ------------------------------------------------------------------------------
     def approvals(self, agent: str) -> list[Approval]:

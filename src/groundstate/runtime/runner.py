@@ -141,11 +141,12 @@ class Runtime:
 
     def _ready(self, ctx: RunContext, state: RunState, tasks: dict[str, asyncio.Task[None]]) -> list[str]:
         ready = []
+        specs = {a.id: a for a in ctx.workflow.agents}
         for agent in ctx.workflow.order():
             node = state.nodes.get(agent)
             if node is None or node.status != PENDING or (agent in tasks and not tasks[agent].done()):
                 continue
-            upstream = ctx.workflow.agent(agent).depends_on
+            upstream = specs[agent].depends_on
             if all(state.nodes[u].status in (SUCCEEDED, SKIPPED) for u in upstream):
                 ready.append(agent)
         return ready
@@ -178,7 +179,6 @@ class Runtime:
             if state.status != RUNNING:
                 return  # paused or aborted while waiting for a slot
             spec, node = ctx.workflow.agent(agent), state.nodes[agent]
-            ctx.guards.reset(agent)
             upstream = {u: self._kind(state, u) for u in spec.depends_on}
             files = sum(len([t for t in state.nodes[u].tools if t["tool"] == "write_file" and t.get("status") ==
                              "/success"]) for u in spec.depends_on)  # fmt: skip

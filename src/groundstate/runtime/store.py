@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    bindparam,
     create_engine,
     event,
     insert,
@@ -81,6 +82,16 @@ class EventStore:
         metadata.create_all(self.engine)
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
         self._cache: dict[str, RunState] = {}  # derived states, advanced event by event
+        # statements built once: constructing SQLAlchemy expressions per event costs more than running them
+        lock = select(runs.c.last_seq).where(runs.c.id == bindparam("rid"))
+        self._lock_run = lock if self.engine.dialect.name == "sqlite" else lock.with_for_update()
+        self._insert_event = insert(events)
+        self._update_run = (
+            update(runs)
+            .where(runs.c.id == bindparam("rid"))
+            .values(status=bindparam("status"), last_seq=bindparam("last_seq"), updated_at=bindparam("updated_at"),
+                    paused_agent=bindparam("paused_agent"), pause_reason=bindparam("pause_reason"))
+        )  # fmt: skip
 
     # -- writing -------------------------------------------------------------------------------------
     def create_run(self, name: str, workflow_text: str, model: str | None, run_id: str | None = None) -> str:
@@ -102,8 +113,7 @@ class EventStore:
         """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
         append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply."""
         with self._lock, self.engine.begin() as db:
-            query = select(runs.c.last_seq).where(runs.c.id == run_id)
-            row = db.execute(query if self.engine.dialect.name == "sqlite" else query.with_for_update()).first()
+            row = db.execute(self._lock_run, {"rid": run_id}).first()
             if row is None:
                 raise StoreError(f"there is no run {run_id}")
             state = self._cache.pop(run_id, None)
@@ -114,15 +124,16 @@ class EventStore:
                 if event_type not in ev.EVENT_TYPES:
                     raise StoreError(f"unknown event type {event_type}")
                 record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
-                db.execute(insert(events).values(run_id=run_id, seq=record.seq, type=event_type, agent=agent,
-                                                 payload=json.dumps(payload), actor=actor, at=record.at))  # fmt: skip
+                row_values = {"run_id": run_id, "seq": record.seq, "type": event_type, "agent": agent,
+                              "payload": json.dumps(payload), "actor": actor, "at": record.at}  # fmt: skip
+                db.execute(self._insert_event, row_values)
                 state.apply(record)
                 appended.append(record)
             if appended:
-                db.execute(update(runs).where(runs.c.id == run_id).values(
-                    status=state.status, last_seq=state.last_seq, updated_at=appended[-1].at,
-                    paused_agent=state.pause.agent if state.pause else None,
-                    pause_reason=state.pause.reason if state.pause else None))  # fmt: skip
+                db.execute(self._update_run, {
+                    "rid": run_id, "status": state.status, "last_seq": state.last_seq, "updated_at": appended[-1].at,
+                    "paused_agent": state.pause.agent if state.pause else None,
+                    "pause_reason": state.pause.reason if state.pause else None})  # fmt: skip
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
 

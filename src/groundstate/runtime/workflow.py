@@ -14,6 +14,7 @@ agents:
 
 from __future__ import annotations
 
+import heapq
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +80,22 @@ class Workflow(BaseModel):
         """The agents in a dependency order (each after everything it depends on), stable by file order."""
         if len(self._order) == len(self.agents):
             return self._order
+        position = {a.id: i for i, a in enumerate(self.agents)}
+        waiting = {a.id: len(a.depends_on) for a in self.agents}
+        dependants: dict[str, list[str]] = {a.id: [] for a in self.agents}
+        for a in self.agents:
+            for dependency in a.depends_on:
+                dependants[dependency].append(a.id)
+        ready = [position[a] for a, n in waiting.items() if n == 0]
+        heapq.heapify(ready)
         done: list[str] = []
-        placed: set[str] = set()
-        pending = [a.id for a in self.agents]
-        while pending:
-            ready = [a for a in pending if all(d in placed for d in self.agent(a).depends_on)]
-            done += ready
-            placed.update(ready)
-            pending = [a for a in pending if a not in placed]
+        while ready:  # Kahn's algorithm, always taking the earliest agent of the file that is ready
+            agent = self.agents[heapq.heappop(ready)].id
+            done.append(agent)
+            for dependant in dependants[agent]:
+                waiting[dependant] -= 1
+                if waiting[dependant] == 0:
+                    heapq.heappush(ready, position[dependant])
         self._order = done
         return done
 
