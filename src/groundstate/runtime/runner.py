@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +87,6 @@ class Runtime:
         self.metrics = Metrics()
         self.max_rounds = max_rounds
         self.search = search
-        self._decisions: dict[str, threading.Lock] = {}
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     # -- starting --------------------------------------------------------------------------------------
@@ -343,9 +341,7 @@ class Runtime:
                 out.append((ev.RUN_ABORTED, pause.agent, {"reason": f"aborted by {actor}"}))
             return out
 
-        lock = self._decisions.setdefault(run_id, threading.Lock())
-        with lock:
-            self.store.transact(run_id, build, actor)
+        self.store.transact(run_id, build, actor)  # serialised with every other write to the run
         return self.store.state(run_id)
 
 

@@ -24,7 +24,6 @@ class Invocation:
     instructions: str | None = None  # the operator's edited instructions, if any
     tools: list[dict[str, Any]] = field(default_factory=list)  # the last attempt's tool calls and results
     error: str | None = None
-    recording: str | None = None
 
 
 @dataclass
@@ -70,7 +69,6 @@ class RunState:
                 self.nodes[restarted].status = PENDING
         elif event.type == ev.AGENT_STARTED and node:
             node.status, node.attempts, node.tools, node.error = RUNNING, p["attempt"], [], None
-            node.recording = p.get("recording")
         elif event.type == ev.TOOL_CALL and node:
             node.tools.append({"seq": event.seq, "tool": p["tool"], "target": p.get("target", ""),
                                "payload": p.get("payload", "")})  # fmt: skip
