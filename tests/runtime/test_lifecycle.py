@@ -212,3 +212,49 @@ def test_cli_run_with_decide(tmp_path: Path, model: tuple[str, Script]) -> None:
     refused = subprocess.run([sys.executable, "-m", "groundstate", "run", str(broken)], capture_output=True, text=True,
                              env=env)  # fmt: skip
     assert refused.returncode == 2 and "depends_on 'nobody', which is not an agent of the workflow" in refused.stdout
+
+
+def _read_until(fd: int, text: str, seen: list[str], timeout: float = 60) -> None:
+    import select
+
+    deadline = time.monotonic() + timeout
+    while text not in "".join(seen):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} never appeared in: {''.join(seen)[-2000:]}")
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen.append(os.read(fd, 65536).decode("utf-8", "replace"))
+            except OSError:
+                return
+
+
+def test_cli_asks_the_operator_on_a_terminal(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """On a terminal, a pause asks: retry / edit / skip / abort; 'edit' takes new instructions, then retries."""
+    import pty
+
+    url, script = model
+    memory, found = envelope("Memory. [STATUS: SUCCESS]"), envelope("Found. [STATUS: SUCCESS]")
+    script.answers = {**answers(), "research_left": [memory, envelope("x", SEARCH), found]}
+    flow = tmp_path / "branches.yaml"
+    flow.write_text(BRANCHES)
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200", "TERM": "dumb"}
+    parent, child = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "groundstate", "run", str(flow), "--model",
+                                f"openai-chat:scripted@{url}"], stdin=child, stdout=child, stderr=child, env=env,
+                               close_fds=True)  # fmt: skip
+    os.close(child)
+    seen: list[str] = []
+    try:
+        _read_until(parent, "decision", seen)
+        assert "Protocol violation: agent 'research_left'" in "".join(seen)
+        os.write(parent, b"edit\n")
+        _read_until(parent, "new instructions", seen)
+        os.write(parent, b"Search the corpus for home batteries.\n")
+        _read_until(parent, "completed", seen)
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+        os.close(parent)
+    retried = [b for a, b in script.requests if a == "research_left"][1]["messages"][1]["content"]
+    assert retried == "Task: Search the corpus for home batteries."
