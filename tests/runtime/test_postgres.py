@@ -20,7 +20,7 @@ from groundstate.runtime.store import EventStore
 
 from .conftest import Script, envelope
 
-BINARIES = [Path(d) for d in ("/usr/local/bin", "/usr/lib/postgresql/15/bin", "/usr/bin")]
+BINARIES = [Path("/usr/local/bin"), *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
 
 
 def _binary(name: str) -> str | None:
