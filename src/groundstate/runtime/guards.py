@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..kernel import Kernel, Transaction
+from ..kernel.explain import why
 from ..logic import Name
 from .workflow import Workflow
 
@@ -98,6 +100,12 @@ class GuardKernel:
         rows = self.kernel.query(f'needs_approval("{self.run_id}", "{_quoted(agent)}", C, R)')
         found = [Approval(str(c).lstrip("/"), r) for _, _, c, r in rows]
         return sorted(found, key=lambda a: (a.category != "safety", a.reason))
+
+    def why(self, agent: str, approval: Approval) -> dict[str, Any]:
+        """The rules and facts that derived this pause, as a tree (kept in the event: it outlives the process)."""
+        reason = approval.reason.replace("\\", "\\\\").replace('"', '\\"')
+        pattern = f'needs_approval("{self.run_id}", "{_quoted(agent)}", /{approval.category}, "{reason}")'
+        return why(self.kernel, pattern).to_json()
 
     def hint(self, category: str) -> str:
         return self.hints.get("/" + category, "")

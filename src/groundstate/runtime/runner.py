@@ -238,6 +238,7 @@ class Runtime:
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
+            "why": ctx.guards.why(agent, first),
         })  # fmt: skip
 
     async def _invoke(
