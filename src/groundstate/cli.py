@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from . import __version__
+from .console.cli import demo as demo_command
+from .console.cli import serve as serve_command
 from .kernel.cli import app as kernel_app
 from .logic.cli import app as logic_app
 from .packets.cli import app as packets_app
@@ -25,6 +27,8 @@ app.add_typer(packets_app, name="packets")
 app.add_typer(kernel_app, name="kernel")
 app.add_typer(runs_app, name="runs")
 app.command(name="run")(run_command)
+app.command(name="serve")(serve_command)
+app.command(name="demo")(demo_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,1 @@
+"""groundstate.console — the operator console (web UI and HTTP API) and the ``groundstate demo`` job."""

@@ -1,0 +1,110 @@
+"""``groundstate serve`` and ``groundstate demo``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import typer
+import uvicorn
+from rich.console import Console
+from rich.live import Live
+
+from ..runtime.display import approval_card, dag_view
+from ..runtime.home import default_db_url, home
+from ..runtime.runner import DECISIONS, Runtime
+from ..runtime.state import AWAITING_APPROVAL, COMPLETED, FINISHED, RunState
+from ..runtime.store import EventStore
+from ..runtime.workflow import parse_workflow
+from .app import create_app
+from .auth import load_or_create_token
+
+console = Console()
+DEMO = Path(str(resources.files("groundstate.runtime") / "examples" / "market-brief.yaml"))
+
+
+def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str]:
+    token, created = load_or_create_token(runtime.home)
+    if created:
+        console.print(f"a console token was created in {runtime.home / 'console.token'} (mode 0600):",
+                      markup=False, highlight=False)  # fmt: skip
+        console.print(token, markup=False, highlight=False, soft_wrap=True)
+    config = uvicorn.Config(create_app(runtime, token), host=host, port=port, log_level="warning")
+    return uvicorn.Server(config), token
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback by default)."),
+    port: int = typer.Option(8765, "--port", help="Port."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+) -> None:
+    """Serve the operator console and its API."""
+    base = home()
+    server, _ = _server(Runtime(EventStore(db or default_db_url(base)), base), host, port)
+    console.print(f"console: http://{host}:{port}/  (API docs: /api/docs)")
+    server.run()
+
+
+def demo(
+    port: int = typer.Option(8765, "--port", help="Port of the console."),
+    model: str = typer.Option("local", "--model", help="local, local:PATH.gguf or API:MODEL@URL."),
+    decide: str | None = typer.Option(None, "--decide", help="Decide every pause without the console."),
+    instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+) -> None:
+    """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
+    if decide is not None and decide not in DECISIONS:
+        console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
+        raise typer.Exit(2)
+    base = home()
+    runtime = Runtime(EventStore(db or default_db_url(base)), base)
+    server, token = _server(runtime, "127.0.0.1", port)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            console.print(f"error: the console could not start on port {port} (in use? try --port)")
+            raise typer.Exit(2)
+        time.sleep(0.05)
+    text = DEMO.read_text(encoding="utf-8")
+    run_id = runtime.create(text, str(DEMO), model)
+    link = f"http://127.0.0.1:{port}/login?token={token}&next=/runs/{run_id}"
+    console.print(f"demo run {run_id}; console: {link}", markup=False, highlight=False)
+    depends = {a.id: a.depends_on for a in parse_workflow(text, run_id).agents}
+    new = instructions.read_text(encoding="utf-8") if instructions else None
+    decisions = 0
+    with Live(dag_view(runtime.store.state(run_id), depends), console=console, refresh_per_second=4) as live:
+        runtime.listeners.append(lambda _: live.update(dag_view(runtime.store.state(run_id), depends)))
+        state = asyncio.run(runtime.drive(run_id))
+        while state.status == AWAITING_APPROVAL:
+            live.update(dag_view(state, depends))
+            card = approval_card(state)
+            if card is not None:
+                live.console.print(card)
+            if decide is not None and decisions < 3:
+                decisions += 1
+                runtime.decide(run_id, decide, new, actor="demo")
+                state = asyncio.run(runtime.drive(run_id))
+                continue
+            if decide is not None:
+                break
+            live.console.print(f"paused: decide in the console — {link}", markup=False, highlight=False)
+            state = _wait(runtime, run_id, lambda s: s.status != AWAITING_APPROVAL)
+            state = _wait(runtime, run_id, lambda s: s.status in FINISHED or s.status == AWAITING_APPROVAL)
+        live.update(dag_view(state, depends))
+    console.print(f"run {run_id}: {state.status}")
+    server.should_exit = True
+    raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
+
+
+def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> RunState:
+    """Poll the store: decisions made in the console run the run in the console's process."""
+    while True:
+        state = runtime.store.state(run_id)
+        if done(state):
+            return state
+        time.sleep(0.3)

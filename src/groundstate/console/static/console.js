@@ -1,0 +1,21 @@
+// Live run pages: follow the run's event stream and re-render the (server-escaped) fragment.
+// The instructions box is never replaced while the operator is editing it.
+(function () {
+  const section = document.getElementById("run");
+  if (!section || !window.EventSource) return;
+  const run = section.dataset.run;
+  let editing = false, pending = false;
+  section.addEventListener("input", (e) => { if (e.target.id === "instructions") editing = true; });
+  async function refresh() {
+    if (pending) return;
+    pending = true;
+    try {
+      const response = await fetch(`/runs/${encodeURIComponent(run)}?fragment=1`, { credentials: "same-origin" });
+      if (response.ok && !editing) section.innerHTML = await response.text();
+    } finally {
+      pending = false;
+    }
+  }
+  const stream = new EventSource(`/api/runs/${encodeURIComponent(run)}/stream?after=${section.dataset.seq}`);
+  stream.addEventListener("run", () => setTimeout(refresh, 150));
+})();
