@@ -65,12 +65,19 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
                                     headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
             return RedirectResponse(f"/login?next={path}", status_code=303)
         if request.method not in ("GET", "HEAD", "OPTIONS") and not bearer:  # a browser session changing state
-            sent = request.headers.get("x-csrf-token")
-            if sent is None and request.headers.get("content-type", "").startswith("application/x-www-form"):
-                sent = (await request.form()).get("csrf")  # type: ignore[assignment]
-            if not same(sent if isinstance(sent, str) else None, csrf):
-                return JSONResponse({"detail": "missing or wrong CSRF token"}, status_code=403)
+            form = request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
+            if form and _form_path(path):
+                request.state.csrf_from_form = True  # the page's handler checks the form's csrf field
+            elif not same(request.headers.get("x-csrf-token"), csrf):
+                return _csrf_refused()
         return await call_next(request)
+
+    async def checked_form(request: Request) -> Any:
+        """The posted form, refused unless a cookie session sent the right CSRF field (bearer needs none)."""
+        form = await request.form()
+        if getattr(request.state, "csrf_from_form", False) and not same(_text(form.get("csrf")), csrf):
+            raise HTTPException(403, "missing or wrong CSRF token")
+        return form
 
     def start(run_id: str) -> None:
         task = drives.get(run_id)
@@ -194,7 +201,7 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
 
     @app.post("/runs")
     async def start_page(request: Request) -> Response:
-        form = await request.form()
+        form = await checked_form(request)
         run_id = create(NewRun(example=str(form.get("example", "")), model=str(form.get("model") or "local")))
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
@@ -207,7 +214,7 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
 
     @app.post("/runs/{run_id}/decide")
     async def decide_page(request: Request, run_id: str) -> Response:
-        form = await request.form()
+        form = await checked_form(request)
         decision = str(form.get("decision", ""))
         if decision not in DECISIONS:
             raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
@@ -259,6 +266,20 @@ def _layers(state: RunState) -> list[list[tuple[str, list[str]]]]:
     for agent in state.nodes:
         columns[depth[agent]].append((agent, depends.get(agent, [])))
     return columns
+
+
+def _form_path(path: str) -> bool:
+    """The pages that take HTML forms (and check their CSRF field themselves)."""
+    parts = path.strip("/").split("/")
+    return path == "/runs" or (len(parts) == 3 and parts[0] == "runs" and parts[2] == "decide")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _csrf_refused() -> JSONResponse:
+    return JSONResponse({"detail": "missing or wrong CSRF token"}, status_code=403)
 
 
 def _local(target: str) -> str:

@@ -97,6 +97,13 @@ def demo(
             state = _wait(runtime, run_id, lambda s: s.status in FINISHED or s.status == AWAITING_APPROVAL)
         live.update(dag_view(state, depends))
     console.print(f"run {run_id}: {state.status}")
+    if decide is None:
+        console.print(f"the console stays up at {link} — Ctrl+C to stop", markup=False, highlight=False)
+        try:
+            while thread.is_alive():
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
     server.should_exit = True
     raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
 

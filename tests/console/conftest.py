@@ -1,0 +1,85 @@
+"""A real console (``groundstate serve`` in a subprocess) and a real browser (Debian's chromium, headless)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from ..runtime.conftest import Script, envelope, model  # noqa: F401 - the scripted provider fixture
+
+ARTIFACTS = Path(__file__).parents[2] / "test-artifacts" / "console"
+CHROMIUM = "/usr/bin/chromium"
+
+
+@dataclass
+class Console:
+    url: str
+    token: str
+    home: Path
+
+    def api(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[Console]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = tmp_path / "home"
+    env = {**os.environ, "GROUNDSTATE_HOME": str(home)}
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/login", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    else:
+        server.kill()
+        pytest.fail(f"the console did not start: {server.stdout.read() if server.stdout else ''}")
+    token = (home / "console.token").read_text().strip()
+    yield Console(url, token, home)
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is needed for the browser tests (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox",
+                                                                             "--disable-gpu"])  # fmt: skip
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, console: Console) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{console.url}/")
+    page.fill("input[name=token]", console.token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{console.url}/")
+    yield page
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

@@ -1,0 +1,128 @@
+"""The operator's flows in a real browser: the seed's recovery flow on the local model, skip and abort, escaping of
+model output, and the two kinds of approval card. Screenshots of each page go to test-artifacts/console/."""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import Page, expect
+
+from ..runtime.conftest import Script, envelope
+from .conftest import Console, shot
+
+BRANCH = """
+name: guarded
+agents:
+  - id: research_a
+    instructions: Find the figure.
+    tools: [web_search]
+  - id: writer_b
+    instructions: Write it up.
+    depends_on: [research_a]
+"""
+
+
+def start(console: Console, workflow: str, model: str) -> str:
+    response = console.api().post("/api/runs", json={"workflow": workflow, "model": model})
+    assert response.status_code == 201, response.text
+    return str(response.json()["run_id"])
+
+
+def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Console) -> None:
+    shot(page, "runs-empty")
+    page.select_option("select[name=example]", "market-brief")
+    page.click("text=Start a run")
+    card = page.locator("#approval")
+    expect(card).to_be_visible(timeout=120_000)  # the page follows the run live
+    expect(card).to_have_attribute("data-category", "quality")
+    expect(card.locator(".reason").first).to_contain_text(
+        "Protocol violation: agent 'research_market' did not execute /web_search"
+    )
+    expect(card.locator(".agent")).to_contain_text("research_market")
+    expect(card.locator(".hint")).to_contain_text("retry, skip or abort")
+    shot(page, "run-paused")
+    run_id = page.url.rsplit("/", 1)[1]
+
+    page.click(f"a[href='/runs/{run_id}/kernel']")
+    expect(page.locator(".why").first).to_contain_text("mandatory_tool(/research_, /web_search)")
+    expect(page.locator(".why").first).to_contain_text("!tool_executed(")
+    shot(page, "kernel")
+    page.go_back()
+
+    page.fill("#instructions", "Use web_search to find the 2025 market size for home battery storage.")
+    page.fill("input[name=operator]", "dana")
+    page.click("button.execute")
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=180_000)
+    expect(page.locator("#approval")).to_have_count(0)
+    expect(page.locator(".node.succeeded")).to_have_count(3)
+    expect(page.locator(".pane[data-agent=research_market] details.tool").first).to_contain_text("web_search")
+    shot(page, "run-completed")
+
+    events = console.api().get(f"/api/runs/{run_id}/events").json()
+    decided = next(e for e in events if e["type"] == "ApprovalDecided")
+    assert decided["actor"] == "console:dana" and decided["payload"]["decision"] == "retry"
+    assert decided["payload"]["instructions"].startswith("Use web_search")
+    page.goto(f"{console.url}/")
+    expect(page.locator("table.runs")).to_contain_text("completed")
+    shot(page, "runs")
+
+
+def test_skip_then_abort(page: Page, console: Console, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"research_a": [envelope("Nothing. [STATUS: NULL]")], "writer_b": [envelope("x")]}
+    run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{run_id}")
+    expect(page.locator("#approval .reason").first).to_contain_text("agent 'research_a'", timeout=30_000)
+    page.click("button.skip")
+    expect(page.locator("#approval .reason").first).to_contain_text("Context drought: agent 'writer_b'",
+                                                                  timeout=30_000)  # fmt: skip
+    expect(page.locator(".node.skipped")).to_have_count(1)
+    page.click("button.abort")
+    expect(page.locator("#run-status")).to_have_text("aborted", timeout=30_000)
+    assert not any(agent == "writer_b" for agent, _ in script.requests)
+
+
+def test_model_output_is_shown_as_text(page: Page, console: Console, model: tuple[str, Script]) -> None:
+    url, script = model
+    hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"><b>bold</b> [STATUS: NULL]'
+    script.answers = {"research_a": [envelope(hostile)]}
+    run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{run_id}")
+    surface = page.locator(".pane[data-agent=research_a] pre.surface")
+    expect(surface).to_have_text(hostile, timeout=30_000)
+    assert page.evaluate("window.pwned") is None
+    assert page.locator(".pane b").count() == 0 and page.locator(".pane img").count() == 0
+    page.reload()  # the server-rendered page escapes too, not only the live updates
+    expect(surface).to_have_text(hostile)
+    assert page.evaluate("window.pwned") is None
+
+
+DANGER = """
+name: dangerous
+agents:
+  - id: coder_x
+    instructions: Clean up.
+    tools: [execute_python, delete_file]
+"""
+
+
+def test_safety_and_quality_cards_look_different(page: Page, console: Console, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"coder_x": [envelope("x", [{"tool": "delete_file", "argument": "keep.txt"}])],
+                      "research_a": [envelope("From memory. [STATUS: SUCCESS]")]}  # fmt: skip
+    safety_run = start(console, DANGER, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{safety_run}")
+    card = page.locator("#approval")
+    expect(card).to_have_attribute("data-category", "safety", timeout=30_000)
+    expect(card.locator("h2")).to_have_text("Safety pause")
+    expect(card.locator(".reason").first).to_have_text("The agent asked to delete a file.")
+    safety_border = card.evaluate("e => getComputedStyle(e).borderColor")
+    shot(page, "run-safety-pause")
+
+    quality_run = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{quality_run}")
+    expect(card).to_have_attribute("data-category", "quality", timeout=30_000)
+    expect(card.locator("h2")).to_have_text("Quality pause")
+    assert card.evaluate("e => getComputedStyle(e).borderColor") != safety_border
+    why = console.api().get(f"/api/runs/{safety_run}/why").json()
+    assert json.dumps(why).count("tool_call(") >= 1
