@@ -57,8 +57,10 @@ def console(tmp_path: Path) -> Iterator[Console]:
     server.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Per module: Playwright's sync API keeps an event loop running in this thread until it is closed, and the
+    other test modules call asyncio.run()."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is needed for the browser tests (apt-get install chromium)")
     with sync_playwright() as playwright:
