@@ -75,6 +75,7 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(f"{console.url}/")
+    shot(page, "login")
     page.fill("input[name=token]", console.token)
     page.click("button[type=submit]")
     page.wait_for_url(f"{console.url}/")

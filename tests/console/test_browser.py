@@ -4,6 +4,7 @@ model output, and the two kinds of approval card. Screenshots of each page go to
 from __future__ import annotations
 
 import json
+import time
 
 from playwright.sync_api import Page, expect
 
@@ -71,6 +72,13 @@ def test_skip_then_abort(page: Page, console: Console, model: tuple[str, Script]
     url, script = model
     script.answers = {"research_a": [envelope("Nothing. [STATUS: NULL]")], "writer_b": [envelope("x")]}
     run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    approvals = []
+    for _ in range(100):
+        approvals = console.api().get("/api/approvals").json()
+        if approvals:
+            break
+        time.sleep(0.1)
+    assert [(a["run_id"], a["agent"], a["category"]) for a in approvals] == [(run_id, "research_a", "quality")]
     page.goto(f"{console.url}/runs/{run_id}")
     expect(page.locator("#approval .reason").first).to_contain_text("agent 'research_a'", timeout=30_000)
     page.click("button.skip")
@@ -85,16 +93,19 @@ def test_skip_then_abort(page: Page, console: Console, model: tuple[str, Script]
 def test_model_output_is_shown_as_text(page: Page, console: Console, model: tuple[str, Script]) -> None:
     url, script = model
     hostile = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"><b>bold</b> [STATUS: NULL]'
-    script.answers = {"research_a": [envelope(hostile)]}
+    script.answers = {"research_a": [envelope(hostile, reasoning_trace="<i>thinking</i> hard")]}
     run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
     page.goto(f"{console.url}/runs/{run_id}")
     surface = page.locator(".pane[data-agent=research_a] pre.surface")
     expect(surface).to_have_text(hostile, timeout=30_000)
     assert page.evaluate("window.pwned") is None
     assert page.locator(".pane b").count() == 0 and page.locator(".pane img").count() == 0
+    thinking = page.locator(".pane[data-agent=research_a] details.thinking")
+    expect(thinking).not_to_have_attribute("open", "")  # collapsed
+    expect(thinking.locator("pre")).to_contain_text("<i>thinking</i> hard")  # as text, though collapsed
     page.reload()  # the server-rendered page escapes too, not only the live updates
     expect(surface).to_have_text(hostile)
-    assert page.evaluate("window.pwned") is None
+    assert page.evaluate("window.pwned") is None and page.locator(".pane i").count() == 0
 
 
 DANGER = """

@@ -156,6 +156,17 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
             raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
         return run_json(decide(run_id, body.decision, body.instructions, body.operator))
 
+    @app.get("/api/approvals")
+    def api_approvals() -> list[dict[str, Any]]:
+        """Every pause waiting for a decision, across runs."""
+        out = []
+        for row in runtime.store.runs():
+            if row["status"] == "awaiting_approval":
+                state = runtime.store.state(row["id"])
+                out += [{"run_id": row["id"], "agent": p.agent, "category": p.category, "reason": p.reason,
+                         "hint": p.hint, "seq": p.seq} for p in state.pauses]  # fmt: skip
+        return out
+
     @app.get("/api/runs/{run_id}/why")
     def api_why(run_id: str) -> list[dict[str, Any]]:
         """Why the run paused, each time: the rules and facts that derived ``needs_approval``."""
@@ -244,7 +255,8 @@ def run_json(state: RunState) -> dict[str, Any]:
     return {
         "run_id": state.run_id, "name": state.name, "status": state.status, "model": state.model,
         "outcome": state.outcome,
-        "nodes": {a: {"status": n.status, "attempts": n.attempts, "output": n.output, "status_tag": n.status_tag,
+        "nodes": {a: {"status": n.status, "attempts": n.attempts, "output": n.output, "thinking": n.thinking,
+                      "status_tag": n.status_tag,
                       "instructions": instructions[a], "tools": n.tools, "error": n.error}
                   for a, n in state.nodes.items()},
         "pause": None if state.pause is None else {

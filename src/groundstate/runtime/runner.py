@@ -50,6 +50,7 @@ class Outcome:
     executed: list[str] = field(default_factory=list)
     error: str | None = None
     paused: bool = False
+    thinking: str = ""  # the control packets' reasoning traces: shown collapsed, never as the answer
 
 
 @dataclass
@@ -200,9 +201,9 @@ class Runtime:
             if self._cortex_actions(ctx, agent):
                 return
             if approvals:
-                self._request_approval(ctx, agent, approvals, outcome.surface)
+                self._request_approval(ctx, agent, approvals, outcome.surface, outcome.thinking)
             elif outcome.error is None:
-                completed = {"output": outcome.surface, "status_tag": outcome.status_tag}
+                completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking}
                 self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
                 self._cortex_actions(ctx, agent)
 
@@ -233,12 +234,14 @@ class Runtime:
                 self._emit(ctx, ev.NODE_CREATED, None, {"agent": spec.id, "spec": spec.model_dump()})
         return False
 
-    def _request_approval(self, ctx: RunContext, agent: str, approvals: list[Approval], output: str) -> None:
+    def _request_approval(
+        self, ctx: RunContext, agent: str, approvals: list[Approval], output: str, thinking: str = ""
+    ) -> None:
         first = approvals[0]
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
-            "why": ctx.guards.why(agent, first),
+            "thinking": thinking, "why": ctx.guards.why(agent, first),
         })  # fmt: skip
 
     async def _invoke(
@@ -282,6 +285,8 @@ class Runtime:
                 outcome.surface = "".join(raw)[:2000]
                 return outcome
             outcome.surface = gated.surface
+            if gated.packet.packet.reasoning_trace:
+                outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
             requests = _tool_requests(gated.packet.packet, spec)
             if not requests or round_number == self.max_rounds:
                 outcome.status_tag, outcome.bypass = _tags(gated.surface)
@@ -294,7 +299,7 @@ class Runtime:
                 calls.append(call.seq)
                 safety = ctx.guards.tool_call(spec.id, call.seq, request.type, argument)
                 if safety:
-                    self._request_approval(ctx, spec.id, safety, gated.surface)
+                    self._request_approval(ctx, spec.id, safety, gated.surface, outcome.thinking)
                     outcome.paused = True
                     return outcome
             if shards is None:

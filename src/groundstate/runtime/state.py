@@ -20,6 +20,7 @@ class Invocation:
     status: str = PENDING
     attempts: int = 0
     output: str = ""  # the surface response of the last successful attempt
+    thinking: str = ""  # its reasoning traces
     status_tag: str | None = None
     instructions: str | None = None  # the operator's edited instructions, if any
     tools: list[dict[str, Any]] = field(default_factory=list)  # the last attempt's tool calls and results
@@ -79,6 +80,7 @@ class RunState:
                                 reason=p.get("reason"))  # fmt: skip
         elif event.type == ev.AGENT_COMPLETED and node:
             node.status, node.output, node.status_tag = SUCCEEDED, p["output"], p.get("status_tag")
+            node.thinking = p.get("thinking", "")
         elif event.type == ev.AGENT_FAILED and node:
             node.status, node.error = FAILED, p.get("error")
             node.output = p.get("output", node.output)
@@ -91,6 +93,7 @@ class RunState:
             if node:
                 node.status = PAUSED
                 node.output = p.get("output", node.output)
+                node.thinking = p.get("thinking", node.thinking)
         elif event.type == ev.APPROVAL_DECIDED:
             self.pauses = [x for x in self.pauses if x.seq != p["pause"]]
             if node and p["decision"] == "retry":
