@@ -9,18 +9,8 @@ import time
 from playwright.sync_api import Page, expect
 
 from ..runtime.conftest import Script, envelope
+from ..runtime.test_guards import FLOW as BRANCH
 from .conftest import Console, shot
-
-BRANCH = """
-name: guarded
-agents:
-  - id: research_a
-    instructions: Find the figure.
-    tools: [web_search]
-  - id: writer_b
-    instructions: Write it up.
-    depends_on: [research_a]
-"""
 
 
 def start(console: Console, workflow: str, model: str) -> str:
