@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+from groundstate.kernel import KernelConfig, ShardProfile
 from groundstate.runtime import events as ev
+from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.state import RunState
+from groundstate.runtime.store import EventStore
 
 from .conftest import Script, envelope
 
@@ -162,3 +166,16 @@ def test_edited_instructions_reach_the_model_on_retry(runtime: Runtime, model: t
     assert state.status == "completed" and state.nodes["research_a"].attempts == 2
     retried = [b for a, b in script.requests if a == "research_a"][1]["messages"][1]["content"]
     assert retried == "Task: Search the corpus for the home battery market."
+
+
+def test_a_prompt_over_the_context_budget_pauses(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"research_a": [envelope("x")]}
+    config = KernelConfig(shard_profiles={"main": ShardProfile(max_context_tokens=50)})
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'b.db'}"), tmp_path,
+                      backend=HTTPBackend("openai-chat", "s", url), config=config)  # fmt: skip
+    _, state = run(runtime)
+    assert state.pause is not None
+    failure = next(r for r in [state.pause.reason, *state.pause.others] if r.startswith("Execution failure"))
+    assert "the prompt is too long" in failure and "exceed the shard's context budget of 50 tokens" in failure
+    assert script.requests == []  # nothing was sent to the model

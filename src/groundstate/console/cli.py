@@ -6,7 +6,6 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 import typer
@@ -20,11 +19,11 @@ from ..runtime.runner import DECISIONS, Runtime
 from ..runtime.state import AWAITING_APPROVAL, COMPLETED, FINISHED, RunState
 from ..runtime.store import EventStore
 from ..runtime.workflow import parse_workflow
-from .app import create_app
+from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
 console = Console()
-DEMO = Path(str(resources.files("groundstate.runtime") / "examples" / "market-brief.yaml"))
+DEMO = EXAMPLES / "market-brief.yaml"
 
 
 def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str]:

@@ -191,11 +191,6 @@ class Kernel:
             tx.assert_(predicate, *rows)
         return self.last_stats
 
-    def retract_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
-        with self.transaction() as tx:
-            tx.retract(predicate, *rows)
-        return self.last_stats
-
     def retract_matching(self, tx: Transaction, pattern: str) -> None:
         """Add to ``tx`` the retraction of every base fact matching ``pattern`` (``current_time(_)``)."""
         predicate = pattern.split("(", 1)[0].strip()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel import ActionReport, Kernel, Request, Shards, VirtualStore
+from ..kernel.config import ContextBudgetError, KernelConfig, check_context
 from ..kernel.kernel import load_program, update_validator
 from ..kernel.metrics import Metrics
 from ..logic import Name
@@ -75,8 +76,10 @@ class Runtime:
         patterns_path: Path | None = None,
         max_rounds: int = 3,
         search: Any = None,
+        config: KernelConfig | None = None,
     ) -> None:
         self.store = store
+        self.config = config or KernelConfig()  # shard profiles bound each agent's prompt
         self.home = home
         self._backend = backend
         self._backend_factory = backend_factory
@@ -254,7 +257,13 @@ class Runtime:
         messages = [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
                     {"role": "user", "content": user_prompt(spec, instructions, upstream)}]  # fmt: skip
         outcome = Outcome()
+        profile = self.config.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         for round_number in range(1, self.max_rounds + 1):
+            try:
+                check_context(profile, "\n".join(m["content"] for m in messages))
+            except ContextBudgetError as exc:
+                outcome.error = f"the prompt is too long: {exc}"
+                return outcome
             path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
             gate = PacketGate(validator)
             raw: list[str] = []
