@@ -43,8 +43,8 @@ class Turns:
 
     def request(self, action: str, target: str, payload: str | dict[str, Any] = "") -> ActionReport:
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        update = f"requested_action(/r1, {action}, {json.dumps(target)}, {json.dumps(text)})"
-        [report] = self.turn("/do", "codebase", updates=[update], category="/instruction")
+        tool = {"tool": action, "argument": target, "content": text}
+        [report] = self.turn("/do", "codebase", category="/instruction", tool_requests=[tool])
         return report
 
 

@@ -136,7 +136,7 @@ def test_chesterton_fence_warns_on_recent_changes(turns: Turns) -> None:
 
 
 def test_model_asking_for_approval_is_honoured(turns: Turns, tmp_path: Path) -> None:
-    update = 'requested_action(/r1, /write_file, "a.txt", "x")'
-    [report] = turns.turn("/do", updates=[update], category="/instruction",
+    tool = {"tool": "/write_file", "argument": "a.txt", "content": "x"}
+    [report] = turns.turn("/do", category="/instruction", tool_requests=[tool],
                           safety_gates={"requires_user_approval": True})  # fmt: skip
     assert report.reason == "requires user approval: the model asked for approval"

@@ -94,7 +94,7 @@ def test_cli_step_and_lint(tmp_path: Path) -> None:
     packet = tmp_path / "packet.json"
     packet.write_text(json.dumps({"control_packet": {
         "intent_classification": {"category": "/query", "verb": "/explain", "target": "a.py", "confidence": 0.9},
-        "mangle_updates": ['requested_action(/r1, /delete_file, "a.py", "")']}, "surface_response": "hi"}))  # fmt: skip
+        "tool_requests": [{"tool": "delete_file", "argument": "a.py"}]}, "surface_response": "hi"}))  # fmt: skip
     done = groundstate("kernel", "step", "--packet", str(packet), "--workspace", str(tmp_path))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

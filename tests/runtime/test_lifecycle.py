@@ -107,7 +107,7 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     script.delays = {"writer_join": 60}
     flow = tmp_path / "branches.yaml"
     flow.write_text(BRANCHES)
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "GROUNDSTATE_LEASE_SECONDS": "3"}
     db = f"sqlite:///{tmp_path / 'killed.db'}"
     child = subprocess.Popen([sys.executable, "-m", "groundstate", "run", str(flow), "--db", db,
                               "--model", f"openai-chat:scripted@{url}"], env=env, stdin=subprocess.DEVNULL,
@@ -127,6 +127,11 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     run_id = store.runs()[0]["id"]
     assert store.state(run_id).nodes["writer_join"].status == "running"  # it died mid-invocation
     script.delays = {}
+    early = subprocess.run([sys.executable, "-m", "groundstate", "runs", "resume", run_id, "--db", db], env=env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert early.returncode == 4 and "is being driven by" in early.stdout  # the dead driver's lease still holds
+    time.sleep(3.5)
+    assert store.runs()[0]["status"] == "interrupted"  # its lease expired: nobody drives it
     resumed = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
     state = asyncio.run(resumed.drive(run_id))
     assert state.status == "completed"

@@ -42,6 +42,11 @@ class NewRun(BaseModel):
     model: str = "local"
 
 
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'")
+DOCS_CSP = "frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
+
+
 def create_app(runtime: Runtime, token: str) -> FastAPI:
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
                   redoc_url=None)  # fmt: skip
@@ -71,6 +76,18 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
             elif not same(request.headers.get("x-csrf-token"), csrf):
                 return _csrf_refused()
         return await call_next(request)
+
+    @app.middleware("http")
+    async def protective_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """Added last, so it wraps everything (refusals and redirects too): no page may be framed by another site
+        — a click on a framed Abort button is an operator's decision — and only the console's own script runs."""
+        response = await call_next(request)
+        docs = request.url.path == "/api/docs"  # FastAPI's Swagger page needs its inline script
+        response.headers["Content-Security-Policy"] = DOCS_CSP if docs else CSP
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
 
     async def checked_form(request: Request) -> Any:
         """The posted form, refused unless a cookie session sent the right CSRF field (bearer needs none)."""

@@ -7,7 +7,7 @@ reports = shards.step(parse_output(model_output, kernel.update_validator()))
 
 from .config import CoreLimits, KernelConfig, ShardProfile
 from .kernel import Frame, Kernel, KernelLimitError, Transaction
-from .ooda import ActionReport, Request, Shards
+from .ooda import ActionReport, PacketRefused, Request, Shards
 from .store import VirtualStore
 from .workspace import Workspace, WorkspaceError
 
@@ -18,6 +18,7 @@ __all__ = [
     "Kernel",
     "KernelConfig",
     "KernelLimitError",
+    "PacketRefused",
     "Request",
     "ShardProfile",
     "Shards",

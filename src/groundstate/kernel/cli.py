@@ -15,7 +15,7 @@ from .executors import EXECUTORS
 from .kernel import Kernel, Transaction
 from .learned import LearnedRuleError, LearnedRules
 from .lint import ERROR, lint
-from .ooda import Request, Shards
+from .ooda import PacketRefused, Request, Shards
 from .store import VirtualStore
 
 app = typer.Typer(help="The agent kernel: step, lint, repl.", no_args_is_help=True)
@@ -30,7 +30,7 @@ SHOWN = (
 def step(
     packet: Path = typer.Option(..., "--packet", help="A model output carrying a control packet."),
     workspace: Path = typer.Option(Path("."), "--workspace", help="The directory actions are confined to."),
-    request: list[str] | None = typer.Option(None, "--request", help="A tool call as 'TYPE TARGET [PAYLOAD]'."),
+    request: list[str] | None = typer.Option(None, "--request", help="'TYPE TARGET [PAYLOAD]' (not tool_requests)."),
     config: Path | None = typer.Option(None, "--config", help="A JSON file with core_limits and shard_profiles."),
 ) -> None:
     """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
@@ -45,8 +45,12 @@ def step(
     if not result.ok:
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         raise typer.Exit(1)
-    requests = [Request(*shlex.split(r)) for r in request or []]
-    reports = shards.step(result, requests)
+    requests = [Request(*shlex.split(r)) for r in request] if request else None  # None: the packet's tool_requests
+    try:
+        reports = shards.step(result, requests)
+    except PacketRefused as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     out["actions"] = [r.to_json() for r in reports]
     out["phase"] = kernel.phase()
     out["facts"] = {p: [display_fact(p, f) for f in kernel.engine.facts(p)] for p in SHOWN}

@@ -144,7 +144,7 @@ class Kernel:
     def _file_age(self, target: str) -> list[Row]:
         try:
             path = self.workspace.resolve(target)
-            modified = path.stat().st_mtime
+            modified = path.lstat().st_mtime
         except (ValueError, OSError):
             return []
         return [(max(0, int(self.clock() - modified)),)]

@@ -7,7 +7,10 @@ and — when requests feed next_action — every ``known_action``) against ``rou
 - ``missing-executor``: a route names an executor the virtual store does not have (error);
 - ``dead-executor``: an executor no derivable action reaches (error);
 - ``alias-drift``: an alias with a route of its own, pointing at an unknown action or at another alias (error);
-- ``unused-route``: a route for an action nothing derives or knows (warning).
+- ``unused-route``: a route for an action nothing derives or knows (warning);
+- ``model-writable-decides``: a decision (what runs, whether it is permitted, where it goes) depends, through any
+  chain of rules, positively or under negation, on a predicate a control packet may assert (error) — a model
+  must never be able to request, permit or route an action by stating a fact.
 """
 
 from __future__ import annotations
@@ -63,8 +66,39 @@ def derivable_actions(kernel: Kernel) -> dict[str, str]:
     return found
 
 
+DECISIONS = ("next_action", "requested_action", "permission_check_result", "denied", "requires_user_approval",
+             "user_approved", "route_for", "awaiting_routing", "action_permitted", "resolved_action")  # fmt: skip
+
+
+def model_influence(kernel: Kernel) -> dict[str, str]:
+    """Decision predicates that depend on a model-writable predicate → the model-writable predicate."""
+    writable = kernel.model_writable()
+    depends: dict[str, set[str]] = {}
+    for rule in kernel.engine.analyzed.rules:
+        body = {lit.predicate for lit in rule.body if hasattr(lit, "predicate")}
+        body |= {lit.atom.predicate for lit in rule.body if hasattr(lit, "atom")}
+        depends.setdefault(rule.head.predicate, set()).update(body)
+    found: dict[str, str] = {}
+    for decision in DECISIONS:
+        seen, stack = set(), [decision]
+        while stack:
+            predicate = stack.pop()
+            if predicate in seen:
+                continue
+            seen.add(predicate)
+            if predicate in writable:
+                found[decision] = predicate
+                break
+            stack.extend(depends.get(predicate, ()))
+    return found
+
+
 def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
     findings: list[Finding] = []
+    for decision, writable in sorted(model_influence(kernel).items()):
+        message = (f"{decision} depends on {writable}, which a control packet's mangle_updates may assert: "
+                   "a model could steer the decision")  # fmt: skip
+        findings.append(Finding(ERROR, "model-writable-decides", message))
     executors = set(executors)
     actions = derivable_actions(kernel)
     routes: dict[str, list[str]] = {}

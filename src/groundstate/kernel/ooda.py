@@ -15,15 +15,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import GroundstateError
 from ..logic import Float, Name
-from ..packets import ACCEPTED, GateResult, PacketResult
+from ..packets import ACCEPTED, GateResult, PacketResult, ToolRequest, tool_requests
 from .executors import Action
 from .kernel import Kernel, name
 from .memory import Memory
 from .metrics import Metrics
 from .retention import ColdStorage, compact, next_number
 from .store import VirtualStore
-from .workspace import INSIDE
+from .workspace import INVALID, OUTSIDE
 
 CURRENT = Name("/current_intent")
 _STALE = (
@@ -39,6 +40,9 @@ _STALE = (
 )
 
 
+ARGUMENT_IS_PAYLOAD = ("execute_python",)  # tools whose argument is their payload (the code), not a target
+
+
 @dataclass(frozen=True)
 class Request:
     """A tool call the model made: it becomes ``requested_action/4``; policy decides the rest."""
@@ -46,6 +50,13 @@ class Request:
     type: str
     target: str = ""
     payload: str = ""
+
+    @classmethod
+    def of(cls, request: ToolRequest) -> Request:
+        """The request as the kernel sees it: ``execute_python``'s argument is its code, others' a target."""
+        if request.name in ARGUMENT_IS_PAYLOAD and not request.content:
+            return cls("/" + request.name, "", request.argument)
+        return cls("/" + request.name, request.argument, request.content)
 
 
 @dataclass
@@ -57,12 +68,17 @@ class ActionReport:
     decision: str  # /permit or /deny
     reason: str
     executor: str | None = None
+    source: str = ""  # /current_intent or the /request/N this action answers
     status: str | None = None  # /success or /failure once executed
     output: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class PacketRefused(GroundstateError, ValueError):
+    """A packet the kernel will not take: rejected by the parser, or with malformed tool requests."""
 
 
 class Shards:
@@ -86,15 +102,23 @@ class Shards:
         self.cold = cold  # with cold storage, settled envelopes beyond core_limits.max_action_log are archived
         self._ids = itertools.count(next_number(kernel, cold))
         self._requests = itertools.count(1)
+        self.request_ids: list[str] = []  # the last turn's requests, in order, as their action_source names
         self.shard_type = "main"
 
     # -- observe ------------------------------------------------------------------------------------
-    def perceive(self, result: PacketResult, requests: Iterable[Request] = ()) -> None:
-        """A new turn: stale turn facts go, the packet's facts come, in one transaction."""
+    def perceive(self, result: PacketResult, requests: Iterable[Request] | None = None) -> None:
+        """A new turn: stale turn facts go, the packet's facts come, in one transaction. ``requests`` default to the
+        packet's own ``tool_requests`` (a malformed entry refuses the whole turn: nothing is half-done)."""
         if result.packet is None:
             self.metrics.validation_failures.labels("rejected").inc()
-            raise ValueError("a rejected packet never reaches the kernel: " + "; ".join(result.errors))
+            raise PacketRefused("a rejected packet never reaches the kernel: " + "; ".join(result.errors))
         packet = result.packet
+        if requests is None:
+            valid, problems = tool_requests(packet)
+            if problems:
+                self.metrics.validation_failures.labels("tool_request").inc(len(problems))
+                raise PacketRefused("malformed tool requests: " + "; ".join(problems))
+            requests = [Request.of(r) for r in valid]
         self.metrics.confidence.observe(packet.intent_classification.confidence)
         if result.source in ("fenced", "embedded"):
             self.metrics.stream_fallbacks.labels(result.source).inc()
@@ -118,8 +142,10 @@ class Shards:
                 tx.assert_("model_requests_approval", (CURRENT,))
             for update in result.accepted_updates:
                 tx.assert_(update.predicate, update.fact)
+            self.request_ids = []
             for request in requests:
                 request_id = Name(f"/request/{next(self._requests)}")
+                self.request_ids.append(str(request_id))
                 tx.assert_("requested_action", (request_id, name(request.type), request.target, request.payload))
             if self.memory is not None:
                 self.memory.stage(self.kernel, tx, packet.memory_operations)
@@ -127,11 +153,11 @@ class Shards:
     def _focus(self, target: str) -> tuple[str, Name]:
         if target in ("", "codebase"):
             return ".", Name("/codebase")
-        if self.kernel.workspace.status(target) != INSIDE:
+        kind = self.kernel.workspace.kind(target)  # never raises, whatever the model wrote
+        if kind in (OUTSIDE, INVALID):
             return "", Name("/outside")
-        path = self.kernel.workspace.resolve(target)
-        kind = "/file" if path.is_file() else "/directory" if path.is_dir() else "/missing"
-        return self.kernel.workspace.relative(path), Name(kind)
+        resolved = "/".join(self.kernel.workspace.parts(target)) or "."
+        return resolved, Name({"file": "/file", "directory": "/directory"}.get(kind, "/missing"))
 
     # -- decide -------------------------------------------------------------------------------------
     def decide(self) -> list[str]:
@@ -142,6 +168,7 @@ class Shards:
             for source, action_type, target, payload in self.kernel.query("next_action(S, T, Target, P)"):
                 action_id = Name(f"/action/{next(self._ids)}")
                 tx.assert_("pending_action", (action_id, action_type, target, payload, now))
+                tx.assert_("action_source", (action_id, source))
                 created.append(str(action_id))
                 if source == CURRENT:
                     tx.assert_("executive_processed_intent", (CURRENT,))
@@ -191,13 +218,13 @@ class Shards:
         self.kernel.assert_facts("user_approved", (Name(action_id),))
 
     # -- one turn -----------------------------------------------------------------------------------
-    def step(self, result: PacketResult, requests: Iterable[Request] = ()) -> list[ActionReport]:
+    def step(self, result: PacketResult, requests: Iterable[Request] | None = None) -> list[ActionReport]:
         self.perceive(result, requests)
         created = self.decide()
         self.act()
         return [self.report(action_id) for action_id in created]
 
-    def step_gated(self, gated: GateResult, requests: Iterable[Request] = ()) -> list[ActionReport]:
+    def step_gated(self, gated: GateResult, requests: Iterable[Request] | None = None) -> list[ActionReport]:
         """A turn from the streaming gate: an aborted stream changes nothing."""
         if gated.decision != ACCEPTED or gated.packet is None:
             self.metrics.stream_aborts.inc()
@@ -217,6 +244,7 @@ class Shards:
         for _, recorded, _ in k.query(f"permit_record({action_id}, R, M)"):  # what the router acted on
             decision, reason = Name("/permit"), recorded
         report = ActionReport(action_id, str(action_type), target, payload, str(decision), reason)
+        report.source = next((str(source) for _, source in k.query(f"action_source({action_id}, S)")), "")
         for _, status, details, _ in k.query(f"routing_result({action_id}, S, D, M)"):
             report.executor = details if status == Name("/success") else None
             if status == Name("/failure"):

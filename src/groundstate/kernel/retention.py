@@ -17,8 +17,8 @@ from typing import Any
 from ..logic import Name, display
 from .kernel import Kernel, Transaction
 
-KEYED = ("pending_action", "permit_record", "routing_result", "routing_error", "execution_result", "user_approved",
-         "delegation", "user_question")  # fmt: skip
+KEYED = ("pending_action", "action_source", "permit_record", "routing_result", "routing_error", "execution_result",
+         "user_approved", "delegation", "user_question")  # fmt: skip
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS action_log (
     number INTEGER PRIMARY KEY,

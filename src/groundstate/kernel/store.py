@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..errors import GroundstateError
+from ..sandbox import Sandbox
 from .config import ShardProfile
 from .executors import EXECUTORS, Action, Context, Executor, ExecutorError, Outcome
 from .workspace import Workspace, WorkspaceError
@@ -22,9 +24,11 @@ class VirtualStore:
         test_command: tuple[str, ...] | None = None,
         build_command: tuple[str, ...] | None = None,
         search: Any = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.workspace = workspace
         self.search = search  # the web_search backend (None: the shipped offline corpus)
+        self.sandbox = sandbox  # where programs run (None: the default sandbox, or a refusal if there is none)
         self.executors = dict(EXECUTORS if executors is None else executors)
         self.max_output_chars = max_output_chars
         self.commands = {k: v for k, v in (("test_command", test_command), ("build_command", build_command)) if v}
@@ -42,11 +46,12 @@ class VirtualStore:
             memory_mb=profile.max_memory_mb,
             max_output_chars=self.max_output_chars,
             search=self.search,
+            isolation=self.sandbox,
             **self.commands,
         )
         try:
             return function(action, context)
-        except (ExecutorError, WorkspaceError) as exc:
+        except (ExecutorError, WorkspaceError, GroundstateError) as exc:
             return Outcome(False, str(exc))
         except (OSError, UnicodeError) as exc:
             log.info("executor %s failed on %s: %s", executor, action.action_id, exc)

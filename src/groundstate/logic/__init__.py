@@ -7,7 +7,7 @@ engine.query("path(/a, X)")
 """
 
 from .engine import Engine, FactError, Stats
-from .errors import AnalysisError, Diagnostic, EvaluationError, LogicError, ParseError, Position
+from .errors import AnalysisError, Diagnostic, EvaluationError, EvaluationLimitError, LogicError, ParseError, Position
 from .program import Program
 from .values import Float, List, Map, Name, Pair, Struct, display, display_fact
 
@@ -16,6 +16,7 @@ __all__ = [
     "Diagnostic",
     "Engine",
     "EvaluationError",
+    "EvaluationLimitError",
     "FactError",
     "Float",
     "List",

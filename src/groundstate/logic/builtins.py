@@ -30,6 +30,51 @@ class BuiltinError(Exception):
     """A built-in was applied to values it is not defined for."""
 
 
+class ValueLimitError(BuiltinError):
+    """A built-in would build a value beyond the engine's bounds (a rule doubling a string each round, a list
+    nested inside itself): reported as a limit, before memory or the interpreter's stack runs out."""
+
+
+MAX_STRING_CHARS = 1_000_000
+MAX_VALUE_ITEMS = 100_000  # elements of a list, map or struct, nested ones included
+MAX_VALUE_DEPTH = 32  # lists, pairs, maps and structs inside each other
+
+
+def bounded(fn: str, value: Any) -> Any:
+    """``value`` if it is within the value bounds, else ValueLimitError naming the built-in and the bound."""
+    if type(value) is str:
+        if len(value) > MAX_STRING_CHARS:
+            raise ValueLimitError(f"{fn}: the result would have {len(value)} characters; strings are limited to "
+                                  f"{MAX_STRING_CHARS} (a limit of the engine)")  # fmt: skip
+        return value
+    if not isinstance(value, List | Pair | Map | Struct):
+        return value
+    items = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_VALUE_DEPTH:
+            raise ValueLimitError(f"{fn}: the result would be nested more than {MAX_VALUE_DEPTH} levels deep "
+                                  "(a limit of the engine)")  # fmt: skip
+        children = current.entries if isinstance(current, Map | Struct) else current
+        for child in children:
+            items += 1
+            if isinstance(child, tuple | Map | Struct):
+                stack.append((child, depth + (0 if type(child) is tuple else 1)))
+        if items > MAX_VALUE_ITEMS:
+            raise ValueLimitError(f"{fn}: the result would hold more than {MAX_VALUE_ITEMS} elements "
+                                  "(a limit of the engine)")  # fmt: skip
+    return value
+
+
+def _limited(fn: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(*args: Any) -> Any:
+        return bounded(fn, function(*args))
+
+    checked.__name__ = function.__name__
+    return checked
+
+
 UNBOUND: Any = object()  # marks a built-in predicate argument that the built-in should bind
 
 
@@ -235,6 +280,9 @@ def fn_float64_to_string(f: Any) -> str:
 
 
 def fn_string_concat(*args: Any) -> str:
+    if sum(len(a) for a in args if type(a) is str) > MAX_STRING_CHARS:  # refused before the join allocates
+        raise ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
+                              "(a limit of the engine)")  # fmt: skip
     out = []
     for a in args:
         kind = type(a)
@@ -251,6 +299,13 @@ def fn_string_concat(*args: Any) -> str:
 
 def fn_string_replace(s: Any, old: Any, new: Any, count: Any) -> str:
     text = _of_type("fn:string:replace", s, str, "a string")
+    old_text, new_text = (_of_type("fn:string:replace", x, str, "a string") for x in (old, new))
+    times = text.count(old_text) if old_text else len(text) + 1
+    limit = _int("fn:string:replace", count)
+    times = times if limit < 0 else min(times, limit)
+    if len(text) + times * (len(new_text) - len(old_text)) > MAX_STRING_CHARS:
+        raise ValueLimitError(f"fn:string:replace: the result would exceed {MAX_STRING_CHARS} characters "
+                              "(a limit of the engine)")  # fmt: skip
     return text.replace(  # type: ignore[no-any-return]
         _of_type("fn:string:replace", old, str, "a string"),
         _of_type("fn:string:replace", new, str, "a string"),
@@ -342,6 +397,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "fn:min": _list_reducer(reduce_min, "fn:min"),
 }
 
+for _name_of in ("fn:list", "fn:list:cons", "fn:list:append", "fn:pair", "fn:tuple", "fn:map", "fn:struct"):
+    FUNCTIONS[_name_of] = _limited(_name_of, FUNCTIONS[_name_of])
+
 # Allowed argument counts (min, max); None = unbounded.
 ARITY: dict[str, tuple[int, int | None]] = {
     "fn:plus": (0, None), "fn:minus": (1, None), "fn:mult": (0, None), "fn:div": (2, None),
@@ -358,15 +416,15 @@ ARITY: dict[str, tuple[int, int | None]] = {
 
 # Reducers: name -> (argument count range, function from the list of argument rows to a value)
 def _collect(rows: list[tuple[Any, ...]]) -> List:
-    return List(fn_tuple(*row) for row in rows)
+    return bounded("fn:collect", List(fn_tuple(*row) for row in rows))  # type: ignore[no-any-return]
 
 
 def _collect_distinct(rows: list[tuple[Any, ...]]) -> List:
-    return List(dict.fromkeys(fn_tuple(*row) for row in rows))
+    return bounded("fn:collect_distinct", List(dict.fromkeys(fn_tuple(*row) for row in rows)))  # type: ignore[no-any-return]
 
 
 def _collect_to_map(rows: list[tuple[Any, ...]]) -> Map:
-    return Map((row[0], row[1]) for row in rows)
+    return bounded("fn:collect_to_map", Map((row[0], row[1]) for row in rows))  # type: ignore[no-any-return]
 
 
 def _single(reducer: Callable[[Any], Any]) -> Callable[[list[tuple[Any, ...]]], Any]:

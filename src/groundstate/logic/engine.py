@@ -16,9 +16,9 @@ from typing import Any
 from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
 from .ast import Apply, Atom, Const, Negation, Term, Var
-from .builtins import FUNCTIONS, BuiltinError
+from .builtins import FUNCTIONS, BuiltinError, ValueLimitError
 from .codegen import CALL, FACTS, INDEX, SCAN, SEED, CompiledRule, compile_rule
-from .errors import Diagnostic, EvaluationError, LogicError
+from .errors import Diagnostic, EvaluationError, EvaluationLimitError, LogicError
 from .gcpause import gc_paused
 from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
@@ -254,6 +254,8 @@ class Engine:
             result = plan.function(*args)
             if plan.row_vars or (rule.aggregates and plan.seed is None):
                 result = aggregate(rule, plan.row_vars, result)
+        except ValueLimitError as exc:
+            raise EvaluationLimitError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
         except (BuiltinError, _ExternalError) as exc:
             raise EvaluationError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
         return result

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..errors import GroundstateError
+
 
 class Position(NamedTuple):
     """Where something stands in a source: 1-based line and column (a tuple: one is made per token)."""
@@ -36,7 +38,7 @@ class Diagnostic:
         return f"{head}\n  {text}\n  {caret}"
 
 
-class LogicError(Exception):
+class LogicError(GroundstateError):
     """Base of every error groundstate.logic raises on bad programs, data or queries."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
@@ -83,3 +85,7 @@ class EvaluationError(LogicError):
 
     def __init__(self, message: str, position: Position | None = None) -> None:
         super().__init__([Diagnostic(position, message)])
+
+
+class EvaluationLimitError(EvaluationError):
+    """Evaluation stopped at a bound on values (string length, list size, nesting depth): a limit, not a bug."""

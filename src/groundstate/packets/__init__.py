@@ -6,6 +6,7 @@ from groundstate.packets import parse_output, PacketGate, UpdateValidator
 from .gate import ABORTED, ACCEPTED, GateResult, PacketGate
 from .models import SPEC_VERSION, ControlPacket, Envelope, json_schema
 from .parse import Limits, PacketResult, parse_output
+from .tools import ToolRequest, tool_requests
 from .updates import AcceptedUpdate, DroppedUpdate, UpdateValidator
 
 __all__ = [
@@ -20,7 +21,9 @@ __all__ = [
     "Limits",
     "PacketGate",
     "PacketResult",
+    "ToolRequest",
     "UpdateValidator",
     "json_schema",
     "parse_output",
+    "tool_requests",
 ]

@@ -8,14 +8,17 @@ character later, a bounded number of times (a stray ``{`` in prose must not hide
 
 from __future__ import annotations
 
-import json
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import safejson
+
 PLAIN, FENCED, EMBEDDED = "plain", "fenced", "embedded"
 MAX_RESTARTS = 8
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.DOTALL)
+_OPENING = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n")
+_CLOSING = re.compile(r"\r?\n[ \t]*```")
 _STRUCTURE = re.compile(r'[{}"\\]')
 
 
@@ -35,16 +38,37 @@ def find_envelope(text: str) -> Found | None:
         if plain is not None:
             start = text.index("{")
             return Found(plain, PLAIN, start, start + len(stripped))
-    fenced = [m for m in _FENCE.finditer(text) if _as_envelope(m.group(1).strip()) is not None]
+    fenced = [(s, e, body) for s, e, body in fenced_blocks(text) if _as_envelope(body.strip()) is not None]
     if fenced:
-        last = fenced[-1]
-        return Found(_as_envelope(last.group(1).strip()) or {}, FENCED, last.start(), last.end())
+        start, end, body = fenced[-1]
+        return Found(_as_envelope(body.strip()) or {}, FENCED, start, end)
     found = None
     for start, end in top_level_objects(text):
         envelope = _as_envelope(text[start:end])
         if envelope is not None:
             found = Found(envelope, EMBEDDED, start, end)
     return found
+
+
+def fenced_blocks(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, body) of each ```` ```json ```` … ```` ``` ```` block, in order, in linear time.
+
+    Every closing is located once; each opening is paired with the first closing that starts at or after its body
+    (a regex with a lazy body would rescan the rest of the text from every unclosed opening: quadratic). Closings
+    never overlap (each needs its own newline), so the precomputed list holds every candidate."""
+    closings = [(m.start(), m.end()) for m in _CLOSING.finditer(text)]
+    starts = [c[0] for c in closings]
+    blocks: list[tuple[int, int, str]] = []
+    position = 0
+    while (opening := _OPENING.search(text, position)) is not None:
+        body_start = opening.end()
+        index = bisect.bisect_left(starts, body_start)
+        if index == len(closings):
+            break  # no closing after this opening, so none after any later one either
+        close_start, close_end = closings[index]
+        blocks.append((opening.start(), close_end, text[body_start:close_start]))
+        position = close_end
+    return blocks
 
 
 def top_level_objects(text: str) -> list[tuple[int, int]]:
@@ -90,7 +114,7 @@ def _object_end(text: str, start: int) -> int | None:
 
 def _as_envelope(candidate: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(candidate, strict=False)  # raw newlines inside strings: lenient, as models write them
-    except (ValueError, RecursionError):
+        value = safejson.loads(candidate, strict=False)  # raw newlines inside strings: lenient, as models write them
+    except ValueError:
         return None
     return value if isinstance(value, dict) and "control_packet" in value else None

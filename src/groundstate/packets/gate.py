@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import safejson
 from .parse import Limits, PacketResult, check_packet
 from .updates import UpdateValidator
 
@@ -262,8 +263,8 @@ class PacketGate:
 
     def _packet_closed(self, raw: str) -> None:
         try:
-            value = json.loads(raw, strict=False)
-        except (ValueError, RecursionError) as exc:
+            value = safejson.loads(raw, strict=False)
+        except ValueError as exc:
             self._abort(f"the control packet is not valid JSON: {exc}")
             return
         result = check_packet(value, self.validator, self.limits, PacketResult(None, "", "stream"))

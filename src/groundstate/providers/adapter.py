@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import safejson
 from .errors import AMBIGUOUS, ErrorRecord, classify
 from .events import ErrorEvent, Event, ToolCall, ToolCallDelta, ToolCallStart, Truncated, parse_arguments
 from .sse import ServerSentEvent, SSEParser
@@ -41,8 +41,20 @@ class StreamAdapter(ABC):
         out: list[Event] = []
         for event in self._sse.feed(data):
             if not self.done:
-                self._event(event, out)
+                self._contained(event, out)
         return out
+
+    def _contained(self, event: ServerSentEvent, out: list[Event]) -> None:
+        """One event, whatever its shape: a field of an unexpected type (a list where an object belongs, a number
+        for a string) is reported as an unreadable event with its data, never raised into the caller."""
+        mark = len(out)
+        try:
+            self._event(event, out)
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+            del out[mark:]
+            record = unreadable(self.provider, event.data)
+            record.message = f"a stream event of an unexpected shape ({type(exc).__name__}: {str(exc)[:200]})"
+            out.append(ErrorEvent(record))
 
     def close(self) -> list[Event]:
         out: list[Event] = []
@@ -50,7 +62,7 @@ class StreamAdapter(ABC):
         for event in self._sse.close():
             if isinstance(event, ServerSentEvent):
                 if not self.done:
-                    self._event(event, out)
+                    self._contained(event, out)
             else:
                 truncated.append(Truncated(f"the stream ended inside an event: {event.pending_line or event.data!r}"))
         if not self.done:
@@ -87,7 +99,7 @@ class StreamAdapter(ABC):
     def _payload(self, event: ServerSentEvent, out: list[Event]) -> dict[str, Any] | None:
         """The event's JSON object, or None after reporting an unreadable event."""
         try:
-            payload = json.loads(event.data)
+            payload = safejson.loads(event.data)
         except ValueError:
             payload = None
         if not isinstance(payload, dict):

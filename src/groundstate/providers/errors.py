@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from .. import safejson
+
 AUTH, QUOTA, RATE, OVERLOAD, REQUEST, SERVER, CONTENT_FILTER, AMBIGUOUS = (
     "auth", "quota", "rate", "overload", "request", "server", "content_filter", "ambiguous",
 )  # fmt: skip
@@ -53,10 +55,34 @@ def parse_duration(text: str) -> float | None:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
+MAX_RETRY_AFTER_S = 86_400.0  # advice beyond a day (or not a finite number) is capped: it is printed as JSON
+
+
+def header_map(headers: Mapping[Any, Any]) -> dict[str, str]:
+    """Header values as text, whatever a recording or a server handed over: a number becomes its string form, a
+    list, object or null is dropped — never an AttributeError further down. Names keep their case."""
+    out: dict[str, str] = {}
+    for key, value in headers.items():
+        if isinstance(value, bytes):
+            value = value.decode("latin-1")
+        if value is None or isinstance(value, dict | list):
+            continue
+        out[str(key)] = str(value)
+    return out
+
+
+def _lowered(headers: Mapping[Any, Any]) -> dict[str, str]:
+    return {k.lower(): v for k, v in header_map(headers).items()}
+
+
 def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date) or, when a limit is
-    exhausted, the ``x-ratelimit-reset-*`` durations."""
-    h = {k.lower(): v for k, v in headers.items()}
+    exhausted, the ``x-ratelimit-reset-*`` durations; always finite and at most a day."""
+    seconds = _retry_after(_lowered(headers), now)
+    return None if seconds is None else safejson.finite(seconds, MAX_RETRY_AFTER_S)
+
+
+def _retry_after(h: dict[str, str], now: datetime | None) -> float | None:
     if "retry-after-ms" in h:
         try:
             return max(0.0, float(h["retry-after-ms"]) / 1000)
@@ -87,12 +113,12 @@ def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> floa
 
 
 def _should_retry(headers: Mapping[str, str]) -> bool | None:
-    value = {k.lower(): v for k, v in headers.items()}.get("x-should-retry", "").strip().lower()
+    value = _lowered(headers).get("x-should-retry", "").strip().lower()
     return {"true": True, "false": False}.get(value)
 
 
 def _request_id(headers: Mapping[str, str], body: Any) -> str | None:
-    h = {k.lower(): v for k, v in headers.items()}
+    h = _lowered(headers)
     found = h.get("x-request-id") or h.get("request-id")
     if found is None and isinstance(body, dict) and isinstance(body.get("request_id"), str):
         found = body["request_id"]
@@ -118,7 +144,9 @@ def _error_object(body: Any) -> tuple[str | None, str | None, str]:
 
 def _status_code(code: str | None) -> int | None:
     """An in-band error whose code is an HTTP status (vLLM's flat form, OpenRouter) is judged by that status."""
-    return int(code) if code is not None and code.isdigit() and 400 <= int(code) < 600 else None
+    if code is None or len(code) != 3 or not (code.isascii() and code.isdigit()):
+        return None
+    return int(code) if 400 <= int(code) < 600 else None
 
 
 def _text(value: Any) -> str | None:
@@ -192,12 +220,12 @@ def classify(
     now: datetime | None = None,
 ) -> ErrorRecord:
     """Classify an HTTP error response (``status`` set) or an in-band stream error (``status`` None)."""
-    headers = headers or {}
+    headers = header_map(headers or {})
     raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     parsed: Any = raw
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
+            parsed = safejson.loads(raw)
         except ValueError:
             parsed = None
     kind, code, message = _error_object(parsed)
@@ -208,7 +236,7 @@ def classify(
     hinted = _should_retry(headers)
     if hinted is not None and plane not in (AUTH, QUOTA, REQUEST):
         retryable = hinted
-    evidence_body = raw if isinstance(raw, str) else json.dumps(raw)
+    evidence_body = raw if isinstance(raw, str) else json.dumps(raw, default=str)
     interesting = {
         k: v
         for k, v in headers.items()

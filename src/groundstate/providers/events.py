@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .. import safejson
 from .errors import ErrorRecord
 
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "error", "pause", "other")
@@ -112,9 +113,11 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
     if raw.strip() == "":
         return {}, None
     try:
-        return json.loads(raw), None
+        return safejson.loads(raw), None
     except json.JSONDecodeError as exc:
         return None, f"arguments are not valid JSON: {exc.msg} at character {exc.pos}"
+    except ValueError as exc:  # nested too deep, or a non-finite number
+        return None, f"arguments are not usable JSON: {exc}"
 
 
 def to_json(event: Event) -> dict[str, Any]:

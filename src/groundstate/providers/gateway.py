@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from .. import safejson
 from ..wire.constants import Mode
 from ..wire.vocab import ByteVocabulary
 from .bridge import SigilBridge
@@ -128,7 +129,7 @@ class Gateway:
             )
             return
         try:
-            request = json.loads(body)
+            request = safejson.loads(body)
             messages = request["messages"]
         except (ValueError, KeyError, TypeError):
             await _json(

@@ -24,12 +24,22 @@ class OllamaAdapter(StreamAdapter):
 
     def __init__(self, provider: str = "ollama") -> None:
         super().__init__(provider)
-        self._pending = b""
+        self._partial: list[bytes] = []  # pieces of a line not yet ended, joined once when it ends
+
+    @property
+    def _pending(self) -> bytes:
+        return b"".join(self._partial)
 
     def feed(self, data: bytes) -> list[Event]:
         out: list[Event] = []
-        lines = (self._pending + data).split(b"\n")
-        self._pending = lines.pop()
+        if b"\n" not in data:
+            if data:
+                self._partial.append(data)  # no line ended: nothing is re-joined or re-scanned
+            return out
+        lines = data.split(b"\n")
+        lines[0] = b"".join([*self._partial, lines[0]])
+        tail = lines.pop()
+        self._partial = [tail] if tail else []
         for line in lines:
             self._line(line, out)
         return out
@@ -44,13 +54,13 @@ class OllamaAdapter(StreamAdapter):
             out.append(Truncated(f"the stream ended inside a line: {text[:200]!r}"))
         else:
             out.append(Truncated(f"the stream ended without {self.end_marker}"))
-        self._pending = b""
+        self._partial = []
         return out
 
     def _line(self, line: bytes, out: list[Event]) -> None:
         if self.done or not line.strip():
             return
-        self._event(ServerSentEvent(line.decode("utf-8", "replace")), out)
+        self._contained(ServerSentEvent(line.decode("utf-8", "replace")), out)
 
     def _event(self, event: ServerSentEvent, out: list[Event]) -> None:
         payload = self._payload(event, out)

@@ -39,7 +39,8 @@ class OpenAIResponsesAdapter(StreamAdapter):
         elif kind == "response.refusal.delta" and payload.get("delta"):
             out.append(Refusal(payload["delta"]))
         elif kind == "response.output_item.added":
-            item = payload.get("item") or {}
+            raw_item = payload.get("item")
+            item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
             index = payload.get("output_index")
             if item.get("type") == "function_call" and isinstance(index, int):
                 call = self._start_call(index, item.get("call_id") or item.get("id"), item.get("name"), out)
@@ -59,17 +60,20 @@ class OpenAIResponsesAdapter(StreamAdapter):
                     self._calls[index].fragments.append(whole)  # arguments given only whole, at the end
                 self._finish_call(index, out, complete=True)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._terminal(kind, payload.get("response") or {}, out)
+            response = payload.get("response")
+            self._terminal(kind, response if isinstance(response, dict) else {}, out)
         elif kind == "error":
             out.append(ErrorEvent(classify(self.provider, None, payload)))
 
     def _terminal(self, kind: str, response: dict[str, Any], out: list[Event]) -> None:
         self._finish_calls(out, complete=kind == "response.completed")
         if kind == "response.failed":
-            out.append(ErrorEvent(classify(self.provider, None, {"error": response.get("error") or {}})))
+            error = response.get("error")
+            out.append(ErrorEvent(classify(self.provider, None, {"error": error if isinstance(error, dict) else {}})))
             out.append(Finish("error", "failed"))
         elif kind == "response.incomplete":
-            reason = (response.get("incomplete_details") or {}).get("reason")
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
             out.append(Finish(_INCOMPLETE.get(str(reason), "other"), reason))
         else:
             out.append(Finish("tool_calls" if self._called else "stop", response.get("status", "completed")))

@@ -37,7 +37,7 @@ _BOM = "\ufeff"
 class SSEParser:
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._line = ""  # text after the last line end
+        self._partial: list[str] = []  # pieces of the line not yet ended (joined once, when it ends)
         self._skip_lf = False  # the previous piece ended with CR: a leading LF completes that CRLF
         self._started = False
         self._data: list[str] = []
@@ -54,9 +54,10 @@ class SSEParser:
         """End of stream: a partial event is reported as SSETruncated (never dispatched)."""
         out: list[ServerSentEvent | SSETruncated] = []
         out.extend(self._text(self._utf8.decode(b"", final=True)))
-        if self._line or self._has_event_lines:
-            out.append(SSETruncated("\n".join(self._data), self._event, self._line))
-        self._line, self._data, self._event, self._fields, self._has_event_lines = "", [], "", {}, False
+        pending = "".join(self._partial)
+        if pending or self._has_event_lines:
+            out.append(SSETruncated("\n".join(self._data), self._event, pending))
+        self._partial, self._data, self._event, self._fields, self._has_event_lines = [], [], "", {}, False
         return out
 
     def _text(self, text: str) -> list[ServerSentEvent]:
@@ -69,25 +70,30 @@ class SSEParser:
             if text[0] == "\n":
                 text = text[1:]
         out: list[ServerSentEvent] = []
-        buf = self._line + text
-        start = 0
-        n = len(buf)
-        while True:
-            cr = buf.find("\r", start)
-            lf = buf.find("\n", start)
-            if cr < 0 and lf < 0:
-                break
-            end = lf if cr < 0 or (0 <= lf < cr) else cr
-            self._line_done(buf[start:end], out)
-            if buf[end] == "\r":
+        start, n = 0, len(text)
+        next_cr, next_lf = text.find("\r"), text.find("\n")  # each searched again only once passed: linear
+        while next_cr >= 0 or next_lf >= 0:
+            end = next_lf if next_cr < 0 or (0 <= next_lf < next_cr) else next_cr
+            piece = text[start:end]
+            if self._partial:  # a line begun in earlier chunks: joined once, now that it has ended
+                self._partial.append(piece)
+                piece = "".join(self._partial)
+                self._partial = []
+            self._line_done(piece, out)
+            if text[end] == "\r":
                 if end + 1 < n:
-                    start = end + 2 if buf[end + 1] == "\n" else end + 1
+                    start = end + 2 if text[end + 1] == "\n" else end + 1
                 else:
                     self._skip_lf = True  # a CR ends this piece: the LF may come in the next one
                     start = end + 1
             else:
                 start = end + 1
-        self._line = buf[start:]
+            if next_cr < start:
+                next_cr = text.find("\r", start)
+            if next_lf < start:
+                next_lf = text.find("\n", start)
+        if start < n:
+            self._partial.append(text[start:])
         return out
 
     def _line_done(self, line: str, out: list[ServerSentEvent]) -> None:

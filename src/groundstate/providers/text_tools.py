@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import safejson
 from .events import Event, TextDelta, ToolCall
 from .think_tags import partial_suffix
 
@@ -80,11 +81,14 @@ class TextToolCalls:
 
     def _calls(self, raw: str, out: list[Event]) -> None:
         try:
-            parsed: Any = json.loads(raw)
+            parsed: Any = safejson.loads(raw)
         except json.JSONDecodeError as exc:
             out.append(
                 ToolCall(self._next(), None, None, None, f"not valid JSON: {exc.msg} at character {exc.pos}", raw)
             )
+            return
+        except ValueError as exc:  # too deep, or a non-finite number
+            out.append(ToolCall(self._next(), None, None, None, f"not usable JSON: {exc}", raw))
             return
         arrays = self.close_tag is None  # a Mistral marker introduces an array; a Hermes span is one call
         for item in parsed if arrays and isinstance(parsed, list) else [parsed]:
@@ -95,9 +99,9 @@ class TextToolCalls:
             if isinstance(arguments, str):  # some models double-encode the arguments
                 encoded: str = arguments
                 try:
-                    arguments = json.loads(encoded) if encoded.strip() else {}
-                except json.JSONDecodeError as exc:
-                    error = f"arguments are not valid JSON: {exc.msg}"
+                    arguments = safejson.loads(encoded) if encoded.strip() else {}
+                except ValueError as exc:
+                    error = f"arguments are not valid JSON: {getattr(exc, 'msg', exc)}"
                     out.append(ToolCall(self._next(), item.get("id"), item["name"], None, error, encoded))
                     continue
             out.append(ToolCall(self._next(), item.get("id"), item["name"], arguments, None, json.dumps(item)))

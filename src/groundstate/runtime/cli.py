@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from .events import Event
 from .home import default_db_url, home
 from .runner import DECISIONS, DecisionError, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState
-from .store import EventStore, StoreError
+from .store import EventStore, LeaseHeld, StoreError
 from .workflow import WorkflowError, load_workflow, parse_workflow
 
 runs_app = typer.Typer(help="Runs: list, show, decide, resume.", no_args_is_help=True)
@@ -24,17 +25,48 @@ console = Console()
 _DB = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME).")
 
 
+def lease_seconds() -> float:
+    """How long a driver's claim on a run outlives its last renewal (``GROUNDSTATE_LEASE_SECONDS``, default 30):
+    after a crash, another process can take the run over this long after the crashed driver last renewed."""
+    raw = os.environ.get("GROUNDSTATE_LEASE_SECONDS", "30")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.5 <= value <= 3600:
+        raise typer.BadParameter(f"GROUNDSTATE_LEASE_SECONDS={raw!r}: give a number of seconds from 0.5 to 3600")
+    return value
+
+
 def _runtime(db: str | None, concurrency: int = 4) -> Runtime:
     base = home()
-    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency)
+    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency, lease_seconds=lease_seconds())
 
 
 def _exit_code(state: RunState) -> int:
     return 0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1
 
 
-def _drive(runtime: Runtime, run_id: str, decide: str | None, instructions: str | None, max_decisions: int) -> int:
+def _drive(
+    runtime: Runtime,
+    run_id: str,
+    decide: str | None,
+    instructions: str | None,
+    max_decisions: int,
+    resume_failed: bool = False,
+) -> int:
     """Drive with a live view; at each pause ask the operator (or apply --decide)."""
+    try:
+        return _drive_live(runtime, run_id, decide, instructions, max_decisions, resume_failed)
+    except LeaseHeld as exc:
+        console.print(f"error: {exc}", markup=False)
+        return 4
+
+
+def _drive_live(
+    runtime: Runtime, run_id: str, decide: str | None, instructions: str | None, max_decisions: int,
+    resume_failed: bool,
+) -> int:  # fmt: skip
     state = runtime.store.state(run_id)
     depends = {a.id: a.depends_on for a in parse_workflow(state.workflow, run_id).agents}
     decisions = 0
@@ -45,7 +77,8 @@ def _drive(runtime: Runtime, run_id: str, decide: str | None, instructions: str 
 
         runtime.listeners.append(refresh)
         while True:
-            state = asyncio.run(runtime.drive(run_id))
+            state = asyncio.run(runtime.drive(run_id, resume_failed=resume_failed))
+            resume_failed = False
             live.update(dag_view(state, depends))
             if state.status != AWAITING_APPROVAL:
                 break
@@ -155,11 +188,12 @@ def decide_command(
 
 @runs_app.command("resume")
 def resume(run_id: str, db: str | None = _DB) -> None:
-    """Continue a run after a decision or a crash, from its last consistent state."""
+    """Continue a run after a decision, a crash or a failure, from its last consistent state (exit 4 if another
+    process is driving it)."""
     runtime = _runtime(db)
     try:
         runtime.store.state(run_id)
     except StoreError as exc:
         console.print(f"error: {exc}", markup=False)
         raise typer.Exit(2) from None
-    raise typer.Exit(_drive(runtime, run_id, None, None, 0))
+    raise typer.Exit(_drive(runtime, run_id, None, None, 0, resume_failed=True))

@@ -7,8 +7,11 @@ from pathlib import Path
 
 
 def home() -> Path:
+    """The state directory, private to its owner (0700): it holds the database, recordings and the console token."""
     path = Path(os.environ.get("GROUNDSTATE_HOME") or Path.home() / ".groundstate").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
     return path
 
 

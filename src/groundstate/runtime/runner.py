@@ -8,18 +8,23 @@ mid-invocation runs again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
+import socket
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import GroundstateError
 from ..kernel import ActionReport, Kernel, Request, Shards, VirtualStore
 from ..kernel.config import ContextBudgetError, KernelConfig, check_context
 from ..kernel.kernel import load_program, update_validator
 from ..kernel.metrics import Metrics
 from ..logic import Name
-from ..packets import ACCEPTED, ControlPacket, PacketGate
+from ..packets import ACCEPTED, PacketGate, tool_requests
 from ..providers.bridge import SigilBridge
 from ..providers.events import ErrorEvent, TextDelta
 from ..wire.constants import Mode
@@ -29,17 +34,18 @@ from .backends import Backend, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import Approval, GuardKernel, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
-from .state import AWAITING_APPROVAL, FINISHED, PENDING, RUNNING, SKIPPED, SUCCEEDED, RunState
-from .store import EventStore
+from .state import ABORTED, AWAITING_APPROVAL, COMPLETED, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, RunState
+from .store import EventStore, LeaseLost, RunEnded, StoreError
 from .workflow import AgentSpec, Workflow, parse_workflow
 
 DECISIONS = ("retry", "skip", "abort")
 _STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
 _BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
 ARGUMENT_IS_PAYLOAD = ("execute_python",)
+MAX_ERROR_CHARS = 2000
 
 
-class DecisionError(ValueError):
+class DecisionError(GroundstateError, ValueError):
     """A decision that cannot apply (the run is not awaiting approval, an unknown decision)."""
 
 
@@ -62,6 +68,7 @@ class RunContext:
     workspace: Path
     recordings: Path
     backend: Backend
+    holder: str  # this driver's lease on the run; every event it appends names it
 
 
 class Runtime:
@@ -77,8 +84,10 @@ class Runtime:
         max_rounds: int = 3,
         search: Any = None,
         config: KernelConfig | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         self.store = store
+        self.lease_seconds = lease_seconds  # a crashed driver's run can be taken over this long after its last renewal
         self.config = config or KernelConfig()  # shard profiles bound each agent's prompt
         self.home = home
         self._backend = backend
@@ -101,25 +110,60 @@ class Runtime:
         return run_id
 
     # -- running ---------------------------------------------------------------------------------------
-    async def drive(self, run_id: str) -> RunState:
-        """Run until the run completes, fails, is aborted or waits for the operator."""
+    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState:
+        """Run until the run completes, fails, is aborted or waits for the operator. One driver per run: another
+        process's live lease makes this raise LeaseHeld; a failed run continues only with ``resume_failed``."""
         state = self.store.state(run_id)
-        if state.status in FINISHED or state.status == AWAITING_APPROVAL:
+        if state.status in (COMPLETED, ABORTED, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
+        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.store.acquire_lease(run_id, holder, self.lease_seconds)
         try:
-            ctx = self._context(run_id, state)
+            return await self._drive(run_id, holder)
+        finally:
+            with contextlib.suppress(StoreError):
+                self.store.release_lease(run_id, holder)
+
+    async def _drive(self, run_id: str, holder: str) -> RunState:
+        state = self.store.state(run_id)
+        try:
+            ctx = self._context(run_id, state, holder)
         except Exception as exc:  # no model, unreadable workflow: the run cannot start or continue
-            self.store.append(run_id, ev.RUN_FAILED, None, {"error": f"{type(exc).__name__}: {exc}"})
+            self._fail(run_id, holder, f"{type(exc).__name__}: {exc}")
             return self.store.state(run_id)
-        if state.status == PENDING:
-            self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
-        else:
-            restarted = [a for a, n in state.nodes.items() if n.status == RUNNING]
-            self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
-        semaphore = asyncio.Semaphore(self.concurrency)
         tasks: dict[str, asyncio.Task[None]] = {}
-        while True:
+        renewer = asyncio.create_task(self._renew(run_id, holder, tasks))
+        try:
+            if state.status == PENDING:
+                self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
+            else:
+                restarted = [a for a, n in state.nodes.items() if n.status == RUNNING]
+                self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
+            await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
+            if state.status == RUNNING:
+                done = all(n.status in (SUCCEEDED, SKIPPED) for n in state.nodes.values())
+                if done:
+                    summary = {a: n.status for a, n in state.nodes.items()}
+                    self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary})
+                else:
+                    stuck = sorted(a for a, n in state.nodes.items() if n.status not in (SUCCEEDED, SKIPPED))
+                    self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
+        except (LeaseLost, RunEnded):
+            pass  # another driver took the run over, or it ended meanwhile: this one writes nothing more
+        except Exception as exc:  # the driver itself failed: the run says so and can be resumed, never left running
+            self._fail(run_id, holder, f"the driver failed: {type(exc).__name__}: {exc}")
+        finally:
+            renewer.cancel()
+            for task in tasks.values():
+                task.cancel()
+            await asyncio.gather(renewer, *tasks.values(), return_exceptions=True)
+        return self.store.state(run_id)
+
+    async def _schedule(self, ctx: RunContext, tasks: dict[str, asyncio.Task[None]]) -> None:
+        semaphore = asyncio.Semaphore(self.concurrency)
+        while True:
+            state = self.store.state(ctx.run_id)
             if state.status == RUNNING:
                 for agent in self._ready(ctx, state, tasks):
                     tasks[agent] = asyncio.create_task(self._agent(ctx, agent, semaphore))
@@ -128,18 +172,23 @@ class Runtime:
                 break
             await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in running:
-                if task.done() and task.exception() is not None:
+                if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
-        state = self.store.state(run_id)
-        if state.status == RUNNING:
-            done = all(n.status in (SUCCEEDED, SKIPPED) for n in state.nodes.values())
-            if done:
-                summary = {a: n.status for a, n in state.nodes.items()}
-                self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary})
-            else:
-                stuck = sorted(a for a, n in state.nodes.items() if n.status not in (SUCCEEDED, SKIPPED))
-                self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
-        return self.store.state(run_id)
+
+    async def _renew(self, run_id: str, holder: str, tasks: dict[str, asyncio.Task[None]]) -> None:
+        """Keep the lease while driving; if it was taken over, stop every agent of this driver."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await asyncio.to_thread(self.store.renew_lease, run_id, holder, self.lease_seconds)
+            except LeaseLost:
+                for task in tasks.values():
+                    task.cancel()
+                return
+
+    def _fail(self, run_id: str, holder: str, error: str) -> None:
+        with contextlib.suppress(StoreError):
+            self.store.append(run_id, ev.RUN_FAILED, None, {"error": error[:MAX_ERROR_CHARS]}, holder=holder)
 
     def _ready(self, ctx: RunContext, state: RunState, tasks: dict[str, asyncio.Task[None]]) -> list[str]:
         ready = []
@@ -153,21 +202,21 @@ class Runtime:
                 ready.append(agent)
         return ready
 
-    def _context(self, run_id: str, state: RunState) -> RunContext:
+    def _context(self, run_id: str, state: RunState, holder: str) -> RunContext:
         workflow = parse_workflow(state.workflow, run_id)
         for spec in state.spawned:
             workflow.agents.append(AgentSpec.model_validate(spec))
         folder = self.home / "runs" / run_id
         workspace = folder / "workspace"
-        workspace.mkdir(parents=True, exist_ok=True)
+        workspace.mkdir(parents=True, exist_ok=True, mode=0o700)
         recordings = folder / "recordings"
-        recordings.mkdir(parents=True, exist_ok=True)
+        recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         guards = GuardKernel(run_id, workflow, workspace, self.patterns, folder / "kernel")
         backend = self._backend or self._backend_factory(state.model or "local")
-        return RunContext(run_id, workflow, guards, workspace, recordings, backend)
+        return RunContext(run_id, workflow, guards, workspace, recordings, backend, holder)
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
-        event = self.store.append(ctx.run_id, event_type, agent, payload)
+        event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
         if event_type in self.triggers:
             ctx.guards.event(event.seq, event_type, agent)
         for listener in self.listeners:
@@ -176,6 +225,20 @@ class Runtime:
 
     # -- one agent -------------------------------------------------------------------------------------
     async def _agent(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
+        """One attempt of one agent. Whatever goes wrong inside it (a reply nobody foresaw, a bug) is a hard error
+        of this agent — a pause with the reason — never an exception that takes the driver down."""
+        try:
+            await self._attempt(ctx, agent, semaphore)
+        except (asyncio.CancelledError, LeaseLost, RunEnded):
+            raise
+        except Exception as exc:
+            error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
+            approvals = ctx.guards.finished(agent, "missing", None, [], error)
+            if approvals:
+                self._request_approval(ctx, agent, approvals, "")
+
+    async def _attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
             state = self.store.state(ctx.run_id)
             if state.status != RUNNING:
@@ -296,17 +359,22 @@ class Runtime:
             outcome.surface = gated.surface
             if gated.packet.packet.reasoning_trace:
                 outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
-            requests = _tool_requests(gated.packet.packet, spec)
+            valid, problems = tool_requests(gated.packet.packet)
+            if problems:
+                outcome.error = "the model's tool requests are malformed: " + "; ".join(problems)
+                return outcome
+            requests = [Request.of(r) for r in valid]
             if not requests or round_number == self.max_rounds:
                 outcome.status_tag, outcome.bypass = _tags(gated.surface)
                 return outcome
             calls = []
             for request in requests:
-                argument = request.payload if request.type in ARGUMENT_IS_PAYLOAD else request.target
-                call = self._emit(ctx, ev.TOOL_CALL, spec.id, {"tool": request.type, "target": request.target,
+                tool = request.type.lstrip("/")
+                argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
+                call = self._emit(ctx, ev.TOOL_CALL, spec.id, {"tool": tool, "target": request.target,
                                                                 "payload": request.payload})  # fmt: skip
                 calls.append(call.seq)
-                safety = ctx.guards.tool_call(spec.id, call.seq, request.type, argument)
+                safety = ctx.guards.tool_call(spec.id, call.seq, tool, argument)
                 if safety:
                     self._request_approval(ctx, spec.id, safety, gated.surface, outcome.thinking)
                     outcome.paused = True
@@ -315,23 +383,25 @@ class Runtime:
                 kernel = Kernel(ctx.workspace, extra_sources=agent_policy)
                 kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
                 shards = Shards(kernel, VirtualStore(kernel.workspace, search=self.search), metrics=self.metrics)
-            reports = shards.step_gated(gated, [Request("/" + r.type, r.target, r.payload) for r in requests])
-            results: list[tuple[str, str, ActionReport]] = []
-            for request, call_seq in zip(requests, calls, strict=True):
-                report = next((r for r in reports if r.type == "/" + request.type and r.target == request.target
-                               and r.action_id not in {x[0] for x in results}), None)  # fmt: skip
-                if report is None:
-                    continue
-                results.append((report.action_id, request.type, report))
-                result = {"call": call_seq, "tool": request.type, "decision": report.decision, "reason": report.reason,
-                          "status": report.status, "output": report.output or ""}  # fmt: skip
+            reports = shards.step_gated(gated, requests)
+            by_source = {r.source: r for r in reports}
+            results: list[tuple[str, ActionReport | None]] = []
+            for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
+                tool = request.type.lstrip("/")
+                report = by_source.get(source)
+                results.append((tool, report))
+                result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
+                          "reason": report.reason if report else "the kernel took no action for this request",
+                          "status": report.status if report else None,
+                          "output": (report.output or "") if report else ""}  # fmt: skip
                 self._emit(ctx, ev.TOOL_RESULT, spec.id, result)
-                if report.status == "/success":
-                    outcome.executed.append(request.type)
+                if report is not None and report.status == "/success":
+                    outcome.executed.append(tool)
             messages.append({"role": "assistant", "content": "".join(raw)})
             summary = "\n\n".join(
                 f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
-                for _, tool, report in results
+                if report is not None else f"Tool {tool}: not run"
+                for tool, report in results
             )  # fmt: skip
             messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\nNow answer the task."})
         return outcome
@@ -358,24 +428,6 @@ class Runtime:
 
         self.store.transact(run_id, build, actor)  # serialised with every other write to the run
         return self.store.state(run_id)
-
-
-def _tool_requests(packet: ControlPacket, spec: AgentSpec) -> list[Request]:
-    """The packet's ``tool_requests`` (an extension field); malformed entries are ignored, unknown tools kept so
-    that the kernel's constitution denies them on the record."""
-    raw = (packet.model_extra or {}).get("tool_requests") or []
-    requests = []
-    for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
-            continue
-        tool, argument = item["tool"].lstrip("/"), str(item.get("argument", ""))
-        if tool in ARGUMENT_IS_PAYLOAD:
-            requests.append(Request(tool, "", argument))
-        elif tool == "write_file":
-            requests.append(Request(tool, argument, str(item.get("content", ""))))
-        else:
-            requests.append(Request(tool, argument, ""))
-    return requests
 
 
 def _tags(surface: str) -> tuple[str, str | None]:

@@ -4,15 +4,23 @@ A SQLite file by default, Postgres by URL. Appending an event and updating the r
 transaction, and the per-run sequence number is unique, so two writers can never both append event N: the
 second fails and retries on the new state. ``state(run_id)`` replays the log; the ``runs`` table is a cache of it
 for listing.
+
+One driver per run: ``acquire_lease`` gives a run to one holder for a time, renewed while it drives; the driver's
+appends name it, and an append by a holder that lost its lease is refused, so two processes can never both run a
+run's tools. Nothing is appended after a terminal event (RunCompleted, RunAborted); after RunFailed only an
+explicit RunResumed. Reading checks the log: a gap in the sequence or an unreadable payload is a
+``StoreCorrupt`` naming the run and the event.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -34,8 +42,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 
+from .. import safejson
+from ..errors import GroundstateError
 from . import events as ev
-from .state import RunState
+from .state import ABORTED, COMPLETED, FAILED, RunState
 
 metadata = MetaData()
 runs = Table(
@@ -65,11 +75,38 @@ events = Table(
 )
 
 
+leases = Table(
+    "run_leases",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("holder", String(200), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
+
 Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
+TERMINAL = (COMPLETED, ABORTED)
+INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
 
 
-class StoreError(RuntimeError):
+class StoreError(GroundstateError, RuntimeError):
     """A store operation that cannot be carried out (unknown run, a conflicting write)."""
+
+
+class RunEnded(StoreError):
+    """The run has ended; no event may follow its terminal event."""
+
+
+class LeaseHeld(StoreError):
+    """Another process drives the run (or drove it and its lease has not yet expired)."""
+
+
+class LeaseLost(StoreError):
+    """This driver's lease was taken over; it must stop writing."""
+
+
+class StoreCorrupt(StoreError):
+    """The stored log of a run cannot be trusted: a gap in its sequence or an unreadable event."""
 
 
 class EventStore:
@@ -79,7 +116,10 @@ class EventStore:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
+            _private_sqlite_file(self.engine.url.database)
         metadata.create_all(self.engine)
+        if url.startswith("sqlite"):
+            _private_sqlite_file(self.engine.url.database)  # the -wal and -shm files too, now they exist
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
         self._cache: dict[str, RunState] = {}  # derived states, advanced event by event
         # statements built once: constructing SQLAlchemy expressions per event costs more than running them
@@ -104,18 +144,31 @@ class EventStore:
         return run_id
 
     def append(
-        self, run_id: str, event_type: str, agent: str | None, payload: dict[str, Any], actor: str = "runtime"
+        self,
+        run_id: str,
+        event_type: str,
+        agent: str | None,
+        payload: dict[str, Any],
+        actor: str = "runtime",
+        holder: str | None = None,
     ) -> ev.Event:
         """Append one event; returns it with its sequence number."""
-        return self.transact(run_id, lambda state: [(event_type, agent, payload)], actor)[0]
+        return self.transact(run_id, lambda state: [(event_type, agent, payload)], actor, holder)[0]
 
-    def transact(self, run_id: str, build: Builder, actor: str = "runtime") -> list[ev.Event]:
+    def transact(
+        self, run_id: str, build: Builder, actor: str = "runtime", holder: str | None = None
+    ) -> list[ev.Event]:
         """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
-        append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply."""
+        append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply.
+        With ``holder`` (a driver), the append is refused unless that holder still has the run's lease."""
         with self._lock, self.engine.begin() as db:
             row = db.execute(self._lock_run, {"rid": run_id}).first()
             if row is None:
                 raise StoreError(f"there is no run {run_id}")
+            if holder is not None:
+                lease = db.execute(select(leases.c.holder).where(leases.c.run_id == run_id)).first()
+                if lease is None or lease.holder != holder:
+                    raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
             state = self._cache.pop(run_id, None)
             if state is None or state.last_seq != row.last_seq:  # another process wrote: replay
                 state = self._state(db, run_id)
@@ -123,6 +176,8 @@ class EventStore:
             for event_type, agent, payload in build(state):
                 if event_type not in ev.EVENT_TYPES:
                     raise StoreError(f"unknown event type {event_type}")
+                if state.status in TERMINAL or (state.status == FAILED and event_type != ev.RUN_RESUMED):
+                    raise RunEnded(f"run {run_id} has ended ({state.status}); no {event_type} event can follow")
                 record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
                 row_values = {"run_id": run_id, "seq": record.seq, "type": event_type, "agent": agent,
                               "payload": json.dumps(payload), "actor": actor, "at": record.at}  # fmt: skip
@@ -136,6 +191,42 @@ class EventStore:
                     "pause_reason": state.pause.reason if state.pause else None})  # fmt: skip
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
+
+    # -- leases ---------------------------------------------------------------------------------------
+    def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:
+        """Give the run to ``holder`` for ``seconds`` (or renew it); LeaseHeld if another live holder has it."""
+        now = datetime.now(UTC)
+        with self._lock, self.engine.begin() as db:
+            if db.execute(self._lock_run, {"rid": run_id}).first() is None:
+                raise StoreError(f"there is no run {run_id}")
+            current = db.execute(select(leases).where(leases.c.run_id == run_id)).mappings().first()
+            expires = now + timedelta(seconds=seconds)
+            if current is None:
+                db.execute(insert(leases).values(run_id=run_id, holder=holder, expires_at=expires))
+                return
+            until = _aware(current["expires_at"])
+            if current["holder"] != holder and until > now:
+                raise LeaseHeld(
+                    f"run {run_id} is being driven by {current['holder']} (its lease runs until "
+                    f"{until:%H:%M:%S} UTC); wait for it to finish, or if that process is gone, try again after "
+                    "its lease expires"
+                )
+            db.execute(update(leases).where(leases.c.run_id == run_id).values(holder=holder, expires_at=expires))
+
+    def renew_lease(self, run_id: str, holder: str, seconds: float) -> None:
+        """Extend this holder's lease; LeaseLost if another holder has taken the run over."""
+        with self._lock, self.engine.begin() as db:
+            done = db.execute(
+                update(leases)
+                .where(leases.c.run_id == run_id, leases.c.holder == holder)
+                .values(expires_at=datetime.now(UTC) + timedelta(seconds=seconds))
+            )
+            if done.rowcount != 1:
+                raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
+
+    def release_lease(self, run_id: str, holder: str) -> None:
+        with self._lock, self.engine.begin() as db:
+            db.execute(leases.delete().where(leases.c.run_id == run_id, leases.c.holder == holder))
 
     # -- reading -------------------------------------------------------------------------------------
     def events(self, run_id: str, after: int = 0) -> list[ev.Event]:
@@ -155,9 +246,16 @@ class EventStore:
             return state
 
     def runs(self) -> list[dict[str, Any]]:
+        """Every run, newest first; a running run whose driver's lease has lapsed is listed as interrupted."""
+        now = datetime.now(UTC)
         with self.engine.connect() as db:
             rows = db.execute(select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc())).mappings().all()
-        return [dict(row) for row in rows]
+            live = {r.run_id for r in db.execute(select(leases)) if _aware(r.expires_at) > now}
+        listed = [dict(row) for row in rows]
+        for row in listed:
+            if row["status"] == "running" and row["id"] not in live:
+                row["status"] = INTERRUPTED
+        return listed
 
     def _state(self, db: Any, run_id: str) -> RunState:
         return RunState.replay(run_id, self._events(db, run_id, 0))
@@ -167,12 +265,43 @@ class EventStore:
         rows = db.execute(
             select(events).where(events.c.run_id == run_id, events.c.seq > after).order_by(events.c.seq)
         ).mappings()
-        return [_event(r) for r in rows]
+        out: list[ev.Event] = []
+        expected = after + 1
+        for row in rows:
+            if row["seq"] != expected:
+                raise StoreCorrupt(f"run {run_id}: event {expected} is missing from the log (the next stored event "
+                                   f"is {row['seq']}); the store was changed outside groundstate")  # fmt: skip
+            out.append(_event(row))
+            expected += 1
+        return out
 
 
 def _event(r: Any) -> ev.Event:
-    at = r["at"] if r["at"].tzinfo else r["at"].replace(tzinfo=UTC)
-    return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], json.loads(r["payload"]), at, r["actor"])
+    try:
+        payload = safejson.loads(r["payload"])
+        if not isinstance(payload, dict) or r["type"] not in ev.EVENT_TYPES:
+            raise ValueError("not an event of a known type with an object payload")
+        at = r["at"] if r["at"].tzinfo else r["at"].replace(tzinfo=UTC)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: {exc}") from None
+    return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], payload, at, r["actor"])
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _private_sqlite_file(database: str | None) -> None:
+    """The database holds every prompt, output and decision: readable by its owner only (0600)."""
+    if not database or database == ":memory:":
+        return
+    path = Path(database)
+    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if not candidate.exists():
+            if candidate == path:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            continue
+        os.chmod(candidate, 0o600)
 
 
 def _sqlite_begin(connection: Any) -> None:

@@ -7,12 +7,12 @@ rest of the damaged frame is never decoded. Any split of the input gives the sam
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .. import safejson
 from .chunks import Chunk, Content, Hello, Reset, StreamEnd, UpstreamError
 from .constants import (
     DEFAULT_MAX_PAYLOAD,
@@ -139,7 +139,7 @@ class Decoder:
 
     def _upstream_error(self, frame: Frame, stream: _Stream, out: list[Chunk]) -> None:
         try:
-            record: Any = json.loads(frame.payload.decode("utf-8"))
+            record: Any = safejson.loads(frame.payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             record = None
         if not isinstance(record, dict):

@@ -8,10 +8,10 @@ One JSON object per line:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .. import safejson
 from .constants import Mode
 from .encoder import Encoder
 from .vocab import Vocabulary
@@ -29,9 +29,9 @@ def parse_events(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EventError(f"line {number}: not JSON ({exc.msg})") from None
+            event = safejson.loads(line)
+        except ValueError as exc:
+            raise EventError(f"line {number}: not JSON ({getattr(exc, 'msg', exc)})") from None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise EventError(f'line {number}: expected an object with an "event" field')
         kind = event["event"]

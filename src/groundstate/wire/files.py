@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -15,8 +16,10 @@ READ_SIZE = 64 * 1024
 class Recorder:
     """Appends frames to a .sigil file as they are produced (flushed per write, so a crash loses nothing)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._file: BinaryIO = open(path, "ab")  # noqa: SIM115 - kept open for the recorder's lifetime
+    def __init__(self, path: str | Path, mode: int = 0o600) -> None:
+        """A new file is created readable by its owner only (recordings hold everything a model said)."""
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, mode)
+        self._file: BinaryIO = os.fdopen(fd, "ab")
 
     def write(self, data: bytes) -> None:
         self._file.write(data)

@@ -38,7 +38,7 @@ Decl shard_state(ShardID, State)
   descr [doc("A shard's state: /spawned, /executing, /completed or /failed."), model_writable()]
   bound [/name, /name].
 Decl requested_action(RequestID, ActionType, Target, Payload)
-  descr [doc("An action the model asks for (a tool call, or an update); policy decides whether it happens. Payload is JSON text."), model_writable()]
+  descr [doc("A tool call the model made in control_packet.tool_requests (the only channel for effects; never assertable from mangle_updates); policy decides whether it happens. Payload is JSON text.")]
   bound [/name, /name, /string, /string].
 Decl request_consumed(RequestID)
   descr [doc("The executive has turned this request into a pending action.")].
@@ -47,6 +47,9 @@ Decl request_consumed(RequestID)
 Decl pending_action(ActionID, ActionType, Target, Payload, Millis)
   descr [doc("An action the executive took from next_action/4; everything about it is keyed by ActionID.")]
   bound [/name, /name, /string, /string, /number].
+Decl action_source(ActionID, Source)
+  descr [doc("Where a pending action came from: /current_intent (the intent's verb) or the /request/N it answers.")]
+  bound [/name, /name].
 Decl user_approved(ActionID)
   descr [doc("The user approved an action that required approval.")].
 Decl routing_result(ActionID, Status, Details, Millis)

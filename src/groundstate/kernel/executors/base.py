@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import GroundstateError
+from ...sandbox import Sandbox, default_sandbox
 from ..workspace import Workspace
 
 
-class ExecutorError(Exception):
+class ExecutorError(GroundstateError):
     """The action could not be carried out; the message is the recorded failure output."""
 
 
@@ -51,6 +53,13 @@ class Context:
     test_command: tuple[str, ...] = ("python", "-m", "pytest", "-q")
     build_command: tuple[str, ...] = ("python", "-m", "compileall", "-q", ".")
     search: Any = None  # a web_search backend (SearchBackend); None: the offline corpus
+    isolation: Sandbox | None = None  # None: the default sandbox, chosen (or refused) when a program first runs
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox programs run in; raises SandboxUnavailable (naming what to install) if there is none."""
+        if self.isolation is None:
+            self.isolation = default_sandbox()
+        return self.isolation
 
     def bounded(self, text: str) -> str:
         """Outputs are bounded: a model must not be able to flood the kernel or the console."""

@@ -5,21 +5,31 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from pathlib import Path
 
 from .base import Action, Context, ExecutorError, Outcome
 
 MAX_MATCHES = 500
 MAX_FILE_BYTES = 1024 * 1024
+MAX_LINE_CHARS = 4096  # a pattern is matched against at most this much of a line
 
 
-def _files(context: Context, under: str) -> list[Path]:
-    root = context.workspace.resolve(under or ".", must_exist=True)
-    found: list[Path] = []
-    for directory, subdirs, files in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        found += [Path(directory) / name for name in sorted(files)]
-    return found
+def _text(dir_fd: int, name: str) -> str | None:
+    """A file's text, opened relative to its directory's fd without following a symlink; None if unusable."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > MAX_FILE_BYTES:
+            return None
+        return os.read(fd, MAX_FILE_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def search_code(action: Action, context: Context) -> Outcome:
@@ -30,16 +40,13 @@ def search_code(action: Action, context: Context) -> Outcome:
         raise ExecutorError(f"{action.target!r} is not a valid regular expression: {exc}") from None
     under = action.fields().get("path", "") if action.payload else ""
     matches: list[str] = []
-    for path in _files(context, str(under)):
-        if path.is_symlink() or path.stat().st_size > MAX_FILE_BYTES:
-            continue
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (UnicodeDecodeError, OSError):
-            continue  # binary or unreadable: not code
-        for number, line in enumerate(lines, 1):
-            if pattern.search(line):
-                matches.append(f"{context.workspace.relative(path)}:{number}: {line.strip()[:200]}")
+    for relative, dir_fd, name in context.workspace.files(str(under or "."), skip_hidden=True):
+        text = _text(dir_fd, name)
+        if text is None:
+            continue  # binary, unreadable or too large: not code
+        for number, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line[:MAX_LINE_CHARS]):
+                matches.append(f"{relative}:{number}: {line.strip()[:200]}")
                 if len(matches) >= MAX_MATCHES:
                     matches.append(f"[search cut at {MAX_MATCHES} matches]")
                     return Outcome(True, context.bounded("\n".join(matches)))
@@ -50,6 +57,6 @@ def search_files(action: Action, context: Context) -> Outcome:
     """Target is a glob matched against workspace-relative paths (``*.py``, ``src/**/test_*.py``)."""
     if not action.target:
         raise ExecutorError("search_files needs a glob pattern as its target")
-    names = [context.workspace.relative(p) for p in _files(context, "")]
+    names = [relative for relative, _, _ in context.workspace.files(".", skip_hidden=True)]
     hits = [n for n in names if fnmatch.fnmatch(n, action.target) or fnmatch.fnmatch(Path(n).name, action.target)]
     return Outcome(True, context.bounded("\n".join(hits[:MAX_MATCHES]) or "no files match"))

@@ -1,0 +1,61 @@
+"""JSON from untrusted sources with a nesting bound, checked before the recursive parser runs.
+
+``json.loads`` recurses once per nesting level, so ``[[[[…`` a few thousand deep raises ``RecursionError`` (or
+exhausts the C stack in other parsers). Every parser of provider, model or store bytes goes through ``loads``
+here instead: the depth is measured by one linear regex scan that skips strings, and anything too deep is a
+``JSONDepthError`` with the depth found — a typed, bounded outcome the caller reports like any malformed JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .errors import LimitError
+
+MAX_DEPTH = 64
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+
+
+class JSONDepthError(LimitError, ValueError):
+    """JSON nested deeper than the bound; a ValueError too, so callers treating it as malformed JSON keep working."""
+
+
+def depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in ``text`` (strings skipped; unbalanced text is measured too)."""
+    level = deepest = 0
+    for match in _TOKENS.finditer(text):
+        char = match.group()[0]
+        if char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level -= 1
+    return deepest
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, strict: bool = True) -> Any:
+    """``json.loads`` refusing nesting deeper than ``max_depth`` and non-finite numbers (``NaN``, ``Infinity``)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8")
+    if ("[" in text or "{" in text) and (found := depth(text)) > max_depth:
+        raise JSONDepthError(f"JSON nested {found} levels deep; at most {max_depth} are accepted")
+    return json.loads(text, strict=strict, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (only finite numbers are)")
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """Strict JSON out: non-finite floats are refused rather than written as ``Infinity``."""
+    return json.dumps(value, allow_nan=False, **options)
+
+
+def finite(value: float, cap: float) -> float:
+    """A number made safe to print as JSON: NaN becomes the cap, and anything above the cap is the cap."""
+    if math.isnan(value) or value > cap:
+        return cap
+    return value
