@@ -54,6 +54,17 @@ def dumps(value: Any, **options: Any) -> str:
     return json.dumps(value, allow_nan=False, **options)
 
 
+def dumps_line(value: Any) -> str:
+    """One line of strict JSON for JSONL output: UTF-8 where it can be, ``\\u`` escapes where a lone surrogate
+    (data from a hostile stream) cannot be written as UTF-8; non-finite numbers refused."""
+    line = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return line
+
+
 def finite(value: float, cap: float) -> float:
     """A number made safe to print as JSON: NaN becomes the cap, and anything above the cap is the cap."""
     if math.isnan(value) or value > cap:

@@ -41,7 +41,9 @@ def test_every_reset_reason_has_a_vector() -> None:
     from groundstate.wire.constants import Reason
 
     covered = {c["reason"] for v in VECTORS for c in v["chunks"] if c["kind"] == "reset"}
-    assert {v for k, v in vars(Reason).items() if not k.startswith("_")} <= covered
+    # TooManyStreams needs 1,025 open streams; tests/wire/test_hostile.py covers it with a small bound
+    needs_vectors = {v for k, v in vars(Reason).items() if not k.startswith("_")} - {Reason.TOO_MANY_STREAMS}
+    assert needs_vectors <= covered
 
 
 def test_vectors_are_in_the_spec() -> None:

@@ -89,11 +89,11 @@ class PacketGate:
                     self._abort(self._prefix_reason())
                     break
                 piece = text[:budget]  # at most `budget` bytes: every character is at least one
-                while len(piece.encode()) > budget:
+                while len(piece.encode("utf-8", "surrogatepass")) > budget:
                     piece = piece[: len(piece) // 2] or piece[:1]
                     if len(piece) == 1:
                         break
-            self._bytes += len(piece.encode())
+            self._bytes += len(piece.encode("utf-8", "surrogatepass"))
             if self._bytes > self.max_bytes:
                 self._abort(f"the output is larger than {self.max_bytes} bytes")
                 break

@@ -21,7 +21,10 @@ OPTIONAL = ("self_correction", "reasoning_trace", "learning_signals")
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """Strict: a field of the wrong JSON type (``"confidence": "0.9"``) is an error the degradation rules handle,
+    never silently coerced into something the model did not send."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class IntentClassification(_Section):
@@ -61,7 +64,7 @@ class StateTransition(_Section):
     timestamp: str | None = None
     reason: str | None = None
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, strict=True)
 
 
 class ImpactAnalysis(_Section):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
+from .. import safejson
 from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .conventions import TextConventions
@@ -34,6 +34,9 @@ def parse(
     status: int = typer.Option(200, "--status", help="The HTTP status the body came with."),
     headers: Path | None = typer.Option(None, "--headers", help="A JSON object of the response headers."),
     think_tags: bool = typer.Option(False, "--think-tags", help="The model writes reasoning as <think>...</think>."),
+    think_opened: bool = typer.Option(
+        False, "--think-opened", help="The chat template opened <think> already: only </think> appears."
+    ),
     text_tools: str | None = typer.Option(
         None, "--text-tools", help="The model writes tool calls as text: hermes or mistral."
     ),
@@ -47,7 +50,9 @@ def parse(
         raise typer.Exit(2)
     try:
         body = source.read_bytes()
-        header_map = json.loads(headers.read_text(encoding="utf-8")) if headers else {}
+        header_map = safejson.loads(headers.read_text(encoding="utf-8")) if headers else {}
+        if not isinstance(header_map, dict):
+            raise ValueError("--headers must hold a JSON object")
     except (OSError, ValueError) as exc:
         typer.echo(f"error: cannot read the input: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -56,7 +61,8 @@ def parse(
         events = [ErrorEvent(classify(PROVIDER_OF_API[api], status, body, header_map))]
     else:
         adapter = ADAPTERS[api](PROVIDER_OF_API[api])
-        conventions = TextConventions(think_tags=think_tags, text_tools=text_tools)
+        conventions = TextConventions(think_tags=think_tags or think_opened, opening_tag_omitted=think_opened,
+                                      text_tools=text_tools)  # fmt: skip
         events = conventions.feed(adapter.feed(body) + adapter.close()) + conventions.close()
     for event in merge_deltas(events):
-        typer.echo(json.dumps(to_json(event), ensure_ascii=False))
+        typer.echo(safejson.dumps_line(to_json(event)))

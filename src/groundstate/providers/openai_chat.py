@@ -68,8 +68,10 @@ class OpenAIChatAdapter(StreamAdapter):
         number = choice["index"] if isinstance(choice.get("index"), int) else 0
         delta = choice.get("delta") or {}
         if isinstance(delta, dict):
+            seen: list[str] = []  # some servers send the same reasoning under both names: it is one delta
             for key in ("reasoning_content", "reasoning"):
-                if isinstance(delta.get(key), str) and delta[key]:
+                if isinstance(delta.get(key), str) and delta[key] and delta[key] not in seen:
+                    seen.append(delta[key])
                     out.append(ThinkDelta(delta[key], number))
             if isinstance(delta.get("content"), str) and delta["content"]:
                 out.append(TextDelta(delta["content"], number))

@@ -75,3 +75,4 @@ class Reason:
     UPSTREAM_ERROR = "UpstreamError"
     BAD_UPSTREAM_ERROR = "BadUpstreamError"
     TRUNCATED = "Truncated"
+    TOO_MANY_STREAMS = "TooManyStreams"

@@ -63,12 +63,16 @@ class _Stream:
     open: bool = False  # has frames since its last STREAM_END
 
 
+MAX_STREAMS = 1024  # streams whose state a decoder keeps at once
+
+
 class Decoder:
     """``feed(data)`` returns the chunks the new bytes complete; ``close()`` ends the input."""
 
-    def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
+    def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD, max_streams: int = MAX_STREAMS) -> None:
         self._frames = FrameScanner(max_payload)
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, _Stream] = {}  # in order of last use: ended streams are forgotten first
+        self.max_streams = max_streams
 
     def feed(self, data: bytes) -> list[Chunk]:
         out: list[Chunk] = []
@@ -87,15 +91,28 @@ class Decoder:
                 stream.open = False
         return out
 
+    def _forget_ended(self) -> bool:
+        """Make room by forgetting the least recently used stream that has ended (its state is only its next seq;
+        a stream that resumes after being forgotten starts over with a HELLO or seq 0). False if all are open."""
+        for stream_id, stream in self._streams.items():
+            if not stream.open:
+                del self._streams[stream_id]
+                return True
+        return False
+
     # -- frames ------------------------------------------------------------------------------------
     def _handle(self, item: Frame | Junk, out: list[Chunk]) -> None:
         if isinstance(item, Junk):
             out.append(Reset(None, Reason.FRAME_CORRUPT, skipped_bytes=item.skipped, detail=item.why))
             return
         sid = item.stream_id
-        stream = self._streams.get(sid)
+        stream = self._streams.pop(sid, None)
         if stream is None:
-            stream = self._streams[sid] = _Stream()
+            if len(self._streams) >= self.max_streams and not self._forget_ended():
+                out.append(Reset(sid, Reason.TOO_MANY_STREAMS, detail=f"more than {self.max_streams} open streams"))
+                return  # no state is kept for it: the bound holds whatever a sender invents
+            stream = _Stream()
+        self._streams[sid] = stream  # re-inserted: the most recently used last
         gap = False
         if stream.awaiting_hello and item.kind != Kind.HELLO:
             return  # skipped until a HELLO for this stream arrives (the MissingHello reset was emitted)
@@ -129,9 +146,10 @@ class Decoder:
         hello = Hello(frame.stream_id, vocabulary, table)
         if stream.hello is not None and not stream.awaiting_hello:
             if stream.hello != hello:
-                # a different table mid-stream: trust neither; wait for the sender's next HELLO
-                stream.hello, stream.awaiting_hello = None, True
-                self._reset(out, frame.stream_id, stream, Reason.BAD_HELLO, "a different HELLO mid-stream")
+                # a different table mid-stream: this frame is refused and the stream keeps the table it agreed on,
+                # so the bad frame costs exactly its own content: nothing buffered before it is ambiguous, so the
+                # report drops nothing and the next frame decodes as before
+                out.append(Reset(frame.stream_id, Reason.BAD_HELLO, detail="a different HELLO mid-stream (refused)"))
             return
         stream.hello, stream.awaiting_hello = hello, False
         stream.hot = DEFAULT_HOT_TABLE if table == DEFAULT_HOT_TABLE else table  # identity: the fast path
