@@ -45,3 +45,21 @@ def test_cookie_sessions_need_the_csrf_token(console: Console) -> None:
     redirect = browser.get("/login", params={"token": console.token, "next": "//evil.example/"},
                            follow_redirects=False)  # fmt: skip
     assert redirect.headers["location"] == "/"  # no open redirect
+
+
+def test_no_page_can_be_framed_and_only_the_consoles_script_runs(console: Console) -> None:
+    """A hostile page on another port of 127.0.0.1 must not frame the console (a click on a framed Abort button
+    would be an operator's decision): every response, refusals and redirects included, forbids framing."""
+    anonymous = httpx.Client(base_url=console.url, timeout=10)
+    responses = [console.api().get("/api/runs"), anonymous.get("/", follow_redirects=False),
+                 anonymous.get("/login"), anonymous.get("/api/runs")]  # fmt: skip
+    for response in responses:
+        assert response.headers["x-frame-options"] == "DENY"
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
+
+
+def test_state_files_are_private(console: Console) -> None:
+    assert stat.S_IMODE(os.stat(console.home).st_mode) == 0o700
+    database = console.home / "groundstate.db"
+    assert database.exists() and stat.S_IMODE(os.stat(database).st_mode) == 0o600

@@ -1,0 +1,105 @@
+"""Attacks through the kernel's public surface (``groundstate kernel step`` with a hostile control packet):
+model-written tests, a smuggled pytest option, a git configuration that runs commands, a symlink swapped in
+while files are written. Each test asserts the effect did not happen."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from groundstate.kernel import Workspace, WorkspaceError
+
+
+def step(workspace: Path, requests: list[dict[str, str]]) -> list[dict[str, Any]]:
+    packet = workspace.parent / "packet.json"
+    packet.write_text(json.dumps({"control_packet": {
+        "intent_classification": {"category": "/instruction", "verb": "/do", "confidence": 0.9},
+        "mangle_updates": [], "memory_operations": [], "tool_requests": requests}, "surface_response": "ok"}))  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "step", "--packet", str(packet),
+                           "--workspace", str(workspace)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    actions: list[dict[str, Any]] = json.loads(done.stdout)["actions"]
+    return actions
+
+
+def make_workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def test_model_written_conftest_runs_only_in_the_sandbox(tmp_path: Path) -> None:
+    root, outside = make_workspace(tmp_path), tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("precious")
+    conftest = (f"import pathlib, shutil\np = pathlib.Path({str(outside)!r})\n"
+                "shutil.rmtree(p, ignore_errors=True)\np.mkdir(parents=True, exist_ok=True)\n(p / 'pwned').write_text('x')\n")  # fmt: skip
+    actions = step(root, [{"tool": "write_file", "argument": "conftest.py", "content": conftest},
+                          {"tool": "write_file", "argument": "test_a.py", "content": "def test_a():\n    pass\n"},
+                          {"tool": "run_tests", "argument": "test_a.py"}])  # fmt: skip
+    assert [a["status"] for a in actions] == ["/success", "/success", "/success"]  # it ran, confined
+    assert (outside / "keep.txt").read_text() == "precious" and not (outside / "pwned").exists()
+
+
+def test_a_test_target_cannot_smuggle_a_pytest_option(tmp_path: Path) -> None:
+    root, outside = make_workspace(tmp_path), tmp_path / "basetemp"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("precious")
+    (root / "--basetemp=x").mkdir()  # even a directory of that name is passed after "--", as a path
+    actions = step(root, [{"tool": "run_tests", "argument": f"--basetemp={outside}"},
+                          {"tool": "run_tests", "argument": "-p"}])  # fmt: skip
+    assert [a["status"] for a in actions] == ["/failure", "/failure"]
+    assert (outside / "keep.txt").read_text() == "precious"
+
+
+def test_git_never_runs_a_command_from_the_repository_configuration(tmp_path: Path) -> None:
+    root, marker = make_workspace(tmp_path), tmp_path / "fsmonitor-ran"
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = f"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch {marker}\n"
+    actions = step(root, [{"tool": "write_file", "argument": ".git/config", "content": config},
+                          {"tool": "git_status", "argument": ""},
+                          {"tool": "write_file", "argument": ".git/hooks/pre-commit",
+                           "content": f"#!/bin/sh\ntouch {marker}\n"}])  # fmt: skip
+    assert actions[1]["status"] == "/failure" and "core.fsmonitor" in actions[1]["output"]
+    assert not marker.exists()
+
+
+def test_a_symlink_swapped_in_during_writes_never_lets_one_land_outside(tmp_path: Path) -> None:
+    """A rename-exchange loop swaps a directory and a symlink to the outside while write_file runs: with the
+    check-then-open design this won within 0.1 s; with fd-relative opens no write may land outside."""
+    root, outside = make_workspace(tmp_path), tmp_path / "outside"
+    outside.mkdir()
+    (root / "d").mkdir()
+    (root / "swap").symlink_to(outside)
+    libc = ctypes.CDLL(None, use_errno=True)
+    exchange, stop = 2, threading.Event()  # RENAME_EXCHANGE
+
+    def swapper() -> None:
+        fd = os.open(root, os.O_RDONLY)
+        while not stop.is_set():
+            libc.renameat2(fd, b"d", fd, b"swap", exchange)
+        os.close(fd)
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    refused = written = 0
+    try:
+        for use_openat2 in (True, False):
+            workspace = Workspace(root, use_openat2=use_openat2)
+            for i in range(1500):
+                try:
+                    workspace.write_bytes(f"d/f{i}.txt", b"x")
+                    written += 1
+                except WorkspaceError:
+                    refused += 1
+    finally:
+        stop.set()
+        thread.join()
+    assert list(outside.iterdir()) == []
+    assert refused > 0 and written > 0  # the race really happened both ways
