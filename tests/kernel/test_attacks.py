@@ -18,9 +18,9 @@ from groundstate.kernel import Workspace, WorkspaceError
 
 def step(workspace: Path, requests: list[dict[str, str]]) -> list[dict[str, Any]]:
     packet = workspace.parent / "packet.json"
-    packet.write_text(json.dumps({"control_packet": {
-        "intent_classification": {"category": "/instruction", "verb": "/do", "confidence": 0.9},
-        "mangle_updates": [], "memory_operations": [], "tool_requests": requests}, "surface_response": "ok"}))  # fmt: skip
+    intent = {"category": "/instruction", "verb": "/do", "confidence": 0.9}
+    control = {"intent_classification": intent, "mangle_updates": [], "tool_requests": requests}
+    packet.write_text(json.dumps({"control_packet": control, "surface_response": "ok"}))
     done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "step", "--packet", str(packet),
                            "--workspace", str(workspace)], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
@@ -39,7 +39,8 @@ def test_model_written_conftest_runs_only_in_the_sandbox(tmp_path: Path) -> None
     outside.mkdir()
     (outside / "keep.txt").write_text("precious")
     conftest = (f"import pathlib, shutil\np = pathlib.Path({str(outside)!r})\n"
-                "shutil.rmtree(p, ignore_errors=True)\np.mkdir(parents=True, exist_ok=True)\n(p / 'pwned').write_text('x')\n")  # fmt: skip
+                "shutil.rmtree(p, ignore_errors=True)\np.mkdir(parents=True, exist_ok=True)\n"
+                "(p / 'pwned').write_text('x')\n")  # fmt: skip
     actions = step(root, [{"tool": "write_file", "argument": "conftest.py", "content": conftest},
                           {"tool": "write_file", "argument": "test_a.py", "content": "def test_a():\n    pass\n"},
                           {"tool": "run_tests", "argument": "test_a.py"}])  # fmt: skip

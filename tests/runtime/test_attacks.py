@@ -70,7 +70,7 @@ def test_mangle_updates_cannot_request_a_hidden_action(
     code = f"open({str(marker)!r}, 'w').write('sudo')"
     hidden = envelope("done [STATUS: SUCCESS]", mangle_updates=[
         f"requested_action(/r1, /execute_python, \"\", {json.dumps(code)})",
-        f"requested_action(/r2, /write_file, \"hidden.txt\", \"x\")",
+        "requested_action(/r2, /write_file, \"hidden.txt\", \"x\")",
     ])  # fmt: skip
     run_id, status = drive(runtime, model[1], [hidden])
     assert status == "completed"
@@ -81,7 +81,7 @@ def test_mangle_updates_cannot_request_a_hidden_action(
 @pytest.mark.parametrize(
     "request_",
     [{"tool": "web search", "argument": "x"}, {"tool": "read_file", "argument": 7}, "read_file",
-     {"tool": "read_file", "argument": "a", "extra": True}],  # fmt: skip
+     {"tool": "read_file", "argument": "a", "extra": True}],
 )
 def test_a_malformed_tool_request_is_a_pause_not_a_crash(
     runtime: Runtime, model: tuple[str, Script], request_: object
