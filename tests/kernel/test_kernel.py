@@ -145,3 +145,17 @@ def test_config_file_and_context_budget(tmp_path: Path) -> None:
     path.write_text(json.dumps({"core_limits": {"max_facts": 1}}))
     done = groundstate("kernel", "step", "--packet", str(path), "--config", str(path))
     assert done.returncode == 2 and "max_facts" in done.stderr
+
+
+def test_lint_refuses_a_policy_where_a_model_fact_steers_a_decision(tmp_path: Path) -> None:
+    """A user rule that lets a model-writable fact (here task_status, via a helper) deny or permit an action is
+    reported: the model could otherwise steer the decision by stating a fact in mangle_updates."""
+    risky = tmp_path / "risky.mg"
+    risky.write_text("Decl urgent(T) bound [/name].\nurgent(T) :- task_status(T, /in_progress).\n"
+                     'denied(A, "busy") :- pending_action(A, _, _, _, _), !urgent(/t1).\n')  # fmt: skip
+    done = groundstate("kernel", "lint", "--policy", str(risky))
+    assert done.returncode == 1
+    assert "model-writable-decides: denied depends on task_status" in done.stdout
+    safe = tmp_path / "safe.mg"
+    safe.write_text('denied(A, "no deletes on Fridays") :- pending_action(A, /delete_file, _, _, _).\n')
+    assert groundstate("kernel", "lint", "--policy", str(safe)).returncode == 0

@@ -33,6 +33,9 @@ ATTACKS = [
     ("denied(A, ", "not valid Mangle"),
     ("Decl pair(A, B) bound [/name, /name].\npair(A, B) :- task_status(A, _), task_status(B, _).",
      "created"),
+    ('Decl grow(S) bound [/string].\ngrow("ab").\ngrow(Y) :- grow(X), Y = fn:string:concat(X, X).',
+     "strings are limited|would exceed"),
+    ("Decl nest(L).\nnest(fn:list(1)).\nnest(Y) :- nest(X), Y = fn:list(X).", "nested more than"),
 ]  # fmt: skip
 
 

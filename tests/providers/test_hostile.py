@@ -1,0 +1,124 @@
+"""Hostile provider bytes: nesting, surrogates, non-finite advice, odd shapes, odd headers, endless lines.
+
+Every case goes through a public surface (``groundstate providers parse``, the gateway on loopback, the parsers'
+own API) and asserts the outcome is a typed event or error — never a traceback, never non-JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from groundstate.providers.ollama import OllamaAdapter
+from groundstate.providers.sse import SSEParser
+
+from .conftest import Script
+from .test_gateway import gateway_for  # noqa: F401 - the gateway fixture
+
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+def parse(tmp_path: Path, body: bytes, *args: str, headers: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    source = tmp_path / "body"
+    source.write_bytes(body)
+    extra = []
+    if headers is not None:
+        (tmp_path / "headers.json").write_text(json.dumps(headers))
+        extra = ["--headers", str(tmp_path / "headers.json")]
+    done = subprocess.run([sys.executable, "-m", "groundstate", "providers", "parse", str(source), *args, *extra],
+                          capture_output=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    lines = done.stdout.decode("utf-8").splitlines()
+    return [json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))) for line in lines]
+
+
+def sse(*payloads: str) -> bytes:
+    return "".join(f"data: {p}\n\n" for p in payloads).encode()
+
+
+def test_deeply_nested_data_lines_and_error_bodies_are_typed_errors(tmp_path: Path) -> None:
+    events = parse(tmp_path, sse(DEEP, '{"choices": [{"index": 0, "delta": {"content": "ok"}}]}'), "--api",
+                   "openai-chat")  # fmt: skip
+    assert events[0]["type"] == "error" and events[0]["plane"] == "ambiguous"
+    assert {"type": "text", "text": "ok"} in events
+    [error] = parse(tmp_path, DEEP.encode(), "--api", "openai-chat", "--status", "500")
+    assert error["plane"] == "server"
+
+
+def test_surrogates_are_data_and_output_stays_strict_json(tmp_path: Path) -> None:
+    body = sse('{"choices": [{"index": 0, "delta": {"content": "a\\ud800b"}}]}',
+               '{"choices": [{"index": 0, "delta": {"content": "\\udc00"}, "finish_reason": "stop"}]}')  # fmt: skip
+    events = parse(tmp_path, body, "--api", "openai-chat")
+    assert "".join(e.get("text", "") for e in events if e["type"] == "text") == "a\ud800b\udc00"
+
+
+def test_huge_retry_advice_is_capped_and_finite(tmp_path: Path) -> None:
+    body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+    [error] = parse(tmp_path, body, "--api", "anthropic", "--status", "429", headers={"retry-after": "1e400"})
+    assert error["retry_after_s"] == 86_400.0
+    [error] = parse(tmp_path, body, "--api", "anthropic", "--status", "429", headers={"retry-after-ms": 5,
+                                                                                      "x-request-id": ["a"]})  # fmt: skip
+    assert error["retry_after_s"] == 0.005  # a number where a string belongs is read as its text
+
+
+def test_odd_shapes_are_reported_not_raised(tmp_path: Path) -> None:
+    body = sse('{"type": "response.completed", "response": "done"}')
+    events = parse(tmp_path, body, "--api", "openai-responses")
+    assert events[0]["type"] == "finish"  # a response that is not an object: finished, nothing raised
+    body = sse('{"type": "response.output_item.added", "item": [1], "output_index": 0}',
+               '{"choices": "nope"}')  # fmt: skip
+    for api in ("openai-responses", "openai-chat"):
+        events = parse(tmp_path, body, "--api", api)
+        assert events and all(e["type"] in ("error", "truncated", "finish") for e in events)
+
+
+def test_one_reasoning_in_two_fields_is_one_thinking_delta(tmp_path: Path) -> None:
+    body = sse('{"choices": [{"index": 0, "delta": {"reasoning": "hmm", "reasoning_content": "hmm"}}]}')
+    events = parse(tmp_path, body, "--api", "openai-chat")
+    assert [e for e in events if e["type"] == "think"] == [{"type": "think", "text": "hmm"}]
+
+
+def test_think_tags_opened_by_the_template_and_after_text(tmp_path: Path) -> None:
+    body = sse(*(json.dumps({"choices": [{"index": 0, "delta": {"content": piece}}]})
+                 for piece in ("I should check.</th", "ink>The answer.")))  # fmt: skip
+    events = parse(tmp_path, body, "--api", "openai-chat", "--think-opened")
+    kinds = [(e["type"], e["text"]) for e in events if e["type"] in ("think", "text")]
+    assert kinds == [("think", "I should check."), ("text", "The answer.")]
+    body = sse(json.dumps({"choices": [{"index": 0, "delta": {"content": "Use <think>x</think> tags."}}]}))
+    events = parse(tmp_path, body, "--api", "openai-chat", "--think-tags")
+    assert [e["type"] for e in events if e["type"] in ("think", "text")] == ["text"]  # after text: literal text
+
+
+def test_lines_without_newlines_cost_linear_time() -> None:
+    """20,000 chunks of one endless line: each byte is looked at a bounded number of times (a quadratic parser
+    rescans the whole pending line per chunk). Measured as work, not wall time: the parsers' buffers."""
+    sse_parser, ollama = SSEParser(), OllamaAdapter()
+    for _ in range(20_000):
+        sse_parser.feed(b"x" * 50)
+        ollama.feed(b"x" * 50)
+    assert len(sse_parser._partial) == 20_000 and len(ollama._partial) == 20_000  # kept as pieces, not re-joined
+    assert sse_parser.feed(b"\n") == []  # a line of 1,000,000 x's: a field named x, dispatched at a blank line
+    [unreadable] = ollama.feed(b"\n")  # the same line is one NDJSON record that is not JSON: reported once
+    assert type(unreadable).__name__ == "ErrorEvent"
+    assert sse_parser._partial == [] and ollama._partial == []
+
+
+def test_the_gateway_refuses_a_nested_body_and_passes_a_hostile_stream_through(
+    server: tuple[str, Script], gateway_for  # noqa: F811
+) -> None:  # type: ignore[no-untyped-def]
+    upstream, script = server
+    stream = sse(DEEP, '{"choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]}')
+    script.responses = [(200, {}, stream + b"data: [DONE]\n\n")]
+    base_url, _ = gateway_for(upstream)
+    passed = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "stream": True,
+                                                               "messages": [{"role": "user", "content": "hi"}]},
+                        timeout=30)  # fmt: skip
+    assert passed.status_code == 200 and passed.content == stream + b"data: [DONE]\n\n"  # the client's stream is whole
+    local_url, _ = gateway_for("local")
+    refused = httpx.post(f"{local_url}/chat/completions", content=DEEP.encode(), timeout=30,
+                         headers={"content-type": "application/json"})  # fmt: skip
+    assert refused.status_code == 400 and refused.json()["error"]["type"] == "invalid_request_error"
