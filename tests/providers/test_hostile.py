@@ -60,8 +60,8 @@ def test_huge_retry_advice_is_capped_and_finite(tmp_path: Path) -> None:
     body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
     [error] = parse(tmp_path, body, "--api", "anthropic", "--status", "429", headers={"retry-after": "1e400"})
     assert error["retry_after_s"] == 86_400.0
-    [error] = parse(tmp_path, body, "--api", "anthropic", "--status", "429", headers={"retry-after-ms": 5,
-                                                                                      "x-request-id": ["a"]})  # fmt: skip
+    odd = {"retry-after-ms": 5, "x-request-id": ["a"]}
+    [error] = parse(tmp_path, body, "--api", "anthropic", "--status", "429", headers=odd)
     assert error["retry_after_s"] == 0.005  # a number where a string belongs is read as its text
 
 
