@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
-from .. import safejson
 from ..wire.constants import Mode
 from ..wire.vocab import ByteVocabulary
 from .bridge import SigilBridge
+from .chat_request import ChatRequestError, parse_chat_request
 from .client import APIS
 from .errors import classify
 from .events import ErrorEvent
@@ -129,29 +129,18 @@ class Gateway:
             )
             return
         try:
-            request = safejson.loads(body)
-            messages = request["messages"]
-        except (ValueError, KeyError, TypeError):
-            await _json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "expected a JSON body with messages",
-                        "type": "invalid_request_error",
-                        "code": None,
-                    }
-                },
-            )
+            request = parse_chat_request(body)
+        except ChatRequestError as exc:
+            await _json(send, 400, {"error": {"message": str(exc), "type": "invalid_request_error", "code": None}})
             return
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self._local is None:
             from .local import LocalModel
 
             self._local = await asyncio.to_thread(LocalModel)
         model = self._local
-        max_tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or 256)
-        options = {"max_tokens": max_tokens, "temperature": float(request.get("temperature") or 0.0)}
-        schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        options: dict[str, Any] = {"max_tokens": request.token_budget, "temperature": request.temperature}
+        schema = request.json_schema
         if schema:
             options["json_schema"] = schema
         bridge = SigilBridge(model.vocabulary, next(self._streams))
@@ -164,7 +153,7 @@ class Gateway:
         async with self._lock:
             tokens = await asyncio.to_thread(lambda: list(model.tokens(messages, **options)))
             finish, tail = model.finish_reason, model.tail_text
-        stream = bool(request.get("stream"))
+        stream = request.stream
         text = "".join(t.text for t in tokens) + tail
         for token in tokens:
             self.publish(bridge.tokens(Mode.TEXT, [token.id]))

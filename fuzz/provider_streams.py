@@ -1,0 +1,52 @@
+"""atheris fuzz harness for provider streams: the SSE parser, every API's adapter, error classification.
+
+    python fuzz/provider_streams.py WORKDIR fuzz/provider-corpus -atheris_runs=1000000
+
+The first byte picks the API and a chunk size; the rest is fed to the adapter whole and in chunks. The harness
+fails on any exception, on events that depend on the chunking, and on JSONL output that is not strict JSON.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports():
+    from groundstate import safejson
+    from groundstate.providers.anthropic import AnthropicAdapter
+    from groundstate.providers.errors import classify
+    from groundstate.providers.events import ErrorEvent, merge_deltas, to_json
+    from groundstate.providers.ollama import OllamaAdapter
+    from groundstate.providers.openai_chat import OpenAIChatAdapter
+    from groundstate.providers.openai_responses import OpenAIResponsesAdapter
+
+ADAPTERS = (OpenAIChatAdapter, OpenAIResponsesAdapter, AnthropicAdapter, OllamaAdapter)
+
+
+def events(kind: type, data: bytes, step: int) -> list[str]:
+    adapter = kind("fuzz")
+    out = []
+    for i in range(0, len(data), step):
+        out += adapter.feed(data[i : i + step])
+    out += adapter.close()
+    return [safejson.dumps_line(to_json(e)) for e in merge_deltas(out)]
+
+
+def test_one_input(data: bytes) -> None:
+    if not data:
+        return
+    kind, body = ADAPTERS[data[0] % len(ADAPTERS)], data[1:]
+    if events(kind, body, data[0] % 13 + 1) != events(kind, body, max(len(body), 1)):
+        raise AssertionError("the events depend on the chunking")
+    record = classify("fuzz", 400 + data[0] % 200, body, {"retry-after": body[:20].decode("latin-1")})
+    safejson.dumps_line(to_json(ErrorEvent(record)))
+
+
+def main() -> None:
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
