@@ -104,3 +104,30 @@ def test_a_symlink_swapped_in_during_writes_never_lets_one_land_outside(tmp_path
         thread.join()
     assert list(outside.iterdir()) == []
     assert refused > 0 and written > 0  # the race really happened both ways
+
+
+def test_a_policy_can_require_approval_before_workspace_content_runs(tmp_path: Path) -> None:
+    from groundstate.kernel import Kernel, Shards, VirtualStore
+    from groundstate.packets import parse_output
+
+    root = make_workspace(tmp_path)
+    (root / "test_a.py").write_text("open('ran.txt', 'w').write('x')\n")
+    policy = tmp_path / "approval.mg"
+    policy.write_text("code_needs_approval(T) :- executes_workspace_code(T).\n")
+    kernel = Kernel(root, extra_sources=[policy])
+    shards = Shards(kernel, VirtualStore(kernel.workspace))
+    control = {"intent_classification": {"category": "/instruction", "verb": "/do", "confidence": 0.9},
+               "tool_requests": [{"tool": "run_tests", "argument": "test_a.py"},
+                                 {"tool": "execute_python", "argument": "print(1)"},
+                                 {"tool": "read_file", "argument": "test_a.py"}]}  # fmt: skip
+    reports = shards.step(parse_output(json.dumps({"control_packet": control}), kernel.update_validator()))
+    assert [(r.type, r.decision) for r in reports] == [("/run_tests", "/deny"), ("/execute_python", "/deny"),
+                                                       ("/read_file", "/permit")]  # fmt: skip
+    assert reports[0].reason == "requires user approval: running workspace content (model-written code or tests)"
+    assert not (root / "ran.txt").exists()
+    lint = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "lint", "--policy", str(policy)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "requires approval for: /build_project /execute_python /run_tests" in lint.stdout
+    default = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "lint"], capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert "run workspace content (sandboxed" in default.stdout and "requires approval" not in default.stdout

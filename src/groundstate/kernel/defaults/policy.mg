@@ -61,6 +61,14 @@ requires_user_approval(A, "committing to the repository") :- pending_action(A, /
 requires_user_approval(A, "the model asked for approval") :-
   pending_action(A, Type, _, _, _), mutating(Type), model_requests_approval(/current_intent).
 
+# Running workspace content is sandboxed by default and needs no approval. To require it, add to your policy:
+#   code_needs_approval(T) :- executes_workspace_code(T).
+Decl code_needs_approval(ActionType)
+  descr [doc("Running this kind of workspace content requires the user's approval (none by default).")]
+  bound [/name].
+requires_user_approval(A, "running workspace content (model-written code or tests)") :-
+  pending_action(A, Type, _, _, _), resolved_action(Type, T), code_needs_approval(T).
+
 Decl chesterton_fence_warning(ActionID, Message)
   descr [doc("A change to a file modified in the last two hours: someone may have had a reason.")]
   bound [/name, /string].

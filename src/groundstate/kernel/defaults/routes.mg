@@ -27,6 +27,10 @@ action_alias(/fs_read, /read_file).
 action_alias(/fs_write, /write_file).
 action_alias(/show_diff, /git_diff).
 
+# Actions that run content of the workspace — model-written code, tests (conftest.py runs), the build. They always
+# run in the OS sandbox; a policy may also require approval for them (see code_needs_approval in policy.mg).
+executes_workspace_code(/execute_python). executes_workspace_code(/run_tests). executes_workspace_code(/build_project).
+
 # Actions whose target is a workspace path (the constitution checks it before anything runs).
 path_action(/read_file). path_action(/write_file). path_action(/edit_file). path_action(/delete_file).
 path_action(/list_files). path_action(/run_tests). path_action(/git_diff). path_action(/git_log).

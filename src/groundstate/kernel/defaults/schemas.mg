@@ -84,6 +84,9 @@ Decl action_alias(Alias, ActionType)
 Decl mutating(ActionType)
   descr [doc("Actions that change the workspace or the repository.")]
   bound [/name].
+Decl executes_workspace_code(ActionType)
+  descr [doc("Actions that run workspace content (model-written code, tests, the build): always sandboxed; a policy can require approval for them.")]
+  bound [/name].
 Decl path_action(ActionType)
   descr [doc("Actions whose target is a path in the workspace.")]
   bound [/name].
