@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -180,3 +181,11 @@ def test_a_corrupted_store_is_a_clear_error_naming_the_run_and_event(
     fresh = Runtime(type(runtime.store)(db_url), tmp_path)
     with pytest.raises(Exception, match=f"run {run_id}: event 2 .* cannot be read"):
         fresh.store.events(run_id)
+
+
+def test_recordings_and_run_folders_are_private(tmp_path: Path, runtime: Runtime, model: tuple[str, Script]) -> None:
+    run_id, _ = drive(runtime, model[1], [envelope("done [STATUS: SUCCESS]")])
+    recordings = list((tmp_path / "runs" / run_id / "recordings").iterdir())
+    assert recordings and all(stat.S_IMODE(r.stat().st_mode) == 0o600 for r in recordings)
+    for folder in ("workspace", "recordings"):
+        assert stat.S_IMODE((tmp_path / "runs" / run_id / folder).stat().st_mode) == 0o700
