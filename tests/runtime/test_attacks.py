@@ -189,3 +189,22 @@ def test_recordings_and_run_folders_are_private(tmp_path: Path, runtime: Runtime
     assert recordings and all(stat.S_IMODE(r.stat().st_mode) == 0o600 for r in recordings)
     for folder in ("workspace", "recordings"):
         assert stat.S_IMODE((tmp_path / "runs" / run_id / folder).stat().st_mode) == 0o700
+
+
+def test_a_driver_that_fails_marks_the_run_failed_and_resume_continues_it(
+    tmp_path: Path, runtime: Runtime, model: tuple[str, Script]
+) -> None:
+    def broken(spec: str) -> object:
+        raise RuntimeError("the backend exploded")
+
+    model[1].answers = {"writer_x": [envelope("done [STATUS: SUCCESS]")]}
+    run_id = runtime.create(WRITER, "attack.yaml", "scripted")
+    crashing = Runtime(runtime.store, tmp_path, backend_factory=broken)  # type: ignore[arg-type]
+    state = asyncio.run(crashing.drive(run_id))
+    assert state.status == "failed" and "the backend exploded" in str(state.outcome)
+    assert runtime.store.runs()[0]["status"] == "failed"  # never left "running" with nobody driving it
+    assert asyncio.run(runtime.drive(run_id)).status == "failed"  # a plain drive does not revive it
+    state = asyncio.run(runtime.drive(run_id, resume_failed=True))
+    assert state.status == "completed"
+    types = [e.type for e in runtime.store.events(run_id)]
+    assert types.index(ev.RUN_FAILED) < types.index(ev.RUN_RESUMED) < types.index(ev.RUN_COMPLETED)
