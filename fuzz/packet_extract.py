@@ -9,6 +9,7 @@ regex it replaced on short inputs.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 
@@ -28,10 +29,8 @@ def test_one_input(data: bytes) -> None:
         expected = [(m.start(), m.end(), m.group(1)) for m in _OLD_FENCE.finditer(text)]
         if fenced_blocks(text) != expected:
             raise AssertionError("the fence scan disagrees with the regex it replaced")
-    try:
+    with contextlib.suppress(ChatRequestError):
         parse_chat_request(data)
-    except ChatRequestError:
-        pass
 
 
 def main() -> None:
