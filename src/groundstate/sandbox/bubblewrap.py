@@ -41,6 +41,8 @@ def command(
             "--cap-drop", "ALL", "--clearenv"]  # fmt: skip
     for name, value in _environment(env).items():
         args += ["--setenv", name, value]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # first: later binds go on top of them (a
+    # virtual environment under /tmp stays visible)
     for directory in _SYSTEM_DIRS:
         if os.path.islink(directory):
             args += ["--symlink", os.readlink(directory), directory]
@@ -50,7 +52,6 @@ def command(
         args += ["--ro-bind-try", path, path]
     for root in interpreter_roots():
         args += ["--ro-bind", root, root]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     args += ["--bind", str(workspace), INSIDE_WORKSPACE]
     git_dir = workspace / ".git"
     if not writable_git and git_dir.is_dir() and not git_dir.is_symlink():
