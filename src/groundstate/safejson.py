@@ -49,11 +49,6 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (only finite numbers are)")
 
 
-def dumps(value: Any, **options: Any) -> str:
-    """Strict JSON out: non-finite floats are refused rather than written as ``Infinity``."""
-    return json.dumps(value, allow_nan=False, **options)
-
-
 def dumps_line(value: Any) -> str:
     """One line of strict JSON for JSONL output: UTF-8 where it can be, ``\\u`` escapes where a lone surrogate
     (data from a hostile stream) cannot be written as UTF-8; non-finite numbers refused."""

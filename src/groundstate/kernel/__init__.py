@@ -7,11 +7,12 @@ reports = shards.step(parse_output(model_output, kernel.update_validator()))
 
 from .config import CoreLimits, KernelConfig, ShardProfile
 from .kernel import Frame, Kernel, KernelLimitError, Transaction
-from .ooda import ActionReport, PacketRefused, Request, Shards
+from .ooda import ARGUMENT_IS_PAYLOAD, ActionReport, PacketRefused, Request, Shards
 from .store import VirtualStore
 from .workspace import Workspace, WorkspaceError
 
 __all__ = [
+    "ARGUMENT_IS_PAYLOAD",
     "ActionReport",
     "CoreLimits",
     "Frame",

@@ -8,8 +8,8 @@ from typing import Any
 from ..errors import GroundstateError
 from ..sandbox import Sandbox
 from .config import ShardProfile
-from .executors import EXECUTORS, Action, Context, Executor, ExecutorError, Outcome
-from .workspace import Workspace, WorkspaceError
+from .executors import EXECUTORS, Action, Context, Executor, Outcome
+from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class VirtualStore:
         )
         try:
             return function(action, context)
-        except (ExecutorError, WorkspaceError, GroundstateError) as exc:
+        except GroundstateError as exc:  # ExecutorError, WorkspaceError, SandboxError: the recorded failure
             return Outcome(False, str(exc))
         except (OSError, UnicodeError) as exc:
             log.info("executor %s failed on %s: %s", executor, action.action_id, exc)

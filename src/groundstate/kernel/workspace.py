@@ -112,18 +112,12 @@ class Workspace:
 
     def read_bytes(self, target: str, limit: int) -> bytes:
         """At most ``limit`` bytes of a regular file; larger files are refused."""
-        fd = self._open_file(target, _READ)
-        try:
-            size = self._check_file(fd, target).st_size
-            if size > limit:
-                raise WorkspaceError(f"{_shown(target)} has {size} bytes; files over {limit} bytes are not read")
-            chunks, left = [], limit + 1
-            while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)[:limit]
-        finally:
-            os.close(fd)
+        return _read_checked(self._open_file(target, _READ), target, limit)
+
+    @staticmethod
+    def read_entry(dir_fd: int, name: str, relative: str, limit: int) -> bytes:
+        """The same checked read for an entry ``files`` yielded (its directory fd and name), without a symlink."""
+        return _read_checked(_guard(relative, lambda: os.open(name, _READ, dir_fd=dir_fd)), relative, limit)
 
     def write_bytes(self, target: str, data: bytes) -> None:
         """Create or replace a regular file's content; the parent directories are created as needed."""
@@ -156,8 +150,8 @@ class Workspace:
                 raise WorkspaceError(f"{_shown(target)} is a directory; only files are deleted")
             if stat.S_ISLNK(info.st_mode):
                 raise WorkspaceError(f"{_shown(target)} is a symlink; symlinks are not touched in the workspace")
-            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                raise WorkspaceError(f"{_shown(target)} has {info.st_nlink} hard links; such files are not touched")
+            if stat.S_ISREG(info.st_mode):
+                _refuse_hard_links(info, target)
             _guard(target, lambda: os.unlink(leaf, dir_fd=dir_fd))
         finally:
             os.close(dir_fd)
@@ -227,10 +221,30 @@ class Workspace:
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             raise WorkspaceError(f"{_shown(target)} is {kind}")
-        if info.st_nlink > 1:
-            raise WorkspaceError(f"{_shown(target)} has {info.st_nlink} hard links; such files are not touched")
+        _refuse_hard_links(info, target)
         os.set_blocking(fd, True)
         return info
+
+
+def _refuse_hard_links(info: os.stat_result, target: str) -> None:
+    """A file with a second name may be a file outside the workspace: it is neither read, written nor deleted."""
+    if info.st_nlink > 1:
+        raise WorkspaceError(f"{_shown(target)} has {info.st_nlink} hard links; such files are not touched")
+
+
+def _read_checked(fd: int, target: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular, singly linked file open at ``fd`` (closed here); larger is refused."""
+    try:
+        size = Workspace._check_file(fd, target).st_size
+        if size > limit:
+            raise WorkspaceError(f"{_shown(target)} has {size} bytes; files over {limit} bytes are not read")
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)[:limit]
+    finally:
+        os.close(fd)
 
 
 def _guard(target: str, call: Callable[[], T]) -> T:

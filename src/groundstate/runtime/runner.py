@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GroundstateError
-from ..kernel import ActionReport, Kernel, Request, Shards, VirtualStore
+from ..kernel import ARGUMENT_IS_PAYLOAD, ActionReport, Kernel, Request, Shards, VirtualStore
 from ..kernel.config import ContextBudgetError, KernelConfig, check_context
 from ..kernel.kernel import load_program, update_validator
 from ..kernel.metrics import Metrics
@@ -34,14 +34,13 @@ from .backends import Backend, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import Approval, GuardKernel, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
-from .state import ABORTED, AWAITING_APPROVAL, COMPLETED, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, RunState
+from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, TERMINAL, RunState
 from .store import EventStore, LeaseLost, RunEnded, StoreError
 from .workflow import AgentSpec, Workflow, parse_workflow
 
 DECISIONS = ("retry", "skip", "abort")
 _STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
 _BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
-ARGUMENT_IS_PAYLOAD = ("execute_python",)
 MAX_ERROR_CHARS = 2000
 
 
@@ -114,7 +113,7 @@ class Runtime:
         """Run until the run completes, fails, is aborted or waits for the operator. One driver per run: another
         process's live lease makes this raise LeaseHeld; a failed run continues only with ``resume_failed``."""
         state = self.store.state(run_id)
-        if state.status in (COMPLETED, ABORTED, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
+        if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.store.acquire_lease(run_id, holder, self.lease_seconds)

@@ -12,6 +12,7 @@ PENDING, RUNNING, AWAITING_APPROVAL, COMPLETED, FAILED, ABORTED = (
 )  # fmt: skip
 SUCCEEDED, PAUSED, SKIPPED = "succeeded", "paused", "skipped"  # invocation states (with pending, running, failed)
 FINISHED = (COMPLETED, FAILED, ABORTED)
+TERMINAL = (COMPLETED, ABORTED)  # nothing follows these; a failed run may still be resumed
 
 
 @dataclass

@@ -45,7 +45,7 @@ from sqlalchemy.engine import Engine
 from .. import safejson
 from ..errors import GroundstateError
 from . import events as ev
-from .state import ABORTED, COMPLETED, FAILED, RunState
+from .state import FAILED, TERMINAL, RunState
 
 metadata = MetaData()
 runs = Table(
@@ -85,7 +85,6 @@ leases = Table(
 
 
 Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
-TERMINAL = (COMPLETED, ABORTED)
 INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
 
 

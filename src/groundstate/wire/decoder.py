@@ -71,7 +71,7 @@ class Decoder:
 
     def __init__(self, max_payload: int = DEFAULT_MAX_PAYLOAD, max_streams: int = MAX_STREAMS) -> None:
         self._frames = FrameScanner(max_payload)
-        self._streams: dict[int, _Stream] = {}  # in order of last use: ended streams are forgotten first
+        self._streams: dict[int, _Stream] = {}  # in order of first frame: the oldest ended stream is forgotten first
         self.max_streams = max_streams
 
     def feed(self, data: bytes) -> list[Chunk]:
@@ -92,7 +92,7 @@ class Decoder:
         return out
 
     def _forget_ended(self) -> bool:
-        """Make room by forgetting the least recently used stream that has ended (its state is only its next seq;
+        """Make room by forgetting the oldest stream that has ended (its state is only its next seq;
         a stream that resumes after being forgotten starts over with a HELLO or seq 0). False if all are open."""
         for stream_id, stream in self._streams.items():
             if not stream.open:
@@ -106,13 +106,12 @@ class Decoder:
             out.append(Reset(None, Reason.FRAME_CORRUPT, skipped_bytes=item.skipped, detail=item.why))
             return
         sid = item.stream_id
-        stream = self._streams.pop(sid, None)
+        stream = self._streams.get(sid)
         if stream is None:
             if len(self._streams) >= self.max_streams and not self._forget_ended():
                 out.append(Reset(sid, Reason.TOO_MANY_STREAMS, detail=f"more than {self.max_streams} open streams"))
                 return  # no state is kept for it: the bound holds whatever a sender invents
-            stream = _Stream()
-        self._streams[sid] = stream  # re-inserted: the most recently used last
+            stream = self._streams[sid] = _Stream()
         gap = False
         if stream.awaiting_hello and item.kind != Kind.HELLO:
             return  # skipped until a HELLO for this stream arrives (the MissingHello reset was emitted)

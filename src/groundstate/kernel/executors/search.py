@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-import stat
 from pathlib import Path
 
+from ..workspace import WorkspaceError
 from .base import Action, Context, ExecutorError, Outcome
 
 MAX_MATCHES = 500
 MAX_FILE_BYTES = 1024 * 1024
 MAX_LINE_CHARS = 4096  # a pattern is matched against at most this much of a line
-
-
-def _text(dir_fd: int, name: str) -> str | None:
-    """A file's text, opened relative to its directory's fd without following a symlink; None if unusable."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > MAX_FILE_BYTES:
-            return None
-        return os.read(fd, MAX_FILE_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    finally:
-        os.close(fd)
 
 
 def search_code(action: Action, context: Context) -> Outcome:
@@ -41,9 +23,10 @@ def search_code(action: Action, context: Context) -> Outcome:
     under = action.fields().get("path", "") if action.payload else ""
     matches: list[str] = []
     for relative, dir_fd, name in context.workspace.files(str(under or "."), skip_hidden=True):
-        text = _text(dir_fd, name)
-        if text is None:
-            continue  # binary, unreadable or too large: not code
+        try:
+            text = context.workspace.read_entry(dir_fd, name, relative, MAX_FILE_BYTES).decode("utf-8")
+        except (WorkspaceError, OSError, UnicodeDecodeError):
+            continue  # binary, unreadable, hard-linked or too large: not code
         for number, line in enumerate(text.splitlines(), 1):
             if pattern.search(line[:MAX_LINE_CHARS]):
                 matches.append(f"{relative}:{number}: {line.strip()[:200]}")
