@@ -113,3 +113,15 @@ def test_the_unconfined_switch_is_explicit_and_loud(tmp_path: Path) -> None:
                               timeout=60)  # fmt: skip
         assert done.stdout.splitlines()[0] == confined, done.stderr
         assert ("WITHOUT a sandbox" in done.stdout) == (confined == "False")
+
+
+def test_the_virtual_store_runs_programs_in_the_sandbox_it_is_given(tmp_path: Path) -> None:
+    from groundstate.kernel import ShardProfile, VirtualStore, Workspace
+    from groundstate.kernel.executors import Action
+
+    action = Action("/action/1", "execute_python", "", "print('hi')")
+    given = VirtualStore(Workspace(tmp_path), sandbox=Sandbox(confined=False)).run("execute_python", action,
+                                                                                   ShardProfile())  # fmt: skip
+    assert given.ok and "WITHOUT a sandbox" in given.output  # the given sandbox, not the default bubblewrap
+    default = VirtualStore(Workspace(tmp_path)).run("execute_python", action, ShardProfile())
+    assert default.ok and "WITHOUT" not in default.output
