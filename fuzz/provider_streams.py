@@ -16,7 +16,7 @@ with atheris.instrument_imports():
     from groundstate import safejson
     from groundstate.providers.anthropic import AnthropicAdapter
     from groundstate.providers.errors import classify
-    from groundstate.providers.events import ErrorEvent, merge_deltas, to_json
+    from groundstate.providers.normalized import ErrorEvent, merge_deltas, to_json
     from groundstate.providers.ollama import OllamaAdapter
     from groundstate.providers.openai_chat import OpenAIChatAdapter
     from groundstate.providers.openai_responses import OpenAIResponsesAdapter

@@ -13,7 +13,7 @@ from .packets.cli import app as packets_app
 from .providers.cli import app as providers_app
 from .runtime.cli import run as run_command
 from .runtime.cli import runs_app
-from .wire.cli import app as sigil_app
+from .wire.cli import app as wire_app
 
 app = typer.Typer(
     help="groundstate: a deterministic integrity layer for LLM agents.",
@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(logic_app, name="logic")
-app.add_typer(sigil_app, name="sigil")
+app.add_typer(wire_app, name="wire")
 app.add_typer(providers_app, name="providers")
 app.add_typer(packets_app, name="packets")
 app.add_typer(kernel_app, name="kernel")

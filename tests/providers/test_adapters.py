@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.providers.anthropic import AnthropicAdapter
-from groundstate.providers.events import FINISH_REASONS, merge_deltas, to_json
+from groundstate.providers.normalized import FINISH_REASONS, merge_deltas, to_json
 from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 from groundstate.providers.openai_responses import OpenAIResponsesAdapter

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from groundstate.providers.client import RetryPolicy, StreamClient
-from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.normalized import merge_deltas, to_json
 
 from .conftest import Script
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from groundstate.providers.client import StreamClient
 from groundstate.providers.conventions import TextConventions
-from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.normalized import merge_deltas, to_json
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 
 from ..pieces import split_at

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from groundstate.providers.events import Finish, TextDelta, Usage, merge_deltas
+from groundstate.providers.normalized import Finish, TextDelta, Usage, merge_deltas
 from groundstate.providers.local import LocalModel
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers.events import merge_deltas, to_json
+from groundstate.providers.normalized import merge_deltas, to_json
 from groundstate.providers.text_tools import TextToolCalls
 
 from ..pieces import split_at

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import events as ev
+from groundstate.runtime import run_events as ev
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import LeaseHeld, RunEnded
 

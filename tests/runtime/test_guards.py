@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from groundstate.kernel import KernelConfig, ShardProfile
-from groundstate.runtime import events as ev
+from groundstate.runtime import run_events as ev
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.state import RunState

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import events as ev
+from groundstate.runtime import run_events as ev
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import DecisionError, Runtime
 from groundstate.runtime.store import EventStore

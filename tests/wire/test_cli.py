@@ -1,4 +1,4 @@
-"""``groundstate sigil`` encode / decode / dump / profile, run as a user would."""
+"""``groundstate wire`` encode / decode / dump / profile, run as a user would."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 def sigil(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "groundstate", "sigil", *args], input=stdin, capture_output=True, timeout=60, check=False
+        [sys.executable, "-m", "groundstate", "wire", *args], input=stdin, capture_output=True, timeout=60, check=False
     )
 
 

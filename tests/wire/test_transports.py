@@ -163,7 +163,7 @@ def test_tail_command_decodes_a_live_stream() -> None:
     push = context.socket(zmq.PUSH)
     port = push.bind_to_random_port("tcp://127.0.0.1")
     tail = subprocess.Popen(
-        [sys.executable, "-m", "groundstate", "sigil", "tail", "--connect", f"tcp://127.0.0.1:{port}",
+        [sys.executable, "-m", "groundstate", "wire", "tail", "--connect", f"tcp://127.0.0.1:{port}",
          "--pattern", "pull", "--jsonl", "--idle", "3"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.wire import Content, Decoder
-from groundstate.wire.events import EventError, MultiEncoder, parse_events
+from groundstate.wire.encoder_input import EventError, MultiEncoder, parse_events
 from groundstate.wire.profile import hot_table
 from groundstate.wire.vocab import ByteVocabulary, Detokenizer, TokenizerVocabulary, UnknownToken
 

@@ -11,6 +11,7 @@ Every stage writes facts in one transaction, so ``current_ooda_phase/1`` always 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from .store import VirtualStore
 from .workspace import INVALID, OUTSIDE
 
 CURRENT = Name("/current_intent")
+_ACTION_TYPE = re.compile(r"/[A-Za-z_][A-Za-z0-9_]*")
 _STALE = (
     "user_intent(/current_intent, _, _, _, _)",
     "intent_confidence(/current_intent, _)",
@@ -47,9 +49,13 @@ ARGUMENT_IS_PAYLOAD = ("execute_python",)  # tools whose argument is their paylo
 class Request:
     """A tool call the model made: it becomes ``requested_action/4``; policy decides the rest."""
 
-    type: str
+    type: str  # a name constant: "/read_file" (always with the leading slash, like every name in the kernel)
     target: str = ""
     payload: str = ""
+
+    def __post_init__(self) -> None:
+        if not _ACTION_TYPE.fullmatch(self.type):
+            raise PacketRefused(f"a request's type is a name like /read_file, got {self.type!r}")
 
     @classmethod
     def of(cls, request: ToolRequest) -> Request:
@@ -146,7 +152,7 @@ class Shards:
             for request in requests:
                 request_id = Name(f"/request/{next(self._requests)}")
                 self.request_ids.append(str(request_id))
-                tx.assert_("requested_action", (request_id, name(request.type), request.target, request.payload))
+                tx.assert_("requested_action", (request_id, Name(request.type), request.target, request.payload))
             if self.memory is not None:
                 self.memory.stage(self.kernel, tx, packet.memory_operations)
 

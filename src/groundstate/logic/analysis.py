@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import types as typing_
+from . import type_bounds
 from .ast import (
     Apply,
     Atom,
@@ -240,7 +240,7 @@ class Analyzer:
                 self.error(pos, f"bound for {name} lists {len(block)} types but {name} has {info.arity} arguments")
                 continue
             for term in block:
-                problem = typing_.type_problem(term)
+                problem = type_bounds.type_problem(term)
                 if problem:
                     self.error(term.pos, f"in bound of {name}: {problem}")
         self.predicates[name] = info
@@ -635,9 +635,9 @@ def bounds_problem(info: PredicateInfo, fact: tuple[Any, ...]) -> str | None:
     if not bounds or any(len(b) != len(fact) for b in bounds):
         return None
     for block in bounds:
-        if all(typing_.matches(t, v) for t, v in zip(block, fact, strict=True)):
+        if all(type_bounds.matches(t, v) for t, v in zip(block, fact, strict=True)):
             return None
-    return f"{display_fact(info.name, fact)} does not match the declared bound {typing_.describe(bounds)}"
+    return f"{display_fact(info.name, fact)} does not match the declared bound {type_bounds.describe(bounds)}"
 
 
 def analyze(units: list[SourceUnit], check_bounds: bool = True) -> AnalyzedProgram:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import safejson
 from .errors import AMBIGUOUS, ErrorRecord, classify
-from .events import ErrorEvent, Event, ToolCall, ToolCallDelta, ToolCallStart, Truncated, parse_arguments
+from .normalized import ErrorEvent, Event, ToolCall, ToolCallDelta, ToolCallStart, Truncated, parse_arguments
 from .sse import ServerSentEvent, SSEParser
 
 

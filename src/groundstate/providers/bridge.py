@@ -9,7 +9,7 @@ import json
 from ..wire.constants import Mode
 from ..wire.encoder import Encoder
 from ..wire.vocab import Vocabulary
-from .events import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
+from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
 
 
 class SigilBridge:

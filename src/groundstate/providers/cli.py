@@ -11,7 +11,7 @@ from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .conventions import TextConventions
 from .errors import classify
-from .events import ErrorEvent, Event, merge_deltas, to_json
+from .normalized import ErrorEvent, Event, merge_deltas, to_json
 from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter

@@ -21,7 +21,7 @@ import httpx
 from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .errors import SERVER, ErrorRecord, classify
-from .events import ErrorEvent, Event, Finish, Usage
+from .normalized import ErrorEvent, Event, Finish, Usage
 from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter

@@ -3,7 +3,7 @@ then tool calls written as text, on the text deltas only; every other event pass
 
 from __future__ import annotations
 
-from .events import ErrorEvent, Event, Finish, TextDelta, Truncated
+from .normalized import ErrorEvent, Event, Finish, TextDelta, Truncated
 from .text_tools import TextToolCalls
 from .think_tags import ThinkTags
 

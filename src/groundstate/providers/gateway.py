@@ -23,7 +23,7 @@ from .bridge import SigilBridge
 from .chat_request import ChatRequestError, parse_chat_request
 from .client import APIS
 from .errors import classify
-from .events import ErrorEvent
+from .normalized import ErrorEvent
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..wire.vocab import Detokenizer, LlamaVocabulary
-from .events import Event, Finish, TextDelta, Usage
+from .normalized import Event, Finish, TextDelta, Usage
 
 
 class LocalModelError(RuntimeError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from .adapter import StreamAdapter
 from .errors import classify
-from .events import ErrorEvent, Event, Finish, TextDelta, ThinkDelta, Truncated, Usage
+from .normalized import ErrorEvent, Event, Finish, TextDelta, ThinkDelta, Truncated, Usage
 from .sse import ServerSentEvent
 
 _FINISH = {"stop": "stop", "length": "length", "load": "other", "unload": "other"}

@@ -14,7 +14,7 @@ from typing import Any
 
 from .adapter import StreamAdapter
 from .errors import classify
-from .events import (
+from .normalized import (
     ErrorEvent,
     Event,
     Finish,

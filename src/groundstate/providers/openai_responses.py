@@ -12,7 +12,7 @@ from typing import Any
 
 from .adapter import StreamAdapter
 from .errors import classify
-from .events import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, Usage
+from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, Usage
 from .sse import ServerSentEvent
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from .. import safejson
-from .events import Event, TextDelta, ToolCall
+from .normalized import Event, TextDelta, ToolCall
 from .think_tags import partial_suffix
 
 STYLES = {"hermes": ("<tool_call>", "</tool_call>"), "mistral": ("[TOOL_CALLS]", None)}

@@ -9,7 +9,7 @@ later, say inside code in the answer, is text.
 
 from __future__ import annotations
 
-from .events import Event, TextDelta, ThinkDelta
+from .normalized import Event, TextDelta, ThinkDelta
 
 OPEN, CLOSE = "<think>", "</think>"
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from ..providers.client import StreamClient
 from ..providers.errors import ErrorRecord
-from ..providers.events import ErrorEvent, TextDelta, ToolCall
+from ..providers.normalized import ErrorEvent, TextDelta, ToolCall
 from ..wire.vocab import ByteVocabulary, Vocabulary
 
 

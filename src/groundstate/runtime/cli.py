@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 
 from .display import approval_card, dag_view
-from .events import Event
+from .run_events import Event
 from .home import default_db_url, home
 from .runner import DECISIONS, DecisionError, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .events import EVENT_TYPES, mangle_name
+from .run_events import EVENT_TYPES, mangle_name
 from .workflow import AgentSpec
 
 

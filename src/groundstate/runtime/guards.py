@@ -55,7 +55,7 @@ class GuardKernel:
 
     # -- reporting ---------------------------------------------------------------------------------------
     def event(self, seq: int, event_type: str, agent: str | None) -> None:
-        from .events import mangle_name
+        from .run_events import mangle_name
 
         self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
 

@@ -26,10 +26,10 @@ from ..kernel.metrics import Metrics
 from ..logic import Name
 from ..packets import ACCEPTED, PacketGate, tool_requests
 from ..providers.bridge import SigilBridge
-from ..providers.events import ErrorEvent, TextDelta
+from ..providers.normalized import ErrorEvent, TextDelta
 from ..wire.constants import Mode
 from ..wire.files import Recorder
-from . import events as ev
+from . import run_events as ev
 from .backends import Backend, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import Approval, GuardKernel, defaults_dir

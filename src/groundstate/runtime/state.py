@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import events as ev
+from . import run_events as ev
 
 PENDING, RUNNING, AWAITING_APPROVAL, COMPLETED, FAILED, ABORTED = (
     "pending", "running", "awaiting_approval", "completed", "failed", "aborted",

@@ -44,7 +44,7 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import GroundstateError
-from . import events as ev
+from . import run_events as ev
 from .state import FAILED, TERMINAL, RunState
 
 metadata = MetaData()

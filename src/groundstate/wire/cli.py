@@ -1,4 +1,4 @@
-"""``groundstate sigil``: encode, decode, dump, profile."""
+"""``groundstate wire``: encode, decode, dump, profile."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import typer
 from .chunks import Reset
 from .decoder import Decoder
 from .dump import dump as dump_frames
-from .events import EventError, MultiEncoder, parse_events, text_events
+from .encoder_input import EventError, MultiEncoder, parse_events, text_events
 from .profile import hot_table
 from .render import Renderer
 from .vocab import ByteVocabulary, Vocabulary, vocabulary_from_spec
@@ -44,7 +44,7 @@ def encode(
     output: Path = typer.Option(..., "--output", "-o", help="The .sigil file to write."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON-lines events even without a .jsonl suffix."),
     vocab: str = typer.Option("bytes", "--vocab", help="bytes, a tokenizer.json path, or a .gguf model path."),
-    hot: Path | None = typer.Option(None, "--hot-table", help="A profile written by 'groundstate sigil profile'."),
+    hot: Path | None = typer.Option(None, "--hot-table", help="A profile written by 'groundstate wire profile'."),
     max_payload: int | None = typer.Option(None, "--max-payload", help="Largest frame payload in bytes."),
 ) -> None:
     """Encode events or text into SIGIL frames."""

@@ -1,4 +1,4 @@
-"""Annotated frame-level hex of a SIGIL byte stream (``groundstate sigil dump``)."""
+"""Annotated frame-level hex of a SIGIL byte stream (``groundstate wire dump``)."""
 
 from __future__ import annotations
 

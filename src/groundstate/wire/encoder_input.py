@@ -1,4 +1,4 @@
-"""Typed encoder events from JSON lines (the input of ``groundstate sigil encode``), and plain text.
+"""Typed encoder events from JSON lines (the input of ``groundstate wire encode``), and plain text.
 
 One JSON object per line:
 ``{"event": "text" | "think" | "tool_call" | "code_block", "text": "..."}`` (or ``"tokens": [ids]``),
