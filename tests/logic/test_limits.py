@@ -13,10 +13,12 @@ from groundstate.logic import Engine, EvaluationLimitError, Program
     ("rule", "message"),
     [
         ('s("ab"). s(Y) :- s(X), Y = fn:string:concat(X, X).', "fn:string:concat: the result would exceed"),
-        ('l(fn:list(1)). l(Y) :- l(X), Y = fn:list(X).', "fn:list: the result would be nested more than 32"),
-        ('l(fn:list(1)). l(Y) :- l(X), Y = fn:list:append(X, X).', "fn:list:append: the result would"),
-        ('s("a"). s(Y) :- s(X), Y = fn:string:replace(X, "a", "aaaaaaaaaaaaaaaaaaaa", -1).',
-         "fn:string:replace: the result would exceed"),
+        ("l(fn:list(1)). l(Y) :- l(X), Y = fn:list(X).", "fn:list: the result would be nested more than 32"),
+        ("l(fn:list(1)). l(Y) :- l(X), Y = fn:list:append(X, X).", "fn:list:append: the result would"),
+        (
+            's("a"). s(Y) :- s(X), Y = fn:string:replace(X, "a", "aaaaaaaaaaaaaaaaaaaa", -1).',
+            "fn:string:replace: the result would exceed",
+        ),
     ],
 )
 def test_runaway_values_are_limit_errors(rule: str, message: str) -> None:

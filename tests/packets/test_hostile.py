@@ -24,7 +24,7 @@ def test_lone_and_split_surrogates_are_data_for_the_gate() -> None:
     head = json.dumps({"control_packet": PACKET, "surface_response": "a"})[:-2]
     g = gate()
     g.feed(head + "\ud800b")  # a lone surrogate in the text a client decoded leniently
-    g.feed("\udc00\"}")
+    g.feed('\udc00"}')
     result = g.close()
     assert result.decision == ACCEPTED and result.surface == "a\ud800b\udc00"
 

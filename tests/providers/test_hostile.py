@@ -108,7 +108,8 @@ def test_lines_without_newlines_cost_linear_time() -> None:
 
 
 def test_the_gateway_refuses_a_nested_body_and_passes_a_hostile_stream_through(
-    server: tuple[str, Script], gateway_for  # noqa: F811
+    server: tuple[str, Script],
+    gateway_for,  # noqa: F811
 ) -> None:  # type: ignore[no-untyped-def]
     upstream, script = server
     stream = sse(DEEP, '{"choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]}')

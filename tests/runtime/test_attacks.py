@@ -81,8 +81,12 @@ def test_mangle_updates_cannot_request_a_hidden_action(
 
 @pytest.mark.parametrize(
     "request_",
-    [{"tool": "web search", "argument": "x"}, {"tool": "read_file", "argument": 7}, "read_file",
-     {"tool": "read_file", "argument": "a", "extra": True}],
+    [
+        {"tool": "web search", "argument": "x"},
+        {"tool": "read_file", "argument": 7},
+        "read_file",
+        {"tool": "read_file", "argument": "a", "extra": True},
+    ],
 )
 def test_a_malformed_tool_request_is_a_pause_not_a_crash(
     runtime: Runtime, model: tuple[str, Script], request_: object

@@ -42,8 +42,10 @@ class NewRun(BaseModel):
     model: str = "local"
 
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
+)
 DOCS_CSP = "frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
 
 

@@ -75,7 +75,7 @@ def lint_command(
         typer.echo(str(finding))
     code = sorted(str(row[0]) for row in kernel.query("executes_workspace_code(A)"))
     typer.echo(f"actions that run workspace content (sandboxed; a policy may require approval): {' '.join(code)}")
-    approved = sorted({str(t) for t, in kernel.query("code_needs_approval(T)")})
+    approved = sorted({str(t) for (t,) in kernel.query("code_needs_approval(T)")})
     if approved:
         typer.echo(f"of those, this policy requires approval for: {' '.join(approved)}")
     errors = sum(1 for f in findings if f.level == ERROR)

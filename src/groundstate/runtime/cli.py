@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.live import Live
 
 from .display import approval_card, dag_view
-from .run_events import Event
 from .home import default_db_url, home
+from .run_events import Event
 from .runner import DECISIONS, DecisionError, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState
 from .store import EventStore, LeaseHeld, StoreError
