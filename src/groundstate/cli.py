@@ -1,16 +1,28 @@
-"""The ``groundstate`` command; each package contributes its own sub-command group."""
+"""The ``groundstate`` command: each package contributes its own command group; errors become exit codes here.
+
+Every error groundstate raises on purpose derives from ``GroundstateError`` (``groundstate.errors`` draws the
+tree); ``main`` prints its message and exits with the code ``errors.EXIT_CODES`` gives its kind — the one table
+(commands that print an error themselves use ``errors.exit_code`` too). Commands that end with a verdict rather
+than an error (a rejected packet: 1, a paused run: 3) return their code themselves.
+"""
 
 from __future__ import annotations
+
+import sys
 
 import typer
 
 from . import __version__
 from .console.cli import demo as demo_command
 from .console.cli import serve as serve_command
+from .errors import GroundstateError, exit_code
 from .kernel.cli import app as kernel_app
 from .logic.cli import app as logic_app
+from .packets import UpdateValidator
 from .packets.cli import app as packets_app
+from .packets.cli import use_validators
 from .providers.cli import app as providers_app
+from .providers.cli import gateway as gateway_command
 from .runtime.cli import run as run_command
 from .runtime.cli import runs_app
 from .wire.cli import app as wire_app
@@ -29,6 +41,17 @@ app.add_typer(runs_app, name="runs")
 app.command(name="run")(run_command)
 app.command(name="serve")(serve_command)
 app.command(name="demo")(demo_command)
+app.command(name="gateway")(gateway_command)
+
+
+def _kernel_validator(allow: list[str] | None) -> UpdateValidator:
+    """``groundstate packets`` checks updates against the kernel's shipped schemas."""
+    from .kernel import load_program, update_validator
+
+    return update_validator(load_program([]).analyze(), allow)
+
+
+use_validators(_kernel_validator)
 
 
 def _version(value: bool) -> None:
@@ -38,24 +61,16 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(
+def callback(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """groundstate: a deterministic integrity layer for LLM agents."""
 
 
-@app.command()
-def gateway(
-    upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
-    api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
-    listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
-    publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
-) -> None:
-    """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames."""
-    from .providers.gateway import serve
-
-    host, _, port = listen.rpartition(":")
-    if not host or not port.isdigit():
-        typer.echo("error: --listen must be HOST:PORT", err=True)
-        raise typer.Exit(2)
-    serve(upstream, api, host, int(port), publish)
+def main() -> None:
+    """The console script: run the command; a GroundstateError is its message on stderr and its kind's exit code."""
+    try:
+        app()
+    except GroundstateError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(exit_code(error))

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from .errors import LimitError
+from .errors import InputError, LimitError
 
 MAX_DEPTH = 64
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
@@ -21,6 +21,10 @@ _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 class JSONDepthError(LimitError, ValueError):
     """JSON nested deeper than the bound; a ValueError too, so callers treating it as malformed JSON keep working."""
+
+
+class NonFiniteNumber(InputError, ValueError):
+    """``NaN`` or ``Infinity`` in JSON: not JSON, and no number a policy could reason about."""
 
 
 def depth(text: str) -> int:
@@ -46,7 +50,7 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, strict: bool = True)
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON (only finite numbers are)")
+    raise NonFiniteNumber(f"{name} is not JSON (only finite numbers are)")
 
 
 def dumps_line(value: Any) -> str:

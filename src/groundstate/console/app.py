@@ -19,10 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel
 
-from ..runtime.runner import DECISIONS, DecisionError, Runtime
-from ..runtime.state import RunState
-from ..runtime.store import StoreError
-from ..runtime.workflow import WorkflowError, parse_workflow
+from ..runtime import DECISIONS, DecisionError, RunState, Runtime, StoreError, WorkflowError, parse_workflow
 from .auth import COOKIE, derived, same
 
 HERE = Path(str(resources.files("groundstate.console")))

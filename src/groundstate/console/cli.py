@@ -13,12 +13,20 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
-from ..runtime.display import approval_card, dag_view
-from ..runtime.home import default_db_url, home
-from ..runtime.runner import DECISIONS, Runtime
-from ..runtime.state import AWAITING_APPROVAL, COMPLETED, FINISHED, RunState
-from ..runtime.store import EventStore
-from ..runtime.workflow import parse_workflow
+from ..runtime import (
+    AWAITING_APPROVAL,
+    COMPLETED,
+    DECISIONS,
+    FINISHED,
+    EventStore,
+    RunState,
+    Runtime,
+    approval_card,
+    dag_view,
+    default_db_url,
+    home,
+    parse_workflow,
+)
 from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 

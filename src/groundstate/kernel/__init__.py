@@ -3,23 +3,62 @@
 kernel = Kernel("workspace/")
 shards = Shards(kernel, VirtualStore(kernel.workspace))
 reports = shards.step(parse_output(model_output, kernel.update_validator()))
+
+The public face: the kernel and its transactions, the OODA shards and their requests and reports, the virtual store
+and its executors, the workspace, configuration, explanations (``why``), the linter, learned rules, memory, metrics
+and retention.
 """
 
-from .config import CoreLimits, KernelConfig, ShardProfile
-from .kernel import Frame, Kernel, KernelLimitError, Transaction
-from .ooda import ARGUMENT_IS_PAYLOAD, ActionReport, PacketRefused, Request, Shards
+from ..errors import ExecutorError
+from .config import ContextBudgetError, CoreLimits, KernelConfig, ShardProfile, check_context
+from .executors import EXECUTORS, Action, Outcome
+from .explain import Explanation, explain, why
+from .kernel import (
+    Frame,
+    Kernel,
+    KernelLimitError,
+    PolicyInvariantError,
+    Transaction,
+    default_sources,
+    load_program,
+    update_validator,
+)
+from .learned import LearnedRule, LearnedRuleError, LearnedRules
+from .lint import Finding
+from .lint import lint as lint_policy
+from .memory import HashingEmbedder, Memory
+from .metrics import Metrics
+from .ooda import ARGUMENT_IS_PAYLOAD, ActionReport, NotAwaitingApproval, PacketRefused, Request, Shards
+from .retention import ArchivedAction, ColdStorage
 from .store import VirtualStore
 from .workspace import Workspace, WorkspaceError
 
 __all__ = [
     "ARGUMENT_IS_PAYLOAD",
+    "EXECUTORS",
+    "Action",
     "ActionReport",
+    "ArchivedAction",
+    "ColdStorage",
+    "ContextBudgetError",
     "CoreLimits",
+    "ExecutorError",
+    "Explanation",
+    "Finding",
     "Frame",
+    "HashingEmbedder",
     "Kernel",
     "KernelConfig",
     "KernelLimitError",
+    "LearnedRule",
+    "LearnedRuleError",
+    "LearnedRules",
+    "Memory",
+    "Metrics",
+    "NotAwaitingApproval",
+    "Outcome",
     "PacketRefused",
+    "PolicyInvariantError",
     "Request",
     "ShardProfile",
     "Shards",
@@ -27,4 +66,11 @@ __all__ = [
     "VirtualStore",
     "Workspace",
     "WorkspaceError",
+    "check_context",
+    "default_sources",
+    "explain",
+    "lint_policy",
+    "load_program",
+    "update_validator",
+    "why",
 ]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import LimitError
+
 
 class CoreLimits(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -54,7 +56,7 @@ class KernelConfig(BaseModel):
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-class ContextBudgetError(ValueError):
+class ContextBudgetError(LimitError, ValueError):
     """Text for a shard's prompt exceeds its context budget."""
 
 

@@ -10,10 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..logic import Engine, Program
-from ..logic.ast import Atom, Clause, Comparison, Const, Negation, SourceUnit, Term, Var
-from ..logic.parser import parse_atom
-from ..logic.values import display, display_fact
+from ..logic import (
+    Atom,
+    Clause,
+    Comparison,
+    Const,
+    Engine,
+    Negation,
+    Program,
+    SourceUnit,
+    Term,
+    Var,
+    display,
+    display_fact,
+    parse_atom,
+)
 from .kernel import Kernel
 
 WITNESS = "explain_witness_"

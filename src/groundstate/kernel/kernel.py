@@ -14,9 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..logic import Engine, LogicError, Name, Program, Stats
-from ..logic.analysis import AnalyzedProgram
-from ..logic.values import to_value
+from ..errors import LimitError, PolicyError
+from ..logic import AnalyzedProgram, Engine, LogicError, Name, Program, Stats, to_value
 from ..packets import UpdateValidator
 from .config import KernelConfig
 from .workspace import Workspace
@@ -26,7 +25,11 @@ Row = tuple[Any, ...]
 External = Callable[..., Iterable[Row]]
 
 
-class KernelLimitError(RuntimeError):
+class PolicyInvariantError(PolicyError):
+    """The policy broke an invariant the kernel relies on (exactly one OODA phase); the message names it."""
+
+
+class KernelLimitError(LimitError, RuntimeError):
     """A configured limit would be exceeded; nothing was changed."""
 
 
@@ -228,7 +231,10 @@ class Kernel:
 
     def phase(self) -> str:
         phases = self.query("current_ooda_phase(P)")
-        assert len(phases) == 1, f"the policy must derive exactly one OODA phase, derived {phases}"
+        if len(phases) != 1:
+            found = ", ".join(str(p[0]) for p in phases) or "none"
+            message = f"current_ooda_phase/1: the policy must derive exactly one OODA phase, derived {found}"
+            raise PolicyInvariantError(message)
         return str(phases[0][0])
 
 

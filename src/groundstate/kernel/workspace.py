@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from ..errors import GroundstateError
+from ..errors import PolicyError
 from . import openat2
 
 INSIDE, OUTSIDE, INVALID = "/inside", "/outside", "/invalid"
@@ -29,7 +29,7 @@ MAX_NAME_BYTES = 255
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a planted FIFO cannot hang us
 
 
-class WorkspaceError(GroundstateError, ValueError):
+class WorkspaceError(PolicyError, ValueError):
     """A target that is not a usable path inside the workspace; the message says why."""
 
 

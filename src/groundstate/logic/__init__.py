@@ -4,31 +4,69 @@ from groundstate.logic import Program, Engine, Name
 engine = Engine(Program.parse(text, source="policy.mg"))
 engine.evaluate()
 engine.query("path(/a, X)")
+
+The public face: programs and the engine, values, positioned errors, the syntax tree (for tools that read rules,
+like the kernel's linter and explainer), one-ground-fact parsing (for model-written updates) and declared bounds.
 """
 
-from .engine import Engine, FactError, Stats
-from .errors import AnalysisError, Diagnostic, EvaluationError, EvaluationLimitError, LogicError, ParseError, Position
+from .analysis import AnalyzedProgram, PredicateInfo, bounds_problem
+from .ast import Apply, Atom, Clause, Comparison, Const, Negation, SourceUnit, Term, Var
+from .engine import Engine, Stats
+from .errors import (
+    AnalysisError,
+    Diagnostic,
+    EvaluationError,
+    EvaluationLimitError,
+    FactError,
+    LogicError,
+    NotAGroundFact,
+    ParseError,
+    Position,
+    ValueConversionError,
+)
+from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
+from .parser import parse_atom, parse_unit
 from .program import Program
-from .values import Float, List, Map, Name, Pair, Struct, display, display_fact
+from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, to_value
 
 __all__ = [
+    "CONSTRUCTORS",
     "AnalysisError",
+    "AnalyzedProgram",
+    "Apply",
+    "Atom",
+    "Clause",
+    "Comparison",
+    "Const",
     "Diagnostic",
     "Engine",
     "EvaluationError",
     "EvaluationLimitError",
     "FactError",
     "Float",
+    "GroundFact",
     "List",
     "LogicError",
     "Map",
     "Name",
+    "Negation",
+    "NotAGroundFact",
     "Pair",
     "ParseError",
     "Position",
+    "PredicateInfo",
     "Program",
+    "SourceUnit",
     "Stats",
     "Struct",
+    "Term",
+    "ValueConversionError",
+    "Var",
+    "bounds_problem",
     "display",
     "display_fact",
+    "parse_atom",
+    "parse_ground_fact",
+    "parse_unit",
+    "to_value",
 ]

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..errors import InputError, LimitError
 from .values import (
     FALSE,
     INT64_MAX,
@@ -26,11 +27,11 @@ from .values import (
 )
 
 
-class BuiltinError(Exception):
+class BuiltinError(InputError):
     """A built-in was applied to values it is not defined for."""
 
 
-class ValueLimitError(BuiltinError):
+class ValueLimitError(BuiltinError, LimitError):
     """A built-in would build a value beyond the engine's bounds (a rule doubling a string each round, a list
     nested inside itself): reported as a limit, before memory or the interpreter's stack runs out."""
 

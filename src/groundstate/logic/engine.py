@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GroundstateError
 from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
 from .ast import Apply, Atom, Const, Negation, Term, Var
 from .builtins import FUNCTIONS, BuiltinError, ValueLimitError
 from .codegen import CALL, FACTS, INDEX, SCAN, SEED, CompiledRule, compile_rule
-from .errors import Diagnostic, EvaluationError, EvaluationLimitError, LogicError
+from .errors import EvaluationError, EvaluationLimitError, FactError
 from .gcpause import gc_paused
 from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
@@ -29,13 +30,6 @@ from .values import sort_facts, to_value
 External = Callable[..., Any]
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
 INSERTED, DELETED = 0, 1
-
-
-class FactError(LogicError):
-    """Facts given to assert_facts / retract_facts, or a query, do not fit the program."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__([Diagnostic(None, message)])
 
 
 @dataclass
@@ -474,8 +468,8 @@ class Engine:
                 frontier[pred] = fresh
 
 
-class _ExternalError(Exception):
-    pass
+class _ExternalError(GroundstateError):
+    """A user's external predicate failed; re-raised as an EvaluationError naming the predicate."""
 
 
 def _wrap_external(predicate: str, function: External, outputs: int) -> Callable[..., list[Fact]]:

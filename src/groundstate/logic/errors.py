@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..errors import GroundstateError
+from ..errors import InputError, LimitError
 
 
 class Position(NamedTuple):
@@ -38,7 +38,7 @@ class Diagnostic:
         return f"{head}\n  {text}\n  {caret}"
 
 
-class LogicError(GroundstateError):
+class LogicError(InputError):
     """Base of every error groundstate.logic raises on bad programs, data or queries."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
@@ -87,5 +87,20 @@ class EvaluationError(LogicError):
         super().__init__([Diagnostic(position, message)])
 
 
-class EvaluationLimitError(EvaluationError):
+class FactError(LogicError):
+    """Facts given to assert_facts / retract_facts, or a query, do not fit the program."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__([Diagnostic(None, message)])
+
+
+class ValueConversionError(InputError, ValueError):
+    """A Python value or a text has no Mangle value (not a name constant, an integer beyond int64)."""
+
+
+class EvaluationLimitError(EvaluationError, LimitError):
     """Evaluation stopped at a bound on values (string length, list size, nesting depth): a limit, not a bug."""
+
+
+class NotAGroundFact(InputError, ValueError):
+    """Text that should state one ground fact (a model's mangle_update) states something else; the message says what."""

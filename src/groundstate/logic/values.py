@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any, ClassVar
 
+from .errors import ValueConversionError
+
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -32,7 +34,7 @@ class Name:
         if found is not None:
             return found
         if not isinstance(text, str) or not _NAME_RE.fullmatch(text):
-            raise ValueError(f"not a name constant: {text!r} (expected /part/part...)")
+            raise ValueConversionError(f"not a name constant: {text!r} (expected /part/part...)")
         obj = object.__new__(cls)
         object.__setattr__(obj, "text", text)
         cls._interned[text] = obj
@@ -209,7 +211,7 @@ def to_value(obj: Any) -> Value:
         return obj  # type: ignore[no-any-return]
     if kind is int:
         if not INT64_MIN <= obj <= INT64_MAX:
-            raise ValueError(f"integer {obj} does not fit in int64")
+            raise ValueConversionError(f"integer {obj} does not fit in int64")
         return obj  # type: ignore[no-any-return]
     if kind is float:
         return Float(obj)

@@ -4,7 +4,7 @@ from groundstate.packets import parse_output, PacketGate, UpdateValidator
 """
 
 from .gate import ABORTED, ACCEPTED, GateResult, PacketGate
-from .models import SPEC_VERSION, ControlPacket, Envelope, json_schema
+from .models import SPEC_VERSION, ControlPacket, Envelope, MemoryOperation, json_schema
 from .parse import Limits, PacketResult, parse_output
 from .tools import ToolRequest, tool_requests
 from .updates import AcceptedUpdate, DroppedUpdate, UpdateValidator
@@ -19,6 +19,7 @@ __all__ = [
     "Envelope",
     "GateResult",
     "Limits",
+    "MemoryOperation",
     "PacketGate",
     "PacketResult",
     "ToolRequest",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
+from ..errors import ConfigurationError
 from .gate import ACCEPTED, PacketGate
 from .models import json_schema
 from .parse import Limits, parse_output
@@ -18,12 +19,20 @@ app = typer.Typer(help="Control packets (v1.2.0): schema, validation, the stream
 _ALLOW = typer.Option(None, "--allow", help="A predicate the model may assert (repeatable); default: model_writable().")
 
 
-def _validator(allow: list[str] | None) -> UpdateValidator:
-    """Updates are checked against the kernel's shipped schemas."""
-    from ..kernel.kernel import Kernel
+ValidatorFactory = Callable[[list[str] | None], UpdateValidator]
+_validators: list[ValidatorFactory] = []
 
-    with tempfile.TemporaryDirectory() as empty:
-        return Kernel(empty).update_validator(allow or None)
+
+def use_validators(factory: ValidatorFactory) -> None:
+    """Where updates are checked: the ``groundstate`` command hands in the kernel's schemas (the kernel sits above
+    this package, so this package never imports it)."""
+    _validators[:] = [factory]
+
+
+def _validator(allow: list[str] | None) -> UpdateValidator:
+    if not _validators:
+        raise ConfigurationError("no update validator: groundstate.cli installs the kernel's with use_validators()")
+    return _validators[0](allow or None)
 
 
 def _read(path: Path) -> str:

@@ -12,14 +12,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..logic.analysis import PredicateInfo, bounds_problem
-from ..logic.ast import Apply, Const, Term, Var
-from ..logic.builtins import FUNCTIONS, BuiltinError
-from ..logic.errors import LogicError
-from ..logic.parser import parse_unit
-from ..logic.values import display_fact
-
-CONSTRUCTORS = ("fn:list", "fn:map", "fn:struct", "fn:pair")
+from ..logic import NotAGroundFact, PredicateInfo, bounds_problem, display_fact, parse_ground_fact
 
 
 @dataclass(frozen=True)
@@ -77,49 +70,23 @@ class UpdateValidator:
         """The accepted update, or why it was dropped."""
         if len(update) > self.max_update_chars:
             return f"longer than {self.max_update_chars} characters ({len(update)})"
-        text = update.strip()
         try:
-            unit = parse_unit(text if text.endswith(".") else text + ".", "<mangle_update>")
-        except LogicError as exc:
-            return f"not valid Mangle: {exc}"
-        if unit.decls or unit.package or unit.uses:
-            return "declarations, Package and Use are not allowed in updates"
-        if len(unit.clauses) != 1:
-            return f"an update must be exactly one fact, found {len(unit.clauses)} clauses"
-        clause = unit.clauses[0]
-        if not clause.is_fact:
-            return "rules are not allowed in updates, only ground facts"
-        head = clause.head
-        try:
-            fact = tuple(_ground(arg) for arg in head.args)
-        except ValueError as exc:
+            found = parse_ground_fact(update, "<mangle_update>")
+        except NotAGroundFact as exc:
             return str(exc)
-        info = self.predicates.get(head.predicate)
+        predicate, fact = found.predicate, found.args
+        info = self.predicates.get(predicate)
         if info is None or info.decl is None:
-            return f"{head.predicate} is not declared in the kernel's schemas"
+            return f"{predicate} is not declared in the kernel's schemas"
         if info.external:
-            return f"{head.predicate} is an external predicate; it cannot be asserted"
-        if head.predicate in self.derived:
-            return f"{head.predicate} is derived by the policy; it cannot be asserted"
+            return f"{predicate} is an external predicate; it cannot be asserted"
+        if predicate in self.derived:
+            return f"{predicate} is derived by the policy; it cannot be asserted"
         if info.arity != len(fact):
-            return f"{head.predicate} has {info.arity} arguments, the update gives {len(fact)}"
+            return f"{predicate} has {info.arity} arguments, the update gives {len(fact)}"
         problem = bounds_problem(info, fact)
         if problem:
             return problem
-        if self.allowlist is not None and head.predicate not in self.allowlist:
-            return f"{head.predicate} is not on the allowlist of predicates the model may assert"
-        return AcceptedUpdate(display_fact(head.predicate, fact), head.predicate, fact)
-
-
-def _ground(term: Term) -> Any:
-    if isinstance(term, Const):
-        return term.value
-    if isinstance(term, Var):
-        raise ValueError(f"variable {term.name} in an update: updates must be ground facts")
-    assert isinstance(term, Apply)
-    if term.function not in CONSTRUCTORS:
-        raise ValueError(f"function {term.function} in an update: only constants and {', '.join(CONSTRUCTORS)}")
-    try:
-        return FUNCTIONS[term.function](*(_ground(arg) for arg in term.args))
-    except BuiltinError as exc:
-        raise ValueError(f"{term.function}: {exc}") from None
+        if self.allowlist is not None and predicate not in self.allowlist:
+            return f"{predicate} is not on the allowlist of predicates the model may assert"
+        return AcceptedUpdate(display_fact(predicate, fact), predicate, fact)

@@ -1,8 +1,75 @@
 """groundstate.providers — upstream LLM streams turned into typed events, never guessed.
 
-Built so far: the sans-IO Server-Sent Events parser (``groundstate.providers.sse``).
+from groundstate.providers import StreamClient
+async for event in StreamClient("https://api.openai.com/v1", api="openai-chat").stream(body): ...
+
+The public face: the table of APIs, the streaming client with its retry policy, the normalised events every adapter
+emits, the error planes, the SSE parser, text conventions (``<think>`` tags, text tool calls), the local llama.cpp
+model, the SIGIL bridge and the gateway's typed chat request.
 """
 
+from .adapter import StreamAdapter
+from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
+from .bridge import SigilBridge
+from .chat_request import ChatRequestError, parse_chat_request
+from .client import RetryPolicy, StreamClient
+from .conventions import TextConventions
+from .errors import ErrorRecord, classify, header_map
+from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
+from .normalized import (
+    FINISH_REASONS,
+    ErrorEvent,
+    Event,
+    Finish,
+    Refusal,
+    TextDelta,
+    ThinkDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    Truncated,
+    Usage,
+    merge_deltas,
+    to_json,
+)
 from .sse import ServerSentEvent, SSEParser, SSETruncated
+from .text_tools import UnknownStyle
 
-__all__ = ["SSEParser", "SSETruncated", "ServerSentEvent"]
+__all__ = [
+    "APIS",
+    "FINISH_REASONS",
+    "ChatRequestError",
+    "ErrorEvent",
+    "ErrorRecord",
+    "Event",
+    "Finish",
+    "GeneratedToken",
+    "LocalModel",
+    "LocalModelError",
+    "ProviderAPI",
+    "Refusal",
+    "RetryPolicy",
+    "SSEParser",
+    "SSETruncated",
+    "ServerSentEvent",
+    "SigilBridge",
+    "StreamAdapter",
+    "StreamClient",
+    "TextConventions",
+    "TextDelta",
+    "ThinkDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStart",
+    "Truncated",
+    "UnknownAPI",
+    "UnknownStyle",
+    "Usage",
+    "classify",
+    "default_model_path",
+    "header_map",
+    "merge_deltas",
+    "parse_chat_request",
+    "provider_api",
+    "to_json",
+]

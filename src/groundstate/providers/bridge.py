@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ..wire.constants import Mode
-from ..wire.encoder import Encoder
-from ..wire.vocab import Vocabulary
+from ..wire import Encoder, Mode, Vocabulary
 from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
 
 

@@ -12,12 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import safejson
-from ..errors import GroundstateError
+from ..errors import InputError
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
-class ChatRequestError(GroundstateError, ValueError):
+class ChatRequestError(InputError, ValueError):
     """The request body is not a usable chat-completions request; the message says what is wrong."""
 
 

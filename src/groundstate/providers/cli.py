@@ -7,24 +7,12 @@ from pathlib import Path
 import typer
 
 from .. import safejson
-from .adapter import StreamAdapter
-from .anthropic import AnthropicAdapter
+from .apis import APIS
 from .conventions import TextConventions
 from .errors import classify
 from .normalized import ErrorEvent, Event, merge_deltas, to_json
-from .ollama import OllamaAdapter
-from .openai_chat import OpenAIChatAdapter
-from .openai_responses import OpenAIResponsesAdapter
 
 app = typer.Typer(help="Provider streams: parse and inspect.", no_args_is_help=True)
-
-ADAPTERS: dict[str, type[StreamAdapter]] = {
-    "openai-chat": OpenAIChatAdapter,
-    "openai-responses": OpenAIResponsesAdapter,
-    "anthropic": AnthropicAdapter,
-    "ollama": OllamaAdapter,
-}
-PROVIDER_OF_API = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic", "ollama": "ollama"}
 
 
 @app.command()
@@ -42,8 +30,8 @@ def parse(
     ),
 ) -> None:
     """Print the events of a recorded response. Exit 0 even when it carries an error (the error is data)."""
-    if api not in ADAPTERS:
-        typer.echo(f"error: --api must be one of {', '.join(ADAPTERS)}", err=True)
+    if api not in APIS:
+        typer.echo(f"error: --api must be one of {', '.join(APIS)}", err=True)
         raise typer.Exit(2)
     if text_tools not in (None, "hermes", "mistral"):
         typer.echo("error: --text-tools must be hermes or mistral", err=True)
@@ -58,11 +46,27 @@ def parse(
         raise typer.Exit(1) from None
     events: list[Event]
     if status >= 400:
-        events = [ErrorEvent(classify(PROVIDER_OF_API[api], status, body, header_map))]
+        events = [ErrorEvent(classify(APIS[api].provider, status, body, header_map))]
     else:
-        adapter = ADAPTERS[api](PROVIDER_OF_API[api])
+        adapter = APIS[api].adapter(APIS[api].provider)
         conventions = TextConventions(think_tags=think_tags or think_opened, opening_tag_omitted=think_opened,
                                       text_tools=text_tools)  # fmt: skip
         events = conventions.feed(adapter.feed(body) + adapter.close()) + conventions.close()
     for event in merge_deltas(events):
         typer.echo(safejson.dumps_line(to_json(event)))
+
+
+def gateway(
+    upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
+    api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
+    listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
+    publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
+) -> None:
+    """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames."""
+    from .gateway import serve
+
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        typer.echo("error: --listen must be HOST:PORT", err=True)
+        raise typer.Exit(2)
+    serve(upstream, api, host, int(port), publish)

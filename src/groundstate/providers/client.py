@@ -18,21 +18,9 @@ from typing import Any
 
 import httpx
 
-from .adapter import StreamAdapter
-from .anthropic import AnthropicAdapter
+from .apis import provider_api
 from .errors import SERVER, ErrorRecord, classify
 from .normalized import ErrorEvent, Event, Finish, Usage
-from .ollama import OllamaAdapter
-from .openai_chat import OpenAIChatAdapter
-from .openai_responses import OpenAIResponsesAdapter
-
-APIS: dict[str, tuple[str, type[StreamAdapter], str]] = {
-    # api: (path, adapter, provider name)
-    "openai-chat": ("/chat/completions", OpenAIChatAdapter, "openai"),
-    "openai-responses": ("/responses", OpenAIResponsesAdapter, "openai"),
-    "anthropic": ("/messages", AnthropicAdapter, "anthropic"),
-    "ollama": ("/api/chat", OllamaAdapter, "ollama"),
-}
 
 
 @dataclass
@@ -60,8 +48,7 @@ class StreamClient:
     attempts: list[ErrorRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.api not in APIS:
-            raise ValueError(f"api must be one of {', '.join(APIS)}")
+        provider_api(self.api)  # an unknown API is refused here, naming the known ones
 
     def _headers(self) -> dict[str, str]:
         headers = {"accept": "text/event-stream", "content-type": "application/json"}
@@ -72,7 +59,8 @@ class StreamClient:
         return headers
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[Event]:
-        path, adapter_type, provider = APIS[self.api]
+        api = provider_api(self.api)
+        path, adapter_type, provider = api.path, api.adapter, api.provider
         self.attempts = []
         async with httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout) as http:
             for attempt in range(1, self.retry.max_attempts + 1):

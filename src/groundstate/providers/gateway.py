@@ -17,11 +17,10 @@ from typing import Any
 
 import httpx
 
-from ..wire.constants import Mode
-from ..wire.vocab import ByteVocabulary
+from ..wire import ByteVocabulary, Mode
+from .apis import provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequestError, parse_chat_request
-from .client import APIS
 from .errors import classify
 from .normalized import ErrorEvent
 
@@ -33,12 +32,12 @@ _HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "acc
 
 class Gateway:
     def __init__(self, upstream: str, api: str = "openai-chat", publish: str | None = None) -> None:
-        if upstream != "local" and api not in APIS:
-            raise ValueError(f"api must be one of {', '.join(APIS)}")
+        if upstream != "local":
+            provider_api(api)  # an unknown API is refused here, naming the known ones
         self.upstream, self.api = upstream.rstrip("/"), api
         self.sender = None
         if publish:
-            from ..wire.zmq_transport import FrameSender
+            from ..wire import FrameSender
 
             self.sender = FrameSender(publish, "pub")
         self._streams = itertools.count(1)
@@ -76,7 +75,8 @@ class Gateway:
 
     # -- proxy ---------------------------------------------------------------------------------------------
     async def _forward(self, scope: Scope, body: bytes, send: Send) -> None:
-        _, adapter_type, provider = APIS[self.api]
+        chosen = provider_api(self.api)
+        adapter_type, provider = chosen.adapter, chosen.provider
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope["headers"]

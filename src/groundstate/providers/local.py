@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..wire.vocab import Detokenizer, LlamaVocabulary
+from ..errors import ConfigurationError
+from ..wire import Detokenizer, LlamaVocabulary
 from .normalized import Event, Finish, TextDelta, Usage
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(ConfigurationError, RuntimeError):
     """The local backend cannot run: llama-cpp-python or the model is missing."""
 
 

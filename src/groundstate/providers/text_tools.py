@@ -15,16 +15,21 @@ import json
 from typing import Any
 
 from .. import safejson
+from ..errors import ConfigurationError
 from .normalized import Event, TextDelta, ToolCall
 from .think_tags import partial_suffix
 
 STYLES = {"hermes": ("<tool_call>", "</tool_call>"), "mistral": ("[TOOL_CALLS]", None)}
 
 
+class UnknownStyle(ConfigurationError, ValueError):
+    """A text tool-call style this module does not know."""
+
+
 class TextToolCalls:
     def __init__(self, style: str) -> None:
         if style not in STYLES:
-            raise ValueError(f"text tool-call style must be one of {', '.join(STYLES)}")
+            raise UnknownStyle(f"text tool-call style must be one of {', '.join(STYLES)}")
         self.open_tag, self.close_tag = STYLES[style]
         self._inside = False
         self._held = ""

@@ -1,0 +1,113 @@
+"""groundstate.runtime — RARO: workflows of agents as a DAG, guards that pause for an operator, durable runs.
+
+runtime = Runtime(EventStore(default_db_url()), home())
+run_id = runtime.create(workflow_yaml, "flow.yaml", "local")
+state = asyncio.run(runtime.drive(run_id))      # completed, or paused awaiting an operator's decision
+runtime.decide(run_id, "retry")                 # retry, skip or abort
+
+The public face: the runtime and its decisions, run state and its statuses, the event store with its errors, the
+event log's vocabulary, workflows, model backends, cortex patterns, and the terminal views the CLI and console share.
+"""
+
+from ..errors import StoreError
+from .backends import ModelSpecError, make_backend
+from .cortex import CortexError, Pattern, load_patterns
+from .display import approval_card, dag_view
+from .home import default_db_url, home
+from .run_events import (
+    AGENT_COMPLETED,
+    AGENT_FAILED,
+    AGENT_SKIPPED,
+    AGENT_STARTED,
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    EVENT_TYPES,
+    NODE_CREATED,
+    RUN_ABORTED,
+    RUN_COMPLETED,
+    RUN_CREATED,
+    RUN_FAILED,
+    RUN_RESUMED,
+    RUN_STARTED,
+    TOOL_CALL,
+    TOOL_RESULT,
+    Event,
+)
+from .runner import DECISIONS, DecisionError, Runtime
+from .state import (
+    ABORTED,
+    AWAITING_APPROVAL,
+    COMPLETED,
+    FAILED,
+    FINISHED,
+    PAUSED,
+    PENDING,
+    RUNNING,
+    SKIPPED,
+    SUCCEEDED,
+    TERMINAL,
+    Invocation,
+    Pause,
+    RunState,
+)
+from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, RunEnded, StoreCorrupt, UnknownRun
+from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow
+
+__all__ = [
+    "ABORTED",
+    "AGENT_COMPLETED",
+    "AGENT_FAILED",
+    "AGENT_SKIPPED",
+    "AGENT_STARTED",
+    "APPROVAL_DECIDED",
+    "APPROVAL_REQUESTED",
+    "AWAITING_APPROVAL",
+    "COMPLETED",
+    "DECISIONS",
+    "EVENT_TYPES",
+    "FAILED",
+    "FINISHED",
+    "INTERRUPTED",
+    "NODE_CREATED",
+    "PAUSED",
+    "PENDING",
+    "RUNNING",
+    "RUN_ABORTED",
+    "RUN_COMPLETED",
+    "RUN_CREATED",
+    "RUN_FAILED",
+    "RUN_RESUMED",
+    "RUN_STARTED",
+    "SKIPPED",
+    "SUCCEEDED",
+    "TERMINAL",
+    "TOOL_CALL",
+    "TOOL_RESULT",
+    "AgentSpec",
+    "CortexError",
+    "DecisionError",
+    "Event",
+    "EventStore",
+    "Invocation",
+    "LeaseHeld",
+    "LeaseLost",
+    "ModelSpecError",
+    "Pattern",
+    "Pause",
+    "RunEnded",
+    "RunState",
+    "Runtime",
+    "StoreCorrupt",
+    "StoreError",
+    "UnknownRun",
+    "Workflow",
+    "WorkflowError",
+    "approval_card",
+    "dag_view",
+    "default_db_url",
+    "home",
+    "load_patterns",
+    "load_workflow",
+    "make_backend",
+    "parse_workflow",
+]

@@ -17,10 +17,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..providers.client import StreamClient
-from ..providers.errors import ErrorRecord
-from ..providers.normalized import ErrorEvent, TextDelta, ToolCall
-from ..wire.vocab import ByteVocabulary, Vocabulary
+from ..errors import ConfigurationError
+from ..providers import ErrorEvent, ErrorRecord, StreamClient, TextDelta, ToolCall
+from ..wire import ByteVocabulary, Vocabulary
+
+
+class ModelSpecError(ConfigurationError, ValueError):
+    """A --model spec that names no backend groundstate has."""
 
 
 @dataclass
@@ -45,7 +48,7 @@ class LocalBackend:
     _lock = threading.Lock()
 
     def __init__(self, model_path: str | None = None, max_tokens: int = 600) -> None:
-        from ..providers.local import LocalModel
+        from ..providers import LocalModel
 
         self.model = LocalModel(model_path, n_ctx=4096)
         self.vocabulary: Vocabulary = self.model.vocabulary
@@ -113,6 +116,6 @@ def make_backend(spec: str) -> Backend:
     api, _, rest = spec.partition(":")
     model, _, url = rest.partition("@")
     if api not in ("openai-chat", "anthropic", "ollama") or not model or not url:
-        raise ValueError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
+        raise ModelSpecError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
                          "(API: openai-chat, anthropic, ollama)")  # fmt: skip
     return HTTPBackend(api, model, url)

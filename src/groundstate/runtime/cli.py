@@ -12,13 +12,14 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from ..errors import GroundstateError, exit_code
 from .display import approval_card, dag_view
 from .home import default_db_url, home
 from .run_events import Event
-from .runner import DECISIONS, DecisionError, Runtime
+from .runner import DECISIONS, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState
-from .store import EventStore, LeaseHeld, StoreError
-from .workflow import WorkflowError, load_workflow, parse_workflow
+from .store import EventStore, LeaseHeld
+from .workflow import load_workflow, parse_workflow
 
 runs_app = typer.Typer(help="Runs: list, show, decide, resume.", no_args_is_help=True)
 console = Console()
@@ -43,6 +44,12 @@ def _runtime(db: str | None, concurrency: int = 4) -> Runtime:
     return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency, lease_seconds=lease_seconds())
 
 
+def _failed(error: GroundstateError) -> int:
+    """Print the refusal where the run's live view prints, and give its kind's exit code (errors.EXIT_CODES)."""
+    console.print(f"error: {error}", markup=False)
+    return exit_code(error)
+
+
 def _exit_code(state: RunState) -> int:
     return 0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1
 
@@ -59,8 +66,7 @@ def _drive(
     try:
         return _drive_live(runtime, run_id, decide, instructions, max_decisions, resume_failed)
     except LeaseHeld as exc:
-        console.print(f"error: {exc}", markup=False)
-        return 4
+        return _failed(exc)
 
 
 def _drive_live(
@@ -129,9 +135,8 @@ def run(
         load_workflow(workflow)
         runtime = _runtime(db, concurrency)
         run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
-    except (WorkflowError, ValueError) as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(2) from None
+    except GroundstateError as exc:  # the workflow, the model spec, the store
+        raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id} (state in {home()})")
     text = instructions.read_text(encoding="utf-8") if instructions else None
     raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions))
@@ -153,9 +158,8 @@ def show(
     runtime = _runtime(db)
     try:
         state = runtime.store.state(run_id)
-    except StoreError as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(2) from None
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
     if events:
         for event in runtime.store.events(run_id):
             typer.echo(json.dumps(event.to_json(), ensure_ascii=False))
@@ -180,9 +184,8 @@ def decide_command(
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
         state = runtime.decide(run_id, action, text, actor)
-    except (DecisionError, StoreError) as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(1) from None
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id}: {action} recorded; the run is {state.status}")
 
 
@@ -193,7 +196,6 @@ def resume(run_id: str, db: str | None = _DB) -> None:
     runtime = _runtime(db)
     try:
         runtime.store.state(run_id)
-    except StoreError as exc:
-        console.print(f"error: {exc}", markup=False)
-        raise typer.Exit(2) from None
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
     raise typer.Exit(_drive(runtime, run_id, None, None, 0, resume_failed=True))

@@ -18,8 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import ConfigurationError
 from .run_events import EVENT_TYPES, mangle_name
 from .workflow import AgentSpec
 
@@ -67,18 +68,29 @@ class Pattern(BaseModel):
         return self
 
 
+class CortexError(ConfigurationError, ValueError):
+    """A cortex patterns file that cannot be used; the message names the file and what is wrong."""
+
+
 def default_patterns_path() -> Path:
     return Path(str(resources.files("groundstate.runtime") / "defaults" / "cortex_patterns.json"))
 
 
 def load_patterns(path: str | Path | None = None) -> list[Pattern]:
-    data: Any = json.loads(Path(path or default_patterns_path()).read_text(encoding="utf-8"))
+    source = Path(path or default_patterns_path())
+    try:
+        data: Any = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CortexError(f"{source}: cannot read the cortex patterns: {exc}") from None
     if not isinstance(data, list):
-        raise ValueError("a cortex patterns file is a JSON list of patterns")
-    patterns = [Pattern.model_validate(item) for item in data]
+        raise CortexError(f"{source}: a cortex patterns file is a JSON list of patterns")
+    try:
+        patterns = [Pattern.model_validate(item) for item in data]
+    except ValidationError as exc:
+        raise CortexError(f"{source}: {exc}") from None
     ids = [p.id for p in patterns]
     if len(set(ids)) != len(ids):
-        raise ValueError("pattern ids must be unique")
+        raise CortexError(f"{source}: pattern ids must be unique")
     return patterns
 
 

@@ -12,8 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..kernel import Kernel, Transaction
-from ..kernel.explain import why
+from ..kernel import Kernel, Transaction, why
 from ..logic import Name
 from .workflow import Workflow
 

@@ -18,24 +18,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import GroundstateError
-from ..kernel import ARGUMENT_IS_PAYLOAD, ActionReport, Kernel, Request, Shards, VirtualStore
-from ..kernel.config import ContextBudgetError, KernelConfig, check_context
-from ..kernel.kernel import load_program, update_validator
-from ..kernel.metrics import Metrics
+from ..errors import InputError, StoreError
+from ..kernel import (
+    ARGUMENT_IS_PAYLOAD,
+    ActionReport,
+    ContextBudgetError,
+    Kernel,
+    KernelConfig,
+    Metrics,
+    Request,
+    Shards,
+    VirtualStore,
+    check_context,
+    load_program,
+    update_validator,
+)
 from ..logic import Name
 from ..packets import ACCEPTED, PacketGate, tool_requests
-from ..providers.bridge import SigilBridge
-from ..providers.normalized import ErrorEvent, TextDelta
-from ..wire.constants import Mode
-from ..wire.files import Recorder
+from ..providers import ErrorEvent, SigilBridge, TextDelta
+from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import Approval, GuardKernel, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, TERMINAL, RunState
-from .store import EventStore, LeaseLost, RunEnded, StoreError
+from .store import EventStore, LeaseLost, RunEnded
 from .workflow import AgentSpec, Workflow, parse_workflow
 
 DECISIONS = ("retry", "skip", "abort")
@@ -44,7 +52,7 @@ _BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
 MAX_ERROR_CHARS = 2000
 
 
-class DecisionError(GroundstateError, ValueError):
+class DecisionError(InputError, ValueError):
     """A decision that cannot apply (the run is not awaiting approval, an unknown decision)."""
 
 

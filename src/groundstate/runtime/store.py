@@ -43,7 +43,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from .. import safejson
-from ..errors import GroundstateError
+from ..errors import ConfigurationError, ConflictError, StoreError
 from . import run_events as ev
 from .state import FAILED, TERMINAL, RunState
 
@@ -88,15 +88,15 @@ Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
 INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
 
 
-class StoreError(GroundstateError, RuntimeError):
-    """A store operation that cannot be carried out (unknown run, a conflicting write)."""
+class UnknownRun(StoreError, ConfigurationError, LookupError):
+    """No run has this id in the store (a mistyped id, or another database)."""
 
 
 class RunEnded(StoreError):
     """The run has ended; no event may follow its terminal event."""
 
 
-class LeaseHeld(StoreError):
+class LeaseHeld(ConflictError):
     """Another process drives the run (or drove it and its lease has not yet expired)."""
 
 
@@ -163,7 +163,7 @@ class EventStore:
         with self._lock, self.engine.begin() as db:
             row = db.execute(self._lock_run, {"rid": run_id}).first()
             if row is None:
-                raise StoreError(f"there is no run {run_id}")
+                raise UnknownRun(f"there is no run {run_id}")
             if holder is not None:
                 lease = db.execute(select(leases.c.holder).where(leases.c.run_id == run_id)).first()
                 if lease is None or lease.holder != holder:
@@ -197,7 +197,7 @@ class EventStore:
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
             if db.execute(self._lock_run, {"rid": run_id}).first() is None:
-                raise StoreError(f"there is no run {run_id}")
+                raise UnknownRun(f"there is no run {run_id}")
             current = db.execute(select(leases).where(leases.c.run_id == run_id)).mappings().first()
             expires = now + timedelta(seconds=seconds)
             if current is None:
@@ -237,7 +237,7 @@ class EventStore:
         with self.engine.connect() as db:
             row = db.execute(select(runs.c.last_seq).where(runs.c.id == run_id)).first()
             if row is None:
-                raise StoreError(f"there is no run {run_id}")
+                raise UnknownRun(f"there is no run {run_id}")
             cached = self._cache.get(run_id)
             if cached is not None and cached.last_seq == row.last_seq:
                 return cached
@@ -278,11 +278,12 @@ class EventStore:
 def _event(r: Any) -> ev.Event:
     try:
         payload = safejson.loads(r["payload"])
-        if not isinstance(payload, dict) or r["type"] not in ev.EVENT_TYPES:
-            raise ValueError("not an event of a known type with an object payload")
         at = r["at"] if r["at"].tzinfo else r["at"].replace(tzinfo=UTC)
     except (ValueError, TypeError, AttributeError) as exc:
         raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: {exc}") from None
+    if not isinstance(payload, dict) or r["type"] not in ev.EVENT_TYPES:
+        raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: not an event of a "
+                           "known type with an object payload")  # fmt: skip
     return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], payload, at, r["actor"])
 
 

@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from ..errors import ConfigurationError
+
 TOOLS = ("web_search", "execute_python", "read_file", "write_file", "list_files", "delete_file")
 
 
@@ -100,7 +102,7 @@ class Workflow(BaseModel):
         return done
 
 
-class WorkflowError(ValueError):
+class WorkflowError(ConfigurationError, ValueError):
     """Everything wrong with a workflow file, one problem per line."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

@@ -29,8 +29,9 @@ from .constants import (
     Op,
     Reason,
 )
+from .errors import HelloError
 from .frames import Frame, FrameScanner, Junk
-from .hello import HelloError, decode_hello
+from .hello import decode_hello
 from .varint import INCOMPLETE, OVERFLOW, decode_varint
 
 # A run of hot and short tokens is split by the regex engine and mapped through a table, all in C.

@@ -23,6 +23,7 @@ from .constants import (
     Mode,
     Op,
 )
+from .errors import EncodeError
 from .frames import encode_frame
 from .hello import check_hot_table, encode_hello
 from .varint import encode_varint
@@ -43,7 +44,7 @@ def encode_tokens(ids: Iterable[int], hot_index: dict[int, int]) -> bytes:
             out.append(LONG_TOKEN)
             out += encode_varint(token)
         else:
-            raise ValueError(f"token id {token} is outside 0 .. 2**32 - 1")
+            raise EncodeError(f"token id {token} is outside 0 .. 2**32 - 1")
     return bytes(out)
 
 
@@ -60,7 +61,7 @@ class Encoder:
         """``frame_per_chunk``: send a frame at every CHUNK_END and FLUSH (live streams: low latency); False
         packs frames up to ``max_payload`` (recordings and bulk transfer: fewer, larger frames)."""
         if max_payload < 16:
-            raise ValueError("max_payload must leave room for at least one token and an opcode")
+            raise EncodeError("max_payload must leave room for at least one token and an opcode")
         self.stream_id = stream_id
         self.vocabulary = vocabulary
         self.hot_table = tuple(hot_table) if hot_table is not None else DEFAULT_HOT_TABLE

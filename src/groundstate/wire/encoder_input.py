@@ -14,13 +14,14 @@ from typing import Any
 from .. import safejson
 from .constants import Mode
 from .encoder import Encoder
+from .errors import EncodeError
 from .vocab import Vocabulary
 
 _MODES = {"text": Mode.TEXT, "think": Mode.THINK, "tool_call": Mode.TOOL_CALL, "code_block": Mode.CODE_BLOCK}
 _SIMPLE = {"chunk_end", "flush", "end", "cut"}
 
 
-class EventError(ValueError):
+class EventError(EncodeError):
     """A JSON line that is not a valid event; the message names the line."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .errors import EncodeError
 from .frames import Frame, FrameScanner
 
 
@@ -12,6 +13,6 @@ def split_frames(data: bytes) -> list[tuple[int, bytes]]:
     out = []
     for item in items:
         if not isinstance(item, Frame):
-            raise ValueError(f"not encoder output: {item.why} at byte {item.offset}")
+            raise EncodeError(f"not encoder output: {item.why} at byte {item.offset}")
         out.append((item.stream_id, data[item.offset : item.offset + item.size]))
     return out

@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .constants import HOT_SIZE
+from .errors import HelloError
 from .varint import INCOMPLETE, OVERFLOW, decode_varint, encode_varint
-
-
-class HelloError(ValueError):
-    """A malformed HELLO payload."""
 
 
 def encode_hello(vocabulary: str, hot_table: Sequence[int]) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .constants import MAX_VARINT_BYTES, VARINT_LIMIT
+from .errors import EncodeError
 
 INCOMPLETE = -1  # the varint runs past the end of the data given
 OVERFLOW = -2  # a 6th byte, or a value of 2**32 or more
@@ -10,7 +11,7 @@ OVERFLOW = -2  # a 6th byte, or a value of 2**32 or more
 
 def encode_varint(value: int) -> bytes:
     if not 0 <= value < VARINT_LIMIT:
-        raise ValueError(f"varint value {value} is outside 0 .. 2**32 - 1")
+        raise EncodeError(f"varint value {value} is outside 0 .. 2**32 - 1")
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

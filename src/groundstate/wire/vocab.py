@@ -16,8 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from .errors import EncodeError
 
-class UnknownToken(ValueError):
+
+class UnknownToken(EncodeError):
     """A token id the vocabulary does not have."""
 
 

@@ -12,6 +12,7 @@ import zmq
 
 from .chunks import Chunk
 from .decoder import Decoder
+from .errors import TransportError
 from .framing import split_frames
 
 PATTERNS = {"pub": zmq.PUB, "push": zmq.PUSH, "sub": zmq.SUB, "pull": zmq.PULL}
@@ -50,7 +51,7 @@ class FrameSender:
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
     ):
         if pattern not in ("pub", "push"):
-            raise ValueError("a sender is 'pub' or 'push'")
+            raise TransportError("a sender is 'pub' or 'push'")
         self.socket, self.endpoint = _open(endpoint, pattern, bind, 1000, context)
 
     def send(self, data: bytes) -> int:
@@ -77,7 +78,7 @@ class FrameReceiver:
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
     ):
         if pattern not in ("sub", "pull"):
-            raise ValueError("a receiver is 'sub' or 'pull'")
+            raise TransportError("a receiver is 'sub' or 'pull'")
         topics = ([topic(s) for s in streams] if streams else [b"sigil/"]) if pattern == "sub" else []
         self.socket, self.endpoint = _open(endpoint, pattern, bind, 0, context, topics)
         self.decoder = Decoder()

@@ -1,6 +1,7 @@
 """The virtual store's executors, by the names ``route/2`` facts use (without the leading ``/``)."""
 
-from .base import Action, Context, Executor, ExecutorError, Outcome
+from ...errors import ExecutorError
+from .base import Action, Context, Executor, Outcome
 from .files import delete_file, edit_file, list_files, read_file, write_file
 from .interaction import ask_user, delegate
 from .processes import build_project, execute_python, run_tests

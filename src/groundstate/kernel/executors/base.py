@@ -7,13 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import GroundstateError
+from ...errors import ExecutorError
 from ...sandbox import Sandbox, default_sandbox
 from ..workspace import Workspace
-
-
-class ExecutorError(GroundstateError):
-    """The action could not be carried out; the message is the recorded failure output."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ with several hard links touched), so a model cannot reach outside the workspace 
 
 from __future__ import annotations
 
-from .base import Action, Context, ExecutorError, Outcome
+from ...errors import ExecutorError
+from .base import Action, Context, Outcome
 
 MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_LISTED = 2000

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ...errors import ExecutorError
 from ...logic import Name
-from .base import Action, Context, ExecutorError, Outcome
+from .base import Action, Context, Outcome
 
 
 def ask_user(action: Action, context: Context) -> Outcome:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ...errors import ExecutorError
 from ...sandbox import Completed, Limits, SandboxError
-from .base import Action, Context, ExecutorError, Outcome
+from .base import Action, Context, Outcome
 
 MAX_CODE_CHARS = 100_000
 # Every key git reads from the repository's own configuration must be on this list: the others (filters,

@@ -6,8 +6,9 @@ import fnmatch
 import re
 from pathlib import Path
 
+from ...errors import ExecutorError
 from ..workspace import WorkspaceError
-from .base import Action, Context, ExecutorError, Outcome
+from .base import Action, Context, Outcome
 
 MAX_MATCHES = 500
 MAX_FILE_BYTES = 1024 * 1024

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .base import Action, Context, ExecutorError, Outcome
+from ...errors import ExecutorError
+from .base import Action, Context, Outcome
 from .processes import git
 
 MAX_LOG = 200

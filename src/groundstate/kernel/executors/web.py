@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
-from .base import Action, Context, ExecutorError, Outcome
+from ...errors import ExecutorError
+from .base import Action, Context, Outcome
 
 _WORD = re.compile(r"[a-z0-9]+")
 MAX_RESULTS = 5
