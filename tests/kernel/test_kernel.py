@@ -159,3 +159,27 @@ def test_lint_refuses_a_policy_where_a_model_fact_steers_a_decision(tmp_path: Pa
     safe = tmp_path / "safe.mg"
     safe.write_text('denied(A, "no deletes on Fridays") :- pending_action(A, /delete_file, _, _, _).\n')
     assert groundstate("kernel", "lint", "--policy", str(safe)).returncode == 0
+
+
+def test_an_ambiguous_route_is_a_lint_error_and_routes_nothing(tmp_path: Path) -> None:
+    """Two routes for one action: the linter names it, and the router takes neither (policy.mg: route_ambiguous)."""
+    from groundstate.kernel import Request, Shards, VirtualStore
+    from groundstate.packets import parse_output
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("secret\n")
+    extra = tmp_path / "twice.mg"
+    extra.write_text("route(/read_file, /search_files).\n"
+                     "action_alias(/peek, /read_file).\naction_alias(/peek, /list_files).\n")  # fmt: skip
+    kernel = Kernel(tmp_path / "ws", extra_sources=[extra])
+    found = {(f.code, f.message.split(" ")[0]) for f in lint(kernel, EXECUTORS)}
+    assert ("ambiguous-route", "/read_file") in found and ("ambiguous-route", "/peek") in found
+    shards = Shards(kernel, VirtualStore(kernel.workspace))
+    packet = parse_output('{"control_packet": {"intent_classification": {"category": "/query", "verb": "/explain", '
+                          '"target": "codebase", "confidence": 0.9}, "mangle_updates": [], "memory_operations": []}, '
+                          '"surface_response": "ok"}', kernel.update_validator())  # fmt: skip
+    reports = shards.step(packet, [Request("/read_file", "a.txt")])
+    [report] = [r for r in reports if r.source == shards.request_ids[0]]
+    assert report.decision == "/permit" and report.status == "/failure" and report.executor is None
+    assert report.output == "several routes for /read_file: the routing table must give exactly one"
+    assert kernel.query(f"execution_result({report.action_id}, T, S, O, M)") == []

@@ -229,6 +229,16 @@ class Kernel:
     def update_validator(self, allowlist: Collection[str] | None = None) -> UpdateValidator:
         return update_validator(self.engine.analyzed, allowlist)
 
+    def final_decision(self, action_id: Any) -> tuple[str, str]:
+        """``final_decision/3`` for one action: its decision and every reason the policy gives for it (several
+        denials are all reported, in the engine's order)."""
+        rows = self.query(f"final_decision({action_id}, D, R)")
+        decisions = {str(d) for _, d, _ in rows}
+        if len(decisions) != 1:
+            found = ", ".join(sorted(decisions)) or "none"
+            raise PolicyInvariantError(f"final_decision/3: {action_id} must have exactly one decision, derived {found}")
+        return decisions.pop(), "; ".join(r for _, _, r in rows)
+
     def phase(self) -> str:
         phases = self.query("current_ooda_phase(P)")
         if len(phases) != 1:

@@ -7,6 +7,8 @@ and — when requests feed next_action — every ``known_action``) against ``rou
 - ``missing-executor``: a route names an executor the virtual store does not have (error);
 - ``dead-executor``: an executor no derivable action reaches (error);
 - ``alias-drift``: an alias with a route of its own, pointing at an unknown action or at another alias (error);
+- ``ambiguous-route``: an action with several routes, or an alias of several actions (error) — the router would
+  take none of them (``route_ambiguous`` in policy.mg);
 - ``unused-route``: a route for an action nothing derives or knows (warning);
 - ``model-writable-decides``: a decision (what runs, whether it is permitted, where it goes) depends, through any
   chain of rules, positively or under negation, on a predicate a control packet may assert (error) — a model
@@ -66,7 +68,8 @@ def derivable_actions(kernel: Kernel) -> dict[str, str]:
 
 
 DECISIONS = ("next_action", "requested_action", "permission_check_result", "denied", "requires_user_approval",
-             "user_approved", "route_for", "awaiting_routing", "action_permitted", "resolved_action")  # fmt: skip
+             "user_approved", "route_for", "awaiting_routing", "action_permitted", "resolved_action", "chosen_route",
+             "routing_problem", "final_decision", "settled")  # fmt: skip
 
 
 def model_influence(kernel: Kernel) -> dict[str, str]:
@@ -103,7 +106,23 @@ def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
     routes: dict[str, list[str]] = {}
     for action, executor in kernel.query("route(A, E)"):
         routes.setdefault(str(action), []).append(str(executor).lstrip("/"))
-    aliases = {str(alias): str(target) for alias, target in kernel.query("action_alias(A, T)")}
+    alias_rows = [(str(alias), str(target)) for alias, target in kernel.query("action_alias(A, T)")]
+    aliases = dict(alias_rows)
+    for action, targets in sorted(routes.items()):
+        if len(set(targets)) > 1:
+            findings.append(
+                Finding(
+                    ERROR,
+                    "ambiguous-route",
+                    f"{action} has several routes ({', '.join(sorted(set(targets)))}): the router takes none",
+                )
+            )
+    for alias in sorted({a for a, _ in alias_rows}):
+        targets = sorted({t for a, t in alias_rows if a == alias})
+        if len(targets) > 1:
+            findings.append(
+                Finding(ERROR, "ambiguous-route", f"{alias} is an alias of several actions ({', '.join(targets)})")
+            )
     known = {str(row[0]) for row in kernel.query("known_action(A)")}
 
     for alias, target in sorted(aliases.items()):

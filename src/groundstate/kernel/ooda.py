@@ -195,20 +195,20 @@ class Shards:
         profile = self.kernel.config.shard(self.shard_type)
         for (action_id,) in self.kernel.query("awaiting_routing(A)"):
             _, action_type, target, payload, _ = self.kernel.query(f"pending_action({action_id}, T, G, P, M)")[0]
-            routes = self.kernel.query(f"route_for({action_id}, E)")
-            canonical = self.kernel.query(f"resolved_action({action_type}, C)")
+            routes = self.kernel.query(f"chosen_route({action_id}, K, E)")  # one, or none (routing_problem)
             with self.kernel.transaction() as tx:
                 now = self.kernel.now_ms()
-                if not routes or not canonical:
-                    reason = f"no route for {action_type}"
+                if not routes:
+                    problems = self.kernel.query(f"routing_problem({action_id}, R)")
+                    reason = "; ".join(r for _, r in problems) or f"no route for {action_type}"
                     tx.assert_("routing_result", (action_id, Name("/failure"), reason, now))
                     tx.assert_("routing_error", (action_id, action_type, reason))
                     self.metrics.routing_errors.labels(str(action_type)).inc()
                 else:
-                    executor = str(routes[0][1]).lstrip("/")
+                    [(_, canonical, route)] = routes
+                    executor, kind = str(route).lstrip("/"), str(canonical).lstrip("/")
                     [(_, _, reason, _)] = self.kernel.query(f"permission_check_result({action_id}, /permit, R, M)")
                     tx.assert_("permit_record", (action_id, reason, now))
-                    kind = str(canonical[0][1]).lstrip("/")
                     outcome = self.store.run(executor, Action(str(action_id), kind, target, payload), profile)
                     status = Name("/success" if outcome.ok else "/failure")
                     self.metrics.executed(str(action_type), executor, outcome.ok)
@@ -249,11 +249,8 @@ class Shards:
     def report(self, action_id: str) -> ActionReport:
         k = self.kernel
         _, action_type, target, payload, _ = k.query(f"pending_action({action_id}, T, G, P, M)")[0]
-        decision, reason = next(((d, r) for _, d, r, _ in k.query(f"permission_check_result({action_id}, D, R, M)")),
-                                (Name("/deny"), "no permission decision"))  # fmt: skip
-        for _, recorded, _ in k.query(f"permit_record({action_id}, R, M)"):  # what the router acted on
-            decision, reason = Name("/permit"), recorded
-        report = ActionReport(action_id, str(action_type), target, payload, str(decision), reason)
+        decision, reason = k.final_decision(action_id)
+        report = ActionReport(action_id, str(action_type), target, payload, decision, reason)
         report.source = next((str(source) for _, source in k.query(f"action_source({action_id}, S)")), "")
         for _, status, details, _ in k.query(f"routing_result({action_id}, S, D, M)"):
             report.executor = details if status == Name("/success") else None

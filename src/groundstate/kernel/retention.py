@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..logic import Name, display
+from ..logic import display
 from .kernel import Kernel, Transaction
 
 KEYED = ("pending_action", "action_source", "permit_record", "routing_result", "routing_error", "execution_result",
@@ -85,10 +85,9 @@ def compact(kernel: Kernel, storage: ColdStorage) -> int:
     excess = len(actions) - bound
     if excess <= 0:
         return 0
-    waiting = {row[0] for row in kernel.query("awaiting_approval(A, R)")}
-    routed = {row[0] for row in kernel.query("routed(A)")}
-    settled = [row for row in actions if row[0] in routed or row[0] not in waiting]
-    settled.sort(key=lambda row: (row[4], action_number(row[0])))
+    settled_ids = {row[0] for row in kernel.query("settled(A)")}  # policy.mg decides what is settled
+    settled = [row for row in actions if row[0] in settled_ids]
+    settled.sort(key=lambda row: (row[4], action_number(row[0])))  # retention's order: oldest first
     chosen = settled[:excess]
     archive, tx = [], Transaction()
     for action_id, action_type, target, _, created in chosen:
@@ -98,16 +97,11 @@ def compact(kernel: Kernel, storage: ColdStorage) -> int:
             rows = kernel.query(f"{predicate}({action_id}{', _' * (arity - 1)})")
             tx.retract(predicate, *rows)
             facts += [f"{predicate}({', '.join(display(v) for v in row)})" for row in rows]
-        recorded = kernel.query(f"permit_record({action_id}, R, M)")  # what the router acted on comes first
-        decision = (
-            [(action_id, Name("/permit"), recorded[0][1], 0)]
-            if recorded
-            else kernel.query(f"permission_check_result({action_id}, D, R, M)")
-        )
+        decision, reason = kernel.final_decision(action_id)
         result = kernel.query(f"execution_result({action_id}, T, S, O, M)")
         archive.append((
             action_number(action_id), str(action_id), created, str(action_type), target,
-            str(decision[0][1]) if decision else None, decision[0][2] if decision else None,
+            decision, reason,
             str(result[0][2]) if result else None, result[0][3] if result else None, json.dumps(facts),
         ))  # fmt: skip
     storage.add(archive)  # first the archive, then the retraction: nothing is lost if the process dies between

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..kernel import Kernel, Transaction, why
+from ..kernel import Kernel, PolicyInvariantError, Transaction, why
 from ..logic import Name
 from .workflow import Workflow
 
@@ -24,6 +24,15 @@ ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed
 class Approval:
     category: str  # "safety" or "quality"
     reason: str
+
+
+@dataclass(frozen=True)
+class PauseDecision:
+    """What guards.mg says about a checkpoint that pauses: the approval it leads with (``pause_leads_with``) and
+    every approval pausing there (``pauses_now``), as the rules derived them — Python neither filters nor orders."""
+
+    first: Approval
+    approvals: list[Approval]
 
 
 def defaults_dir() -> Path:
@@ -58,7 +67,7 @@ class GuardKernel:
 
         self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
 
-    def preflight(self, agent: str, upstream: dict[str, str], files: int) -> list[Approval]:
+    def preflight(self, agent: str, upstream: dict[str, str], files: int) -> PauseDecision | None:
         """A new attempt: the previous attempt's facts go and the pre-flight facts come, in one evaluation."""
         with self.kernel.transaction() as tx:
             self._forget_attempt(tx, agent)
@@ -66,15 +75,15 @@ class GuardKernel:
                 tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
             tx.assert_("upstream_files", (self.run_id, agent, files))
             tx.assert_("preflight", (self.run_id, agent))
-        return self.approvals(agent)
+        return self.pause(agent, "preflight")
 
-    def tool_call(self, agent: str, seq: int, tool: str, argument: str) -> list[Approval]:
+    def tool_call(self, agent: str, seq: int, tool: str, argument: str) -> PauseDecision | None:
         self.kernel.assert_facts("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
-        return [a for a in self.approvals(agent) if a.category == "safety"]
+        return self.pause(agent, "tool_call")
 
     def finished(
         self, agent: str, status_tag: str, bypass: str | None, executed: list[str], error: str | None
-    ) -> list[Approval]:
+    ) -> PauseDecision | None:
         with self.kernel.transaction() as tx:
             tx.assert_("status_tag", (self.run_id, agent, Name("/" + status_tag)))
             if bypass is not None:
@@ -84,7 +93,7 @@ class GuardKernel:
             if error is not None:
                 tx.assert_("hard_error", (self.run_id, agent, error))
             tx.assert_("finished", (self.run_id, agent))
-        return self.approvals(agent)
+        return self.pause(agent, "finished")
 
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
         """Retract the agent's previous attempt: its facts and its events."""
@@ -95,10 +104,19 @@ class GuardKernel:
         tx.retract("event", *self.kernel.query(f'event("{self.run_id}", _, _, "{_quoted(agent)}")'))
 
     # -- what the rules say ------------------------------------------------------------------------------
-    def approvals(self, agent: str) -> list[Approval]:
-        rows = self.kernel.query(f'needs_approval("{self.run_id}", "{_quoted(agent)}", C, R)')
-        found = [Approval(str(c).lstrip("/"), r) for _, _, c, r in rows]
-        return sorted(found, key=lambda a: (a.category != "safety", a.reason))
+    def pause(self, agent: str, checkpoint: str) -> PauseDecision | None:
+        """The pause guards.mg derives for this agent at this checkpoint, or None when the run goes on."""
+        who = f'"{self.run_id}", "{_quoted(agent)}", /{checkpoint}'
+        leading = self.kernel.query(f"pause_leads_with({who}, C, R)")
+        if not leading:
+            return None
+        if len(leading) != 1:
+            raise PolicyInvariantError(f"pause_leads_with/5 derived {len(leading)} approvals for {agent} at "
+                                       f"/{checkpoint}; the rules must lead with exactly one")  # fmt: skip
+        [(_, _, _, category, reason)] = leading
+        rows = self.kernel.query(f"pauses_now({who}, C, R)")
+        approvals = [Approval(str(c).lstrip("/"), r) for _, _, _, c, r in rows]
+        return PauseDecision(Approval(str(category).lstrip("/"), reason), approvals)
 
     def why(self, agent: str, approval: Approval) -> dict[str, Any]:
         """The rules and facts that derived this pause, as a tree (kept in the event: it outlives the process)."""

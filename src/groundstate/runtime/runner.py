@@ -40,7 +40,7 @@ from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, make_backend
 from .cortex import compile_patterns, load_patterns
-from .guards import Approval, GuardKernel, defaults_dir
+from .guards import GuardKernel, PauseDecision, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, TERMINAL, RunState
 from .store import EventStore, LeaseLost, RunEnded
@@ -241,9 +241,9 @@ class Runtime:
         except Exception as exc:
             error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
             self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
-            approvals = ctx.guards.finished(agent, "missing", None, [], error)
-            if approvals:
-                self._request_approval(ctx, agent, approvals, "")
+            pause = ctx.guards.finished(agent, "missing", None, [], error)
+            if pause:
+                self._request_approval(ctx, agent, pause, "")
 
     async def _attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
@@ -254,9 +254,9 @@ class Runtime:
             upstream = {u: self._kind(state, u) for u in spec.depends_on}
             files = sum(len([t for t in state.nodes[u].tools if t["tool"] == "write_file" and t.get("status") ==
                              "/success"]) for u in spec.depends_on)  # fmt: skip
-            approvals = ctx.guards.preflight(agent, upstream, files)
-            if approvals:
-                self._request_approval(ctx, agent, approvals, "")
+            pause = ctx.guards.preflight(agent, upstream, files)
+            if pause:
+                self._request_approval(ctx, agent, pause, "")
                 return
             attempt = node.attempts + 1
             started = {"attempt": attempt, "backend": ctx.backend.name,
@@ -269,12 +269,12 @@ class Runtime:
                 return
             if outcome.error is not None:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface})
-            approvals = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed,
+            pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed,
                                             outcome.error)  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
-            if approvals:
-                self._request_approval(ctx, agent, approvals, outcome.surface, outcome.thinking)
+            if pause:
+                self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking)
             elif outcome.error is None:
                 completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking}
                 self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
@@ -308,9 +308,9 @@ class Runtime:
         return False
 
     def _request_approval(
-        self, ctx: RunContext, agent: str, approvals: list[Approval], output: str, thinking: str = ""
+        self, ctx: RunContext, agent: str, pause: PauseDecision, output: str, thinking: str = ""
     ) -> None:
-        first = approvals[0]
+        first, approvals = pause.first, pause.approvals
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,

@@ -105,12 +105,53 @@ awaiting_approval(A, R) :- requires_user_approval(A, R), !user_approved(A).
 
 # -- the router's view ----------------------------------------------------------------------------------
 Decl route_for(ActionID, Executor)
-  descr [doc("The executor that carries out a permitted action.")] bound [/name, /name].
-route_for(A, E) :- action_permitted(A), pending_action(A, Type, _, _, _), resolved_action(Type, T), route(T, E).
+  descr [doc("An executor the routing table gives for a permitted action.")] bound [/name, /name].
+route_for(A, E) :- route_option(A, _, E).
+Decl route_option(ActionID, Kind, Executor)
+  descr [doc("A canonical kind and executor the routing table gives for a permitted action.")]
+  bound [/name, /name, /name].
+route_option(A, T, E) :- action_permitted(A), pending_action(A, Type, _, _, _), resolved_action(Type, T), route(T, E).
+Decl route_ambiguous(ActionID)
+  descr [doc("The table gives a permitted action more than one route: the router takes none of them.")]
+  bound [/name].
+route_ambiguous(A) :- route_option(A, T, _), route_option(A, U, _), T != U.
+route_ambiguous(A) :- route_option(A, _, E), route_option(A, _, F), E != F.
+Decl chosen_route(ActionID, Kind, Executor)
+  descr [doc("The one route the router takes: its canonical kind and executor.")] bound [/name, /name, /name].
+chosen_route(A, T, E) :- route_option(A, T, E), !route_ambiguous(A).
+Decl has_route_option(ActionID) descr [doc("The table gives the action at least one route.")] bound [/name].
+has_route_option(A) :- route_option(A, _, _).
+Decl routing_problem(ActionID, Reason)
+  descr [doc("Why the router cannot carry out a permitted action (recorded as its routing_error).")]
+  bound [/name, /string].
+routing_problem(A, R) :-
+  action_permitted(A), !has_route_option(A), pending_action(A, Type, _, _, _),
+  R = fn:string:concat("no route for ", fn:name:to_string(Type)).
+routing_problem(A, R) :-
+  route_ambiguous(A), pending_action(A, Type, _, _, _),
+  R = fn:string:concat("several routes for ", fn:name:to_string(Type), ": the routing table must give exactly one").
 Decl routed(ActionID) descr [doc("The router has handled the action.")].
 routed(A) :- routing_result(A, _, _, _).
 Decl awaiting_routing(ActionID) descr [doc("Permitted and not yet routed.")].
 awaiting_routing(A) :- action_permitted(A), !routed(A).
+
+# -- what became of an action ---------------------------------------------------------------------------
+Decl permit_recorded(ActionID) descr [doc("The router acted on a permit for the action.")] bound [/name].
+permit_recorded(A) :- permit_record(A, _, _).
+Decl has_permission_result(ActionID) descr [doc("The constitution decided on the action.")] bound [/name].
+has_permission_result(A) :- permission_check_result(A, _, _, _).
+Decl final_decision(ActionID, Decision, Reason)
+  descr [doc("The decision an action's report and archive show: the permit the router acted on (it stands after the approval that allowed it is gone), else the constitution's current decision.")]
+  bound [/name, /name, /string].
+final_decision(A, /permit, R) :- permit_record(A, R, _).
+final_decision(A, D, R) :- permission_check_result(A, D, R, _), !permit_recorded(A).
+final_decision(A, /deny, "no permission decision") :-
+  pending_action(A, _, _, _, _), !has_permission_result(A), !permit_recorded(A).
+Decl settled(ActionID)
+  descr [doc("The envelope's outcome is final — routed, or refused for a reason no approval can change — so retention may move it to cold storage.")]
+  bound [/name].
+settled(A) :- routed(A).
+settled(A) :- pending_action(A, _, _, _, _), !awaiting_approval(A, _), !awaiting_routing(A).
 
 # -- observability ---------------------------------------------------------------------------------------
 Decl some_action_awaiting_routing() descr [doc("Any permitted action not yet routed.")].

@@ -74,6 +74,46 @@ needs_approval(R, A, /quality, Reason) :-
   hard_error(R, A, Message),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
 
+# -- which pause the operator sees: checkpoints and ranks --------------------------------------------------------
+# The runtime asks at three checkpoints: before an agent starts (/preflight), when the model requested a tool and it
+# has not run yet (/tool_call), and when the agent's invocation ended (/finished). It shows the pause these rules
+# lead with and lists the rest; it never filters or orders approvals itself.
+Decl pause_checkpoint(Checkpoint, Category)
+  descr [doc("Approvals of this category pause the run at this checkpoint.")] bound [/name, /name].
+pause_checkpoint(/preflight, /safety). pause_checkpoint(/preflight, /quality).
+pause_checkpoint(/tool_call, /safety).
+pause_checkpoint(/finished, /safety). pause_checkpoint(/finished, /quality).
+Decl pause_rank(Category, Rank)
+  descr [doc("Which category a pause leads with: the lowest rank.")] bound [/name, /number].
+pause_rank(/safety, 1).
+pause_rank(/quality, 2).
+
+Decl pauses_now(Run, Agent, Checkpoint, Category, Reason)
+  descr [doc("An approval that pauses the run at this checkpoint.")] bound [/string, /string, /name, /name, /string].
+pauses_now(R, A, C, Category, Reason) :- needs_approval(R, A, Category, Reason), pause_checkpoint(C, Category).
+
+Decl leading_rank(Run, Agent, Checkpoint, Rank)
+  descr [doc("The lowest rank among the approvals pausing at this checkpoint.")]
+  bound [/string, /string, /name, /number].
+leading_rank(R, A, C, Rank) :-
+  pauses_now(R, A, C, Category, _), pause_rank(Category, N) |> do fn:group_by(R, A, C), let Rank = fn:min(N).
+Decl leading_categories(Run, Agent, Checkpoint, Categories)
+  descr [doc("The categories of that rank, in order (fn:collect lists a group's values sorted).")]
+  bound [/string, /string, /name, fn:List(/name)].
+leading_categories(R, A, C, Categories) :-
+  leading_rank(R, A, C, Rank), pauses_now(R, A, C, Category, _), pause_rank(Category, Rank)
+  |> do fn:group_by(R, A, C), let Categories = fn:collect_distinct(Category).
+Decl leading_reasons(Run, Agent, Checkpoint, Category, Reasons)
+  descr [doc("The reasons of the leading category, in order.")] bound [/string, /string, /name, /name, fn:List(/string)].
+leading_reasons(R, A, C, Category, Reasons) :-
+  leading_categories(R, A, C, Categories), Category = fn:list:get(Categories, 0), pauses_now(R, A, C, Category, Reason)
+  |> do fn:group_by(R, A, C, Category), let Reasons = fn:collect(Reason).
+Decl pause_leads_with(Run, Agent, Checkpoint, Category, Reason)
+  descr [doc("The approval a pause leads with (its card, its hint, its explanation): exactly one per pausing checkpoint.")]
+  bound [/string, /string, /name, /name, /string].
+pause_leads_with(R, A, C, Category, Reason) :-
+  leading_reasons(R, A, C, Category, Reasons), Reason = fn:list:get(Reasons, 0).
+
 # -- helpers for cortex conditions ------------------------------------------------------------------------------
 Decl privilege_escalation(Code) descr [doc("Code that tries to gain privileges.")] bound [/string].
 privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "sudo").

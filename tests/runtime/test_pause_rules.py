@@ -1,0 +1,66 @@
+"""Which approvals pause at a checkpoint and which one a pause leads with are derived by guards.mg, not Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from groundstate.logic import Name
+from groundstate.runtime import parse_workflow
+from groundstate.runtime.guards import GuardKernel
+
+FLOW = parse_workflow("""
+name: ranked
+agents:
+  - id: coder_a
+    instructions: Compute it.
+    tools: [execute_python]
+""")
+RULES = """
+needs_approval(R, A, /safety, "S: code ran") :- tool_call(R, A, _, /execute_python, _).
+needs_approval(R, A, /quality, "Q: some tool was called") :- tool_call(R, A, _, _, _).
+needs_approval(R, A, /quality, "P: another quality reason") :- tool_call(R, A, _, _, _).
+"""
+
+
+def guards(tmp_path: Path, extra: str = "") -> GuardKernel:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    return GuardKernel("run-1", FLOW, tmp_path / "ws", RULES + extra, tmp_path / "state")
+
+
+def test_at_a_tool_call_only_safety_pauses(tmp_path: Path) -> None:
+    kernel = guards(tmp_path)
+    assert kernel.preflight("coder_a", {}, 0) is None
+    pause = kernel.tool_call("coder_a", 7, "execute_python", "print(1)")
+    assert pause is not None
+    assert (pause.first.category, pause.first.reason) == ("safety", "S: code ran")
+    assert [(a.category, a.reason) for a in pause.approvals] == [("safety", "S: code ran")]
+
+
+def test_when_finished_every_category_pauses_and_safety_leads(tmp_path: Path) -> None:
+    kernel = guards(tmp_path)
+    kernel.preflight("coder_a", {}, 0)
+    kernel.tool_call("coder_a", 7, "execute_python", "print(1)")
+    pause = kernel.finished("coder_a", "success", None, ["execute_python"], None)
+    assert pause is not None and pause.first.reason == "S: code ran"
+    assert {a.reason for a in pause.approvals} == {
+        "S: code ran",
+        "Q: some tool was called",
+        "P: another quality reason",
+    }
+
+
+def test_the_rank_in_the_rules_decides_what_leads(tmp_path: Path) -> None:
+    """A user's rule ranking quality first changes the pause; ties within a category go to the first reason."""
+    kernel = guards(tmp_path, "pause_rank(/quality, 0).\n")
+    kernel.preflight("coder_a", {}, 0)
+    kernel.tool_call("coder_a", 7, "execute_python", "print(1)")
+    pause = kernel.finished("coder_a", "success", None, ["execute_python"], None)
+    assert pause is not None and (pause.first.category, pause.first.reason) == ("quality", "P: another quality reason")
+
+
+def test_a_checkpoint_the_rules_do_not_pause_at_goes_on(tmp_path: Path) -> None:
+    """Without pause_checkpoint(/tool_call, /safety) even a safety approval does not hold the call."""
+    kernel = guards(tmp_path)
+    with kernel.kernel.transaction() as tx:
+        tx.retract("pause_checkpoint", (Name("/tool_call"), Name("/safety")))
+    assert kernel.tool_call("coder_a", 7, "execute_python", "print(1)") is None
