@@ -41,7 +41,7 @@ def sse(text: str) -> bytes:
 
 class Script:
     def __init__(self) -> None:
-        self.answers: dict[str, list[Any]] = {}  # agent -> envelopes (dicts), raw strings, or (status, body)
+        self.answers: dict[str, list[Any]] = {}  # agent -> envelopes (dicts), raw strings, SSE bytes, (status, body)
         self.delays: dict[str, float] = {}
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.by_round = False
@@ -76,11 +76,12 @@ def model() -> Iterator[tuple[str, Script]]:
                 self.wfile.write(payload)
                 return
             text = answer if isinstance(answer, str) else json.dumps(answer)
+            stream = answer if isinstance(answer, bytes) else sse(text)
             try:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
-                self.wfile.write(sse(text))
+                self.wfile.write(stream)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client was killed mid-request (the kill-and-resume test does that on purpose)
 

@@ -18,7 +18,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import ConfigurationError
-from ..providers import ErrorEvent, ErrorRecord, StreamClient, TextDelta, ToolCall
+from ..providers import (
+    APIS,
+    ErrorEvent,
+    ErrorRecord,
+    Finish,
+    Refusal,
+    StreamClient,
+    TextDelta,
+    ThinkDelta,
+    ToolCall,
+    provider_api,
+)
 from ..wire import ByteVocabulary, Vocabulary
 
 
@@ -28,9 +39,16 @@ class ModelSpecError(ConfigurationError, ValueError):
 
 @dataclass
 class Piece:
+    """One thing the model sent. Text feeds the packet gate; everything else reaches the guards as a fact (a
+    refusal, a native tool call — tools are requested only in the control packet —, the finish reason) or the
+    operator's view (reasoning), so nothing the model produced vanishes."""
+
     text: str = ""
     tokens: list[int] | None = None
+    thinking: str = ""
+    refusal: str = ""
     tool_call: ToolCall | None = None
+    finish: str | None = None  # one of providers.FINISH_REASONS
     error: ErrorRecord | None = None
 
 
@@ -68,6 +86,7 @@ class LocalBackend:
                         loop.call_soon_threadsafe(queue.put_nowait, Piece(self.model.tail_text))
                     if self.model.finish_reason == "length":
                         loop.call_soon_threadsafe(queue.put_nowait, _length_error(self.name, self.max_tokens))
+                    loop.call_soon_threadsafe(queue.put_nowait, Piece(finish=self.model.finish_reason))
             except Exception as exc:  # handed to the event loop, which raises it in the agent
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             loop.call_soon_threadsafe(queue.put_nowait, None)
@@ -88,22 +107,24 @@ def _length_error(name: str, limit: int) -> Piece:
 
 class HTTPBackend:
     def __init__(self, api: str, model: str, base_url: str, api_key: str | None = None) -> None:
-        self.api, self.model = api, model
+        request = provider_api(api).request
+        if request is None:
+            raise ModelSpecError(f"agents cannot use the {api} API yet (it has no chat request builder)")
+        self.api, self.model, self.request = api, model, request
         self.client = StreamClient(base_url, api=api, api_key=api_key or os.environ.get("GROUNDSTATE_API_KEY"))
         self.vocabulary: Vocabulary = ByteVocabulary()
         self.name = f"{api}:{model}@{base_url}"
 
     async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True}
-        if self.api == "openai-chat":
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": "envelope", "schema": schema}}
-        elif self.api == "anthropic":
-            body["max_tokens"] = 2048
-            body["system"] = "\n".join(m["content"] for m in messages if m["role"] == "system")
-            body["messages"] = [m for m in messages if m["role"] != "system"]
-        async for event in self.client.stream(body):
+        async for event in self.client.stream(self.request(self.model, messages, schema)):
             if isinstance(event, TextDelta):
                 yield Piece(event.text)
+            elif isinstance(event, ThinkDelta):
+                yield Piece(thinking=event.text)
+            elif isinstance(event, Refusal):
+                yield Piece(refusal=event.text)
+            elif isinstance(event, Finish):
+                yield Piece(finish=event.reason)
             elif isinstance(event, ToolCall):
                 yield Piece(tool_call=event)
             elif isinstance(event, ErrorEvent):
@@ -115,7 +136,8 @@ def make_backend(spec: str) -> Backend:
         return LocalBackend(spec.partition(":")[2] or None)
     api, _, rest = spec.partition(":")
     model, _, url = rest.partition("@")
-    if api not in ("openai-chat", "anthropic", "ollama") or not model or not url:
+    usable = [name for name, row in APIS.items() if row.request is not None]
+    if api not in usable or not model or not url:
         raise ModelSpecError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
-                         "(API: openai-chat, anthropic, ollama)")  # fmt: skip
+                             f"(API: {', '.join(usable)})")  # fmt: skip
     return HTTPBackend(api, model, url)

@@ -10,14 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why
 from ..logic import Name
 from .workflow import Workflow
 
 ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call",
-                 "upstream_output", "upstream_files")  # fmt: skip
+                 "upstream_output", "upstream_files", "model_refused", "native_tool_call", "finish_reason")  # fmt: skip
+MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
+
+
+class ModelSignals(Protocol):
+    """What the model sent besides its answer (runner.Signals)."""
+
+    refusals: list[str]
+    native_tool_calls: list[str]
+    finish: str | None
 
 
 @dataclass(frozen=True)
@@ -82,9 +91,23 @@ class GuardKernel:
         return self.pause(agent, "tool_call")
 
     def finished(
-        self, agent: str, status_tag: str, bypass: str | None, executed: list[str], error: str | None
+        self,
+        agent: str,
+        status_tag: str,
+        bypass: str | None,
+        executed: list[str],
+        error: str | None,
+        model: ModelSignals | None = None,
     ) -> PauseDecision | None:
+        """The invocation ended: its outcome and what the model sent besides its answer become facts."""
         with self.kernel.transaction() as tx:
+            if model is not None:
+                for text in model.refusals:
+                    tx.assert_("model_refused", (self.run_id, agent, text[:MAX_FACT_TEXT]))
+                for tool in model.native_tool_calls:
+                    tx.assert_("native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
+                if model.finish is not None:
+                    tx.assert_("finish_reason", (self.run_id, agent, Name("/" + model.finish)))
             tx.assert_("status_tag", (self.run_id, agent, Name("/" + status_tag)))
             if bypass is not None:
                 tx.assert_("bypass", (self.run_id, agent, bypass))

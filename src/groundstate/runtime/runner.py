@@ -34,17 +34,20 @@ from ..kernel import (
     update_validator,
 )
 from ..logic import Name
-from ..packets import ACCEPTED, PacketGate, tool_requests
-from ..providers import ErrorEvent, SigilBridge, TextDelta
+from ..packets import ACCEPTED, GateResult, PacketGate, UpdateValidator, tool_requests
+from ..providers import ErrorEvent, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
-from .backends import Backend, make_backend
+from .backends import Backend, Piece, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import GuardKernel, PauseDecision, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, TERMINAL, RunState
 from .store import EventStore, LeaseLost, RunEnded
 from .workflow import AgentSpec, Workflow, parse_workflow
+
+HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
+AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
 DECISIONS = ("retry", "skip", "abort")
 _STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
@@ -57,6 +60,26 @@ class DecisionError(InputError, ValueError):
 
 
 @dataclass
+class Signals:
+    """What the model sent besides its answer text; reported to the guards as facts when the agent finishes."""
+
+    thinking: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    native_tool_calls: list[str] = field(default_factory=list)
+    finish: str | None = None
+
+    def take(self, piece: Piece) -> None:
+        if piece.thinking:
+            self.thinking.append(piece.thinking)
+        if piece.refusal:
+            self.refusals.append(piece.refusal)
+        if piece.tool_call is not None:
+            self.native_tool_calls.append(piece.tool_call.name or "unnamed")
+        if piece.finish is not None:
+            self.finish = piece.finish
+
+
+@dataclass
 class Outcome:
     surface: str = ""
     status_tag: str = "missing"
@@ -64,7 +87,20 @@ class Outcome:
     executed: list[str] = field(default_factory=list)
     error: str | None = None
     paused: bool = False
-    thinking: str = ""  # the control packets' reasoning traces: shown collapsed, never as the answer
+    thinking: str = ""  # reasoning (streamed, and the packets' traces): shown collapsed, never as the answer
+    signals: Signals = field(default_factory=Signals)
+
+
+@dataclass
+class Invocation:
+    """One agent's conversation with the model: its messages, the text of the round being streamed, its kernel."""
+
+    spec: AgentSpec
+    validator: UpdateValidator
+    schema: dict[str, Any]
+    messages: list[dict[str, str]]
+    raw: list[str] = field(default_factory=list)
+    shards: Shards | None = None
 
 
 @dataclass
@@ -270,7 +306,7 @@ class Runtime:
             if outcome.error is not None:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface})
             pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed,
-                                            outcome.error)  # fmt: skip
+                                        outcome.error, outcome.signals)  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
             if pause:
@@ -308,65 +344,44 @@ class Runtime:
         return False
 
     def _request_approval(
-        self, ctx: RunContext, agent: str, pause: PauseDecision, output: str, thinking: str = ""
+        self,
+        ctx: RunContext,
+        agent: str,
+        pause: PauseDecision,
+        output: str,
+        thinking: str = "",
+        held_call: int | None = None,
     ) -> None:
+        """The pause as an event; ``held_call`` is the ToolCall it holds (it answers that call: nothing ran)."""
         first, approvals = pause.first, pause.approvals
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
             "thinking": thinking, "why": ctx.guards.why(agent, first),
+            **({"held_call": held_call} if held_call is not None else {}),
         })  # fmt: skip
 
     async def _invoke(
         self, ctx: RunContext, spec: AgentSpec, instructions: str, upstream: list[tuple[str, str]], attempt: int
     ) -> Outcome:
-        agent_policy = [defaults_dir() / "agent_tools.mg"]
-        validator = update_validator(load_program(agent_policy).analyze())
-        shards: Shards | None = None  # the invocation's kernel, built when the model first asks for a tool
-        schema = envelope_schema(spec)
-        messages = [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
-                    {"role": "user", "content": user_prompt(spec, instructions, upstream)}]  # fmt: skip
+        """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
+        results go back to the model, until it answers without requesting tools or the rounds run out."""
+        invocation = Invocation(spec, update_validator(load_program(AGENT_POLICY).analyze()), envelope_schema(spec),
+                                [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
+                                 {"role": "user", "content": user_prompt(spec, instructions, upstream)}])  # fmt: skip
         outcome = Outcome()
         profile = self.config.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         for round_number in range(1, self.max_rounds + 1):
             try:
-                check_context(profile, "\n".join(m["content"] for m in messages))
+                check_context(profile, "\n".join(m["content"] for m in invocation.messages))
             except ContextBudgetError as exc:
                 outcome.error = f"the prompt is too long: {exc}"
                 return outcome
             path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
-            gate = PacketGate(validator)
-            raw: list[str] = []
-            error = None
-            with Recorder(path) as recorder:
-                bridge = SigilBridge(ctx.backend.vocabulary)
-                try:
-                    async for piece in ctx.backend.stream(messages, schema):
-                        if piece.error is not None:
-                            error = piece.error
-                            recorder.write(bridge.push(ErrorEvent(piece.error)))
-                        elif piece.text or piece.tokens:
-                            raw.append(piece.text)
-                            gate.feed(piece.text)
-                            recorder.write(bridge.tokens(Mode.TEXT, piece.tokens) if piece.tokens
-                                           else bridge.push(TextDelta(piece.text)))  # fmt: skip
-                except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
-                    outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
-                recorder.write(bridge.end())
-            if outcome.error is not None:
+            gated = await self._stream_round(ctx, invocation, path, outcome)
+            if gated is None:
                 return outcome
-            if error is not None:
-                outcome.error = f"the model failed ({error.plane}): {error.message}"
-                return outcome
-            gated = gate.close()
-            if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
-                outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
-                outcome.surface = "".join(raw)[:2000]
-                return outcome
-            outcome.surface = gated.surface
-            if gated.packet.packet.reasoning_trace:
-                outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
-            valid, problems = tool_requests(gated.packet.packet)
+            valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
             if problems:
                 outcome.error = "the model's tool requests are malformed: " + "; ".join(problems)
                 return outcome
@@ -374,44 +389,95 @@ class Runtime:
             if not requests or round_number == self.max_rounds:
                 outcome.status_tag, outcome.bypass = _tags(gated.surface)
                 return outcome
-            calls = []
-            for request in requests:
-                tool = request.type.lstrip("/")
-                argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
-                call = self._emit(ctx, ev.TOOL_CALL, spec.id, {"tool": tool, "target": request.target,
-                                                                "payload": request.payload})  # fmt: skip
-                calls.append(call.seq)
-                safety = ctx.guards.tool_call(spec.id, call.seq, tool, argument)
-                if safety:
-                    self._request_approval(ctx, spec.id, safety, gated.surface, outcome.thinking)
-                    outcome.paused = True
-                    return outcome
-            if shards is None:
-                kernel = Kernel(ctx.workspace, extra_sources=agent_policy)
-                kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
-                shards = Shards(kernel, VirtualStore(kernel.workspace, search=self.search), metrics=self.metrics)
-            reports = shards.step_gated(gated, requests)
-            by_source = {r.source: r for r in reports}
-            results: list[tuple[str, ActionReport | None]] = []
-            for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
-                tool = request.type.lstrip("/")
-                report = by_source.get(source)
-                results.append((tool, report))
-                result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
-                          "reason": report.reason if report else "the kernel took no action for this request",
-                          "status": report.status if report else None,
-                          "output": (report.output or "") if report else ""}  # fmt: skip
-                self._emit(ctx, ev.TOOL_RESULT, spec.id, result)
-                if report is not None and report.status == "/success":
-                    outcome.executed.append(tool)
-            messages.append({"role": "assistant", "content": "".join(raw)})
-            summary = "\n\n".join(
-                f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
-                if report is not None else f"Tool {tool}: not run"
-                for tool, report in results
-            )  # fmt: skip
-            messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\nNow answer the task."})
+            if not self._tool_round(ctx, invocation, gated, requests, outcome):
+                return outcome
         return outcome
+
+    async def _stream_round(
+        self, ctx: RunContext, invocation: Invocation, path: Path, outcome: Outcome
+    ) -> GateResult | None:
+        """Stream one answer through the packet gate into a recording. None when the agent failed (the reason is in
+        ``outcome.error``); otherwise the accepted gate result, its surface and reasoning kept in ``outcome``."""
+        gate = PacketGate(invocation.validator)
+        error = None
+        with Recorder(path) as recorder:
+            bridge = SigilBridge(ctx.backend.vocabulary)
+            try:
+                async for piece in ctx.backend.stream(invocation.messages, invocation.schema):
+                    error = error or piece.error
+                    outcome.signals.take(piece)
+                    recorder.write(_recorded(bridge, piece))
+                    if piece.text or piece.tokens:
+                        invocation.raw.append(piece.text)
+                        gate.feed(piece.text)
+            except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
+                outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
+            recorder.write(bridge.end())
+        outcome.thinking += "".join(outcome.signals.thinking)
+        outcome.signals.thinking.clear()
+        if outcome.error is None and error is not None:
+            outcome.error = f"the model failed ({error.plane}): {error.message}"
+        if outcome.error is not None:
+            return None
+        gated = gate.close()
+        if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
+            outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
+            outcome.surface = "".join(invocation.raw)[:2000]
+            return None
+        outcome.surface = gated.surface
+        if gated.packet.packet.reasoning_trace:
+            outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
+        return gated
+
+    def _tool_round(
+        self, ctx: RunContext, invocation: Invocation, gated: GateResult, requests: list[Request], outcome: Outcome
+    ) -> bool:
+        """Report each requested tool call to the guards, then let the kernel decide and run them; every ToolCall
+        event gets its ToolResult. False when a guard paused the run (the calls were not run)."""
+        agent = invocation.spec.id
+        calls: list[int] = []
+        for request in requests:
+            tool = request.type.lstrip("/")
+            argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
+            call = self._emit(ctx, ev.TOOL_CALL, agent, {"tool": tool, "target": request.target,
+                                                          "payload": request.payload})  # fmt: skip
+            calls.append(call.seq)
+            pause = ctx.guards.tool_call(agent, call.seq, tool, argument)
+            if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
+                for seq, held in zip(calls[:-1], requests, strict=False):
+                    self._emit(ctx, ev.TOOL_RESULT, agent, {
+                        "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
+                        "reason": HELD_FOR_OPERATOR})  # fmt: skip
+                self._request_approval(ctx, agent, pause, gated.surface, outcome.thinking, held_call=call.seq)
+                outcome.paused = True
+                return False
+        shards = invocation.shards or self._agent_shards(ctx, invocation.spec)
+        invocation.shards = shards
+        reports = shards.step_gated(gated, requests)
+        by_source = {r.source: r for r in reports}
+        results: list[tuple[str, ActionReport | None]] = []
+        for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
+            tool = request.type.lstrip("/")
+            report = by_source.get(source)
+            results.append((tool, report))
+            result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
+                      "reason": report.reason if report else "the kernel took no action for this request",
+                      "status": report.status if report else None,
+                      "output": (report.output or "") if report else ""}  # fmt: skip
+            self._emit(ctx, ev.TOOL_RESULT, agent, result)
+            if report is not None and report.status == "/success":
+                outcome.executed.append(tool)
+        invocation.messages.append({"role": "assistant", "content": "".join(invocation.raw)})
+        invocation.raw.clear()
+        invocation.messages.append({"role": "user", "content": f"Tool results:\n{_summary(results)}\n\n"
+                                                                "Now answer the task."})  # fmt: skip
+        return True
+
+    def _agent_shards(self, ctx: RunContext, spec: AgentSpec) -> Shards:
+        """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools."""
+        kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY)
+        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+        return Shards(kernel, VirtualStore(kernel.workspace, search=self.search), metrics=self.metrics)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
@@ -435,6 +501,28 @@ class Runtime:
 
         self.store.transact(run_id, build, actor)  # serialised with every other write to the run
         return self.store.state(run_id)
+
+
+def _summary(results: list[tuple[str, ActionReport | None]]) -> str:
+    return "\n\n".join(
+        f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
+        if report is not None else f"Tool {tool}: not run"
+        for tool, report in results
+    )  # fmt: skip
+
+
+def _recorded(bridge: SigilBridge, piece: Piece) -> bytes:
+    """The piece in the round's SIGIL recording: text (with the real token ids when the backend has them),
+    reasoning in THINK mode, errors as upstream errors; the rest is carried as facts, not as stream content."""
+    if piece.error is not None:
+        return bridge.push(ErrorEvent(piece.error))
+    if piece.tokens:
+        return bridge.tokens(Mode.TEXT, piece.tokens)
+    if piece.text:
+        return bridge.push(TextDelta(piece.text))
+    if piece.thinking:
+        return bridge.push(ThinkDelta(piece.thinking))
+    return b""
 
 
 def _tags(surface: str) -> tuple[str, str | None]:

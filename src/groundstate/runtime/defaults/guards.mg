@@ -35,6 +35,14 @@ Decl event(Run, Seq, Type, Agent)
 Decl tool_call(Run, Agent, Seq, Tool, Argument)
   descr [doc("A tool call the model requested (before it runs), with its target or code.")]
   bound [/string, /string, /number, /name, /string].
+Decl model_refused(Run, Agent, Text)
+  descr [doc("The model refused (a provider's refusal field), with its text.")] bound [/string, /string, /string].
+Decl native_tool_call(Run, Agent, Tool)
+  descr [doc("The model called a tool natively instead of in control_packet.tool_requests; it did not run.")]
+  bound [/string, /string, /string].
+Decl finish_reason(Run, Agent, Reason)
+  descr [doc("Why the model's last answer ended: /stop, /length, /tool_calls, /content_filter, /refusal, ...")]
+  bound [/string, /string, /name].
 
 Decl needs_approval(Run, Agent, Category, Reason)
   descr [doc("The run pauses: the operator must retry, skip or abort.")]
@@ -73,6 +81,17 @@ needs_approval(R, A, /quality, Reason) :-
 needs_approval(R, A, /quality, Reason) :-
   hard_error(R, A, Message),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
+
+# -- post-flight: what the model sent besides its answer --------------------------------------------------------
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), model_refused(R, A, Text),
+  Reason = fn:string:concat("Refusal: the model of agent '", A, "' refused: ", Text).
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), native_tool_call(R, A, Tool),
+  Reason = fn:string:concat("Protocol violation: agent '", A, "' called ", Tool, " as a native tool call; tools are requested in control_packet.tool_requests, so it did not run.").
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), finish_reason(R, A, /content_filter),
+  Reason = fn:string:concat("Content filter: the provider stopped the answer of agent '", A, "'.").
 
 # -- which pause the operator sees: checkpoints and ranks --------------------------------------------------------
 # The runtime asks at three checkpoints: before an agent starts (/preflight), when the model requested a tool and it
