@@ -75,8 +75,10 @@ def model() -> Iterator[tuple[str, Script]]:
                 self.end_headers()
                 self.wfile.write(payload)
                 return
-            text = answer if isinstance(answer, str) else json.dumps(answer)
-            stream = answer if isinstance(answer, bytes) else sse(text)
+            if isinstance(answer, bytes):
+                stream = answer  # a raw SSE body, exactly as given
+            else:
+                stream = sse(answer if isinstance(answer, str) else json.dumps(answer))
             try:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
