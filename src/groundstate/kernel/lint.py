@@ -96,58 +96,66 @@ def model_influence(kernel: Kernel) -> dict[str, str]:
 
 
 def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
-    findings: list[Finding] = []
-    for decision, writable in sorted(model_influence(kernel).items()):
-        message = (f"{decision} depends on {writable}, which a control packet's mangle_updates may assert: "
-                   "a model could steer the decision")  # fmt: skip
-        findings.append(Finding(ERROR, "model-writable-decides", message))
-    executors = set(executors)
-    actions = derivable_actions(kernel)
+    """Every finding about the kernel's policy, route table and the store's executors (one check per helper)."""
     routes: dict[str, list[str]] = {}
     for action, executor in kernel.query("route(A, E)"):
         routes.setdefault(str(action), []).append(str(executor).lstrip("/"))
     alias_rows = [(str(alias), str(target)) for alias, target in kernel.query("action_alias(A, T)")]
-    aliases = dict(alias_rows)
-    for action, targets in sorted(routes.items()):
-        if len(set(targets)) > 1:
-            findings.append(
-                Finding(
-                    ERROR,
-                    "ambiguous-route",
-                    f"{action} has several routes ({', '.join(sorted(set(targets)))}): the router takes none",
-                )
-            )
+    known = {str(row[0]) for row in kernel.query("known_action(A)")}
+    return [
+        *_model_writable_findings(kernel),
+        *_ambiguity_findings(routes, alias_rows),
+        *_alias_findings(routes, dict(alias_rows), known),
+        *_route_findings(derivable_actions(kernel), routes, dict(alias_rows), known, set(executors)),
+    ]
+
+
+def _model_writable_findings(kernel: Kernel) -> list[Finding]:
+    return [Finding(ERROR, "model-writable-decides", f"{decision} depends on {writable}, which a control packet's "
+                    "mangle_updates may assert: a model could steer the decision")
+            for decision, writable in sorted(model_influence(kernel).items())]  # fmt: skip
+
+
+def _ambiguity_findings(routes: dict[str, list[str]], alias_rows: list[tuple[str, str]]) -> list[Finding]:
+    found = [Finding(ERROR, "ambiguous-route", f"{action} has several routes ({', '.join(sorted(set(targets)))}): "
+                     "the router takes none")
+             for action, targets in sorted(routes.items()) if len(set(targets)) > 1]  # fmt: skip
     for alias in sorted({a for a, _ in alias_rows}):
         targets = sorted({t for a, t in alias_rows if a == alias})
         if len(targets) > 1:
-            findings.append(
+            found.append(
                 Finding(ERROR, "ambiguous-route", f"{alias} is an alias of several actions ({', '.join(targets)})")
             )
-    known = {str(row[0]) for row in kernel.query("known_action(A)")}
+    return found
 
+
+def _alias_findings(routes: dict[str, list[str]], aliases: dict[str, str], known: set[str]) -> list[Finding]:
+    found = []
     for alias, target in sorted(aliases.items()):
         if alias in routes:
-            findings.append(Finding(ERROR, "alias-drift", f"{alias} is an alias of {target} but has its own route"))
+            found.append(Finding(ERROR, "alias-drift", f"{alias} is an alias of {target} but has its own route"))
         if target in aliases:
-            findings.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is itself an alias"))
+            found.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is itself an alias"))
         elif target not in known:
-            findings.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is not a known_action"))
+            found.append(Finding(ERROR, "alias-drift", f"{alias} points at {target}, which is not a known_action"))
+    return found
 
-    reached: set[str] = set()
+
+def _route_findings(
+    actions: dict[str, str], routes: dict[str, list[str]], aliases: dict[str, str], known: set[str], executors: set[str]
+) -> list[Finding]:
+    found, reached = [], set()
     for action, where in sorted(actions.items()):
         canonical = aliases.get(action, action)
         if canonical not in routes:
-            findings.append(Finding(ERROR, "missing-route", f"{action} (derived at {where}) has no route"))
+            found.append(Finding(ERROR, "missing-route", f"{action} (derived at {where}) has no route"))
             continue
         reached.update(routes[canonical])
     for action, targets in sorted(routes.items()):
-        for executor in targets:
-            if executor not in executors:
-                findings.append(
-                    Finding(ERROR, "missing-executor", f"route({action}, /{executor}): the store has no {executor}")
-                )
+        found += [Finding(ERROR, "missing-executor", f"route({action}, /{executor}): the store has no {executor}")
+                  for executor in targets if executor not in executors]  # fmt: skip
         if action not in actions and action not in known:
-            findings.append(Finding(WARNING, "unused-route", f"{action} has a route but nothing derives it"))
-    for executor in sorted(executors - reached):
-        findings.append(Finding(ERROR, "dead-executor", f"the executor {executor} is reached by no derivable action"))
-    return findings
+            found.append(Finding(WARNING, "unused-route", f"{action} has a route but nothing derives it"))
+    found += [Finding(ERROR, "dead-executor", f"the executor {executor} is reached by no derivable action")
+              for executor in sorted(executors - reached)]  # fmt: skip
+    return found
