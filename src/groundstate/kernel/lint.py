@@ -101,12 +101,13 @@ def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
     for action, executor in kernel.query("route(A, E)"):
         routes.setdefault(str(action), []).append(str(executor).lstrip("/"))
     alias_rows = [(str(alias), str(target)) for alias, target in kernel.query("action_alias(A, T)")]
+    aliases = dict(alias_rows)
     known = {str(row[0]) for row in kernel.query("known_action(A)")}
     return [
         *_model_writable_findings(kernel),
         *_ambiguity_findings(routes, alias_rows),
-        *_alias_findings(routes, dict(alias_rows), known),
-        *_route_findings(derivable_actions(kernel), routes, dict(alias_rows), known, set(executors)),
+        *_alias_findings(routes, aliases, known),
+        *_route_findings(derivable_actions(kernel), routes, aliases, known, set(executors)),
     ]
 
 

@@ -14,7 +14,7 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ConfigurationError
@@ -50,6 +50,24 @@ class Piece:
     tool_call: ToolCall | None = None
     finish: str | None = None  # one of providers.FINISH_REASONS
     error: ErrorRecord | None = None
+
+
+@dataclass
+class Signals:
+    """What the model sent besides its answer text and reasoning, gathered from its pieces; the guards get these
+    as facts when the agent finishes."""
+
+    refusals: list[str] = field(default_factory=list)
+    native_tool_calls: list[str] = field(default_factory=list)
+    finish: str | None = None
+
+    def take(self, piece: Piece) -> None:
+        if piece.refusal:
+            self.refusals.append(piece.refusal)
+        if piece.tool_call is not None:
+            self.native_tool_calls.append(piece.tool_call.name or "unnamed")
+        if piece.finish is not None:
+            self.finish = piece.finish
 
 
 class Backend(Protocol):

@@ -10,23 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why
 from ..logic import Name
+from .backends import Signals
 from .workflow import Workflow
 
 ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call",
                  "upstream_output", "upstream_files", "model_refused", "native_tool_call", "finish_reason")  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
-
-
-class ModelSignals(Protocol):
-    """What the model sent besides its answer (runner.Signals)."""
-
-    refusals: list[str]
-    native_tool_calls: list[str]
-    finish: str | None
 
 
 @dataclass(frozen=True)
@@ -97,7 +90,7 @@ class GuardKernel:
         bypass: str | None,
         executed: list[str],
         error: str | None,
-        model: ModelSignals | None = None,
+        model: Signals | None = None,
     ) -> PauseDecision | None:
         """The invocation ended: its outcome and what the model sent besides its answer become facts."""
         with self.kernel.transaction() as tx:

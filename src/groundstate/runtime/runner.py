@@ -38,7 +38,7 @@ from ..packets import ACCEPTED, GateResult, PacketGate, UpdateValidator, tool_re
 from ..providers import ErrorEvent, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
-from .backends import Backend, Piece, make_backend
+from .backends import Backend, Piece, Signals, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import GuardKernel, PauseDecision, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
@@ -57,26 +57,6 @@ MAX_ERROR_CHARS = 2000
 
 class DecisionError(InputError, ValueError):
     """A decision that cannot apply (the run is not awaiting approval, an unknown decision)."""
-
-
-@dataclass
-class Signals:
-    """What the model sent besides its answer text; reported to the guards as facts when the agent finishes."""
-
-    thinking: list[str] = field(default_factory=list)
-    refusals: list[str] = field(default_factory=list)
-    native_tool_calls: list[str] = field(default_factory=list)
-    finish: str | None = None
-
-    def take(self, piece: Piece) -> None:
-        if piece.thinking:
-            self.thinking.append(piece.thinking)
-        if piece.refusal:
-            self.refusals.append(piece.refusal)
-        if piece.tool_call is not None:
-            self.native_tool_calls.append(piece.tool_call.name or "unnamed")
-        if piece.finish is not None:
-            self.finish = piece.finish
 
 
 @dataclass
@@ -406,6 +386,7 @@ class Runtime:
                 async for piece in ctx.backend.stream(invocation.messages, invocation.schema):
                     error = error or piece.error
                     outcome.signals.take(piece)
+                    outcome.thinking += piece.thinking
                     recorder.write(_recorded(bridge, piece))
                     if piece.text or piece.tokens:
                         invocation.raw.append(piece.text)
@@ -413,8 +394,6 @@ class Runtime:
             except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
                 outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
             recorder.write(bridge.end())
-        outcome.thinking += "".join(outcome.signals.thinking)
-        outcome.signals.thinking.clear()
         if outcome.error is None and error is not None:
             outcome.error = f"the model failed ({error.plane}): {error.message}"
         if outcome.error is not None:
