@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from groundstate.kernel import Kernel, Shards, VirtualStore
 from groundstate.packets import ABORTED, ACCEPTED, GateResult, PacketGate, UpdateValidator
+from groundstate.packets.gate import _STRING_END, _STRUCTURE, Where
 
 from ..pieces import split_at
 from .conftest import envelope, text
@@ -68,6 +69,27 @@ def test_abort_reasons(validator: UpdateValidator) -> None:
         assert run_gate(validator, output, list(range(len(output)))).reason == result.reason
         assert result.decision == ABORTED and reason in (result.reason or ""), (output[:80], result.reason)
         assert result.packet is None
+
+
+def test_the_error_state_is_absorbing(validator: UpdateValidator) -> None:
+    """Once aborted, no later text is released and the first reason stays, even a valid envelope after it."""
+    gate = PacketGate(validator)
+    assert gate.feed('{"surface_response": "early"') == []
+    assert gate.where is Where.ABORTED
+    assert gate.feed(", " + text(envelope(surface="late"))) == []
+    result = gate.close()
+    assert result.decision == ABORTED and result.reason == "surface_response came before control_packet"
+    assert result.surface == ""
+
+
+def test_the_transition_tables_cover_every_state() -> None:
+    """Every state is either terminal, a string (left only by its closing quote) or has a row of edges."""
+    for where in Where:
+        in_tables = (where in _STRUCTURE) + (where in _STRING_END) + (where in (Where.CLOSED, Where.ABORTED))
+        assert in_tables == 1, where
+    targets = {edge[0] for row in _STRUCTURE.values() for edge in row.values()} | {e[0] for e in _STRING_END.values()}
+    assert Where.ABORTED not in targets  # refusals go through _abort, never through a table edge
+    assert set(Where) - targets == {Where.SURFACE, Where.ABORTED}  # SURFACE is entered by an action
 
 
 surfaces = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)

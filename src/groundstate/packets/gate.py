@@ -11,10 +11,25 @@ The envelope is scanned as it streams (braces and keys outside strings, at the t
   the kernel is never changed by it (the caller applies updates only from an accepted result).
 
 Decisions depend only on the text, never on how it was split into chunks.
+
+Theory of operation
+-------------------
+The scanner is one state machine over characters. ``Where`` names every state; ``_STRUCTURE`` says, for each
+state outside a string, where each structural character leads and which action runs on the way; ``_STRING_END``
+says where the end of each kind of string leads. Whitespace outside strings changes nothing. Two states are
+terminal: ``CLOSED`` (the envelope's last brace was read) and ``ABORTED`` — the one error state. Every refusal,
+whether the table has no edge for a character or an action finds the content wrong (a duplicate key, a rejected
+packet), goes through ``_abort``, which records the first reason and moves to ``ABORTED``; nothing leaves it.
+
+Inside strings the only memory is whether the previous character was a backslash (``_escaped``); inside
+nested values, the nesting depth. What a string's text is kept for follows from the state: a key is kept (its
+first ``MAX_KEY_CHARS`` characters), the surface is kept to be released, strings inside the control packet are
+kept as part of the packet's raw text, every other string is dropped.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from dataclasses import dataclass, field
@@ -29,13 +44,67 @@ _STRING_STOP = re.compile(r'["\\]')
 _HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
 _ESCAPE = re.compile(r'\\(?:(["\\/bfnrt]|u[0-9a-fA-F]{4})|.?)', re.DOTALL)
 MAX_KEY_CHARS = 256
+_WHITESPACE = " \t\r\n"
 
-# where the scanner is, outside strings
-_BEFORE, _KEY, _COLON, _VALUE, _AFTER_VALUE, _SCALAR, _DONE = range(7)
+
+class Where(enum.Enum):
+    """Where the scanner is in the envelope."""
+
+    BEFORE = "before the envelope"  # prose before the first '{' is skipped (within the prefix budget)
+    KEY = "expecting a key"
+    IN_KEY = "inside a key"
+    COLON = "expecting ':'"
+    VALUE = "expecting a value"
+    NESTED = "inside an object or array value"
+    NESTED_STRING = "inside a string within a nested value"
+    SURFACE = "inside surface_response"
+    OTHER_STRING = "inside a top-level string value"
+    SCALAR = "inside a number, true, false or null"
+    AFTER_VALUE = "expecting ',' or '}'"
+    CLOSED = "after the envelope"
+    ABORTED = "aborted"
+
+
+_TERMINAL = frozenset({Where.CLOSED, Where.ABORTED})
+_STRINGS = frozenset({Where.IN_KEY, Where.NESTED_STRING, Where.SURFACE, Where.OTHER_STRING})
+_ANY = ""  # the edge taken by a character the row does not name
+
+# (state outside strings) -> {character: (next state, action or None)}; a row without _ANY refuses the rest.
+_Edge = tuple[Where, str | None]
+_STRUCTURE: dict[Where, dict[str, _Edge]] = {
+    Where.BEFORE: {"{": (Where.KEY, "_open_envelope"), _ANY: (Where.BEFORE, None)},
+    Where.KEY: {'"': (Where.IN_KEY, "_open_key")},
+    Where.COLON: {":": (Where.VALUE, None)},
+    Where.VALUE: {
+        "{": (Where.NESTED, "_open_object"),
+        "[": (Where.NESTED, "_open_array"),
+        '"': (Where.OTHER_STRING, "_open_string"),
+        _ANY: (Where.SCALAR, "_open_scalar"),
+    },
+    Where.NESTED: {
+        '"': (Where.NESTED_STRING, None),
+        "{": (Where.NESTED, "_deeper"),
+        "[": (Where.NESTED, "_deeper"),
+        "}": (Where.NESTED, "_shallower"),
+        "]": (Where.NESTED, "_shallower"),
+        _ANY: (Where.NESTED, None),
+    },
+    Where.SCALAR: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope"), _ANY: (Where.SCALAR, None)},
+    Where.AFTER_VALUE: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope")},
+}
+# (string state) -> where its closing quote leads, and the action on the way
+_STRING_END: dict[Where, _Edge] = {
+    Where.IN_KEY: (Where.COLON, "_close_key"),
+    Where.NESTED_STRING: (Where.NESTED, None),
+    Where.OTHER_STRING: (Where.AFTER_VALUE, None),
+    Where.SURFACE: (Where.AFTER_VALUE, "_close_surface"),
+}
 
 
 @dataclass
 class GateResult:
+    """The gate's verdict on one output: what was released, and the validated packet when accepted."""
+
     decision: str  # ACCEPTED or ABORTED
     reason: str | None
     surface: str  # everything released, in order
@@ -43,10 +112,13 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The verdict as reported by ``groundstate packets gate``."""
         return {"decision": self.decision, "reason": self.reason, "surface": self.surface}
 
 
 class PacketGate:
+    """Holds back a streamed envelope's surface text until its control packet has been validated."""
+
     def __init__(
         self,
         validator: UpdateValidator | None,
@@ -63,16 +135,15 @@ class PacketGate:
         self.packet: PacketResult | None = None
         self.released: list[str] = []
         self.warnings: list[str] = []
+        self.where = Where.BEFORE
         self._bytes = 0
-        self._state = _BEFORE
-        self._depth = 0  # object/array nesting inside the envelope
-        self._in_string = False
-        self._escaped = False
-        self._string: list[str] | None = None  # the raw text of the key being read
+        self._depth = 0  # object/array nesting inside the envelope (1 at its top level)
+        self._escaped = False  # the previous character inside a string was a backslash
+        self._key_text: list[str] = []  # the raw text of the key being read
         self._key_chars = 0
         self._key: str | None = None  # the top-level key whose value comes next
         self._packet_raw: list[str] | None = None  # the control_packet object being read
-        self._surface_raw: list[str] | None = None  # the surface string being read (still escaped)
+        self._surface_raw: list[str] = []  # surface text read but not yet released (still escaped)
         self._surface_chars = 0
         self._surface_cut = False
         self._seen: set[str] = set()
@@ -81,7 +152,7 @@ class PacketGate:
     def feed(self, text: str) -> list[str]:
         """Surface text released by this chunk (empty until the control packet is validated)."""
         before = len(self.released)
-        while text and self.reason is None and self._state != _DONE:
+        while text and self.where not in _TERMINAL:
             piece = text
             if "control_packet" not in self._seen:  # inside the bounded prefix: account for every byte
                 budget = self.prefix_bytes - self._bytes
@@ -103,7 +174,8 @@ class PacketGate:
         return self.released[before:]
 
     def close(self) -> GateResult:
-        if self.reason is None and self._state != _DONE:
+        """The decision: accepted only when the envelope closed after a validated control packet."""
+        if self.where not in _TERMINAL:
             if "control_packet" not in self._seen:
                 self._abort("the stream ended before a control_packet key")
             elif self.packet is None:
@@ -119,84 +191,24 @@ class PacketGate:
     # -- scanning -----------------------------------------------------------------------------------
     def _scan(self, text: str) -> None:
         i, n = 0, len(text)
-        while i < n and self.reason is None and self._state != _DONE:
-            if self._in_string:
+        while i < n and self.where not in _TERMINAL:
+            if self.where in _STRINGS:
                 i = self._scan_string(text, i)
                 continue
             char = text[i]
+            i += 1
             if self._packet_raw is not None:
                 self._packet_raw.append(char)
-            i += 1
-            if char in " \t\r\n":
+            if char in _WHITESPACE:
                 continue
-            if self._state == _BEFORE:
-                if char == "{":
-                    self._depth, self._state = 1, _KEY
+            row = _STRUCTURE[self.where]
+            edge = row.get(char) or row.get(_ANY)
+            if edge is None:
+                self._abort(self._unexpected(char))
                 continue
-            if self._depth > 1 or self._state == _SCALAR:
-                self._nested(char)
-            elif self._state == _KEY:
-                if char == '"':
-                    self._in_string, self._string, self._key_chars = True, [], 0
-                elif char == "}" and not self._seen:
-                    self._abort("the envelope is an empty object")
-                else:
-                    self._abort(f"expected a key in the envelope, found {char!r}")
-            elif self._state == _COLON:
-                if char != ":":
-                    self._abort(f"expected ':' after the key {(self._key or '')[:60]!r}, found {char!r}")
-                self._state = _VALUE
-            elif self._state == _VALUE:
-                self._value_start(char)
-            elif self._state == _AFTER_VALUE:
-                if char == ",":
-                    self._state = _KEY
-                elif char == "}":
-                    self._envelope_closed()
-                else:
-                    self._abort(f"expected ',' or '}}' in the envelope, found {char!r}")
-
-    def _value_start(self, char: str) -> None:
-        key = self._key
-        if key == "control_packet":
-            if char != "{":
-                self._abort("control_packet must be a JSON object")
-                return
-            self._packet_raw = ["{"]
-            self._depth = 2
-        elif key == "surface_response":
-            if char != '"':
-                self._abort("surface_response must be a JSON string")
-                return
-            self._surface_raw = []
-            self._in_string = True
-        elif char in "{[":
-            self._depth = 2
-        elif char == '"':
-            self._in_string, self._string = True, None
-        else:  # a number, true, false or null: ends at the next ',' or '}'
-            self._state = _SCALAR
-            return
-        self._state = _VALUE if self._depth > 1 or self._in_string else _AFTER_VALUE
-
-    def _nested(self, char: str) -> None:
-        if self._state == _SCALAR:  # inside a top-level number, true, false or null
-            if char == ",":
-                self._state = _KEY
-            elif char == "}":
-                self._envelope_closed()
-            return
-        if char == '"':
-            self._in_string, self._string = True, None
-        elif char in "{[":
-            self._depth += 1
-        elif char in "}]":
-            self._depth -= 1
-            if self._depth == 1:
-                self._state = _AFTER_VALUE
-                if self._packet_raw is not None:
-                    self._packet_closed("".join(self._packet_raw))
-                    self._packet_raw = None
+            self.where, action = edge
+            if action is not None:
+                getattr(self, action)(char)
 
     def _scan_string(self, text: str, i: int) -> int:
         """Consume string content from ``i``; returns where scanning continues."""
@@ -209,43 +221,50 @@ class PacketGate:
         self._string_text(text[i:end])
         if match is None:
             return end
-        char = text[end]
-        if char == "\\":
+        if text[end] == "\\":
             self._escaped = True
-            self._string_text(char)
+            self._string_text("\\")
             return end + 1
-        self._in_string = False
         if self._packet_raw is not None:
             self._packet_raw.append('"')
-        self._string_closed()
+        self.where, action = _STRING_END[self.where]
+        if action is not None:
+            getattr(self, action)('"')
         return end + 1
 
     def _string_text(self, text: str) -> None:
         if self._packet_raw is not None:
             self._packet_raw.append(text)
-        elif self._surface_raw is not None:
+        elif self.where is Where.SURFACE:
             self._surface_raw.append(text)
-        elif self._string is not None:  # a key: only its first MAX_KEY_CHARS characters matter
+        elif self.where is Where.IN_KEY:  # only a key's first MAX_KEY_CHARS characters matter
             room = MAX_KEY_CHARS - self._key_chars
             if room > 0:
-                self._string.append(text[:room])
+                self._key_text.append(text[:room])
                 self._key_chars += min(len(text), room)
 
-    def _string_closed(self) -> None:
-        if self._surface_raw is not None:
-            self._release(final=True)
-            self._surface_raw = None
-            self._state = _AFTER_VALUE
-            return
-        if self._string is None or self._depth > 1 or self._state != _KEY:
-            if self._depth == 1 and self._state == _VALUE:
-                self._state = _AFTER_VALUE  # a string value of another key
-            return
+    def _unexpected(self, char: str) -> str:
+        if self.where is Where.KEY:
+            if char == "}" and not self._seen:
+                return "the envelope is an empty object"
+            return f"expected a key in the envelope, found {char!r}"
+        if self.where is Where.COLON:
+            return f"expected ':' after the key {(self._key or '')[:60]!r}, found {char!r}"
+        return f"expected ',' or '}}' in the envelope, found {char!r}"
+
+    # -- actions (named in the tables) --------------------------------------------------------------
+    def _open_envelope(self, _char: str) -> None:
+        self._depth = 1
+
+    def _open_key(self, _char: str) -> None:
+        self._key_text, self._key_chars = [], 0
+
+    def _close_key(self, _char: str) -> None:
+        raw = "".join(self._key_text)
         try:
-            key = json.loads('"' + "".join(self._string) + '"', strict=False)
+            key = json.loads('"' + raw + '"', strict=False)
         except ValueError:
-            key = "".join(self._string)
-        self._string = None
+            key = raw
         if key in self._seen and key in ("control_packet", "surface_response"):
             self._abort(f"the envelope has a second {key}")
             return
@@ -253,15 +272,58 @@ class PacketGate:
         if key == "surface_response" and self.packet is None:
             self._abort("surface_response came before control_packet")
             return
-        self._key, self._state = key, _COLON
+        self._key = key
 
-    # -- decisions ----------------------------------------------------------------------------------
-    def _envelope_closed(self) -> None:
-        self._state = _DONE
+    def _open_object(self, char: str) -> None:
+        if self._key == "surface_response":
+            self._abort("surface_response must be a JSON string")
+            return
+        self._depth = 2
+        if self._key == "control_packet":
+            self._packet_raw = [char]
+
+    def _open_array(self, _char: str) -> None:
+        if self._key in ("control_packet", "surface_response"):
+            self._abort(self._wrong_type())
+            return
+        self._depth = 2
+
+    def _open_string(self, _char: str) -> None:
+        if self._key == "control_packet":
+            self._abort(self._wrong_type())
+        elif self._key == "surface_response":
+            self.where = Where.SURFACE
+
+    def _open_scalar(self, _char: str) -> None:
+        if self._key in ("control_packet", "surface_response"):
+            self._abort(self._wrong_type())
+
+    def _wrong_type(self) -> str:
+        if self._key == "control_packet":
+            return "control_packet must be a JSON object"
+        return "surface_response must be a JSON string"
+
+    def _deeper(self, _char: str) -> None:
+        self._depth += 1
+
+    def _shallower(self, _char: str) -> None:
+        self._depth -= 1
+        if self._depth > 1:
+            return
+        self.where = Where.AFTER_VALUE
+        if self._packet_raw is not None:
+            raw, self._packet_raw = "".join(self._packet_raw), None
+            self._check_packet(raw)
+
+    def _close_surface(self, _char: str) -> None:
+        self._release(final=True)
+
+    def _close_envelope(self, _char: str) -> None:
         if self.packet is None:
             self._abort("the envelope closed without a control_packet")
 
-    def _packet_closed(self, raw: str) -> None:
+    # -- decisions ----------------------------------------------------------------------------------
+    def _check_packet(self, raw: str) -> None:
         try:
             value = safejson.loads(raw, strict=False)
         except ValueError as exc:
@@ -275,7 +337,9 @@ class PacketGate:
         self.warnings += result.warnings
 
     def _release(self, final: bool = False) -> None:
-        if self._surface_raw is None or not self._surface_raw:
+        if self.where is not Where.SURFACE and not final:
+            return
+        if not self._surface_raw:
             return
         raw = "".join(self._surface_raw)
         cut = len(raw) if final else _safe_cut(raw)
@@ -295,12 +359,14 @@ class PacketGate:
             self._abort("surface_response is not a valid JSON string: an invalid escape sequence")
 
     def _abort(self, reason: str) -> None:
+        """The one way into the error state: the first reason is kept, nothing more is released."""
         if self.reason is None:
             self.reason = reason
-        self._surface_raw = None
+        self.where = Where.ABORTED
+        self._surface_raw = []
 
     def _prefix_reason(self) -> str:
-        if self._state == _BEFORE:
+        if self.where is Where.BEFORE:
             return f"no JSON object started within the first {self.prefix_bytes} bytes"
         return f"the control_packet key did not appear within the first {self.prefix_bytes} bytes"
 
