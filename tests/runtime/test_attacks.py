@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.runtime import RunEnded
 from groundstate.runtime import run_events as ev
 from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import LeaseHeld, RunEnded
+from groundstate.runtime.store import LeaseHeld
 
 from .conftest import Script, envelope
 

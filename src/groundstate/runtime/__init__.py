@@ -46,11 +46,15 @@ from .state import (
     SKIPPED,
     SUCCEEDED,
     TERMINAL,
+    EventRefused,
     Invocation,
+    NodeStatus,
     Pause,
+    RunEnded,
     RunState,
+    RunStatus,
 )
-from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, RunEnded, StoreCorrupt, UnknownRun
+from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
 from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow
 
 __all__ = [
@@ -87,15 +91,18 @@ __all__ = [
     "CortexError",
     "DecisionError",
     "Event",
+    "EventRefused",
     "EventStore",
     "Invocation",
     "LeaseHeld",
     "LeaseLost",
     "ModelSpecError",
+    "NodeStatus",
     "Pattern",
     "Pause",
     "RunEnded",
     "RunState",
+    "RunStatus",
     "Runtime",
     "StoreCorrupt",
     "StoreError",

@@ -42,8 +42,19 @@ from .backends import Backend, Piece, Signals, make_backend
 from .cortex import compile_patterns, load_patterns
 from .guards import GuardKernel, PauseDecision, defaults_dir
 from .prompts import envelope_schema, system_prompt, user_prompt
-from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SKIPPED, SUCCEEDED, TERMINAL, RunState
-from .store import EventStore, LeaseLost, RunEnded
+from .state import (
+    AWAITING_APPROVAL,
+    FAILED,
+    PENDING,
+    RUNNING,
+    SKIPPED,
+    SUCCEEDED,
+    TERMINAL,
+    NodeStatus,
+    RunEnded,
+    RunState,
+)
+from .store import EventStore, LeaseLost
 from .workflow import AgentSpec, Workflow, parse_workflow
 
 HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
@@ -160,7 +171,7 @@ class Runtime:
             if state.status == PENDING:
                 self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
             else:
-                restarted = [a for a, n in state.nodes.items() if n.status == RUNNING]
+                restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
                 self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
@@ -218,7 +229,7 @@ class Runtime:
         specs = {a.id: a for a in ctx.workflow.agents}
         for agent in ctx.workflow.order():
             node = state.nodes.get(agent)
-            if node is None or node.status != PENDING or (agent in tasks and not tasks[agent].done()):
+            if node is None or node.status != NodeStatus.PENDING or (agent in tasks and not tasks[agent].done()):
                 continue
             upstream = specs[agent].depends_on
             if all(state.nodes[u].status in (SUCCEEDED, SKIPPED) for u in upstream):

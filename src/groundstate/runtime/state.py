@@ -1,24 +1,116 @@
-"""A run's state, derived from its events and from nothing else (so a restart rebuilds it exactly)."""
+"""A run's state, derived from its events and from nothing else (so a restart rebuilds it exactly).
+
+Theory of operation
+-------------------
+Two state machines read the same event log. The run's status (``RunStatus``) moves along ``RUN_EDGES``: for each
+status, the events that may follow it and the status each leads to. Each agent's invocation (``NodeStatus``) moves
+along ``NODE_EDGES`` on the events that name it; a decision is keyed with its verdict (``ApprovalDecided:retry``),
+since a retry sends the agent back to pending while a skip or an abort leaves it paused until its own event. Events
+that name no known agent change only the run.
+
+An event with no edge from the current status is refused with ``EventRefused`` — the named error state. Before an
+event is stored, ``RunState.admit`` refuses it (the writer learns at once, nothing is appended); when a stored log
+is replayed, a refused event means the log was changed outside groundstate, and the store reports it as corrupt.
+``COMPLETED`` and ``ABORTED`` have no edges at all; ``FAILED`` has one (``RunResumed``: a failed run may be
+resumed). One transition depends on more than the table: after a decision the run runs again only once its last
+pause is decided by retry or skip (``ApprovalDecided`` otherwise keeps it awaiting approval).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from ..errors import StoreError
 from . import run_events as ev
 
-PENDING, RUNNING, AWAITING_APPROVAL, COMPLETED, FAILED, ABORTED = (
-    "pending", "running", "awaiting_approval", "completed", "failed", "aborted",
-)  # fmt: skip
-SUCCEEDED, PAUSED, SKIPPED = "succeeded", "paused", "skipped"  # invocation states (with pending, running, failed)
+
+class RunStatus(StrEnum):
+    """Where a run is; stored and shown as its string value."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    ABORTED = "aborted"
+
+
+class NodeStatus(StrEnum):
+    """Where one agent's invocation is."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+PENDING, RUNNING, AWAITING_APPROVAL = RunStatus.PENDING, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL
+COMPLETED, FAILED, ABORTED = RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ABORTED
+SUCCEEDED, PAUSED, SKIPPED = NodeStatus.SUCCEEDED, NodeStatus.PAUSED, NodeStatus.SKIPPED
 FINISHED = (COMPLETED, FAILED, ABORTED)
 TERMINAL = (COMPLETED, ABORTED)  # nothing follows these; a failed run may still be resumed
+
+_AGENT_WORK = (ev.NODE_CREATED, ev.AGENT_STARTED, ev.TOOL_CALL, ev.TOOL_RESULT, ev.AGENT_COMPLETED, ev.AGENT_FAILED,
+               ev.AGENT_SKIPPED)  # fmt: skip
+_STAYS_RUNNING = {event: RunStatus.RUNNING for event in _AGENT_WORK}
+_STAYS_AWAITING = {event: RunStatus.AWAITING_APPROVAL for event in _AGENT_WORK}  # other branches go on meanwhile
+_ENDINGS = {ev.RUN_FAILED: RunStatus.FAILED, ev.RUN_ABORTED: RunStatus.ABORTED}
+
+RUN_EDGES: dict[RunStatus, dict[str, RunStatus]] = {
+    RunStatus.PENDING: {
+        ev.RUN_CREATED: RunStatus.PENDING, ev.NODE_CREATED: RunStatus.PENDING, ev.RUN_STARTED: RunStatus.RUNNING,
+        **_ENDINGS,
+    },
+    RunStatus.RUNNING: {
+        **_STAYS_RUNNING, ev.RUN_RESUMED: RunStatus.RUNNING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
+        ev.RUN_COMPLETED: RunStatus.COMPLETED, **_ENDINGS,
+    },
+    RunStatus.AWAITING_APPROVAL: {
+        **_STAYS_AWAITING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
+        ev.APPROVAL_DECIDED: RunStatus.AWAITING_APPROVAL, **_ENDINGS,
+    },
+    RunStatus.FAILED: {ev.RUN_RESUMED: RunStatus.RUNNING},
+    RunStatus.COMPLETED: {},
+    RunStatus.ABORTED: {},
+}  # fmt: skip
+
+NODE_EDGES: dict[NodeStatus, dict[str, NodeStatus]] = {
+    NodeStatus.PENDING: {
+        ev.AGENT_STARTED: NodeStatus.RUNNING, ev.APPROVAL_REQUESTED: NodeStatus.PAUSED,  # a pre-flight pause
+        ev.AGENT_SKIPPED: NodeStatus.SKIPPED, ev.AGENT_FAILED: NodeStatus.FAILED,
+    },
+    NodeStatus.RUNNING: {
+        ev.TOOL_CALL: NodeStatus.RUNNING, ev.TOOL_RESULT: NodeStatus.RUNNING, ev.AGENT_COMPLETED: NodeStatus.SUCCEEDED,
+        ev.AGENT_FAILED: NodeStatus.FAILED, ev.APPROVAL_REQUESTED: NodeStatus.PAUSED,
+    },
+    NodeStatus.PAUSED: {
+        ev.APPROVAL_DECIDED + ":retry": NodeStatus.PENDING, ev.APPROVAL_DECIDED + ":skip": NodeStatus.PAUSED,
+        ev.APPROVAL_DECIDED + ":abort": NodeStatus.PAUSED, ev.AGENT_SKIPPED: NodeStatus.SKIPPED,
+    },
+    NodeStatus.FAILED: {ev.APPROVAL_REQUESTED: NodeStatus.PAUSED},  # the breaker after a hard error
+    NodeStatus.SUCCEEDED: {},
+    NodeStatus.SKIPPED: {},
+}  # fmt: skip
+_NODE_EVENTS = frozenset(key.split(":")[0] for row in NODE_EDGES.values() for key in row)
+
+
+class EventRefused(StoreError):
+    """An event that cannot follow the run's (or its agent's) current status: the state machines' error state."""
+
+
+class RunEnded(EventRefused):
+    """The run has ended; no event may follow its terminal event."""
 
 
 @dataclass
 class Invocation:
     agent: str
-    status: str = PENDING
+    status: NodeStatus = NodeStatus.PENDING
     attempts: int = 0
     output: str = ""  # the surface response of the last successful attempt
     thinking: str = ""  # its reasoning traces
@@ -44,7 +136,7 @@ class RunState:
     workflow: str = ""  # the workflow's YAML text, as started
     name: str = ""
     model: str | None = None
-    status: str = PENDING
+    status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
     pauses: list[Pause] = field(default_factory=list)  # approvals waiting, oldest first
@@ -56,63 +148,141 @@ class RunState:
         """The approval the operator decides next."""
         return self.pauses[0] if self.pauses else None
 
+    def admit(self, event_type: str, agent: str | None = None, payload: dict[str, Any] | None = None) -> None:
+        """Refuse (EventRefused) an event that has no edge from the current statuses; return if it may follow."""
+        if event_type not in RUN_EDGES[self.status]:
+            if self.status in FINISHED:
+                raise RunEnded(f"run {self.run_id} has ended ({self.status}); no {event_type} event can follow")
+            raise EventRefused(f"run {self.run_id} is {self.status}: no {event_type} event can follow")
+        node = self.nodes.get(agent or "")
+        if (
+            node is not None
+            and event_type in _NODE_EVENTS
+            and _node_key(event_type, payload) not in NODE_EDGES[node.status]
+        ):
+            raise EventRefused(f"agent {agent} of run {self.run_id} is {node.status}: no {event_type} can follow")
+        if event_type == ev.APPROVAL_DECIDED and (payload or {}).get("pause") not in [x.seq for x in self.pauses]:
+            raise EventRefused(f"run {self.run_id}: the decision answers no waiting pause")
+        for restarted in (payload or {}).get("restarted", []) if event_type == ev.RUN_RESUMED else []:
+            if getattr(self.nodes.get(restarted), "status", None) != NodeStatus.RUNNING:
+                raise EventRefused(f"run {self.run_id}: {restarted} was not running, so it cannot be restarted")
+
     def apply(self, event: ev.Event) -> None:
+        """Move both machines along the event (refused with EventRefused if it has no edge)."""
+        self.admit(event.type, event.agent, event.payload)
+        node = self.nodes.get(event.agent or "")
         self.last_seq = event.seq
-        p, node = event.payload, self.nodes.get(event.agent or "")
-        if event.type == ev.RUN_CREATED:
-            self.workflow, self.name, self.model = p["workflow"], p["name"], p.get("model")
-        elif event.type == ev.NODE_CREATED:
-            self.nodes[p["agent"]] = Invocation(p["agent"])
-            if p.get("spec"):
-                self.spawned.append(p["spec"])
-        elif event.type in (ev.RUN_STARTED, ev.RUN_RESUMED):
-            self.status = RUNNING
-            for restarted in p.get("restarted", []):  # interrupted mid-invocation: it runs again
-                self.nodes[restarted].status = PENDING
-        elif event.type == ev.AGENT_STARTED and node:
-            node.status, node.attempts, node.tools, node.error = RUNNING, p["attempt"], [], None
-        elif event.type == ev.TOOL_CALL and node:
-            node.tools.append({"seq": event.seq, "tool": p["tool"], "target": p.get("target", ""),
-                               "payload": p.get("payload", "")})  # fmt: skip
-        elif event.type == ev.TOOL_RESULT and node:
-            for call in node.tools:
-                if call["seq"] == p["call"]:
-                    call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
-                                reason=p.get("reason"))  # fmt: skip
-        elif event.type == ev.AGENT_COMPLETED and node:
-            node.status, node.output, node.status_tag = SUCCEEDED, p["output"], p.get("status_tag")
-            node.thinking = p.get("thinking", "")
-        elif event.type == ev.AGENT_FAILED and node:
-            node.status, node.error = FAILED, p.get("error")
-            node.output = p.get("output", node.output)
-        elif event.type == ev.AGENT_SKIPPED and node:
-            node.status = SKIPPED
-        elif event.type == ev.APPROVAL_REQUESTED:
-            self.status = AWAITING_APPROVAL
-            others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
-            self.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others))
-            if node:
-                node.status = PAUSED
-                node.output = p.get("output", node.output)
-                node.thinking = p.get("thinking", node.thinking)
-        elif event.type == ev.APPROVAL_DECIDED:
-            self.pauses = [x for x in self.pauses if x.seq != p["pause"]]
-            if node and p["decision"] == "retry":
-                node.status = PENDING
-                if p.get("instructions"):
-                    node.instructions = p["instructions"]
-            if not self.pauses and p["decision"] in ("retry", "skip"):
-                self.status = RUNNING
-        elif event.type == ev.RUN_COMPLETED:
-            self.status, self.outcome = COMPLETED, p.get("summary")
-        elif event.type == ev.RUN_FAILED:
-            self.status, self.outcome = FAILED, p.get("error")
-        elif event.type == ev.RUN_ABORTED:
-            self.status, self.outcome = ABORTED, p.get("reason")
+        self.status = RUN_EDGES[self.status][event.type]
+        if node is not None and event.type in _NODE_EVENTS:
+            node.status = NODE_EDGES[node.status][_node_key(event.type, event.payload)]
+        record = _RECORDS.get(event.type)
+        if record is not None:
+            record(self, event, node)
 
     @classmethod
     def replay(cls, run_id: str, events: list[ev.Event]) -> RunState:
+        """The state after ``events`` (EventRefused if the log breaks a transition rule)."""
         state = cls(run_id)
         for event in events:
             state.apply(event)
         return state
+
+
+def _node_key(event_type: str, payload: dict[str, Any] | None) -> str:
+    if event_type == ev.APPROVAL_DECIDED:
+        return f"{event_type}:{(payload or {}).get('decision')}"
+    return event_type
+
+
+# -- what each event records beside the statuses ---------------------------------------------------------------
+def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
+    p = event.payload
+    state.workflow, state.name, state.model = p["workflow"], p["name"], p.get("model")
+
+
+def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
+    p = event.payload
+    state.nodes[p["agent"]] = Invocation(p["agent"])
+    if p.get("spec"):
+        state.spawned.append(p["spec"])
+
+
+def _restarted(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
+    for agent in event.payload.get("restarted", []):  # interrupted mid-invocation: it runs again
+        state.nodes[agent].status = NodeStatus.PENDING
+
+
+def _started(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    if node is not None:
+        node.attempts, node.tools, node.error = event.payload["attempt"], [], None
+
+
+def _tool_call(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    if node is not None:
+        p = event.payload
+        node.tools.append({"seq": event.seq, "tool": p["tool"], "target": p.get("target", ""),
+                           "payload": p.get("payload", "")})  # fmt: skip
+
+
+def _tool_result(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    if node is None:
+        return
+    p = event.payload
+    for call in node.tools:
+        if call["seq"] == p["call"]:
+            call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
+                        reason=p.get("reason"))  # fmt: skip
+
+
+def _completed(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    if node is not None:
+        p = event.payload
+        node.output, node.status_tag, node.thinking = p["output"], p.get("status_tag"), p.get("thinking", "")
+
+
+def _failed(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    if node is not None:
+        node.error, node.output = event.payload.get("error"), event.payload.get("output", node.output)
+
+
+def _approval_requested(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    p = event.payload
+    others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
+    state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others))
+    if node is not None:
+        node.output = p.get("output", node.output)
+        node.thinking = p.get("thinking", node.thinking)
+
+
+def _approval_decided(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    p = event.payload
+    state.pauses = [x for x in state.pauses if x.seq != p["pause"]]
+    if node is not None and p["decision"] == "retry" and p.get("instructions"):
+        node.instructions = p["instructions"]
+    if not state.pauses and p["decision"] in ("retry", "skip"):
+        state.status = RunStatus.RUNNING  # the last pause decided: the run goes on
+
+
+def _outcome(key: str) -> Callable[[RunState, ev.Event, Invocation | None], None]:
+    def record(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
+        state.outcome = event.payload.get(key)
+
+    return record
+
+
+_RECORDS: dict[str, Callable[[RunState, ev.Event, Invocation | None], None]] = {
+    ev.RUN_CREATED: _created,
+    ev.NODE_CREATED: _node_created,
+    ev.RUN_STARTED: _restarted,
+    ev.RUN_RESUMED: _restarted,
+    ev.AGENT_STARTED: _started,
+    ev.TOOL_CALL: _tool_call,
+    ev.TOOL_RESULT: _tool_result,
+    ev.AGENT_COMPLETED: _completed,
+    ev.AGENT_FAILED: _failed,
+    ev.APPROVAL_REQUESTED: _approval_requested,
+    ev.APPROVAL_DECIDED: _approval_decided,
+    ev.RUN_COMPLETED: _outcome("summary"),
+    ev.RUN_FAILED: _outcome("error"),
+    ev.RUN_ABORTED: _outcome("reason"),
+}

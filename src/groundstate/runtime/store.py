@@ -45,7 +45,7 @@ from sqlalchemy.engine import Engine
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
 from . import run_events as ev
-from .state import FAILED, TERMINAL, RunState
+from .state import EventRefused, RunState, RunStatus
 
 metadata = MetaData()
 runs = Table(
@@ -92,10 +92,6 @@ class UnknownRun(StoreError, ConfigurationError, LookupError):
     """No run has this id in the store (a mistyped id, or another database)."""
 
 
-class RunEnded(StoreError):
-    """The run has ended; no event may follow its terminal event."""
-
-
 class LeaseHeld(ConflictError):
     """Another process drives the run (or drove it and its lease has not yet expired)."""
 
@@ -137,8 +133,8 @@ class EventStore:
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
-            db.execute(insert(runs).values(id=run_id, name=name, status="pending", created_at=now, updated_at=now,
-                                           last_seq=0))  # fmt: skip
+            db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
+                                           updated_at=now, last_seq=0))  # fmt: skip
         self.append(run_id, ev.RUN_CREATED, None, {"name": name, "workflow": workflow_text, "model": model})
         return run_id
 
@@ -175,8 +171,7 @@ class EventStore:
             for event_type, agent, payload in build(state):
                 if event_type not in ev.EVENT_TYPES:
                     raise StoreError(f"unknown event type {event_type}")
-                if state.status in TERMINAL or (state.status == FAILED and event_type != ev.RUN_RESUMED):
-                    raise RunEnded(f"run {run_id} has ended ({state.status}); no {event_type} event can follow")
+                state.admit(event_type, agent, payload)  # EventRefused (RunEnded) before anything is written
                 record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
                 row_values = {"run_id": run_id, "seq": record.seq, "type": event_type, "agent": agent,
                               "payload": json.dumps(payload), "actor": actor, "at": record.at}  # fmt: skip
@@ -252,12 +247,21 @@ class EventStore:
             live = {r.run_id for r in db.execute(select(leases)) if _aware(r.expires_at) > now}
         listed = [dict(row) for row in rows]
         for row in listed:
-            if row["status"] == "running" and row["id"] not in live:
+            if row["status"] == RunStatus.RUNNING and row["id"] not in live:
                 row["status"] = INTERRUPTED
         return listed
 
     def _state(self, db: Any, run_id: str) -> RunState:
-        return RunState.replay(run_id, self._events(db, run_id, 0))
+        history = self._events(db, run_id, 0)
+        try:
+            return RunState.replay(run_id, history)
+        except EventRefused as exc:
+            raise StoreCorrupt(f"{exc}; the store was changed outside groundstate") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreCorrupt(
+                f"run {run_id}: an event lacks a field it must have ({type(exc).__name__}: {exc}); "
+                "the store was changed outside groundstate"
+            ) from None
 
     @staticmethod
     def _events(db: Any, run_id: str, after: int) -> list[ev.Event]:
