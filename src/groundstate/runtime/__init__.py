@@ -55,7 +55,7 @@ from .state import (
     RunStatus,
 )
 from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
-from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow
+from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
 
 __all__ = [
     "ABORTED",
@@ -117,4 +117,5 @@ __all__ = [
     "load_workflow",
     "make_backend",
     "parse_workflow",
+    "workflow_of",
 ]

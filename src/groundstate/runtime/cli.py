@@ -19,7 +19,7 @@ from .run_events import Event
 from .runner import DECISIONS, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState
 from .store import EventStore, LeaseHeld
-from .workflow import load_workflow, parse_workflow
+from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, resume.", no_args_is_help=True)
 console = Console()
@@ -74,7 +74,7 @@ def _drive_live(
     resume_failed: bool,
 ) -> int:  # fmt: skip
     state = runtime.store.state(run_id)
-    depends = {a.id: a.depends_on for a in parse_workflow(state.workflow, run_id).agents}
+    depends = {a.id: a.depends_on for a in workflow_of(state).agents}
     decisions = 0
     with Live(dag_view(state, depends), console=console, refresh_per_second=4, transient=False) as live:
 
@@ -164,7 +164,7 @@ def show(
         for event in runtime.store.events(run_id):
             typer.echo(json.dumps(event.to_json(), ensure_ascii=False))
         return
-    depends = {a.id: a.depends_on for a in parse_workflow(state.workflow, run_id).agents}
+    depends = {a.id: a.depends_on for a in workflow_of(state).agents}
     console.print(dag_view(state, depends))
     card = approval_card(state)
     if card is not None:

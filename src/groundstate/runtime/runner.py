@@ -55,7 +55,7 @@ from .state import (
     RunState,
 )
 from .store import EventStore, LeaseLost
-from .workflow import AgentSpec, Workflow, parse_workflow
+from .workflow import AgentSpec, Workflow, parse_workflow, workflow_of
 
 HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
@@ -237,9 +237,7 @@ class Runtime:
         return ready
 
     def _context(self, run_id: str, state: RunState, holder: str) -> RunContext:
-        workflow = parse_workflow(state.workflow, run_id)
-        for spec in state.spawned:
-            workflow.agents.append(AgentSpec.model_validate(spec))
+        workflow = workflow_of(state)
         folder = self.home / "runs" / run_id
         workspace = folder / "workspace"
         workspace.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..errors import ConfigurationError
+from .state import RunState
 
 TOOLS = ("web_search", "execute_python", "read_file", "write_file", "list_files", "delete_file")
 
@@ -135,6 +136,14 @@ def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...]
     problems = _graph_problems(workflow, tools)
     if problems:
         raise WorkflowError(source, problems)
+    return workflow
+
+
+def workflow_of(state: RunState) -> Workflow:
+    """The run's workflow as it stands: the YAML it was started with, plus every agent a cortex pattern spawned."""
+    workflow = parse_workflow(state.workflow, state.run_id)
+    for spec in state.spawned:
+        workflow.agents.append(AgentSpec.model_validate(spec))
     return workflow
 
 

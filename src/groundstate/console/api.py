@@ -1,0 +1,104 @@
+"""The console's HTTP API under ``/api/`` (bearer token, or a session cookie with the CSRF header)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+from ..runtime import AWAITING_APPROVAL
+from .operations import Operations, operations
+from .views import pauses_json, run_json, why_json
+
+router = APIRouter(prefix="/api")
+Ops = Annotated[Operations, Depends(operations)]
+
+
+class Decision(BaseModel):
+    """An operator's decision on a run's current pause."""
+
+    decision: str
+    instructions: str | None = None
+    operator: str = "api"
+
+
+class NewRun(BaseModel):
+    """A run to start: a workflow's YAML text or the name of a bundled example."""
+
+    workflow: str | None = None
+    example: str | None = None
+    model: str = "local"
+
+
+@router.get("/runs")
+def api_runs(ops: Ops) -> list[dict[str, Any]]:
+    """Every run, newest first."""
+    return [{**row, "created_at": str(row["created_at"]), "updated_at": str(row["updated_at"])}
+            for row in ops.runtime.store.runs()]  # fmt: skip
+
+
+@router.post("/runs", status_code=201)
+async def api_create(body: NewRun, ops: Ops) -> dict[str, str]:  # async: the run is driven on the server's loop
+    """Start a run; it is driven by the console's process."""
+    return {"run_id": ops.create(body.workflow, body.example, body.model)}
+
+
+@router.get("/runs/{run_id}")
+def api_run(run_id: str, ops: Ops) -> dict[str, Any]:
+    """The run's state."""
+    return run_json(ops.state(run_id))
+
+
+@router.get("/runs/{run_id}/events")
+def api_events(run_id: str, ops: Ops, after: int = 0) -> list[dict[str, Any]]:
+    """The run's events after ``after``."""
+    ops.state(run_id)
+    return [e.to_json() for e in ops.runtime.store.events(run_id, after)]
+
+
+@router.get("/runs/{run_id}/stream")
+async def api_stream(run_id: str, request: Request, ops: Ops, after: int = 0) -> StreamingResponse:
+    """The run's events as server-sent events, as they are appended."""
+    ops.state(run_id)
+
+    async def events() -> AsyncIterator[bytes]:
+        last = after
+        while not await request.is_disconnected():
+            for event in ops.runtime.store.events(run_id, last):
+                last = event.seq
+                yield f"id: {event.seq}\nevent: run\ndata: {json.dumps(event.to_json())}\n\n".encode()
+            yield b": keep-alive\n\n"
+            await asyncio.sleep(0.5)
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+@router.post("/runs/{run_id}/decision")
+async def api_decide(run_id: str, body: Decision, ops: Ops) -> dict[str, Any]:
+    """Decide the run's current pause (retry, skip or abort)."""
+    return run_json(ops.decide(run_id, body.decision, body.instructions, body.operator))
+
+
+@router.get("/approvals")
+def api_approvals(ops: Ops) -> list[dict[str, Any]]:
+    """Every pause waiting for a decision, across runs."""
+    waiting = [row["id"] for row in ops.runtime.store.runs() if row["status"] == AWAITING_APPROVAL]
+    return [pause for run_id in waiting for pause in pauses_json(run_id, ops.runtime.store.state(run_id))]
+
+
+@router.get("/runs/{run_id}/why")
+def api_why(run_id: str, ops: Ops) -> list[dict[str, Any]]:
+    """Why the run paused, each time: the rules and facts that derived ``needs_approval``."""
+    ops.state(run_id)
+    return why_json(ops.runtime.store.events(run_id))
+
+
+@router.get("/workflows")
+def api_workflows(ops: Ops) -> list[dict[str, str]]:
+    """The bundled example workflows."""
+    return [{"name": p.stem, "workflow": p.read_text(encoding="utf-8")} for p in ops.examples()]

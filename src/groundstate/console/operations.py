@@ -1,0 +1,81 @@
+"""What the console does to runs, shared by the API and the pages: find, create, decide and drive.
+
+The console's process drives the runs it starts or unpauses (one task per run, on the server's loop); the
+runtime's lease keeps a second driver elsewhere from writing to the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from pathlib import Path
+
+from fastapi import HTTPException, Request
+
+from ..runtime import DECISIONS, RUNNING, DecisionError, RunState, Runtime, StoreError, WorkflowError
+
+EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
+
+
+class Operations:
+    """The runtime as the console uses it; refusals become HTTP errors that say what was wrong."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.drives: dict[str, asyncio.Task[RunState]] = {}
+
+    def state(self, run_id: str) -> RunState:
+        """The run's state, or 404 naming what could not be read."""
+        try:
+            return self.runtime.store.state(run_id)
+        except StoreError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    def create(self, workflow: str | None, example: str | None, model: str) -> str:
+        """Start a run of ``workflow`` (YAML text) or of a bundled example; 404/422 say why not."""
+        text = workflow
+        if example is not None:
+            path = EXAMPLES / f"{example}.yaml"
+            if "/" in example or not path.exists():
+                raise HTTPException(404, f"there is no bundled example {example!r}")
+            text = path.read_text(encoding="utf-8")
+        if not text:
+            raise HTTPException(422, "give a workflow (YAML text) or the name of a bundled example")
+        try:
+            run_id = self.runtime.create(text, "console", model)
+        except (WorkflowError, ValueError) as exc:
+            raise HTTPException(422, str(exc)) from None
+        self.drive(run_id)
+        return run_id
+
+    def decide(self, run_id: str, decision: str, instructions: str | None, operator: str) -> RunState:
+        """The operator's decision on the run's current pause; the run goes on in this process if it runs again."""
+        if decision not in DECISIONS:
+            raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
+        self.state(run_id)
+        try:
+            state = self.runtime.decide(
+                run_id, decision, instructions or None, actor=f"console:{operator or 'operator'}"
+            )
+        except DecisionError as exc:
+            raise HTTPException(409, str(exc)) from None
+        if state.status == RUNNING:
+            self.drive(run_id)
+        return state
+
+    def drive(self, run_id: str) -> None:
+        """Drive the run on the server's loop unless this process already does."""
+        task = self.drives.get(run_id)
+        if task is None or task.done():
+            self.drives[run_id] = asyncio.create_task(self.runtime.drive(run_id))
+
+    @staticmethod
+    def examples() -> list[Path]:
+        """The bundled example workflows, by name."""
+        return sorted(EXAMPLES.glob("*.yaml"))
+
+
+def operations(request: Request) -> Operations:
+    """The app's operations (a FastAPI dependency)."""
+    found: Operations = request.app.state.operations
+    return found

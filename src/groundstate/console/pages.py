@@ -1,0 +1,91 @@
+"""The console's server-rendered pages. Model output is untrusted: Jinja2 autoescapes every page, and the
+script only inserts these server-rendered fragments or sets ``textContent``."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from .auth import same
+from .operations import Operations, operations
+from .security import Secrets, checked_form, local, logged_in, secrets_of
+from .views import instructions_of, layers, why_json
+
+HERE = Path(str(resources.files("groundstate.console")))
+GUARDS = Path(str(resources.files("groundstate.runtime") / "defaults" / "guards.mg"))
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+router = APIRouter()
+Ops = Annotated[Operations, Depends(operations)]
+Keys = Annotated[Secrets, Depends(secrets_of)]
+
+
+def _page(request: Request, secrets: Secrets, name: str, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, {"csrf": secrets.csrf, **context})
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, secrets: Keys, next: str = "/", token: str | None = None) -> Response:
+    """The form; or, with ``?token=`` (the link ``groundstate demo`` prints), a direct log-in."""
+    if token is not None and same(token, secrets.token):
+        return logged_in(next, secrets)
+    error = None if token is None else "wrong token"
+    return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": error},
+                                      status_code=200 if error is None else 401)  # fmt: skip
+
+
+@router.post("/login")
+async def login(request: Request, secrets: Keys) -> Response:
+    """Log in with the token; the session cookie is set."""
+    form = await request.form()
+    target = local(str(form.get("next", "/")))
+    if not same(str(form.get("token", "")).strip(), secrets.token):
+        return templates.TemplateResponse(request, "login.html", {"next": target, "error": "wrong token"},
+                                          status_code=401)  # fmt: skip
+    return logged_in(target, secrets)
+
+
+@router.get("/", response_class=HTMLResponse)
+def runs_page(request: Request, ops: Ops, secrets: Keys) -> HTMLResponse:
+    """Every run, and the form that starts a bundled example."""
+    examples = [p.stem for p in ops.examples()]
+    return _page(request, secrets, "runs.html", runs=ops.runtime.store.runs(), examples=examples)
+
+
+@router.post("/runs")
+async def start_page(request: Request, ops: Ops) -> Response:
+    """Start a bundled example from the runs page."""
+    form = await checked_form(request)
+    run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "local"))
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str, ops: Ops, secrets: Keys, fragment: bool = False) -> HTMLResponse:
+    """One run: its DAG, the pause card, recent events (``fragment`` for the live refresh)."""
+    state = ops.state(run_id)
+    name = "run_fragment.html" if fragment else "run.html"
+    return _page(request, secrets, name, run=state, layers=layers(state), instructions=instructions_of(state),
+                 events=ops.runtime.store.events(run_id)[-40:])  # fmt: skip
+
+
+@router.post("/runs/{run_id}/decide")
+async def decide_page(request: Request, run_id: str, ops: Ops) -> Response:
+    """The pause card's buttons."""
+    form = await checked_form(request)
+    ops.decide(run_id, str(form.get("decision", "")), str(form.get("instructions", "")),
+               str(form.get("operator", "operator")))  # fmt: skip
+    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+
+@router.get("/runs/{run_id}/kernel", response_class=HTMLResponse)
+def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLResponse:
+    """The policy behind the run's pauses: the guard rules, the cortex patterns, and why each pause was derived."""
+    state = ops.state(run_id)
+    pauses = why_json(ops.runtime.store.events(run_id))
+    return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=GUARDS.read_text(),
+                 patterns=ops.runtime.patterns)  # fmt: skip
