@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T", bytes, str)
 
 
-def split_at(data: T, cuts: list[int]) -> list[T]:
+def split_at(data: T, cuts: Sequence[int]) -> list[T]:
     """``data`` cut at each position of ``cuts`` (taken modulo its length + 1, in order); empty pieces included."""
     pieces = []
     previous = 0

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,11 @@ class Turns:
         verb: str = "/explain",
         target: str = "codebase",
         *,
-        updates: list[str] = (),
+        updates: Sequence[str] = (),
         confidence: float = 0.9,
         category: str = "/query",
         **extra: Any,
-    ) -> list[ActionReport]:  # type: ignore[assignment]
+    ) -> list[ActionReport]:
         packet = {"intent_classification": {"category": category, "verb": verb, "target": target,
                                             "confidence": confidence},
                   "mangle_updates": list(updates), "memory_operations": [], **extra}  # fmt: skip

@@ -7,6 +7,7 @@ re-run over all facts until nothing changes, and aggregates are computed from sc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from groundstate.logic import Program
@@ -57,15 +58,15 @@ def _solve(body: list[Any], facts: Facts, env: dict[str, Any]) -> list[dict[str,
         if lit.op == "=" and isinstance(lit.right, Var) and lit.right.name not in env:
             return _solve(rest, facts, {**env, lit.right.name: _value(lit.left, env)})
         left, right = _value(lit.left, env), _value(lit.right, env)
-        ok = {
+        tests: dict[str, Callable[[], bool]] = {
             "=": lambda: left == right,
             "!=": lambda: left != right,
             "<": lambda: compare(":lt", left, right),
             "<=": lambda: compare(":le", left, right),
             ">": lambda: compare(":gt", left, right),
             ">=": lambda: compare(":ge", left, right),
-        }[lit.op]()
-        return _solve(rest, facts, env) if ok else []
+        }
+        return _solve(rest, facts, env) if tests[lit.op]() else []
     assert isinstance(lit, Atom)
     if lit.predicate.startswith(":"):
         args = [
@@ -100,9 +101,9 @@ def _heads(rule: Any, facts: Facts) -> set[tuple[Any, ...]]:
     if len(rule.body) == 1 and isinstance(rule.body[0], Atom) and not rule.body[0].predicate.startswith(":"):
         atom = rule.body[0]
         for fact in facts.get(atom.predicate, ()):
-            env = _match(atom.args, fact, {})
-            if env is not None:
-                rows[fact] = env
+            matched = _match(atom.args, fact, {})
+            if matched is not None:
+                rows[fact] = matched
     else:
         for env in envs:
             rows.setdefault(tuple(sorted(env.items(), key=lambda kv: kv[0])), env)
@@ -128,8 +129,8 @@ def evaluate(program: Program, extra: Facts | None = None) -> Facts:
     facts: Facts = {p: set() for p in analyzed.predicates}
     for pred, items in analyzed.facts.items():
         facts[pred].update(f for f, _ in items)
-    for pred, items in (extra or {}).items():
-        facts[pred].update(items)
+    for pred, rows in (extra or {}).items():
+        facts[pred].update(rows)
     for stratum in analyzed.strata:
         for rule in stratum.rules:
             if rule.aggregates:

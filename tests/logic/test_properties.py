@@ -156,7 +156,7 @@ def test_incremental_equals_from_scratch(
             if op == "assert":
                 target.add(item)  # type: ignore[arg-type]
             else:
-                target.discard(item)  # type: ignore[arg-type]
+                target.discard(item)
         if evaluate_now:
             stats = engine.evaluate()
             assert stats.mode == "incremental"

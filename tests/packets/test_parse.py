@@ -114,7 +114,8 @@ def test_limits(validator: UpdateValidator) -> None:
         "more than 2 updates in one packet",
     ]
     assert any("only the first 10" in w for w in result.warnings)
-    assert "longer than 40 characters" in (small.check_one(updates[3]) or "")
+    refusal = small.check_one(updates[3])
+    assert isinstance(refusal, str) and "longer than 40 characters" in refusal
 
 
 def test_constructors_are_allowed_in_updates(validator: UpdateValidator) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundstate.providers import StreamAdapter
 from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.normalized import FINISH_REASONS, merge_deltas, to_json
 from groundstate.providers.ollama import OllamaAdapter
@@ -24,7 +26,7 @@ from groundstate.providers.openai_responses import OpenAIResponsesAdapter
 from ..pieces import split_at
 
 HERE = Path(__file__).parent / "transcripts"
-ADAPTERS = {
+ADAPTERS: dict[str, Callable[[], StreamAdapter]] = {
     "openai-chat": OpenAIChatAdapter,
     "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
@@ -33,7 +35,7 @@ ADAPTERS = {
 TRANSCRIPTS = sorted([*HERE.glob("*/*.sse"), *HERE.glob("*/*.ndjson")])
 
 
-def events(path: Path, body: bytes, cuts: list[int] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+def events(path: Path, body: bytes, cuts: Sequence[int] = ()) -> list[dict[str, Any]]:
     adapter = ADAPTERS[path.parent.name]()
     out = [e for piece in split_at(body, cuts) for e in adapter.feed(piece)] + adapter.close()
     return [to_json(e) for e in merge_deltas(out)]

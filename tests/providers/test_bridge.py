@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.bridge import SigilBridge
@@ -15,7 +16,7 @@ from groundstate.wire.vocab import ByteVocabulary, Detokenizer
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "anthropic"
 
 
-def decode(data: bytes) -> list[object]:
+def decode(data: bytes) -> list[Any]:
     decoder = Decoder()
     return decoder.feed(data) + decoder.close()
 

@@ -53,7 +53,7 @@ def test_stopping_the_iteration_cancels_the_request(server: tuple[str, Script]) 
     client = StreamClient(url)
 
     async def first_then_stop() -> list[object]:
-        seen = []
+        seen: list[object] = []
         async for event in client.stream({"model": "m"}):
             seen.append(event)
             if len(seen) == 3:

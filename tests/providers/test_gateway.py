@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,8 +29,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+GatewayFor = Callable[[str], tuple[str, str]]  # upstream URL -> (the gateway's base URL, its publish address)
+
+
 @pytest.fixture
-def gateway_for(request: pytest.FixtureRequest) -> Iterator[object]:
+def gateway_for(request: pytest.FixtureRequest) -> Iterator[GatewayFor]:
     processes: list[subprocess.Popen[bytes]] = []
 
     def start(upstream: str) -> tuple[str, str]:
@@ -62,7 +65,7 @@ def subscribe(endpoint: str) -> FrameReceiver:
     return receiver
 
 
-def test_proxied_stream_is_unchanged_and_published(server: tuple[str, Script], gateway_for) -> None:  # type: ignore[no-untyped-def]
+def test_proxied_stream_is_unchanged_and_published(server: tuple[str, Script], gateway_for: GatewayFor) -> None:
     upstream, script = server
     script.responses = [(200, {}, TRANSCRIPT)]
     base_url, pub = gateway_for(upstream)
@@ -80,8 +83,8 @@ def test_proxied_stream_is_unchanged_and_published(server: tuple[str, Script], g
 
 
 def test_upstream_http_error_passes_through_and_is_published_classified(
-    server: tuple[str, Script], gateway_for
-) -> None:  # type: ignore[no-untyped-def]
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
     upstream, script = server
     body = b'{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}'
     script.responses = [(429, {"content-type": "application/json", "retry-after": "3"}, body)]

@@ -17,7 +17,7 @@ from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.sse import SSEParser
 
 from .conftest import Script
-from .test_gateway import gateway_for  # noqa: F401 - the gateway fixture
+from .test_gateway import GatewayFor, gateway_for  # noqa: F401 - the gateway fixture
 
 DEEP = "[" * 50_000 + "]" * 50_000
 
@@ -109,8 +109,8 @@ def test_lines_without_newlines_cost_linear_time() -> None:
 
 def test_the_gateway_refuses_a_nested_body_and_passes_a_hostile_stream_through(
     server: tuple[str, Script],
-    gateway_for,  # noqa: F811
-) -> None:  # type: ignore[no-untyped-def]
+    gateway_for: GatewayFor,  # noqa: F811
+) -> None:
     upstream, script = server
     stream = sse(DEEP, '{"choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]}')
     script.responses = [(200, {}, stream + b"data: [DONE]\n\n")]

@@ -34,7 +34,8 @@ def envelope(surface: str, tools: list[dict[str, str]] | None = None, **packet: 
 
 def sse(text: str) -> bytes:
     chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
-    out = [{"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]} for c in chunks]
+    out: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}
+                                 for c in chunks]  # fmt: skip
     out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in out) + b"data: [DONE]\n\n"
 

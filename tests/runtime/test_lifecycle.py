@@ -121,7 +121,7 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
         time.sleep(0.1)
     else:
         child.kill()
-        pytest.fail(f"the run never reached writer_join: {child.stderr.read() if child.stderr else ''}")
+        pytest.fail(f"the run never reached writer_join: {child.stderr.read() if child.stderr else b''!r}")
     child.send_signal(signal.SIGKILL)
     child.wait()
     run_id = store.runs()[0]["id"]

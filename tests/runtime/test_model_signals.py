@@ -31,7 +31,7 @@ agents:
 
 
 def chunks(*deltas: dict[str, Any], finish: str = "stop") -> bytes:
-    out = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    out: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     return b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in out) + b"data: [DONE]\n\n"
 

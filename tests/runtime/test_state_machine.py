@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -39,7 +40,7 @@ def test_every_status_has_a_row_and_ended_runs_have_no_edges() -> None:
     assert {event for row in RUN_EDGES.values() for event in row} == set(EVENT_TYPES)
 
 
-PAYLOADS = {
+PAYLOADS: dict[str, dict[str, Any]] = {
     ev.RUN_CREATED: {"workflow": "", "name": "n"},
     ev.NODE_CREATED: {"agent": "a"},
     ev.RUN_STARTED: {},

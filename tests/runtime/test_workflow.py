@@ -22,7 +22,8 @@ agents:
 
 def test_a_valid_workflow_and_its_order() -> None:
     workflow = parse_workflow(GOOD)
-    assert workflow.order() == ["research_a", "writer_b"] and workflow.role("research_a").prefix == "research_"
+    role = workflow.role("research_a")
+    assert workflow.order() == ["research_a", "writer_b"] and role is not None and role.prefix == "research_"
 
 
 @pytest.mark.parametrize(

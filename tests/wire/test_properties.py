@@ -56,7 +56,7 @@ def encode(stream: int, evs: list[tuple[Any, ...]], hot: list[int] | None, max_p
 def model(stream: int, evs: list[tuple[Any, ...]]) -> list[Any]:
     """What the decoder must emit, derived from the events alone."""
     out: list[Any] = []
-    mode, buffer = Mode.TEXT, []
+    mode, buffer = Mode.TEXT, list[Any]()
 
     def emit(boundary: bool) -> None:
         nonlocal buffer

@@ -85,7 +85,7 @@ def test_zmq_pub_sub_filters_streams_by_topic() -> None:
 
 
 def test_frame_sender_sends_one_message_per_frame() -> None:
-    context = zmq.Context.instance()
+    context: Any = zmq.Context.instance()
     pull = context.socket(zmq.PULL)
     port = pull.bind_to_random_port("tcp://127.0.0.1")
     sender = FrameSender(f"tcp://127.0.0.1:{port}", "push", bind=False)
@@ -159,7 +159,7 @@ def test_recording_and_replay(tmp_path: Path) -> None:
 
 
 def test_tail_command_decodes_a_live_stream() -> None:
-    context = zmq.Context.instance()
+    context: Any = zmq.Context.instance()
     push = context.socket(zmq.PUSH)
     port = push.bind_to_random_port("tcp://127.0.0.1")
     tail = subprocess.Popen(

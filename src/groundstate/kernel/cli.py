@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -93,47 +94,70 @@ REPL_HELP = """commands:
   help, quit"""
 
 
+class _Repl:
+    """The REPL's commands: each takes the rest of the line and returns what to print."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.validator = kernel.update_validator(allowlist=[p for p in kernel.engine.predicates])
+        self.learned = LearnedRules(kernel)
+        self.commands: dict[str, Callable[[str], str]] = {
+            "assert": self.assert_, "retract": self.retract, "query": self.query, "learn": self.learn,
+            "explain": self.explain, "phase": lambda _: self.kernel.phase(), "help": lambda _: REPL_HELP,
+            "": lambda _: REPL_HELP,
+        }  # fmt: skip
+
+    def run(self, line: str) -> str:
+        command, _, argument = line.partition(" ")
+        handler = self.commands.get(command)
+        if handler is None:
+            return f"unknown command {command!r}; 'help' lists the commands"
+        try:
+            return handler(argument)
+        except (LogicError, LearnedRuleError) as exc:
+            return f"error: {exc}"
+
+    def assert_(self, argument: str) -> str:
+        return self._change(argument, retract=False)
+
+    def retract(self, argument: str) -> str:
+        return self._change(argument, retract=True)
+
+    def _change(self, argument: str, retract: bool) -> str:
+        checked = self.validator.check_one(argument)
+        if isinstance(checked, str):
+            return f"error: {checked}"
+        tx = Transaction()
+        (tx.retract if retract else tx.assert_)(checked.predicate, checked.fact)
+        self.kernel.apply(tx)
+        return "ok"
+
+    def query(self, argument: str) -> str:
+        predicate = argument.split("(", 1)[0].strip()
+        return "\n".join(display_fact(predicate, row) for row in self.kernel.query(argument))
+
+    def learn(self, argument: str) -> str:
+        rule = self.learned.propose(argument)
+        return f"accepted as learned rule {rule.number}, in quarantine for {rule.remaining} evaluations"
+
+    def explain(self, argument: str) -> str:
+        from .explain import explain
+
+        return explain(self.kernel, argument)
+
+
 @app.command()
 def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kernel's workspace.")) -> None:
     """An interactive kernel: assert, retract, query, explain."""
-    from .explain import explain
-
-    kernel = Kernel(workspace)
-    validator = kernel.update_validator(allowlist=[p for p in kernel.engine.predicates])
-    learned = LearnedRules(kernel)
+    session = _Repl(Kernel(workspace))
     typer.echo("groundstate kernel — 'help' lists the commands")
     while True:
         try:
             line = input("kernel> ").strip()
         except EOFError:
             break
-        command, _, argument = line.partition(" ")
-        try:
-            if command in ("quit", "exit"):
-                break
-            if command in ("assert", "retract"):
-                checked = validator.check_one(argument)
-                if isinstance(checked, str):
-                    typer.echo(f"error: {checked}")
-                    continue
-                tx = Transaction()
-                (tx.assert_ if command == "assert" else tx.retract)(checked.predicate, checked.fact)
-                kernel.apply(tx)
-                typer.echo("ok")
-            elif command == "query":
-                predicate = argument.split("(", 1)[0].strip()
-                for row in kernel.query(argument):
-                    typer.echo(display_fact(predicate, row))
-            elif command == "learn":
-                rule = learned.propose(argument)
-                typer.echo(f"accepted as learned rule {rule.number}, in quarantine for {rule.remaining} evaluations")
-            elif command == "explain":
-                typer.echo(explain(kernel, argument))
-            elif command == "phase":
-                typer.echo(kernel.phase())
-            elif command in ("help", ""):
-                typer.echo(REPL_HELP)
-            else:
-                typer.echo(f"unknown command {command!r}; 'help' lists the commands")
-        except (LogicError, LearnedRuleError) as exc:
-            typer.echo(f"error: {exc}")
+        if line.partition(" ")[0] in ("quit", "exit"):
+            break
+        output = session.run(line)
+        if output:
+            typer.echo(output)

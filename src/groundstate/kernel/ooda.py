@@ -18,9 +18,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..logic import Float, Name
-from ..packets import ACCEPTED, GateResult, PacketResult, ToolRequest, tool_requests
+from ..packets import ACCEPTED, ControlPacket, GateResult, PacketResult, ToolRequest, tool_requests
 from .executors import Action
-from .kernel import Kernel, name
+from .kernel import Kernel, Transaction, name
 from .memory import Memory
 from .metrics import Metrics
 from .retention import ColdStorage, compact, next_number
@@ -124,17 +124,8 @@ class Shards:
             raise PacketRefused("a rejected packet never reaches the kernel: " + "; ".join(result.errors))
         packet = result.packet
         if requests is None:
-            valid, problems = tool_requests(packet)
-            if problems:
-                self.metrics.validation_failures.labels("tool_request").inc(len(problems))
-                raise PacketRefused("malformed tool requests: " + "; ".join(problems))
-            requests = [Request.of(r) for r in valid]
-        self.metrics.confidence.observe(packet.intent_classification.confidence)
-        if result.source in ("fenced", "embedded"):
-            self.metrics.stream_fallbacks.labels(result.source).inc()
-        if result.dropped_updates:
-            self.metrics.validation_failures.labels("dropped_update").inc(len(result.dropped_updates))
-        intent = packet.intent_classification
+            requests = self._requests_of(packet)
+        self._count(result)
         if packet.execution_metadata is not None and packet.execution_metadata.shard_type:
             self.shard_type = packet.execution_metadata.shard_type
         if self.memory is not None:  # the stores first: this turn's evaluation already sees them
@@ -142,16 +133,7 @@ class Shards:
         with self.kernel.transaction() as tx:
             for pattern in _STALE:
                 self.kernel.retract_matching(tx, pattern)
-            intent_row = (CURRENT, name(intent.category), name(intent.verb), intent.target, intent.constraint)
-            tx.assert_("user_intent", intent_row)
-            tx.assert_("intent_confidence", (CURRENT, Float(intent.confidence)))
-            tx.assert_("processed_intent", (CURRENT,))
-            tx.assert_("focus_resolution", (CURRENT, intent.target, *self._focus(intent.target)))
-            tx.assert_("current_time", (self.kernel.now_ms(),))
-            if packet.safety_gates is not None and packet.safety_gates.requires_user_approval:
-                tx.assert_("model_requests_approval", (CURRENT,))
-            for update in result.accepted_updates:
-                tx.assert_(update.predicate, update.fact)
+            self._assert_turn(tx, result, packet)
             self.request_ids = []
             for request in requests:
                 request_id = Name(f"/request/{next(self._requests)}")
@@ -159,6 +141,37 @@ class Shards:
                 tx.assert_("requested_action", (request_id, Name(request.type), request.target, request.payload))
             if self.memory is not None:
                 self.memory.stage(self.kernel, tx, packet.memory_operations)
+
+    def _requests_of(self, packet: ControlPacket) -> list[Request]:
+        """The packet's own tool requests; a malformed one refuses the whole turn."""
+        valid, problems = tool_requests(packet)
+        if problems:
+            self.metrics.validation_failures.labels("tool_request").inc(len(problems))
+            raise PacketRefused("malformed tool requests: " + "; ".join(problems))
+        return [Request.of(r) for r in valid]
+
+    def _count(self, result: PacketResult) -> None:
+        """What the metrics record of a validated packet: its confidence, a fallback extraction, dropped updates."""
+        assert result.packet is not None
+        self.metrics.confidence.observe(result.packet.intent_classification.confidence)
+        if result.source in ("fenced", "embedded"):
+            self.metrics.stream_fallbacks.labels(result.source).inc()
+        if result.dropped_updates:
+            self.metrics.validation_failures.labels("dropped_update").inc(len(result.dropped_updates))
+
+    def _assert_turn(self, tx: Transaction, result: PacketResult, packet: ControlPacket) -> None:
+        """The turn's facts: the intent, its confidence and focus, the time, an approval request, the updates."""
+        intent = packet.intent_classification
+        intent_row = (CURRENT, name(intent.category), name(intent.verb), intent.target, intent.constraint)
+        tx.assert_("user_intent", intent_row)
+        tx.assert_("intent_confidence", (CURRENT, Float(intent.confidence)))
+        tx.assert_("processed_intent", (CURRENT,))
+        tx.assert_("focus_resolution", (CURRENT, intent.target, *self._focus(intent.target)))
+        tx.assert_("current_time", (self.kernel.now_ms(),))
+        if packet.safety_gates is not None and packet.safety_gates.requires_user_approval:
+            tx.assert_("model_requests_approval", (CURRENT,))
+        for update in result.accepted_updates:
+            tx.assert_(update.predicate, update.fact)
 
     def _focus(self, target: str) -> tuple[str, Name]:
         if target in ("", "codebase"):

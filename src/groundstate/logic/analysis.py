@@ -162,6 +162,20 @@ class Analyzer:
         for clause in folded:
             self.note_arity(clause.head, defining=True)
             self.defined.add(clause.head.predicate)
+        facts, rules = self.split_clauses(folded)
+        strata = self.stratify(rules) if not self.diagnostics else []
+        if self.diagnostics:
+            raise AnalysisError(self.diagnostics)
+        program = AnalyzedProgram(self.predicates, facts, rules, strata)
+        for i, stratum in enumerate(strata):
+            for pred in stratum.predicates:
+                program.stratum_of[pred] = i
+        return program
+
+    def split_clauses(
+        self, folded: list[Clause]
+    ) -> tuple[dict[str, list[tuple[tuple[Any, ...], Position]]], list[Rule]]:
+        """Facts (checked, by predicate, with where each was written) and rules (checked, numbered)."""
         facts: dict[str, list[tuple[tuple[Any, ...], Position]]] = {}
         rules: list[Rule] = []
         for clause in folded:
@@ -176,14 +190,7 @@ class Analyzer:
             info = self.predicates.get(pred)
             if info is not None and info.external:
                 self.error(facts[pred][0][1], f"external predicate {pred} cannot have facts")
-        strata = self.stratify(rules) if not self.diagnostics else []
-        if self.diagnostics:
-            raise AnalysisError(self.diagnostics)
-        program = AnalyzedProgram(self.predicates, facts, rules, strata)
-        for i, stratum in enumerate(strata):
-            for pred in stratum.predicates:
-                program.stratum_of[pred] = i
-        return program
+        return facts, rules
 
     def check_package_visibility(self) -> None:
         """A predicate of another package ``q`` may be named (``q.x``) only by a file that says ``Use q!``."""
@@ -212,6 +219,17 @@ class Analyzer:
         if previous is not None and previous.decl is not None:
             self.error(atom.pos, f"predicate {name} is declared more than once (first at {previous.decl.pos})")
             return
+        self._check_decl_arguments(name, atom)
+        info = PredicateInfo(name, len(atom.args), decl)
+        doc = decl.descriptor("doc")
+        if doc is not None and doc.args and isinstance(doc.args[0], Const):
+            info.doc = str(doc.args[0].value)
+        if decl.descriptor("external") is not None:
+            self._declare_modes(decl, info)
+        self._check_bounds(decl, info)
+        self.predicates[name] = info
+
+    def _check_decl_arguments(self, name: str, atom: Atom) -> None:
         seen: set[str] = set()
         for arg in atom.args:
             if not isinstance(arg, Var) or arg.name == "_":
@@ -220,30 +238,32 @@ class Analyzer:
                 self.error(arg.pos, f"Decl {name}: variable {arg.name} appears twice")
             else:
                 seen.add(arg.name)
-        info = PredicateInfo(name, len(atom.args), decl)
-        doc = decl.descriptor("doc")
-        if doc is not None and doc.args and isinstance(doc.args[0], Const):
-            info.doc = str(doc.args[0].value)
-        if decl.descriptor("external") is not None:
-            mode = decl.descriptor("mode")
-            if mode is None:
-                self.error(decl.pos, f'external predicate {name} needs a mode(...) descriptor, e.g. mode("+", "-")')
-            else:
-                modes = tuple(a.value if isinstance(a, Const) else None for a in mode.args)
-                if len(modes) != info.arity or any(m not in ("+", "-") for m in modes):
-                    self.error(mode.pos, f'mode of {name} must give "+" or "-" for each of its {info.arity} arguments')
-                else:
-                    info.modes = modes  # type: ignore[assignment]
+
+    def _declare_modes(self, decl: Decl, info: PredicateInfo) -> None:
+        """An external predicate's mode(...): one "+" or "-" per argument."""
+        mode = decl.descriptor("mode")
+        if mode is None:
+            self.error(decl.pos, f'external predicate {info.name} needs a mode(...) descriptor, e.g. mode("+", "-")')
+            return
+        modes = tuple(a.value if isinstance(a, Const) else None for a in mode.args)
+        if len(modes) != info.arity or any(m not in ("+", "-") for m in modes):
+            self.error(mode.pos, f'mode of {info.name} must give "+" or "-" for each of its {info.arity} arguments')
+        else:
+            info.modes = modes  # type: ignore[assignment]
+
+    def _check_bounds(self, decl: Decl, info: PredicateInfo) -> None:
+        """Each bound block lists one well-formed type per argument."""
         for block in decl.bounds:
             if len(block) != info.arity:
                 pos = block[0].pos if block else decl.pos
-                self.error(pos, f"bound for {name} lists {len(block)} types but {name} has {info.arity} arguments")
+                self.error(
+                    pos, f"bound for {info.name} lists {len(block)} types but {info.name} has {info.arity} arguments"
+                )
                 continue
             for term in block:
                 problem = type_bounds.type_problem(term)
                 if problem:
-                    self.error(term.pos, f"in bound of {name}: {problem}")
-        self.predicates[name] = info
+                    self.error(term.pos, f"in bound of {info.name}: {problem}")
 
     def note_arity(self, atom: Atom, defining: bool = False) -> bool:
         info = self.predicates.get(atom.predicate)
@@ -308,45 +328,40 @@ class Analyzer:
         return Atom(atom.predicate, tuple(args), atom.pos)
 
     def fold_clause(self, clause: Clause) -> Clause | None:
+        """The clause with constant applications evaluated; None if any of them was an error (each reported)."""
         if clause.is_fact:
             head = self.fold_atom(clause.head)
             return None if head is None else clause if head is clause.head else Clause(head, (), None, clause.pos)
-        ok = True
         head = self.fold_atom(clause.head)
-        body: list[Literal] = []
-        for lit in clause.body:
-            if isinstance(lit, Atom):
-                folded_atom = self.fold_atom(lit)
-                ok = ok and folded_atom is not None
-                if folded_atom is not None:
-                    body.append(folded_atom)
-            elif isinstance(lit, Negation):
-                folded_atom = self.fold_atom(lit.atom)
-                ok = ok and folded_atom is not None
-                if folded_atom is not None:
-                    body.append(Negation(folded_atom, lit.pos))
-            else:
-                left, right = self.fold(lit.left), self.fold(lit.right)
-                ok = ok and left is not None and right is not None
-                if left is not None and right is not None:
-                    body.append(Comparison(lit.op, left, right, lit.pos))
+        body = [self.fold_literal(lit) for lit in clause.body]
         transform = clause.transform
+        lets: list[Let | None] = []
         if transform is not None:
-            grouped = transform.group_by is not None
-            lets = []
-            for let in transform.lets:
-                expr = self.fold(let.expr, allow_reducer=grouped)
-                if expr is None:
-                    ok = False
-                    continue
-                if isinstance(expr, Const):  # a constant let is still a let: keep it as a function of nothing
-                    expr = Apply("fn:tuple", (expr,), expr.pos)
-                assert isinstance(expr, Apply)
-                lets.append(Let(let.var, expr, let.pos))
-            transform = Transform(transform.group_by, tuple(lets), transform.pos)
-        if head is None or not ok:
+            lets = [self.fold_let(let, transform.group_by is not None) for let in transform.lets]
+            transform = Transform(transform.group_by, tuple(let for let in lets if let is not None), transform.pos)
+        if head is None or None in body or None in lets:
             return None
-        return Clause(head, tuple(body), transform, clause.pos)
+        return Clause(head, tuple(lit for lit in body if lit is not None), transform, clause.pos)
+
+    def fold_literal(self, lit: Literal) -> Literal | None:
+        """One body literal folded; None after an error."""
+        if isinstance(lit, Atom):
+            return self.fold_atom(lit)
+        if isinstance(lit, Negation):
+            folded_atom = self.fold_atom(lit.atom)
+            return None if folded_atom is None else Negation(folded_atom, lit.pos)
+        left, right = self.fold(lit.left), self.fold(lit.right)
+        return None if left is None or right is None else Comparison(lit.op, left, right, lit.pos)
+
+    def fold_let(self, let: Let, grouped: bool) -> Let | None:
+        """One let folded (reducers allowed after a group-by); a constant let stays a function of nothing."""
+        expr = self.fold(let.expr, allow_reducer=grouped)
+        if expr is None:
+            return None
+        if isinstance(expr, Const):
+            expr = Apply("fn:tuple", (expr,), expr.pos)
+        assert isinstance(expr, Apply)
+        return Let(let.var, expr, let.pos)
 
     # -- facts and rules -----------------------------------------------------------------------
     def check_fact(self, clause: Clause) -> tuple[Any, ...] | None:
@@ -449,21 +464,11 @@ class Analyzer:
         return self.note_arity(atom)
 
     def check_atom_literal(self, atom: Atom, bound: set[str]) -> None:
+        """An atom in a body: its input arguments must be bound before it; it binds its plain variables."""
         if not self.check_atom_reference(atom, negated=False):
             bound.update(v.name for arg in atom.args for v in _vars(arg))  # one error, not a cascade
             return
-        info = self.predicates.get(atom.predicate)
-        if atom.predicate.startswith(":"):
-            inputs = PREDICATES[atom.predicate].inputs
-        elif info is not None and info.modes is not None:
-            inputs = tuple(i for i, m in enumerate(info.modes) if m == "+")
-        else:
-            inputs = ()
-            for arg in atom.args:
-                if isinstance(arg, Apply):
-                    self.error(
-                        arg.pos, f"function application {arg} as an argument of {atom.predicate}; bind it first with ="
-                    )
+        inputs = self._input_positions(atom)
         for i in inputs:
             for var in _vars(atom.args[i]):
                 if var.name not in bound:
@@ -471,15 +476,26 @@ class Analyzer:
             if _has_wildcard(atom.args[i]):
                 self.error(atom.args[i].pos, f"wildcard _ as input argument {i + 1} of {atom.predicate}")
         for i, arg in enumerate(atom.args):
-            if i in inputs:
-                continue
-            if isinstance(arg, Apply):
+            if i not in inputs and isinstance(arg, Apply):
                 for var in _vars(arg):
                     if var.name not in bound:
                         self.unbound_error(var, atom)
+        bound.update(arg.name for arg in atom.args if isinstance(arg, Var) and arg.name != "_")
+
+    def _input_positions(self, atom: Atom) -> tuple[int, ...]:
+        """Which arguments must be bound: a built-in's inputs, a declared mode's '+', none otherwise (where a
+        function application cannot stand as an argument)."""
+        info = self.predicates.get(atom.predicate)
+        if atom.predicate.startswith(":"):
+            return PREDICATES[atom.predicate].inputs
+        if info is not None and info.modes is not None:
+            return tuple(i for i, m in enumerate(info.modes) if m == "+")
         for arg in atom.args:
-            if isinstance(arg, Var) and arg.name != "_":
-                bound.add(arg.name)
+            if isinstance(arg, Apply):
+                self.error(
+                    arg.pos, f"function application {arg} as an argument of {atom.predicate}; bind it first with ="
+                )
+        return ()
 
     def check_comparison(self, lit: Comparison, bound: set[str]) -> None:
         for side in (lit.left, lit.right):
@@ -500,6 +516,7 @@ class Analyzer:
             return
 
     def check_transform(self, clause: Clause, bound: set[str]) -> None:
+        """The head's variables are bound by the body, or (under a transform) grouped or defined by a let."""
         transform = clause.transform
         head_vars = [v for arg in clause.head.args for v in _vars(arg)]
         if transform is None:
@@ -509,43 +526,49 @@ class Analyzer:
                         var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not bound by the body"
                     )
             return
+        available = self._group_scope(transform, bound)
         defined: set[str] = set()
-        if transform.group_by is not None:
-            available: set[str] = set()
-            for var in transform.group_by:
-                if var.name in available:
-                    self.error(var.pos, f"fn:group_by lists {var.name} twice")
-                elif var.name not in bound:
-                    self.error(var.pos, f"group-by variable {var.name} is not bound by the body")
-                available.add(var.name)
-        else:
-            available = set(bound)
         for let in transform.lets:
-            name = let.var.name
-            if name in bound or name in defined:
-                self.error(let.var.pos, f"let {name} redefines variable {name}; choose a new name")
-            is_reducer = let.expr.function in REDUCERS and transform.group_by is not None
-            if is_reducer:
-                (low, high), _ = REDUCERS[let.expr.function]
-                count = len(let.expr.args)
-                if count < low or (high is not None and count > high):
-                    self.error(
-                        let.expr.pos, f"reducer {let.expr.function} takes {low}{'' if high == low else '+'} arguments"
-                    )
-                scope = bound
-            else:
-                scope = available | defined
-            for var in _vars(let.expr):
-                if var.name not in scope:
-                    where = "the body" if is_reducer else "group-by variables and earlier lets"
-                    self.error(var.pos, f"variable {var.name} in {let} is not bound by {where}")
-            if _has_wildcard(let.expr):
-                self.error(let.expr.pos, f"wildcard _ in {let}")
-            defined.add(name)
+            self._check_let(let, transform, bound, available | defined, defined)
+            defined.add(let.var.name)
         for var in head_vars:
             if var.name not in available and var.name not in defined:
                 what = "grouped by fn:group_by or defined by a let" if transform.group_by is not None else "bound"
                 self.error(var.pos, f"variable {var.name} in the head of {clause.head.predicate} is not {what}")
+
+    def _group_scope(self, transform: Transform, bound: set[str]) -> set[str]:
+        """The variables a transform's lets may use: the group-by list (each once, each bound), or all bound."""
+        if transform.group_by is None:
+            return set(bound)
+        available: set[str] = set()
+        for var in transform.group_by:
+            if var.name in available:
+                self.error(var.pos, f"fn:group_by lists {var.name} twice")
+            elif var.name not in bound:
+                self.error(var.pos, f"group-by variable {var.name} is not bound by the body")
+            available.add(var.name)
+        return available
+
+    def _check_let(self, let: Let, transform: Transform, bound: set[str], scope: set[str], defined: set[str]) -> None:
+        """One let: a new name; a reducer's arity and body variables, or a function over the scope so far."""
+        name = let.var.name
+        if name in bound or name in defined:
+            self.error(let.var.pos, f"let {name} redefines variable {name}; choose a new name")
+        is_reducer = let.expr.function in REDUCERS and transform.group_by is not None
+        if is_reducer:
+            (low, high), _ = REDUCERS[let.expr.function]
+            count = len(let.expr.args)
+            if count < low or (high is not None and count > high):
+                self.error(
+                    let.expr.pos, f"reducer {let.expr.function} takes {low}{'' if high == low else '+'} arguments"
+                )
+            scope = bound
+        for var in _vars(let.expr):
+            if var.name not in scope:
+                where = "the body" if is_reducer else "group-by variables and earlier lets"
+                self.error(var.pos, f"variable {var.name} in {let} is not bound by {where}")
+        if _has_wildcard(let.expr):
+            self.error(let.expr.pos, f"wildcard _ in {let}")
 
     # -- stratification ------------------------------------------------------------------------
     def stratify(self, rules: list[Rule]) -> list[Stratum]:

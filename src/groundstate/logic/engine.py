@@ -382,10 +382,27 @@ class Engine:
         base_ins: dict[str, set[Fact]],
         base_del: dict[str, set[Fact]],
     ) -> None:
+        """DRed for one stratum: over-delete, remove, re-derive what is still supported, insert, report the net."""
         self.stats.strata_updated += 1
         members = set(stratum.predicates)
         lower = {p: changes[p] for p in reads if p in changes}
-        # 1. Over-delete, against the old state of everything this stratum reads.
+        overdeleted = self._overdelete(stratum, lower, members, base_del)
+        for pred, gone in overdeleted.items():
+            if gone:
+                self.relations[pred].remove(gone)
+        delta = self._rederive(stratum, overdeleted)
+        inserted = self._insert_new(stratum, lower, members, base_ins, delta)
+        for pred in members:  # the net change, for the strata above
+            gone = overdeleted[pred] - self.relations[pred].facts
+            added = inserted.get(pred, set()) - overdeleted[pred]
+            if gone or added:
+                changes[pred] = (added, gone)
+
+    def _overdelete(
+        self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]
+    ) -> dict[str, set[Fact]]:
+        """Step 1: everything that may have lost a derivation, found against the old state of the lower strata
+        (their changes are undone for the search and redone after it)."""
         for pred, (ins, dels) in lower.items():
             self.relations[pred].remove(ins)
             self.relations[pred].add(dels)
@@ -411,19 +428,27 @@ class Engine:
         for pred, (ins, dels) in lower.items():
             self.relations[pred].remove(dels)
             self.relations[pred].add(ins)
-        # 2. Remove the over-deleted facts, then 3. re-derive those still supported by the new state.
-        for pred, gone in overdeleted.items():
-            if gone:
-                self.relations[pred].remove(gone)
-        delta: dict[str, set[Fact]] = {}
-        for pred, gone in overdeleted.items():
-            if gone:
-                delta[pred] = gone & self.base[pred]
+        return overdeleted
+
+    def _rederive(self, stratum: Stratum, overdeleted: dict[str, set[Fact]]) -> dict[str, set[Fact]]:
+        """Step 3: the over-deleted facts still supported by the new state (base facts, or a rule's body)."""
+        delta = {pred: gone & self.base[pred] for pred, gone in overdeleted.items() if gone}
         for rule in stratum.rules:
             candidates = overdeleted[rule.head.predicate] - delta.get(rule.head.predicate, set())
             if candidates:
                 self._merge(delta, rule, self._run(rule, Seed(SEED_HEAD), candidates))
-        # 4. Insert: new base facts and what the lower strata's insertions (and deletions under '!') derive.
+        return delta
+
+    def _insert_new(
+        self,
+        stratum: Stratum,
+        lower: Changes,
+        members: set[str],
+        base_ins: dict[str, set[Fact]],
+        delta: dict[str, set[Fact]],
+    ) -> dict[str, set[Fact]]:
+        """Step 4: insert the re-derived facts, new base facts and what the lower strata's insertions (and
+        deletions under '!') derive, up to the fixpoint; returns everything inserted."""
         for pred in members:
             fresh = base_ins.get(pred, set()) - self.relations[pred].facts
             if fresh:
@@ -432,13 +457,7 @@ class Engine:
         for pred, facts in delta.items():
             facts -= self.relations[pred].facts
         self._insert_delta(delta)
-        inserted = self._fixpoint(stratum, delta, track=True)
-        # 5. The net change, for the strata above.
-        for pred in members:
-            gone = overdeleted[pred] - self.relations[pred].facts
-            added = inserted.get(pred, set()) - overdeleted[pred]
-            if gone or added:
-                changes[pred] = (added, gone)
+        return self._fixpoint(stratum, delta, track=True)
 
     def _seed_from_lower(
         self, stratum: Stratum, lower: Changes, heads: dict[str, set[Fact]], positive: int, negated: int

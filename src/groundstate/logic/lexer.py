@@ -77,6 +77,8 @@ class Lexer:
         return ParseError(message, self.position(offset))
 
     def tokens(self) -> list[Token]:
+        """Every token, then EOF. The common tokens come from one regular expression (the fast path); anything
+        else — comments, byte strings, unusual characters — from ``_next`` (the careful path, with the errors)."""
         text, n, lines, source = self.text, len(self.text), self.lines, self.source
         out: list[Token] = []
         append = out.append
@@ -86,59 +88,56 @@ class Lexer:
         while i < n:
             m = match(text, i)
             kind = m.lastgroup if m is not None else None
-            if kind == "ws":
-                assert m is not None
-                j = m.end()
+            if m is None or kind == "ws" or kind == "bytes":
+                if m is not None and kind == "ws":
+                    j = m.end()
+                else:
+                    self.i = i
+                    append(self._next())
+                    j = self.i
                 newlines = text.count("\n", i, j)
                 if newlines:
                     line += newlines
                     line_start = text.rfind("\n", i, j) + 1
                 i = j
                 continue
-            if kind is None or kind == "bytes":
-                self.i = i
-                tok = self._next()
-                append(tok)
-                newlines = text.count("\n", i, self.i)
-                if newlines:
-                    line += newlines
-                    line_start = text.rfind("\n", i, self.i) + 1
-                i = self.i
-                continue
-            assert m is not None
             j = m.end()
             raw = text[i:j]
             # tuple.__new__ directly: NamedTuple's own constructor is a Python call, too slow per token
             pos = new(Position, (source, line, i - line_start + 1, lines[line - 1]))
             if kind == "punct":
                 append(new(Token, (PUNCT, raw, raw, pos)))
-            elif kind == "word":
-                if raw in KEYWORDS:
-                    append(new(Token, (KEYWORD, raw, raw, pos)))
-                elif raw[0].isupper():
-                    if "." in raw or ":" in raw:
-                        raise self.error(f"malformed variable '{raw}'", i)
-                    append(new(Token, (VAR, raw, raw, pos)))
-                else:
-                    append(new(Token, (IDENT, raw, raw, pos)))
             elif kind == "name":
                 append(new(Token, (NAME, raw, Name(raw), pos)))
             elif kind == "string":
                 append(new(Token, (STRING, raw, raw[1:-1], pos)))
+            elif kind == "word":
+                append(self._fast_word(raw, pos, i))
             else:
-                if j < n and text[j] in _IDENT_CHARS:
-                    raise self.error(f"malformed number '{raw}{text[j]}'", i)
-                if kind == "int":
-                    value = int(raw)
-                    if not INT64_MIN <= value <= INT64_MAX:
-                        raise self.error(f"integer literal {raw} does not fit in 64 bits", i)
-                    append(new(Token, (INT, raw, value, pos)))
-                else:
-                    append(new(Token, (FLOAT, raw, Float(float(raw)), pos)))
+                append(self._fast_number(kind, raw, pos, i, j))
             i = j
         self.i = n
         out.append(Token(EOF, "", None, self.position(n)))
         return out
+
+    def _fast_word(self, raw: str, pos: Position, i: int) -> Token:
+        if raw in KEYWORDS:
+            return tuple.__new__(Token, (KEYWORD, raw, raw, pos))
+        if not raw[0].isupper():
+            return tuple.__new__(Token, (IDENT, raw, raw, pos))
+        if "." in raw or ":" in raw:
+            raise self.error(f"malformed variable '{raw}'", i)
+        return tuple.__new__(Token, (VAR, raw, raw, pos))
+
+    def _fast_number(self, kind: str | None, raw: str, pos: Position, i: int, j: int) -> Token:
+        if j < len(self.text) and self.text[j] in _IDENT_CHARS:
+            raise self.error(f"malformed number '{raw}{self.text[j]}'", i)
+        if kind == "int":
+            value = int(raw)
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise self.error(f"integer literal {raw} does not fit in 64 bits", i)
+            return tuple.__new__(Token, (INT, raw, value, pos))
+        return tuple.__new__(Token, (FLOAT, raw, Float(float(raw)), pos))
 
     def _skip_space(self) -> None:
         text, n = self.text, len(self.text)
@@ -153,6 +152,7 @@ class Lexer:
                 return
 
     def _next(self) -> Token:
+        """The careful path: one token from ``self.i`` (after spaces and comments), or the error that says why not."""
         self._skip_space()
         text, start = self.text, self.i
         if start >= len(text):
@@ -161,27 +161,32 @@ class Lexer:
         nxt = text[start + 1] if start + 1 < len(text) else ""
         if ch == "/" and nxt in _NAME_CHARS and nxt != "":
             return self._name(start)
-        if ch in _DIGITS or (
-            ch == "-" and nxt != "" and (nxt in _DIGITS or (nxt == "." and self._digit_at(start + 2)))
-        ):
-            return self._number(start)
-        if ch == "." and self._digit_at(start + 1) and not self._follows_term(start):
+        if self._starts_number(start, ch, nxt):
             return self._number(start)
         if ch in "\"'`":
             return self._string(start, ch, is_bytes=False)
         if ch == "b" and nxt in "\"'`" and nxt != "":
             return self._string(start + 1, nxt, is_bytes=True)
-        if ch.isalpha() and ch.isascii():
+        if (ch.isalpha() and ch.isascii()) or (ch == ":" and nxt.isascii() and nxt.isalpha()):
             return self._word(start)
         if ch == "_" and not (nxt in _IDENT_CHARS and nxt != ""):
             self.i += 1
             return Token(VAR, "_", "_", self.position(start))
-        if ch == ":" and nxt.isascii() and nxt.isalpha():
-            return self._word(start)
+        return self._punctuation(start, ch)
+
+    def _starts_number(self, start: int, ch: str, nxt: str) -> bool:
+        """A digit, a '-' before a digit or '.digit', or a '.digit' that does not end a clause."""
+        if ch in _DIGITS:
+            return True
+        if ch == "-" and nxt != "":
+            return nxt in _DIGITS or (nxt == "." and self._digit_at(start + 2))
+        return ch == "." and self._digit_at(start + 1) and not self._follows_term(start)
+
+    def _punctuation(self, start: int, ch: str) -> Token:
         if ch == "⟸":
             self.i += 1
             return Token(PUNCT, ":-", ":-", self.position(start))
-        two = text[start : start + 2]
+        two = self.text[start : start + 2]
         if two in _PUNCT2:
             self.i += 2
             return Token(PUNCT, two, two, self.position(start))

@@ -59,6 +59,7 @@ class StreamClient:
         return headers
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[Event]:
+        """The normalized events of one completion, retried (per ``retry``) while nothing has been passed on."""
         api = provider_api(self.api)
         path, adapter_type, provider = api.path, api.adapter, api.provider
         self.attempts = []
@@ -74,11 +75,8 @@ class StreamClient:
                         else:
                             adapter = adapter_type(provider)
                             async for data in response.aiter_bytes():
-                                for event in adapter.feed(data):
-                                    for passed in gate.admit(event):
-                                        yield passed
-                                    if gate.failure is not None:
-                                        break
+                                for passed in gate.pass_on(adapter.feed(data)):
+                                    yield passed
                                 if gate.failure is not None:
                                     break
                             if gate.failure is None:
@@ -86,9 +84,7 @@ class StreamClient:
                                     yield event
                                 return
                 except httpx.TransportError as exc:
-                    gate.failure = ErrorRecord(
-                        SERVER, provider, None, type(exc).__name__, str(exc), True, None, None, {"exception": repr(exc)}
-                    )
+                    gate.failure = _broken_connection(provider, exc)
                     if gate.content:  # the connection broke after content: surface it, never retry
                         yield ErrorEvent(gate.failure)
                         return
@@ -103,6 +99,10 @@ class StreamClient:
                 await self.sleep(self.retry.delay(attempt, failure))
 
 
+def _broken_connection(provider: str, exc: httpx.TransportError) -> ErrorRecord:
+    return ErrorRecord(SERVER, provider, None, type(exc).__name__, str(exc), True, None, None, {"exception": repr(exc)})
+
+
 class _Gate:
     """Holds events back until content starts; before that, a retryable in-stream error means: retry."""
 
@@ -111,6 +111,15 @@ class _Gate:
         self.content = False
         self.held: list[Event] = []
         self.failure: ErrorRecord | None = None
+
+    def pass_on(self, events: list[Event]) -> list[Event]:
+        """What passes of ``events``; none after one that makes the attempt a failure to retry."""
+        passed: list[Event] = []
+        for event in events:
+            passed += self.admit(event)
+            if self.failure is not None:
+                break
+        return passed
 
     def admit(self, event: Event) -> list[Event]:
         """The events to pass on now."""
