@@ -119,55 +119,13 @@ def main() -> None:
     for index, workload in enumerate(workloads):
         if args.only and args.only not in workload.name:
             continue
-        results: dict[str, list[dict[str, float]] | str] = {}
         engines = PEERS + (["groundstate (full re-eval per update)"] if workload.updates else [])
-        for engine in engines:
-            reason = skip_reason(engine, workload, args.include_slow)
-            if reason is not None:
-                if reason:
-                    results[engine] = reason
-                continue
-            print(f"  ... {workload.name}: {engine}", file=sys.stderr, flush=True)
-            results[engine] = measure(engine, index, args.quick, args.repeat, args.timeout)
-        expected = workload.expected
-        if expected is None and isinstance(results.get("clingo"), list):
-            expected = int(results["clingo"][0]["count"])  # type: ignore[index]
-        ours = results.get("groundstate")
-        our_best = min(r["eval"] + r["load"] for r in ours) if isinstance(ours, list) else None
-        for engine in engines:
-            runs = results.get(engine)
-            if runs is None or engine.startswith("groundstate (full"):  # that one belongs to the update table
-                continue
-            if isinstance(runs, str):
-                row = f"| {workload.name} | {engine} | {runs} | | | | | |"
-            else:
-                totals = [r["load"] + r["eval"] for r in runs]
-                count = int(runs[0]["count"])
-                ok = expected is None or count == expected
-                ratio = ""
-                if ok and our_best and engine != "groundstate":
-                    ratio = f"{min(totals) / our_best:.1f}x faster"
-                row = (
-                    f"| {workload.name} | {engine} | {fmt(min(totals))} | {fmt(statistics.median(totals))} |"
-                    f" {fmt(min(r['load'] for r in runs))} | {count:,}{'' if ok else ' WRONG'} |"
-                    f" {max(r['rss_mb'] for r in runs):.0f} MB | {ratio} |"
-                )
+        results = measure_workload(workload, index, engines, args)
+        for row in result_rows(workload, engines, results):
             lines.append(row)
             print(row, flush=True)
         if workload.updates:
-            ours_update = ours[0].get("per_update") if isinstance(ours, list) else None
-            first = {e: r[0].get("first_update_count") for e, r in results.items() if isinstance(r, list)}
-            reference = first.get("clingo")
-            for engine in engines:
-                runs = results.get(engine)
-                if not isinstance(runs, list) or "per_update" not in runs[0]:
-                    continue
-                per_update = statistics.median(r["per_update"] for r in runs)
-                ok = reference is None or first[engine] == reference
-                ratio = f"{per_update / ours_update:.0f}x faster" if ours_update and engine != "groundstate" else ""
-                update_lines.append(
-                    f"| {engine} | {fmt(per_update)} | {int(first[engine] or 0):,}{'' if ok else ' WRONG'} | {ratio} |"
-                )
+            update_lines += update_rows(engines, results)
     if not args.only or "chain" in args.only:
         lines.extend(["", cli_end_to_end(workloads, args.quick)])
     table = "\n".join(lines + (update_lines if len(update_lines) > 5 else []))
@@ -175,6 +133,68 @@ def main() -> None:
     print(lines[-1])
     if args.output:
         args.output.write_text(table + "\n", encoding="utf-8")
+
+
+Results = dict[str, list[dict[str, float]] | str]
+
+
+def measure_workload(workload: Workload, index: int, engines: list[str], args: argparse.Namespace) -> Results:
+    """Each engine's runs on one workload, or why it was not run."""
+    results: Results = {}
+    for engine in engines:
+        reason = skip_reason(engine, workload, args.include_slow)
+        if reason is not None:
+            if reason:
+                results[engine] = reason
+            continue
+        print(f"  ... {workload.name}: {engine}", file=sys.stderr, flush=True)
+        results[engine] = measure(engine, index, args.quick, args.repeat, args.timeout)
+    return results
+
+
+def result_rows(workload: Workload, engines: list[str], results: Results) -> list[str]:
+    """The main table's rows for one workload: every engine's time, answer (checked) and memory."""
+    expected = workload.expected
+    if expected is None and isinstance(results.get("clingo"), list):
+        expected = int(results["clingo"][0]["count"])  # type: ignore[index]
+    ours = results.get("groundstate")
+    our_best = min(r["eval"] + r["load"] for r in ours) if isinstance(ours, list) else None
+    rows = []
+    for engine in engines:
+        runs = results.get(engine)
+        if runs is None or engine.startswith("groundstate (full"):  # that one belongs to the update table
+            continue
+        if isinstance(runs, str):
+            rows.append(f"| {workload.name} | {engine} | {runs} | | | | | |")
+            continue
+        totals = [r["load"] + r["eval"] for r in runs]
+        count = int(runs[0]["count"])
+        ok = expected is None or count == expected
+        ratio = f"{min(totals) / our_best:.1f}x faster" if ok and our_best and engine != "groundstate" else ""
+        rows.append(
+            f"| {workload.name} | {engine} | {fmt(min(totals))} | {fmt(statistics.median(totals))} |"
+            f" {fmt(min(r['load'] for r in runs))} | {count:,}{'' if ok else ' WRONG'} |"
+            f" {max(r['rss_mb'] for r in runs):.0f} MB | {ratio} |"
+        )
+    return rows
+
+
+def update_rows(engines: list[str], results: Results) -> list[str]:
+    """The update table's rows: per-update time and the answer after the first update, checked against clingo."""
+    ours = results.get("groundstate")
+    ours_update = ours[0].get("per_update") if isinstance(ours, list) else None
+    first = {e: r[0].get("first_update_count") for e, r in results.items() if isinstance(r, list)}
+    reference = first.get("clingo")
+    rows = []
+    for engine in engines:
+        runs = results.get(engine)
+        if not isinstance(runs, list) or "per_update" not in runs[0]:
+            continue
+        per_update = statistics.median(r["per_update"] for r in runs)
+        ok = reference is None or first[engine] == reference
+        ratio = f"{per_update / ours_update:.0f}x faster" if ours_update and engine != "groundstate" else ""
+        rows.append(f"| {engine} | {fmt(per_update)} | {int(first[engine] or 0):,}{'' if ok else ' WRONG'} | {ratio} |")
+    return rows
 
 
 def cli_end_to_end(workloads: list[Workload], quick: bool) -> str:

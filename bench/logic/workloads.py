@@ -194,6 +194,12 @@ def policy_rules() -> list[tuple[Atom, list[Literal]]]:
         neg("current_team", "Team"),
     )
     rule(head("current_team", "Team"), pos("current_user", "U"), pos("team_member", "U", "Team"))
+    _constitution_rules(rule)
+    return r
+
+
+def _constitution_rules(rule: Callable[..., None]) -> None:
+    """The second half of the policy: sensitivity, next actions, blocks and permits, routing, phases."""
     # sensitivity
     rule(head("sensitive_file", "P"), pos("file_in_dir", "P", "D"), pos("sensitive_dir", "D"))
     rule(head("touches_sensitive"), pos("impacted", "P"), pos("sensitive_file", "P"))
@@ -240,7 +246,6 @@ def policy_rules() -> list[tuple[Atom, list[Literal]]]:
     rule(head("ooda_phase", 3), pos("any_pending"))
     rule(head("any_pending"), pos("pending_action", "_A", "_T", "_P"))
     rule(head("review_needed", "P"), pos("cross_team_impact", "P"), pos("sensitive_file", "P"))
-    return r
 
 
 def policy(files: int = 20_000, seed: int = 5, updates: int = 200) -> Workload:

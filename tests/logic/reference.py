@@ -96,18 +96,8 @@ def _heads(rule: Any, facts: Facts) -> set[tuple[Any, ...]]:
                 env = {**env, let.var.name: _value(let.expr, env)}
             out.add(tuple(_value(a, env) for a in rule.head.args))
         return out
-    # distinct rows over the named variables; for a single-atom body, the matching facts themselves
-    rows: dict[Any, dict[str, Any]] = {}
-    if len(rule.body) == 1 and isinstance(rule.body[0], Atom) and not rule.body[0].predicate.startswith(":"):
-        atom = rule.body[0]
-        for fact in facts.get(atom.predicate, ()):
-            matched = _match(atom.args, fact, {})
-            if matched is not None:
-                rows[fact] = matched
-    else:
-        for env in envs:
-            rows.setdefault(tuple(sorted(env.items(), key=lambda kv: kv[0])), env)
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    rows = _distinct_rows(rule, facts, envs)
     for key in sorted(rows, key=lambda k: repr(k)):
         env = rows[key]
         groups.setdefault(tuple(env[v.name] for v in transform.group_by), []).append(env)
@@ -122,6 +112,21 @@ def _heads(rule: Any, facts: Facts) -> set[tuple[Any, ...]]:
                 env[let.var.name] = _value(let.expr, env)
         out.add(tuple(_value(a, env) for a in rule.head.args))
     return out
+
+
+def _distinct_rows(rule: Any, facts: Facts, envs: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Distinct rows over the named variables; for a single-atom body, the matching facts themselves."""
+    rows: dict[Any, dict[str, Any]] = {}
+    if len(rule.body) == 1 and isinstance(rule.body[0], Atom) and not rule.body[0].predicate.startswith(":"):
+        atom = rule.body[0]
+        for fact in facts.get(atom.predicate, ()):
+            matched = _match(atom.args, fact, {})
+            if matched is not None:
+                rows[fact] = matched
+    else:
+        for env in envs:
+            rows.setdefault(tuple(sorted(env.items(), key=lambda kv: kv[0])), env)
+    return rows
 
 
 def evaluate(program: Program, extra: Facts | None = None) -> Facts:

@@ -8,6 +8,7 @@ arguments arrive as ``response.function_call_arguments.delta`` events; the ToolC
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .adapter import StreamAdapter
@@ -18,7 +19,17 @@ from .sse import ServerSentEvent
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
+_DELTAS: dict[str, Callable[[str], Event]] = {
+    "response.output_text.delta": TextDelta,
+    "response.reasoning_summary_text.delta": ThinkDelta,
+    "response.reasoning_text.delta": ThinkDelta,
+    "response.refusal.delta": Refusal,
+}
+
+
 class OpenAIResponsesAdapter(StreamAdapter):
+    """The OpenAI Responses API's typed SSE events, normalized."""
+
     end_marker = "response.completed, response.incomplete or response.failed"
 
     def __init__(self, provider: str = "openai") -> None:
@@ -30,40 +41,44 @@ class OpenAIResponsesAdapter(StreamAdapter):
         if payload is None:
             return
         kind = payload.get("type", event.event)
-        if kind == "response.output_text.delta" and payload.get("delta"):
-            out.append(TextDelta(payload["delta"]))
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta") and payload.get(
-            "delta"
-        ):
-            out.append(ThinkDelta(payload["delta"]))
-        elif kind == "response.refusal.delta" and payload.get("delta"):
-            out.append(Refusal(payload["delta"]))
+        delta = _DELTAS.get(kind) if isinstance(kind, str) else None
+        if delta is not None:
+            if payload.get("delta"):
+                out.append(delta(payload["delta"]))
         elif kind == "response.output_item.added":
-            raw_item = payload.get("item")
-            item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
-            index = payload.get("output_index")
-            if item.get("type") == "function_call" and isinstance(index, int):
-                call = self._start_call(index, item.get("call_id") or item.get("id"), item.get("name"), out)
-                if isinstance(item.get("arguments"), str) and item["arguments"]:
-                    self._add_arguments(call, item["arguments"], out)
-                self._called = True
+            self._item_added(payload, out)
         elif kind == "response.function_call_arguments.delta":
             index = payload.get("output_index")
             open_call = self._calls.get(index) if isinstance(index, int) else None
             if open_call is not None and isinstance(payload.get("delta"), str) and payload["delta"]:
                 self._add_arguments(open_call, payload["delta"], out)
         elif kind in ("response.function_call_arguments.done", "response.output_item.done"):
-            index = payload.get("output_index")
-            if isinstance(index, int) and index in self._calls:
-                whole = payload.get("arguments")
-                if not self._calls[index].fragments and isinstance(whole, str) and whole:
-                    self._calls[index].fragments.append(whole)  # arguments given only whole, at the end
-                self._finish_call(index, out, complete=True)
+            self._item_done(payload, out)
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             response = payload.get("response")
             self._terminal(kind, response if isinstance(response, dict) else {}, out)
         elif kind == "error":
             out.append(ErrorEvent(classify(self.provider, None, payload)))
+
+    def _item_added(self, payload: dict[str, Any], out: list[Event]) -> None:
+        """A new output item: a function call opens (its arguments may come with it)."""
+        raw_item = payload.get("item")
+        item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
+        index = payload.get("output_index")
+        if item.get("type") == "function_call" and isinstance(index, int):
+            call = self._start_call(index, item.get("call_id") or item.get("id"), item.get("name"), out)
+            if isinstance(item.get("arguments"), str) and item["arguments"]:
+                self._add_arguments(call, item["arguments"], out)
+            self._called = True
+
+    def _item_done(self, payload: dict[str, Any], out: list[Event]) -> None:
+        """An open call ends; arguments given only whole, at the end, are taken from here."""
+        index = payload.get("output_index")
+        if isinstance(index, int) and index in self._calls:
+            whole = payload.get("arguments")
+            if not self._calls[index].fragments and isinstance(whole, str) and whole:
+                self._calls[index].fragments.append(whole)
+            self._finish_call(index, out, complete=True)
 
     def _terminal(self, kind: str, response: dict[str, Any], out: list[Event]) -> None:
         self._finish_calls(out, complete=kind == "response.completed")

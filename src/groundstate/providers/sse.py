@@ -60,7 +60,8 @@ class SSEParser:
         self._partial, self._data, self._event, self._fields, self._has_event_lines = [], [], "", {}, False
         return out
 
-    def _text(self, text: str) -> list[ServerSentEvent]:
+    def _leading(self, text: str) -> str:
+        """The chunk without what belongs to what came before: the stream's BOM, the LF of a CRLF split in two."""
         if not self._started and text:
             self._started = True
             if text.startswith(_BOM):
@@ -69,6 +70,19 @@ class SSEParser:
             self._skip_lf = False
             if text[0] == "\n":
                 text = text[1:]
+        return text
+
+    def _next_line_start(self, text: str, end: int) -> int:
+        """Where the next line starts after the line ending at ``end`` (CR, LF or CRLF)."""
+        if text[end] != "\r":
+            return end + 1
+        if end + 1 < len(text):
+            return end + 2 if text[end + 1] == "\n" else end + 1
+        self._skip_lf = True  # a CR ends this piece: the LF may come in the next one
+        return end + 1
+
+    def _text(self, text: str) -> list[ServerSentEvent]:
+        text = self._leading(text)
         out: list[ServerSentEvent] = []
         start, n = 0, len(text)
         next_cr, next_lf = text.find("\r"), text.find("\n")  # each searched again only once passed: linear
@@ -80,14 +94,7 @@ class SSEParser:
                 piece = "".join(self._partial)
                 self._partial = []
             self._line_done(piece, out)
-            if text[end] == "\r":
-                if end + 1 < n:
-                    start = end + 2 if text[end + 1] == "\n" else end + 1
-                else:
-                    self._skip_lf = True  # a CR ends this piece: the LF may come in the next one
-                    start = end + 1
-            else:
-                start = end + 1
+            start = self._next_line_start(text, end)
             if next_cr < start:
                 next_cr = text.find("\r", start)
             if next_lf < start:

@@ -159,32 +159,37 @@ def _describe(data: dict[str, Any], error: Any) -> str:
 
 
 def _graph_problems(workflow: Workflow, tools: tuple[str, ...]) -> list[str]:
+    """Every problem of the agents as a whole (duplicates, unknown dependencies, tools, roles), then a cycle."""
     problems: list[str] = []
     ids = [a.id for a in workflow.agents]
     for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(f"agent {duplicate!r} is defined more than once")
-    known = set(ids)
     for agent in workflow.agents:
-        for dependency in agent.depends_on:
-            if dependency not in known:
-                problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of the workflow")
-            elif dependency == agent.id:
-                problems.append(f"agent {agent.id!r} depends on itself")
-        for tool in agent.tools:
-            if tool not in tools:
-                problems.append(f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(tools)})")
-        role = workflow.role(agent.id)
-        if role is None:
-            prefixes = ", ".join(r.prefix for r in workflow.roles)
-            problems.append(f"agent {agent.id!r}: its id must start with a role prefix ({prefixes})")
-        else:
-            for tool in role.mandatory_tools:
-                if tool not in agent.tools:
-                    problems.append(f"agent {agent.id!r}: the {role.prefix} role needs the tool {tool!r}")
+        problems += _agent_problems(workflow, agent, set(ids), tools)
     if not problems:
         cycle = _cycle(workflow)
         if cycle:
             problems.append("the agents depend on each other in a cycle: " + " -> ".join(cycle))
+    return problems
+
+
+def _agent_problems(workflow: Workflow, agent: AgentSpec, known: set[str], tools: tuple[str, ...]) -> list[str]:
+    """One agent's problems: its dependencies, its tools, its role and the tools that role needs."""
+    problems: list[str] = []
+    for dependency in agent.depends_on:
+        if dependency not in known:
+            problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of the workflow")
+        elif dependency == agent.id:
+            problems.append(f"agent {agent.id!r} depends on itself")
+    problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(tools)})"
+                 for tool in agent.tools if tool not in tools]  # fmt: skip
+    role = workflow.role(agent.id)
+    if role is None:
+        prefixes = ", ".join(r.prefix for r in workflow.roles)
+        problems.append(f"agent {agent.id!r}: its id must start with a role prefix ({prefixes})")
+        return problems
+    problems += [f"agent {agent.id!r}: the {role.prefix} role needs the tool {tool!r}"
+                 for tool in role.mandatory_tools if tool not in agent.tools]  # fmt: skip
     return problems
 
 
