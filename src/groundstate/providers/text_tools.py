@@ -17,7 +17,7 @@ from typing import Any
 from .. import safejson
 from ..errors import ConfigurationError
 from .normalized import Event, TextDelta, ToolCall
-from .think_tags import partial_suffix
+from .tag_split import TagSplitter
 
 STYLES = {"hermes": ("<tool_call>", "</tool_call>"), "mistral": ("[TOOL_CALLS]", None)}
 
@@ -27,57 +27,44 @@ class UnknownStyle(ConfigurationError, ValueError):
 
 
 class TextToolCalls:
+    """Tool calls written as text in one of ``STYLES``, split out of the text deltas."""
+
     def __init__(self, style: str) -> None:
         if style not in STYLES:
             raise UnknownStyle(f"text tool-call style must be one of {', '.join(STYLES)}")
         self.open_tag, self.close_tag = STYLES[style]
-        self._inside = False
-        self._held = ""
+        self._splitter = TagSplitter(self.open_tag, self.close_tag)
         self._span: list[str] = []
         self._count = 0
 
     def feed(self, text: str) -> list[Event]:
+        """Text deltas and the calls whose spans this chunk closes."""
         out: list[Event] = []
-        text = self._held + text
-        self._held = ""
-        while text:
-            if self._inside:
-                end = text.find(self.close_tag) if self.close_tag else -1
-                if end >= 0:
-                    self._span.append(text[:end])
-                    self._calls("".join(self._span), out)
-                    self._span, self._inside = [], False
-                    text = text[end + len(self.close_tag) :]  # type: ignore[arg-type]
-                    continue
-                keep = partial_suffix(text, self.close_tag) if self.close_tag else 0
-                self._span.append(text[: len(text) - keep])
-            else:
-                start = text.find(self.open_tag)
-                if start >= 0:
-                    if start:
-                        out.append(TextDelta(text[:start]))
-                    self._inside = True
-                    text = text[start + len(self.open_tag) :]
-                    continue
-                keep = partial_suffix(text, self.open_tag)
-                if len(text) > keep:
-                    out.append(TextDelta(text[: len(text) - keep]))
-            self._held = text[len(text) - keep :]
-            break
+        for side, piece in self._splitter.feed(text):
+            if side == "outside":
+                out.append(TextDelta(piece))
+            elif side == "inside":
+                self._span.append(piece)
+            elif side == "closed":
+                self._calls("".join(self._span), out)
+                self._span = []
         return out
 
     def close(self) -> list[Event]:
+        """The end of the output: a Mistral array is parsed; a Hermes span still open is reported incomplete."""
         out: list[Event] = []
-        if self._inside:
-            self._span.append(self._held)
+        side, held = self._splitter.close()
+        if side == "inside":
+            self._span.append(held)
             if self.close_tag is None:  # a Mistral array runs to the end of the output
                 self._calls("".join(self._span), out)
             else:
                 raw = "".join(self._span)
                 out.append(ToolCall(self._next(), None, None, None, "the output ended inside a tool call", raw))
-        elif self._held:
-            out.append(TextDelta(self._held))
-        self._held, self._span, self._inside = "", [], False
+        elif held:
+            out.append(TextDelta(held))
+        self._span = []
+        self._splitter = TagSplitter(self.open_tag, self.close_tag)
         return out
 
     def _next(self) -> int:
