@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from ..loopback import Reply, loopback
 
 
 class Script:
@@ -21,30 +21,13 @@ class Script:
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
+    """The loopback server answering with ``script.responses`` in order, in 37-byte writes."""
     script = Script([])
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", 0))
-            script.requests.append(
-                {"path": self.path, "headers": dict(self.headers), "body": json.loads(self.rfile.read(length))}
-            )
-            status, headers, body = script.responses.pop(0)
-            self.send_response(status)
-            for name, value in {"content-type": "text/event-stream", **headers}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            for i in range(0, len(body), 37):  # the body in small writes, as a streaming server sends it
-                self.wfile.write(body[i : i + 37])
-                self.wfile.flush()
+    def respond(path: str, headers: dict[str, str], body: bytes) -> Reply:
+        script.requests.append({"path": path, "headers": headers, "body": json.loads(body)})
+        status, extra, payload = script.responses.pop(0)
+        return Reply(status, {"content-type": "text/event-stream", **extra}, payload, chunk=37)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", script
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback(respond) as url:
+        yield url, script

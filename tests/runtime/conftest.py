@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ import pytest
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
+
+from ..loopback import Reply, loopback
 
 _AGENT = re.compile(r"You are agent '([a-z0-9_]+)'")
 
@@ -58,44 +58,26 @@ class Script:
 
 @pytest.fixture
 def model() -> Iterator[tuple[str, Script]]:
+    """A scripted model behind the loopback server: each agent (named in its system prompt) gets its answers."""
     script = Script()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-            system = next(m["content"] for m in body["messages"] if m["role"] == "system")
-            agent = _AGENT.search(system).group(1)  # type: ignore[union-attr]
-            with script.lock:
-                script.requests.append((agent, body))
-            answer = script.next(agent, body)
-            time.sleep(script.delays.get(agent, 0))
-            if isinstance(answer, tuple):
-                status, payload = answer
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.end_headers()
-                self.wfile.write(payload)
-                return
-            if isinstance(answer, bytes):
-                stream = answer  # a raw SSE body, exactly as given
-            else:
-                stream = sse(answer if isinstance(answer, str) else json.dumps(answer))
-            try:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                self.wfile.write(stream)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client was killed mid-request (the kill-and-resume test does that on purpose)
+    def respond(_path: str, _headers: dict[str, str], raw: bytes) -> Reply:
+        body = json.loads(raw)
+        system = next(m["content"] for m in body["messages"] if m["role"] == "system")
+        agent = _AGENT.search(system).group(1)  # type: ignore[union-attr]
+        with script.lock:
+            script.requests.append((agent, body))
+        answer = script.next(agent, body)
+        delay = script.delays.get(agent, 0)
+        if isinstance(answer, tuple):
+            status, payload = answer
+            return Reply(status, {"content-type": "application/json"}, payload, delay=delay)
+        if isinstance(answer, bytes):
+            return Reply(body=answer, delay=delay)  # a raw SSE body, exactly as given
+        return Reply(body=sse(answer if isinstance(answer, str) else json.dumps(answer)), delay=delay)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", script
-    server.shutdown()
+    with loopback(respond) as url:
+        yield url, script
 
 
 @pytest.fixture

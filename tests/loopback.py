@@ -1,0 +1,65 @@
+"""The one test HTTP server: real HTTP on loopback, answering each POST with what the test's script decides.
+
+Provider tests replay recorded-format streams through it; runtime tests put a scripted model behind it. Each
+keeps its own script (what to answer); the serving — threads, headers, writes in pieces, a client that hangs
+up — lives here once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    """One response: status, headers, body; ``chunk`` writes the body in pieces of that size, as a streaming
+    server sends it; ``delay`` waits before answering."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    body: bytes = b""
+    chunk: int | None = None
+    delay: float = 0.0
+
+
+Respond = Callable[[str, dict[str, str], bytes], Reply]  # (path, headers, body) -> the reply
+
+
+@contextmanager
+def loopback(respond: Respond) -> Iterator[str]:
+    """Serve ``respond`` on 127.0.0.1 (a free port) until the block ends; yields the base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+            reply = respond(self.path, dict(self.headers), raw)
+            time.sleep(reply.delay)
+            try:
+                self.send_response(reply.status)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(reply.body)))
+                self.end_headers()
+                step = reply.chunk or max(len(reply.body), 1)
+                for i in range(0, len(reply.body), step):
+                    self.wfile.write(reply.body[i : i + step])
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away mid-response (some tests kill it on purpose)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
