@@ -17,6 +17,8 @@ from ..errors import LimitError
 
 
 class CoreLimits(BaseModel):
+    """Hard limits of the kernel core, read from the kernel configuration."""
+
     model_config = ConfigDict(extra="forbid")
 
     max_total_memory_mb: int = Field(4096, gt=0)
@@ -28,6 +30,8 @@ class CoreLimits(BaseModel):
 
 
 class ShardProfile(BaseModel):
+    """How one kind of shard runs: its executors' limits and its prompt's context budget."""
+
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = None
@@ -42,6 +46,8 @@ DEFAULT_SHARDS = ("main", "coder", "tester", "reviewer", "researcher")
 
 
 class KernelConfig(BaseModel):
+    """The kernel's configuration file (JSON): core limits and a profile per shard type."""
+
     model_config = ConfigDict(extra="forbid")
 
     core_limits: CoreLimits = Field(default_factory=CoreLimits)
@@ -53,6 +59,7 @@ class KernelConfig(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> KernelConfig:
+        """The configuration in the JSON file at ``path`` (validated; unknown keys refused)."""
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
 
 

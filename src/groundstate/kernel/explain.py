@@ -32,20 +32,25 @@ WITNESS = "explain_witness_"
 
 @dataclass
 class Explanation:
+    """Why a fact holds: the rule that derived it and the explanations of the facts it used."""
+
     fact: str
     how: str  # "asserted", "derived by <source:line>", "does not hold", ...
     because: list[Explanation] = field(default_factory=list)
 
     def render(self, indent: int = 0) -> str:
+        """The derivation as an indented tree, one fact per line."""
         lines = ["  " * indent + f"{self.fact}  [{self.how}]"]
         lines += [child.render(indent + 1) for child in self.because]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
+        """The derivation as nested objects (fact, rule, because)."""
         return {"fact": self.fact, "how": self.how, "because": [c.to_json() for c in self.because]}
 
 
 def explain(kernel: Kernel, text: str, depth: int = 6) -> str:
+    """Why the fact ``text`` holds, rendered as a derivation tree ``depth`` levels deep (or why it does not)."""
     return why(kernel, text, depth).render()
 
 

@@ -84,13 +84,20 @@ class Transaction:
         self.changes: list[tuple[bool, str, Row]] = []  # (assert?, predicate, row)
 
     def assert_(self, predicate: str, *rows: Iterable[Any]) -> None:
+        """Add ``rows`` of ``predicate`` when the transaction is applied."""
         self.changes += [(True, predicate, tuple(to_value(v) for v in row)) for row in rows]
 
     def retract(self, predicate: str, *rows: Iterable[Any]) -> None:
+        """Remove ``rows`` of ``predicate`` when the transaction is applied."""
         self.changes += [(False, predicate, tuple(to_value(v) for v in row)) for row in rows]
 
 
 class Kernel:
+    """The agent's executive: the policy program, its facts and the engine that keeps derived facts current.
+
+    Python reports facts (``apply``, ``assert_facts``) and reads what the rules derive (``query``,
+    ``final_decision``, ``phase``); it never decides a policy outcome itself."""
+
     def __init__(
         self,
         workspace: Workspace | str | Path,
@@ -135,6 +142,7 @@ class Kernel:
         self.engine, self.program = engine, program
 
     def set_external(self, predicate: str, function: External) -> None:
+        """Answer the external predicate ``predicate`` with ``function`` (the next evaluation is a full one)."""
         self._externals[predicate] = function
         self.engine.register_external(predicate, function)
         self.externals_changed()
@@ -154,6 +162,7 @@ class Kernel:
 
     # -- time --------------------------------------------------------------------------------------
     def now_ms(self) -> int:
+        """The kernel clock in milliseconds (the clock is injectable, so tests and replays are deterministic)."""
         return int(self.clock() * 1000)
 
     # -- changes -----------------------------------------------------------------------------------
@@ -165,6 +174,7 @@ class Kernel:
         self.apply(tx)
 
     def apply(self, tx: Transaction) -> Stats:
+        """Apply a transaction's changes at once and bring derived facts up to date."""
         limit = self.config.core_limits.max_facts_in_kernel
         adds = sum(1 for is_assert, pred, row in tx.changes if is_assert and row not in self.engine.base.get(pred, ()))
         if self.fact_count() + adds > limit:
@@ -190,6 +200,7 @@ class Kernel:
         return self.last_stats
 
     def assert_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
+        """Assert ``rows`` of ``predicate`` and bring derived facts up to date."""
         with self.transaction() as tx:
             tx.assert_(predicate, *rows)
         return self.last_stats
@@ -211,9 +222,11 @@ class Kernel:
 
     # -- reading -----------------------------------------------------------------------------------
     def query(self, pattern: str) -> list[Row]:
+        """The rows matching ``pattern`` (an atom such as ``permitted(A)``), derived facts included."""
         return self.engine.query(pattern)
 
     def holds(self, pattern: str) -> bool:
+        """Whether at least one row matches ``pattern``."""
         return bool(self.engine.query(pattern, sort=False))
 
     def fact_count(self) -> int:
@@ -221,12 +234,16 @@ class Kernel:
         return sum(len(facts) for facts in self.engine.base.values())
 
     def derived_count(self) -> int:
+        """How many facts the rules derived (all facts minus the asserted ones)."""
         return sum(len(rel) for rel in self.engine.relations.values()) - self.fact_count()
 
     def model_writable(self) -> set[str]:
+        """The predicates a model's control packet may update (declared ``model_writable``)."""
         return model_writable(self.engine.analyzed)
 
     def update_validator(self, allowlist: Collection[str] | None = None) -> UpdateValidator:
+        """A validator for model-written updates against this program's declarations (``allowlist``: the
+        predicates it may write; by default the model-writable ones)."""
         return update_validator(self.engine.analyzed, allowlist)
 
     def final_decision(self, action_id: Any) -> tuple[str, str]:
@@ -240,6 +257,7 @@ class Kernel:
         return decisions.pop(), "; ".join(r for _, _, r in rows)
 
     def phase(self) -> str:
+        """The one OODA phase the policy derives (PolicyInvariantError if it derives none or several)."""
         phases = self.query("current_ooda_phase(P)")
         if len(phases) != 1:
             found = ", ".join(str(p[0]) for p in phases) or "none"
@@ -249,11 +267,14 @@ class Kernel:
 
 
 class Frame:
+    """Facts asserted for the length of one question and retracted after it (``Kernel.frame``)."""
+
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.added: list[tuple[str, Row]] = []
 
     def assert_(self, predicate: str, *rows: Iterable[Any]) -> None:
+        """Assert ``rows`` of ``predicate``; the new ones are retracted when the frame closes."""
         tx = Transaction()
         tx.assert_(predicate, *rows)
         fresh = [(p, r) for _, p, r in tx.changes if r not in self.kernel.engine.base.get(p, ())]
@@ -261,9 +282,11 @@ class Frame:
         self.added += fresh
 
     def query(self, pattern: str) -> list[Row]:
+        """The rows matching ``pattern`` while the frame's facts hold."""
         return self.kernel.query(pattern)
 
     def close(self) -> None:
+        """Retract what the frame added (facts that were already there stay)."""
         if self.added:
             tx = Transaction()
             for predicate, row in self.added:

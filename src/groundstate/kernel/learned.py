@@ -35,6 +35,8 @@ class LearnedRuleError(PolicyError, ValueError):
 
 @dataclass
 class LearnedRule:
+    """A rule the model proposed: its number, its text, and its quarantine (evaluations left, what it derived)."""
+
     number: int
     text: str
     remaining: int  # evaluations left in quarantine; 0 = active
@@ -42,10 +44,13 @@ class LearnedRule:
 
     @property
     def active(self) -> bool:
+        """Whether the quarantine is over, so its derivations count."""
         return self.remaining == 0
 
 
 class LearnedRules:
+    """The learned rules of one kernel: proposed, checked in isolation, quarantined, then active."""
+
     def __init__(self, kernel: Kernel, path: str | Path | None = None, *, quarantine_evaluations: int = 5) -> None:
         self.kernel = kernel
         self.path = None if path is None else Path(path)
@@ -60,6 +65,7 @@ class LearnedRules:
 
     # -- proposing -----------------------------------------------------------------------------------
     def propose(self, text: str) -> LearnedRule:
+        """Accept ``text`` as a learned rule in quarantine, or refuse it (LearnedRuleError) with the reason."""
         self._check_syntax(text)
         candidate = LearnedRule(self._next_number(), text.strip(), self.quarantine_evaluations)
         program = self._program([*self.rules, candidate], quarantine=False)

@@ -29,6 +29,8 @@ ACTION_POSITION = 1  # next_action(Source, ActionType, Target, Payload)
 
 @dataclass(frozen=True)
 class Finding:
+    """One lint finding: its severity, the check that found it, where, and what is wrong."""
+
     level: str
     code: str
     message: str

@@ -46,6 +46,7 @@ class HashingEmbedder:
         self.dimension = dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit-length vector per text."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             words = _WORD.findall(text.lower())
@@ -73,19 +74,23 @@ class Memory:
 
     # -- the tiers -------------------------------------------------------------------------------------
     def promote(self, key: str, value: str) -> None:
+        """Keep ``value`` under ``key`` in the long-term tier (replacing an earlier value)."""
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO long_term VALUES (?, ?)", (key, value))
 
     def recall(self, key: str) -> str | None:
+        """The long-term value under ``key``, or None."""
         row = self.db.execute("SELECT value FROM long_term WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def store_vector(self, key: str, text: str) -> None:
+        """Embed ``text`` and keep it under ``key`` in the vector tier."""
         vector = self.embedder.embed([text])[0].astype(np.float32)
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (key, text, vector.tobytes()))
 
     def similar(self, query: str, top_k: int | None = None) -> list[tuple[str, float]]:
+        """The keys whose texts are most similar to ``query``, best first, with their cosine scores."""
         rows = self.db.execute("SELECT key, embedding FROM vectors ORDER BY key").fetchall()
         if not rows:
             return []

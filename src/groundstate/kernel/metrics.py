@@ -13,6 +13,8 @@ PHASES = ("/observe", "/decide", "/act")
 
 
 class Metrics:
+    """The kernel's Prometheus metrics (one registry per instance, so tests and runs do not share counts)."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -35,19 +37,23 @@ class Metrics:
         self._outcomes: dict[tuple[str, str], list[int]] = {}
 
     def evaluated(self, seconds: float, base: int, derived: int) -> None:
+        """Record one evaluation: its duration and the fact counts after it."""
         self.eval_duration.observe(seconds * 1000)
         self.fact_count.labels("base").set(base)
         self.fact_count.labels("derived").set(derived)
 
     def in_phase(self, phase: str) -> None:
+        """Mark ``phase`` as the current OODA phase (1 for it, 0 for the others)."""
         for name in PHASES:
             self.phase.labels(name).set(1 if name == phase else 0)
 
     def executed(self, action: str, executor: str, ok: bool) -> None:
+        """Count an action run by ``executor``, successful or not."""
         self.actions.labels(action, executor, "success" if ok else "failure").inc()
         counts = self._outcomes.setdefault((action, executor), [0, 0])
         counts[0 if ok else 1] += 1
         self.success_rate.labels(action, executor).set(counts[0] / (counts[0] + counts[1]))
 
     def render(self) -> str:
+        """The metrics in the Prometheus text format."""
         return generate_latest(self.registry).decode()

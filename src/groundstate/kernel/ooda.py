@@ -67,6 +67,8 @@ class Request:
 
 @dataclass
 class ActionReport:
+    """What became of one requested action: the decision and its reason, and the executor's status and output."""
+
     action_id: str
     type: str
     target: str
@@ -80,6 +82,7 @@ class ActionReport:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The report as printed by ``groundstate kernel step``."""
         return asdict(self)
 
 
@@ -242,6 +245,7 @@ class Shards:
 
     # -- one turn -----------------------------------------------------------------------------------
     def step(self, result: PacketResult, requests: Iterable[Request] | None = None) -> list[ActionReport]:
+        """One turn: perceive the packet, let the policy decide each request, run what is permitted, report."""
         self.perceive(result, requests)
         created = self.decide()
         self.act()
@@ -260,6 +264,7 @@ class Shards:
         self.metrics.in_phase(k.phase())
 
     def report(self, action_id: str) -> ActionReport:
+        """The report of an action by id (archived actions included)."""
         k = self.kernel
         _, action_type, target, payload, _ = k.query(f"pending_action({action_id}, T, G, P, M)")[0]
         decision, reason = k.final_decision(action_id)

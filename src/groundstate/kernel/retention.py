@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS action_log (
 
 @dataclass(frozen=True)
 class ArchivedAction:
+    """A settled action moved to cold storage by retention: its facts, kept for reports."""
+
     action_id: str
     created_ms: int
     type: str
@@ -57,16 +59,20 @@ class ColdStorage:
         self.db.execute(_SCHEMA)
 
     def add(self, rows: list[tuple[Any, ...]]) -> None:
+        """Archive ``rows`` (action facts) in one transaction."""
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO action_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def count(self) -> int:
+        """How many actions are archived."""
         return int(self.db.execute("SELECT count(*) FROM action_log").fetchone()[0])
 
     def last_number(self) -> int:
+        """The highest action number archived (0 when none), so numbering continues after a restart."""
         return int(self.db.execute("SELECT coalesce(max(number), 0) FROM action_log").fetchone()[0])
 
     def get(self, action_id: str) -> ArchivedAction | None:
+        """The archived action ``action_id``, or None."""
         row = self.db.execute("SELECT * FROM action_log WHERE action_id = ?", (action_id,)).fetchone()
         if row is None:
             return None

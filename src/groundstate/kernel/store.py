@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 
 
 class VirtualStore:
+    """The executors a kernel may run, by name, each confined to the workspace."""
+
     def __init__(
         self,
         workspace: Workspace,
@@ -34,9 +36,11 @@ class VirtualStore:
         self.commands = {k: v for k, v in (("test_command", test_command), ("build_command", build_command)) if v}
 
     def names(self) -> set[str]:
+        """The executor names, as the policy's routes may name them."""
         return set(self.executors)
 
     def run(self, executor: str, action: Action, profile: ShardProfile) -> Outcome:
+        """Run ``action`` with ``executor`` under the shard profile's limits; the executor's outcome."""
         function = self.executors.get(executor)
         if function is None:
             return Outcome(False, f"the virtual store has no executor {executor}")

@@ -34,6 +34,9 @@ class WorkspaceError(PolicyError, ValueError):
 
 
 class Workspace:
+    """The one directory actions may touch. Every target is resolved inside it (no absolute path, no '..',
+    no symlink or hard link leading out), and refused with the reason otherwise."""
+
     def __init__(self, root: str | Path, *, use_openat2: bool | None = None) -> None:
         self.root = Path(root).resolve(strict=True)
         if not self.root.is_dir():
@@ -72,9 +75,11 @@ class Workspace:
         return "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
 
     def relative(self, path: Path) -> str:
+        """``path`` as written relative to the workspace root."""
         return path.relative_to(self.root).as_posix() or "."
 
     def parts(self, target: str) -> tuple[str, ...]:
+        """The path components of ``target``, refused (WorkspaceError) if any could lead outside."""
         problem = _syntax_problem(target)
         if problem:
             raise WorkspaceError(f"{_shown(target)}: {problem}")
@@ -140,6 +145,7 @@ class Workspace:
             os.close(fd)
 
     def unlink(self, target: str) -> None:
+        """Delete the file ``target`` inside the workspace (a directory or a path outside is refused)."""
         *parents, leaf = self.parts(target) or ("",)
         if not leaf:
             raise WorkspaceError(f"{_shown(target)}: not a file name")

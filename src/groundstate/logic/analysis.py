@@ -33,6 +33,8 @@ LIST_REDUCERS = {"fn:sum", "fn:max", "fn:min"}  # also plain functions on a list
 
 @dataclass
 class PredicateInfo:
+    """What the analysis knows about a predicate: arity, declaration, documentation and modes."""
+
     name: str
     arity: int
     decl: Decl | None = None
@@ -41,6 +43,7 @@ class PredicateInfo:
 
     @property
     def external(self) -> bool:
+        """Whether the predicate is answered by Python (declared ``external``) rather than by facts."""
         return self.modes is not None
 
 
@@ -88,6 +91,8 @@ class Stratum:
 
 @dataclass
 class AnalyzedProgram:
+    """A checked program: its predicates, facts, numbered rules and strata in evaluation order."""
+
     predicates: dict[str, PredicateInfo]
     facts: dict[str, list[tuple[tuple[Any, ...], Position]]]
     rules: list[Rule]

@@ -11,6 +11,8 @@ from .values import display
 
 @dataclass(eq=False, slots=True)
 class Var:
+    """A variable in a clause (``_`` is the wildcard)."""
+
     name: str  # "_" is the wildcard; each occurrence is independent
     pos: Position
 
@@ -20,6 +22,8 @@ class Var:
 
 @dataclass(eq=False, slots=True)
 class Const:
+    """A constant: a name, string, number, list, map or struct."""
+
     value: Any
     pos: Position
 
@@ -44,6 +48,8 @@ Term = Var | Const | Apply
 
 @dataclass(eq=False, slots=True)
 class Atom:
+    """A predicate applied to terms, ``p(X, /a)``."""
+
     predicate: str
     args: tuple[Term, ...]
     pos: Position
@@ -54,6 +60,8 @@ class Atom:
 
 @dataclass(eq=False, slots=True)
 class Negation:
+    """A negated atom in a rule body, ``!p(X)``."""
+
     atom: Atom
     pos: Position
 
@@ -108,6 +116,8 @@ class Transform:
 
 @dataclass(eq=False, slots=True)
 class Clause:
+    """A fact or a rule: a head, a body of literals, and an optional transform (``|> do ...``)."""
+
     head: Atom
     body: tuple[Literal, ...]
     transform: Transform | None
@@ -115,6 +125,7 @@ class Clause:
 
     @property
     def is_fact(self) -> bool:
+        """Whether the clause has no body and no transform."""
         return not self.body and self.transform is None
 
     def __str__(self) -> str:

@@ -114,6 +114,7 @@ class Engine:
 
     @property
     def pending(self) -> bool:
+        """Whether asserted or retracted facts are waiting for an evaluation."""
         return self._needs_full or any(self._toggled.values())
 
     def evaluate(self, *, full: bool = False) -> Stats:
@@ -180,6 +181,7 @@ class Engine:
         return sort_facts(relation.facts) if sort else list(relation.facts)
 
     def all_facts(self) -> dict[str, list[Fact]]:
+        """Every relation's facts (derived ones included), sorted, evaluating first if needed."""
         if self.pending:
             self.evaluate()
         return {name: sort_facts(rel.facts) for name, rel in sorted(self.relations.items())}

@@ -22,6 +22,8 @@ class Position(NamedTuple):
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One problem in a program: where it is and what is wrong."""
+
     position: Position | None
     message: str
     severity: str = "error"
@@ -47,10 +49,12 @@ class LogicError(InputError):
 
     @property
     def message(self) -> str:
+        """The first diagnostic's message."""
         return self.diagnostics[0].message if self.diagnostics else ""
 
     @property
     def position(self) -> Position | None:
+        """Where the first diagnostic points, if anywhere."""
         return self.diagnostics[0].position if self.diagnostics else None
 
 
@@ -62,16 +66,19 @@ class ParseError(LogicError):
 
     @property
     def source(self) -> str:
+        """The file (or ``<input>``) the error is in."""
         assert self.position is not None
         return self.position.source
 
     @property
     def line(self) -> int:
+        """The 1-based line of the error."""
         assert self.position is not None
         return self.position.line
 
     @property
     def column(self) -> int:
+        """The 1-based column of the error."""
         assert self.position is not None
         return self.position.column
 

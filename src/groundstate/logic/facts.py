@@ -20,6 +20,8 @@ CONSTRUCTORS = ("fn:list", "fn:map", "fn:struct", "fn:pair")
 
 @dataclass(frozen=True)
 class GroundFact:
+    """A fact without variables, as parsed from text: its predicate and values."""
+
     predicate: str
     args: tuple[Any, ...]
 

@@ -32,10 +32,12 @@ class Program:
 
     @classmethod
     def parse(cls, text: str, source: str = "<input>") -> Program:
+        """A program from source text (``source`` names it in diagnostics)."""
         return cls([parse_unit(text, source)])
 
     @classmethod
     def load(cls, *paths: str | Path) -> Program:
+        """A program from ``.mg`` files, analyzed together."""
         units = []
         for path in paths:
             data = Path(path).read_bytes()

@@ -58,6 +58,7 @@ class Name:
         return self.text
 
     def parts(self) -> list[str]:
+        """The segments of the name, ``/a/b`` -> ``['a', 'b']``."""
         return self.text[1:].split("/")
 
 
@@ -298,6 +299,7 @@ def display(value: Any) -> str:
 
 
 def display_fact(predicate: str, args: tuple[Any, ...]) -> str:
+    """A fact written as the language writes it, ``p(/a, "x", 3)``."""
     return f"{predicate}(" + ", ".join(display(a) for a in args) + ")"
 
 

@@ -38,6 +38,8 @@ class IntentClassification(_Section):
 
 
 class MemoryOperation(_Section):
+    """One memory operation in a control packet: promote a value, store a vector, or forget."""
+
     op: Literal["promote_to_long_term", "store_vector", "forget", "note"]
     key: str = Field(min_length=1, max_length=512)
     value: str = ""
@@ -92,6 +94,8 @@ class LearningSignals(_Section):
 
 
 class ControlPacket(_Section):
+    """The control packet (v1.2.0): the model's hidden truth channel, validated before its surface is shown."""
+
     intent_classification: IntentClassification
     mangle_updates: list[str] = Field(default_factory=list)
     memory_operations: list[MemoryOperation] = Field(default_factory=list)

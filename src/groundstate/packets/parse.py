@@ -22,6 +22,8 @@ LIST_SECTIONS = ("mangle_updates", "memory_operations", "state_transitions")
 
 @dataclass(frozen=True)
 class Limits:
+    """Bounds on one packet: updates, their length, tool requests, and the surface's characters."""
+
     max_surface_chars: int = 50_000
     max_updates: int = 2000
     max_update_chars: int = 1000
@@ -29,6 +31,8 @@ class Limits:
 
 @dataclass
 class PacketResult:
+    """A parsed output: the packet (or the errors that rejected it), accepted and dropped updates, warnings."""
+
     packet: ControlPacket | None
     surface: str
     source: str = "plain"  # plain, fenced, embedded, surface_only (parse_output) or stream (the gate)
@@ -43,6 +47,7 @@ class PacketResult:
         return self.packet is not None
 
     def to_json(self) -> dict[str, Any]:
+        """The result as printed by ``groundstate packets validate``."""
         return {
             "ok": self.ok,
             "errors": self.errors,

@@ -21,6 +21,8 @@ MAX_CONTENT_CHARS = 1_000_000
 
 
 class ToolRequest(BaseModel):
+    """One tool request in a packet: its type (``/name``), target and payload."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     tool: str = Field(pattern=TOOL_NAME)

@@ -17,6 +17,8 @@ from ..logic import NotAGroundFact, PredicateInfo, bounds_problem, display_fact,
 
 @dataclass(frozen=True)
 class AcceptedUpdate:
+    """A model-written fact that passed validation, ready for the kernel."""
+
     text: str
     predicate: str
     fact: tuple[Any, ...]
@@ -24,6 +26,8 @@ class AcceptedUpdate:
 
 @dataclass(frozen=True)
 class DroppedUpdate:
+    """A model-written update that was refused, with the reason."""
+
     update: str
     reason: str
 
@@ -54,6 +58,7 @@ class UpdateValidator:
         self.max_update_chars = max_update_chars
 
     def check(self, updates: list[str]) -> UpdateCheck:
+        """Accepted and dropped updates of one packet (bounded by the limits; each refusal says why)."""
         result = UpdateCheck()
         for number, update in enumerate(updates):
             if number >= self.max_updates:

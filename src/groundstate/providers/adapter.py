@@ -38,6 +38,7 @@ class StreamAdapter(ABC):
         self.done = False
 
     def feed(self, data: bytes) -> list[Event]:
+        """The normalized events this chunk of the provider's bytes completes."""
         out: list[Event] = []
         for event in self._sse.feed(data):
             if not self.done:
@@ -57,6 +58,7 @@ class StreamAdapter(ABC):
             out.append(ErrorEvent(record))
 
     def close(self) -> list[Event]:
+        """The end of the stream: what was held back, and Truncated if the provider's end marker never came."""
         out: list[Event] = []
         truncated: list[Event] = []
         for event in self._sse.close():

@@ -19,6 +19,7 @@ class SigilBridge:
         self._started = False
 
     def push(self, event: Event) -> bytes:
+        """SIGIL frames for one normalized event (the HELLO first, before the first event)."""
         out = b"" if self._started else self.encoder.hello()
         self._started = True
         encode = self.vocabulary.encode
@@ -45,6 +46,7 @@ class SigilBridge:
         return out  # usage and tool-call fragments carry nothing for the wire
 
     def end(self) -> bytes:
+        """The frames that end the stream."""
         return self.encoder.end()
 
     def tokens(self, mode: Mode, ids: list[int]) -> bytes:

@@ -50,6 +50,7 @@ class ChatRequest(BaseModel):
 
 
 def parse_chat_request(body: bytes) -> ChatRequest:
+    """An OpenAI-style chat request body, checked (size, depth, shape) before anything reads it."""
     if len(body) > MAX_BODY_BYTES:
         raise ChatRequestError(f"the body has {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
     try:

@@ -25,11 +25,14 @@ from .normalized import ErrorEvent, Event, Finish, Usage
 
 @dataclass
 class RetryPolicy:
+    """How often and how long to retry a failed request before any content has been passed on."""
+
     max_attempts: int = 4
     base_delay_s: float = 0.5  # exponential backoff when the provider gives no hint
     max_delay_s: float = 60.0
 
     def delay(self, attempt: int, record: ErrorRecord) -> float:
+        """Seconds to wait before the next attempt: the provider's hint if it gave one, else exponential backoff."""
         hinted = record.retry_after_s
         delay = hinted if hinted is not None else self.base_delay_s * 2 ** (attempt - 1)
         return min(delay, self.max_delay_s)

@@ -9,6 +9,9 @@ from .think_tags import ThinkTags
 
 
 class TextConventions:
+    """A model's text conventions (inline ``<think>`` tags, tool calls written as text), configured per
+    model, never guessed."""
+
     def __init__(
         self, *, think_tags: bool = False, opening_tag_omitted: bool = False, text_tools: str | None = None
     ) -> None:
@@ -16,6 +19,7 @@ class TextConventions:
         self.tools = TextToolCalls(text_tools) if text_tools else None
 
     def feed(self, events: list[Event]) -> list[Event]:
+        """The events this text delta becomes under the configured conventions."""
         out: list[Event] = []
         for event in events:
             if isinstance(event, TextDelta):
@@ -27,6 +31,7 @@ class TextConventions:
         return out
 
     def close(self) -> list[Event]:
+        """The end of the output: what the conventions held back."""
         return self._flush()
 
     def _text(self, events: list[Event]) -> list[Event]:

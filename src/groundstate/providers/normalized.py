@@ -18,6 +18,8 @@ FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "refusal", "
 
 @dataclass(slots=True)
 class TextDelta:
+    """Answer text."""
+
     text: str
     choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "text"
@@ -25,6 +27,8 @@ class TextDelta:
 
 @dataclass(slots=True)
 class ThinkDelta:
+    """Reasoning text (a thought, never shown as the answer)."""
+
     text: str
     choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "think"
@@ -32,6 +36,8 @@ class ThinkDelta:
 
 @dataclass(slots=True)
 class Refusal:
+    """Text of a refusal the provider marks as such."""
+
     text: str
     choice: int = 0  # which of several completions (OpenAI ``n`` > 1)
     type: str = "refusal"
@@ -39,6 +45,8 @@ class Refusal:
 
 @dataclass(slots=True)
 class ToolCallStart:
+    """A native tool call begins: its index, id and name."""
+
     index: int
     id: str | None
     name: str | None
@@ -48,6 +56,8 @@ class ToolCallStart:
 
 @dataclass(slots=True)
 class ToolCallDelta:
+    """A fragment of a native tool call's JSON arguments."""
+
     index: int
     arguments: str
     type: str = "tool_call_delta"
@@ -69,6 +79,8 @@ class ToolCall:
 
 @dataclass(slots=True)
 class Finish:
+    """Why the model stopped: a normalized reason and the provider's own."""
+
     reason: str  # one of FINISH_REASONS
     raw: Any
     choice: int = 0
@@ -77,6 +89,8 @@ class Finish:
 
 @dataclass(slots=True)
 class Usage:
+    """Token counts the provider reported."""
+
     input_tokens: int | None
     output_tokens: int | None
     type: str = "usage"
@@ -84,12 +98,16 @@ class Usage:
 
 @dataclass(slots=True)
 class ErrorEvent:
+    """A provider error inside the stream, classified."""
+
     error: ErrorRecord
     type: str = "error"
 
 
 @dataclass(slots=True)
 class Truncated:
+    """The stream ended without the provider's end marker."""
+
     detail: str
     type: str = "truncated"
 

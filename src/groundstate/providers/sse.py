@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 @dataclass(slots=True)
 class ServerSentEvent:
+    """One dispatched server-sent event: its type, data, id and retry."""
+
     data: str
     event: str = "message"
     id: str = ""  # the last event id, which persists across events
@@ -35,6 +37,8 @@ _BOM = "\ufeff"
 
 
 class SSEParser:
+    """A sans-IO server-sent-events parser: bytes in, events out, lines split anywhere."""
+
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial: list[str] = []  # pieces of the line not yet ended (joined once, when it ends)
@@ -48,6 +52,7 @@ class SSEParser:
         self.retry: int | None = None
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """The events completed by this chunk of bytes."""
         return self._text(self._utf8.decode(data))
 
     def close(self) -> list[ServerSentEvent | SSETruncated]:

@@ -150,6 +150,8 @@ class HTTPBackend:
 
 
 def make_backend(spec: str) -> Backend:
+    """The model backend a ``--model`` spec names: ``local``, ``local:PATH.gguf`` or ``API:MODEL@URL``
+    (ModelSpecError saying what is wrong otherwise)."""
     if spec == "local" or spec.startswith("local:"):
         return LocalBackend(spec.partition(":")[2] or None)
     api, _, rest = spec.partition(":")

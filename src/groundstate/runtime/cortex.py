@@ -52,6 +52,8 @@ class Action(BaseModel):
 
 
 class Pattern(BaseModel):
+    """A cortex pattern: when its condition holds, it spawns an agent or interrupts the run."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
@@ -77,6 +79,7 @@ def default_patterns_path() -> Path:
 
 
 def load_patterns(path: str | Path | None = None) -> list[Pattern]:
+    """The cortex patterns in the JSON file at ``path`` (the bundled ones by default); CortexError on a bad file."""
     source = Path(path or default_patterns_path())
     try:
         data: Any = json.loads(source.read_text(encoding="utf-8"))

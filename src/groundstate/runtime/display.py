@@ -14,6 +14,7 @@ STYLES = {"pending": "dim", "running": "yellow", "succeeded": "green", "failed":
 
 
 def dag_view(state: RunState, depends: dict[str, list[str]]) -> Table:
+    """The run's agents as a terminal table in dependency order, with status and attempts."""
     table = Table(title=f"{state.name} — {state.run_id} — {state.status}", expand=False)
     table.add_column("agent")
     table.add_column("depends on")
@@ -28,6 +29,7 @@ def dag_view(state: RunState, depends: dict[str, list[str]]) -> Table:
 
 
 def approval_card(state: RunState) -> Panel | None:
+    """The terminal card for the run's current pause (None when nothing waits)."""
     pause = state.pause
     if pause is None:
         return None

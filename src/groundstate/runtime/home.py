@@ -16,4 +16,5 @@ def home() -> Path:
 
 
 def default_db_url(base: Path | None = None) -> str:
+    """The SQLite store in ``base`` (``$GROUNDSTATE_HOME`` by default)."""
     return f"sqlite:///{(base or home()) / 'groundstate.db'}"

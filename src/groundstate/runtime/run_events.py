@@ -36,6 +36,8 @@ def mangle_name(event_type: str) -> str:
 
 @dataclass(frozen=True)
 class Event:
+    """One event of a run's log: its run, sequence number, type, agent, payload, time and actor."""
+
     run_id: str
     seq: int  # 1, 2, … within the run
     type: str
@@ -45,5 +47,6 @@ class Event:
     actor: str = "runtime"
 
     def to_json(self) -> dict[str, Any]:
+        """The event as printed by ``runs show --events`` and served by the API."""
         return {"run_id": self.run_id, "seq": self.seq, "type": self.type, "agent": self.agent,
                 "payload": self.payload, "at": self.at.isoformat(), "actor": self.actor}  # fmt: skip

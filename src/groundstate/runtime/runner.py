@@ -106,6 +106,8 @@ class RunContext:
 
 
 class Runtime:
+    """Creates, drives and resumes runs of workflows; every effect goes through the event store."""
+
     def __init__(
         self,
         store: EventStore,
@@ -138,6 +140,7 @@ class Runtime:
 
     # -- starting --------------------------------------------------------------------------------------
     def create(self, workflow_text: str, source: str = "<workflow>", model: str = "local") -> str:
+        """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet."""
         workflow = parse_workflow(workflow_text, source)
         run_id = self.store.create_run(workflow.name, workflow_text, model)
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])

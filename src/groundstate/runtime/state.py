@@ -109,6 +109,8 @@ class RunEnded(EventRefused):
 
 @dataclass
 class Invocation:
+    """One agent's invocation as the log tells it: status, attempts, output, tool calls, error."""
+
     agent: str
     status: NodeStatus = NodeStatus.PENDING
     attempts: int = 0
@@ -122,6 +124,8 @@ class Invocation:
 
 @dataclass
 class Pause:
+    """An approval waiting for the operator: whose, why, and the event that asked for it."""
+
     agent: str | None
     category: str  # "safety" or "quality"
     reason: str
@@ -132,6 +136,8 @@ class Pause:
 
 @dataclass
 class RunState:
+    """A run as its event log tells it: status, agents, pauses (rebuilt exactly by ``replay``)."""
+
     run_id: str
     workflow: str = ""  # the workflow's YAML text, as started
     name: str = ""

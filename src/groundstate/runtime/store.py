@@ -105,6 +105,8 @@ class StoreCorrupt(StoreError):
 
 
 class EventStore:
+    """The runs' event logs in SQL (SQLite or PostgreSQL), with one lease per run for its driver."""
+
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine: Engine = create_engine(url, future=True)
@@ -130,6 +132,7 @@ class EventStore:
 
     # -- writing -------------------------------------------------------------------------------------
     def create_run(self, name: str, workflow_text: str, model: str | None, run_id: str | None = None) -> str:
+        """A new run with its RunCreated event; returns its id."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
@@ -219,11 +222,13 @@ class EventStore:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
 
     def release_lease(self, run_id: str, holder: str) -> None:
+        """Give up the run's lease, if ``holder`` still has it."""
         with self._lock, self.engine.begin() as db:
             db.execute(leases.delete().where(leases.c.run_id == run_id, leases.c.holder == holder))
 
     # -- reading -------------------------------------------------------------------------------------
     def events(self, run_id: str, after: int = 0) -> list[ev.Event]:
+        """The run's events after sequence number ``after`` (StoreCorrupt if the log has a gap)."""
         with self.engine.connect() as db:
             return self._events(db, run_id, after)
 

@@ -44,6 +44,8 @@ DEFAULT_ROLES = [
 
 
 class AgentSpec(BaseModel):
+    """One agent of a workflow: id (prefixed by its role), instructions, tools, dependencies."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
@@ -61,6 +63,8 @@ class AgentSpec(BaseModel):
 
 
 class Workflow(BaseModel):
+    """A workflow: its roles and agents (a DAG, checked when parsed)."""
+
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
@@ -72,11 +76,13 @@ class Workflow(BaseModel):
     _order: list[str] = PrivateAttr(default_factory=list)
 
     def agent(self, agent_id: str) -> AgentSpec:
+        """The agent with id ``agent_id`` (KeyError if there is none)."""
         if len(self._index) != len(self.agents):  # agents can be added (SpawnAgent): rebuild
             self._index = {a.id: a for a in self.agents}
         return self._index[agent_id]
 
     def role(self, agent_id: str) -> Role | None:
+        """The role whose prefix starts ``agent_id``, or None."""
         return next((r for r in self.roles if agent_id.startswith(r.prefix)), None)
 
     def order(self) -> list[str]:
@@ -112,6 +118,7 @@ class WorkflowError(ConfigurationError, ValueError):
 
 
 def load_workflow(path: str | Path) -> Workflow:
+    """The workflow in the YAML file at ``path``."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -121,6 +128,8 @@ def load_workflow(path: str | Path) -> Workflow:
 
 
 def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...] = TOOLS) -> Workflow:
+    """The workflow in ``text``, checked (schema, roles, tools, dependencies, cycles); WorkflowError lists
+    every problem, each naming the agent."""
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Limits:
+    """Resource limits for one sandboxed program: time, memory, CPU, file size, processes, output."""
+
     timeout_s: float = 60.0  # wall clock: at the deadline the whole process tree is killed
     memory_mb: int = 512  # address space per process (RLIMIT_AS)
     cpu_s: int | None = None  # CPU seconds per process (RLIMIT_CPU); None: the timeout, rounded up

@@ -35,6 +35,8 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; F
 
 @dataclass(frozen=True)
 class Completed:
+    """How a sandboxed program ended: exit code, output, whether it timed out, whether it was confined."""
+
     returncode: int
     stdout: str
     stderr: str
@@ -43,6 +45,7 @@ class Completed:
 
     @property
     def ok(self) -> bool:
+        """Exited 0 within its time."""
         return self.returncode == 0 and not self.timed_out
 
 
@@ -63,6 +66,7 @@ class Sandbox:
         writable_git: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> Completed:
+        """Run ``argv`` confined to ``workspace`` under ``limits``; the whole process tree is gone when this returns."""
         if not argv:
             raise SandboxError("nothing to run")
         workspace = Path(workspace).resolve(strict=True)

@@ -21,14 +21,18 @@ class Content:
     boundary: bool
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as printed by ``groundstate wire decode``."""
         return {"stream": self.stream, "kind": MODES[self.mode], "tokens": list(self.tokens), "boundary": self.boundary}
 
 
 @dataclass(slots=True)
 class StreamEnd:
+    """A stream ended (STREAM_END): its state is forgotten."""
+
     stream: int
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as printed by ``groundstate wire decode``."""
         return {"stream": self.stream, "kind": "stream_end"}
 
 
@@ -44,6 +48,7 @@ class Reset:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as printed by ``groundstate wire decode``."""
         out: dict[str, Any] = {"stream": self.stream, "kind": "reset", "reason": self.reason, "dropped": self.dropped}
         if self.skipped_bytes:
             out["skipped_bytes"] = self.skipped_bytes
@@ -54,20 +59,26 @@ class Reset:
 
 @dataclass(slots=True)
 class UpstreamError:
+    """A provider error carried in the stream (UPSTREAM_ERROR), as its JSON payload."""
+
     stream: int
     error: dict[str, Any] = field(hash=False)
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as printed by ``groundstate wire decode``."""
         return {"stream": self.stream, "kind": "upstream_error", "error": self.error}
 
 
 @dataclass(slots=True)
 class Hello:
+    """A stream's HELLO: the vocabulary it announces and the token table."""
+
     stream: int
     vocabulary: str
     hot_table: tuple[int, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as printed by ``groundstate wire decode``."""
         return {
             "stream": self.stream,
             "kind": "hello",

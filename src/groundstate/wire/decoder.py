@@ -76,12 +76,14 @@ class Decoder:
         self.max_streams = max_streams
 
     def feed(self, data: bytes) -> list[Chunk]:
+        """The chunks completed by these bytes (split anywhere); ambiguity resets the stream, never guesses."""
         out: list[Chunk] = []
         for item in self._frames.feed(data):
             self._handle(item, out)
         return out
 
     def close(self) -> list[Chunk]:
+        """The end of the input: leftover bytes are handled, and every stream still open is reset (truncated)."""
         out: list[Chunk] = []
         for item in self._frames.close():
             self._handle(item, out)

@@ -49,6 +49,8 @@ def encode_tokens(ids: Iterable[int], hot_index: dict[int, int]) -> bytes:
 
 
 class Encoder:
+    """Builds SIGIL frames for one stream: HELLO, content by mode, flushes, chunk ends, the end."""
+
     def __init__(
         self,
         stream_id: int = 1,
@@ -98,15 +100,19 @@ class Encoder:
         return bytes(out)
 
     def text(self, ids: Iterable[int]) -> bytes:
+        """Frames carrying ``ids`` as answer text."""
         return self.content(Mode.TEXT, ids)
 
     def think(self, ids: Iterable[int]) -> bytes:
+        """Frames carrying ``ids`` as reasoning."""
         return self.content(Mode.THINK, ids)
 
     def tool_call(self, ids: Iterable[int]) -> bytes:
+        """Frames carrying ``ids`` as a tool call."""
         return self.content(Mode.TOOL_CALL, ids)
 
     def code_block(self, ids: Iterable[int]) -> bytes:
+        """Frames carrying ``ids`` as a code block."""
         return self.content(Mode.CODE_BLOCK, ids)
 
     def close_mode(self) -> bytes:

@@ -22,10 +22,12 @@ class Recorder:
         self._file: BinaryIO = os.fdopen(fd, "ab")
 
     def write(self, data: bytes) -> None:
+        """Append ``data`` and flush it."""
         self._file.write(data)
         self._file.flush()
 
     def close(self) -> None:
+        """Close the file."""
         self._file.close()
 
     def __enter__(self) -> Recorder:

@@ -24,11 +24,15 @@ class UnknownToken(EncodeError):
 
 
 class Vocabulary(Protocol):
+    """What the wire needs of a tokenizer: its name (announced in HELLO), text to ids, an id to its bytes."""
+
     name: str  # announced in HELLO
 
-    def encode(self, text: str) -> list[int]: ...
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text``."""
 
-    def token_bytes(self, token_id: int) -> bytes: ...
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes token ``token_id`` stands for (UnknownToken if it has none)."""
 
 
 class ByteVocabulary:
@@ -37,9 +41,11 @@ class ByteVocabulary:
     name = "bytes"
 
     def encode(self, text: str) -> list[int]:
+        """One token per UTF-8 byte."""
         return list(text.encode("utf-8"))
 
     def token_bytes(self, token_id: int) -> bytes:
+        """The byte itself (ids 0..255)."""
         if not 0 <= token_id < 256:
             raise UnknownToken(f"token {token_id} is not in the byte vocabulary (0..255)")
         return _BYTES[token_id]
@@ -83,9 +89,11 @@ class TokenizerVocabulary:
         self._cache: dict[int, bytes] = {}
 
     def encode(self, text: str) -> list[int]:
+        """The token ids of ``text`` under the Hugging Face tokenizer, without special tokens."""
         return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token (byte-level tokens decoded to raw bytes)."""
         found = self._cache.get(token_id)
         if found is not None:
             return found
@@ -119,9 +127,11 @@ class LlamaVocabulary:
         return cls(model_path, model)
 
     def encode(self, text: str) -> list[int]:
+        """The token ids of ``text`` under the GGUF model's tokenizer, without special tokens."""
         return list(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token as llama.cpp detokenizes it."""
         if not 0 <= token_id < self.model.n_vocab():
             raise UnknownToken(f"token {token_id} is not in {self.name}")
         return bytes(self.model.detokenize([token_id]))
@@ -135,6 +145,7 @@ class Detokenizer:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, ids: Iterable[int]) -> str:
+        """The text these ids complete (a split character waits for its remaining bytes)."""
         token_bytes = self.vocabulary.token_bytes
         return self._utf8.decode(b"".join(token_bytes(t) for t in ids))
 

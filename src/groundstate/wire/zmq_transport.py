@@ -62,6 +62,7 @@ class FrameSender:
         return len(frames)
 
     def close(self) -> None:
+        """Close the socket."""
         self.socket.close()
 
 
@@ -94,5 +95,6 @@ class FrameReceiver:
             yield from self.decoder.feed(parts[-1])  # the frame is the last part; a damaged one is reported
 
     def close(self) -> list[Chunk]:
+        """Close the socket; the decoder's final chunks."""
         self.socket.close()
         return self.decoder.close()

@@ -14,6 +14,8 @@ from ..workspace import Workspace
 
 @dataclass(frozen=True)
 class Action:
+    """One permitted action as an executor receives it: its id, type, target and payload."""
+
     action_id: str
     type: str  # the canonical action type, without the leading "/"
     target: str
@@ -32,6 +34,8 @@ class Action:
         return {"text": self.payload} if self.payload else {}
 
     def text_field(self, name: str, *, required: bool = True) -> str:
+        """A named text field of the payload ("" if absent and not ``required``); ExecutorError naming the field
+        if it is missing or not text."""
         value = self.fields().get(name)
         if value is None and not required:
             return ""
@@ -66,6 +70,8 @@ class Context:
 
 @dataclass
 class Outcome:
+    """What an executor reports: success, its (bounded) output, and facts for the kernel to assert."""
+
     ok: bool
     output: str
     facts: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # extra facts for the kernel
