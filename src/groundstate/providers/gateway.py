@@ -13,16 +13,19 @@ import itertools
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from ..wire import ByteVocabulary, Mode
 from .apis import provider_api
 from .bridge import SigilBridge
-from .chat_request import ChatRequestError, parse_chat_request
+from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import classify
 from .normalized import ErrorEvent
+
+if TYPE_CHECKING:
+    from .local import LocalModel
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -115,69 +118,61 @@ class Gateway:
 
     # -- local model ---------------------------------------------------------------------------------------
     async def _local_completion(self, scope: Scope, body: bytes, send: Send) -> None:
+        """An OpenAI-style chat completion from the in-process model: checked request, one generation at a time
+        (published as SIGIL), answered whole or as an SSE stream."""
         if scope["method"] != "POST" or not scope["path"].rstrip("/").endswith("/chat/completions"):
-            await _json(
-                send,
-                404,
-                {
-                    "error": {
-                        "message": "the local gateway serves POST /v1/chat/completions",
-                        "type": "invalid_request_error",
-                        "code": None,
-                    }
-                },
-            )
+            await _json(send, 404, _request_error("the local gateway serves POST /v1/chat/completions"))
             return
         try:
             request = parse_chat_request(body)
         except ChatRequestError as exc:
-            await _json(send, 400, {"error": {"message": str(exc), "type": "invalid_request_error", "code": None}})
+            await _json(send, 400, _request_error(str(exc)))
             return
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self._local is None:
             from .local import LocalModel
 
             self._local = await asyncio.to_thread(LocalModel)
         model = self._local
+        pieces, finish = await self._generate(model, request)
+        base = {"id": f"chatcmpl-local-{time.time_ns()}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model.path.name}  # fmt: skip
+        if request.stream:
+            await _stream_answer(send, base, pieces, finish)
+        else:
+            message = {"role": "assistant", "content": "".join(pieces)}
+            choice = {"index": 0, "message": message, "finish_reason": finish}
+            await _json(send, 200, {**base, "object": "chat.completion", "choices": [choice]})
+
+    async def _generate(self, model: LocalModel, request: ChatRequest) -> tuple[list[str], str | None]:
+        """The completion's text pieces and finish reason; its tokens are published as one SIGIL stream."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
         options: dict[str, Any] = {"max_tokens": request.token_budget, "temperature": request.temperature}
-        schema = request.json_schema
-        if schema:
-            options["json_schema"] = schema
+        if request.json_schema:
+            options["json_schema"] = request.json_schema
         bridge = SigilBridge(model.vocabulary, next(self._streams))
-        base = {
-            "id": f"chatcmpl-local-{time.time_ns()}",
-            "object": "chat.completion.chunk",
-            "created": int(time.time()),
-            "model": model.path.name,
-        }
-        async with self._lock:
+        async with self._lock:  # one generation at a time: the model is not re-entrant
             tokens = await asyncio.to_thread(lambda: list(model.tokens(messages, **options)))
             finish, tail = model.finish_reason, model.tail_text
-        stream = request.stream
-        text = "".join(t.text for t in tokens) + tail
         for token in tokens:
             self.publish(bridge.tokens(Mode.TEXT, [token.id]))
         self.publish(bridge.end())
-        if not stream:
-            await _json(send, 200, {**base, "object": "chat.completion", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}]})  # fmt: skip
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        pieces = [t.text for t in tokens if t.text] + ([tail] if tail else [])
-        for piece in [None, *pieces]:
-            delta = {"role": "assistant", "content": ""} if piece is None else {"content": piece}
-            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": b"data: " + json.dumps(chunk).encode() + b"\n\n",
-                    "more_body": True,
-                }
-            )
-        last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-        await send(
-            {"type": "http.response.body", "body": b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n"}
-        )
+        return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish
+
+
+def _request_error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+
+
+async def _stream_answer(send: Send, base: dict[str, Any], pieces: list[str], finish: str | None) -> None:
+    """The answer as OpenAI-style SSE: a role chunk, one chunk per piece, the finish, ``[DONE]``."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    for piece in [None, *pieces]:
+        delta = {"role": "assistant", "content": ""} if piece is None else {"content": piece}
+        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+    last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    await send({"type": "http.response.body", "body": b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n"})
 
 
 async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
