@@ -148,6 +148,9 @@ def patterns_file(tmp_path: Path) -> Path:
         {"id": "stop_forbidden", "name": "Forbidden search", "trigger_event": "ToolCall",
          "condition": 'tool_call(Run, Agent, Seq, /web_search, Q), :string:contains(Q, "forbidden")',
          "action": {"Interrupt": {"reason": "a forbidden search"}}},
+        {"id": "stop_any_forbidden", "name": "Forbidden anything", "trigger_event": "ToolCall",
+         "condition": 'tool_call(Run, Agent, Seq, Tool, Q), :string:contains(Q, "forbidden")',
+         "action": {"Interrupt": {"reason": "a forbidden argument"}}},
         {"id": "add_extra", "name": "Extra writer", "trigger_event": "AgentCompleted",
          "condition": 'Agent = "research_left"',
          "action": {"SpawnAgent": {"agent": {"id": "writer_extra", "instructions": "extra",
@@ -171,7 +174,10 @@ def test_cortex_interrupt_and_spawn(tmp_path: Path, model: tuple[str, Script]) -
     script.answers = {**answers(), "research_left": [envelope("x", [{"tool": "web_search", "argument": "forbidden"}])]}
     run_id = runtime.create(BRANCHES, "b.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
-    assert state.status == "aborted" and state.outcome == "a forbidden search"
+    assert state.status == "aborted" and set((state.outcome or "").split("; ")) == {
+        "a forbidden search", "a forbidden argument"}  # both interrupts fired: both are reported  # fmt: skip
+    aborted = next(e for e in record(runtime, run_id) if e.type == ev.RUN_ABORTED)
+    assert aborted.agent == "research_left" and len(aborted.payload["interrupts"]) == 2
     record(runtime, run_id)
 
 

@@ -321,8 +321,13 @@ class Runtime:
         """Interrupts abort the run; spawned agents join it. True when the run was aborted."""
         if not self.acting_patterns:
             return False
-        for interrupted, reason in ctx.guards.interrupts():
-            self._emit(ctx, ev.RUN_ABORTED, interrupted or agent, {"reason": reason, "by": "cortex"})
+        interrupts = ctx.guards.interrupts()
+        if interrupts:  # every interrupt that fired is reported; none is chosen over another
+            reason = "; ".join(dict.fromkeys(r for _, r in interrupts))
+            agents = {a for a, _ in interrupts if a}
+            by = agents.pop() if len(agents) == 1 else agent
+            fired = [{"agent": a, "reason": r} for a, r in interrupts]
+            self._emit(ctx, ev.RUN_ABORTED, by, {"reason": reason, "by": "cortex", "interrupts": fired})
             return True
         state = self.store.state(ctx.run_id)
         for pattern_id, _ in ctx.guards.spawns():
