@@ -6,7 +6,8 @@ from pathlib import Path
 
 from groundstate.logic import Name
 from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import GuardKernel
+from groundstate.runtime.guards import GuardKernel, defaults_dir
+from groundstate.runtime.policy import PinnedPolicy
 
 FLOW = parse_workflow("""
 name: ranked
@@ -24,7 +25,9 @@ needs_approval(R, A, /quality, "P: another quality reason") :- tool_call(R, A, _
 
 def guards(tmp_path: Path, extra: str = "") -> GuardKernel:
     (tmp_path / "ws").mkdir(exist_ok=True)
-    return GuardKernel("run-1", FLOW, tmp_path / "ws", RULES + extra, tmp_path / "state")
+    shipped = (defaults_dir() / "guards.mg").read_text(encoding="utf-8")
+    policy = PinnedPolicy.of(shipped + RULES + extra, [])  # the rules under test join the shipped guard rules
+    return GuardKernel("run-1", FLOW, tmp_path / "ws", policy, tmp_path / "state")
 
 
 def test_at_a_tool_call_only_safety_pauses(tmp_path: Path) -> None:

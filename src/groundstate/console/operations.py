@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fastapi import HTTPException, Request
 
-from ..runtime import DECISIONS, RUNNING, DecisionError, RunState, Runtime, StoreError, WorkflowError
+from ..runtime import DECISIONS, RUNNING, DecisionError, PinnedPolicy, RunState, Runtime, StoreError, WorkflowError
 
 EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
 
@@ -68,6 +68,15 @@ class Operations:
         task = self.drives.get(run_id)
         if task is None or task.done():
             self.drives[run_id] = asyncio.create_task(self.runtime.drive(run_id))
+
+    def pinned_policy(self, state: RunState) -> PinnedPolicy:
+        """The policy the run is pinned to (the runtime's current one for runs created before pins)."""
+        if state.policy is None:
+            return self.runtime.policy
+        try:
+            return PinnedPolicy.from_json(state.policy, state.run_id)
+        except StoreError as exc:
+            raise HTTPException(409, str(exc)) from None
 
     @staticmethod
     def examples() -> list[Path]:

@@ -17,7 +17,6 @@ from .security import Secrets, checked_form, local, logged_in, secrets_of
 from .views import instructions_of, layers, why_json
 
 HERE = Path(str(resources.files("groundstate.console")))
-GUARDS = Path(str(resources.files("groundstate.runtime") / "defaults" / "guards.mg"))
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 router = APIRouter()
 Ops = Annotated[Operations, Depends(operations)]
@@ -87,5 +86,6 @@ def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLR
     """The policy behind the run's pauses: the guard rules, the cortex patterns, and why each pause was derived."""
     state = ops.state(run_id)
     pauses = why_json(ops.runtime.store.events(run_id))
-    return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=GUARDS.read_text(),
-                 patterns=ops.runtime.patterns)  # fmt: skip
+    pinned = ops.pinned_policy(state)
+    return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=pinned.guards,
+                 patterns=pinned.compiled_patterns, digest=pinned.digest)  # fmt: skip

@@ -14,6 +14,7 @@ from .backends import ModelSpecError, make_backend
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view
 from .home import default_db_url, home
+from .policy import PinnedPolicy, PolicyPinError
 from .run_events import (
     AGENT_COMPLETED,
     AGENT_FAILED,
@@ -100,6 +101,8 @@ __all__ = [
     "NodeStatus",
     "Pattern",
     "Pause",
+    "PinnedPolicy",
+    "PolicyPinError",
     "RunEnded",
     "RunState",
     "RunStatus",

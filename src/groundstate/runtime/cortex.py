@@ -79,8 +79,19 @@ def default_patterns_path() -> Path:
 
 
 def load_patterns(path: str | Path | None = None) -> list[Pattern]:
-    """The cortex patterns in the JSON file at ``path`` (the bundled ones by default); CortexError on a bad file."""
-    source = Path(path or default_patterns_path())
+    """The shipped cortex patterns, followed by those in the JSON file at ``path`` (added, never replacing a
+    shipped one: a user file cannot silently disable the deletion guard); CortexError on a bad file."""
+    shipped = _read_patterns(default_patterns_path())
+    if path is None:
+        return shipped
+    own = _read_patterns(Path(path))
+    clash = sorted({p.id for p in own} & {p.id for p in shipped})
+    if clash:
+        raise CortexError(f"{path}: {', '.join(clash)}: already the id of a shipped pattern; give yours another id")
+    return shipped + own
+
+
+def _read_patterns(source: Path) -> list[Pattern]:
     try:
         data: Any = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -15,6 +15,7 @@ from typing import Any
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why
 from ..logic import Name
 from .backends import Signals
+from .policy import PinnedPolicy
 from .workflow import Workflow
 
 ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call",
@@ -42,12 +43,13 @@ def defaults_dir() -> Path:
 
 
 class GuardKernel:
-    def __init__(self, run_id: str, workflow: Workflow, workspace: Path, patterns_rules: str, state_dir: Path) -> None:
+    def __init__(self, run_id: str, workflow: Workflow, workspace: Path, policy: PinnedPolicy, state_dir: Path) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)
-        compiled = state_dir / "cortex.mg"
-        compiled.write_text(patterns_rules, encoding="utf-8")
+        guards, compiled = state_dir / "guards.mg", state_dir / "cortex.mg"  # the run's pinned policy, as loaded
+        guards.write_text(policy.guards, encoding="utf-8")
+        compiled.write_text(policy.compiled_patterns, encoding="utf-8")
         self.run_id = run_id
-        self.kernel = Kernel(workspace, extra_sources=[defaults_dir() / "guards.mg", compiled])
+        self.kernel = Kernel(workspace, extra_sources=[guards, compiled])
         self.hints = {str(c): str(h) for c, h in self.kernel.query("recovery_hint(C, H)")}
         with self.kernel.transaction() as tx:
             for agent in workflow.agents:

@@ -39,8 +39,9 @@ from ..providers import ErrorEvent, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, make_backend
-from .cortex import compile_patterns, load_patterns
+from .cortex import load_patterns
 from .guards import GuardKernel, PauseDecision, defaults_dir
+from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import (
     AWAITING_APPROVAL,
@@ -103,6 +104,7 @@ class RunContext:
     recordings: Path
     backend: Backend
     holder: str  # this driver's lease on the run; every event it appends names it
+    policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
 
 
 class Runtime:
@@ -129,10 +131,8 @@ class Runtime:
         self._backend = backend
         self._backend_factory = backend_factory
         self.concurrency = concurrency
-        self.cortex = load_patterns(patterns_path)
-        self.patterns = compile_patterns(self.cortex)
-        self.triggers = {p.trigger_event for p in self.cortex}  # event types some pattern listens to
-        self.acting_patterns = any(p.action.request_approval is None for p in self.cortex)
+        guards = (defaults_dir() / "guards.mg").read_text(encoding="utf-8")
+        self.policy = PinnedPolicy.of(guards, load_patterns(patterns_path))  # what new runs are pinned to
         self.metrics = Metrics()
         self.max_rounds = max_rounds
         self.search = search
@@ -142,7 +142,7 @@ class Runtime:
     def create(self, workflow_text: str, source: str = "<workflow>", model: str = "local") -> str:
         """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet."""
         workflow = parse_workflow(workflow_text, source)
-        run_id = self.store.create_run(workflow.name, workflow_text, model)
+        run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json())
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
 
@@ -246,13 +246,14 @@ class Runtime:
         workspace.mkdir(parents=True, exist_ok=True, mode=0o700)
         recordings = folder / "recordings"
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
-        guards = GuardKernel(run_id, workflow, workspace, self.patterns, folder / "kernel")
+        policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
+        guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel")
         backend = self._backend or self._backend_factory(state.model or "local")
-        return RunContext(run_id, workflow, guards, workspace, recordings, backend, holder)
+        return RunContext(run_id, workflow, guards, workspace, recordings, backend, holder, policy)
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
-        if event_type in self.triggers:
+        if event_type in ctx.policy.triggers:
             ctx.guards.event(event.seq, event_type, agent)
         for listener in self.listeners:
             listener(event)
@@ -319,7 +320,7 @@ class Runtime:
 
     def _cortex_actions(self, ctx: RunContext, agent: str) -> bool:
         """Interrupts abort the run; spawned agents join it. True when the run was aborted."""
-        if not self.acting_patterns:
+        if not ctx.policy.acting:
             return False
         interrupts = ctx.guards.interrupts()
         if interrupts:  # every interrupt that fired is reported; none is chosen over another
@@ -331,7 +332,7 @@ class Runtime:
             return True
         state = self.store.state(ctx.run_id)
         for pattern_id, _ in ctx.guards.spawns():
-            pattern = next(p for p in self.cortex if p.id == pattern_id)
+            pattern = next(p for p in ctx.policy.patterns if p.id == pattern_id)
             assert pattern.action.spawn_agent is not None
             spec = pattern.action.spawn_agent.agent
             if spec.id not in state.nodes:

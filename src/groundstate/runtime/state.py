@@ -142,6 +142,7 @@ class RunState:
     workflow: str = ""  # the workflow's YAML text, as started
     name: str = ""
     model: str | None = None
+    policy: dict[str, Any] | None = None  # the pinned policy (runtime/policy.py); None for runs created before pins
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
@@ -204,6 +205,7 @@ def _node_key(event_type: str, payload: dict[str, Any] | None) -> str:
 def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
     p = event.payload
     state.workflow, state.name, state.model = p["workflow"], p["name"], p.get("model")
+    state.policy = p.get("policy")
 
 
 def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:

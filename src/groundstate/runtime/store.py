@@ -131,14 +131,22 @@ class EventStore:
         )  # fmt: skip
 
     # -- writing -------------------------------------------------------------------------------------
-    def create_run(self, name: str, workflow_text: str, model: str | None, run_id: str | None = None) -> str:
+    def create_run(
+        self,
+        name: str,
+        workflow_text: str,
+        model: str | None,
+        run_id: str | None = None,
+        policy: dict[str, Any] | None = None,
+    ) -> str:
         """A new run with its RunCreated event; returns its id."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
             db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
                                            updated_at=now, last_seq=0))  # fmt: skip
-        self.append(run_id, ev.RUN_CREATED, None, {"name": name, "workflow": workflow_text, "model": model})
+        payload = {"name": name, "workflow": workflow_text, "model": model}
+        self.append(run_id, ev.RUN_CREATED, None, payload | ({"policy": policy} if policy is not None else {}))
         return run_id
 
     def append(

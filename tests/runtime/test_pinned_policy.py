@@ -1,0 +1,97 @@
+"""A run keeps the policy it was created under: a custom safety rule still applies after a decision and a resume
+by another process that has no patterns file, a user file adds to the shipped guards, a tampered pin is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from groundstate.runtime import PinnedPolicy
+from groundstate.runtime import run_events as ev
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+from .conftest import Script, envelope
+
+FLOW = """
+name: pinned
+agents:
+  - id: coder_x
+    instructions: Write the report.
+    tools: [execute_python, write_file, delete_file]
+"""
+SECRET_WRITE = [{"tool": "write_file", "argument": "secret-plan.txt", "content": "the plan"}]
+REASON = "A file named secret is about to be written."
+
+
+def custom_patterns(tmp_path: Path) -> Path:
+    path = tmp_path / "patterns.json"
+    path.write_text(json.dumps([{
+        "id": "no_secret_files", "name": "No secret files", "trigger_event": "ToolCall", "category": "safety",
+        "condition": 'tool_call(Run, Agent, Seq, /write_file, Target), :string:contains(Target, "secret")',
+        "action": {"RequestApproval": {"reason": REASON}},
+    }]))  # fmt: skip
+    return path
+
+
+def runtime_for(tmp_path: Path, url: str, patterns: Path | None) -> Runtime:
+    store = EventStore(f"sqlite:///{tmp_path / 'pinned.db'}")
+    backend = HTTPBackend("openai-chat", "scripted", url)
+    return Runtime(store, tmp_path / "home", backend=backend, patterns_path=patterns)
+
+
+def test_a_custom_rule_still_applies_after_a_decision_and_a_resume_elsewhere(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script.answers = {"coder_x": [envelope("Writing.", SECRET_WRITE)]}  # the identical write, every attempt
+    creator = runtime_for(tmp_path, url, custom_patterns(tmp_path))
+    run_id = creator.create(FLOW, "pinned.yaml", "scripted")
+    state = asyncio.run(creator.drive(run_id))
+    assert state.pause is not None and state.pause.reason == REASON
+    created = creator.store.events(run_id)[0]
+    assert created.type == ev.RUN_CREATED and created.payload["policy"]["digest"].startswith("sha256:")
+
+    elsewhere = runtime_for(tmp_path, url, None)  # another process, started without the patterns file
+    assert "no_secret_files" not in {p.id for p in elsewhere.policy.patterns}
+    elsewhere.decide(run_id, "retry")
+    state = asyncio.run(elsewhere.drive(run_id))
+    assert state.status == "awaiting_approval" and state.pause is not None and state.pause.reason == REASON
+    workspace = elsewhere.home / "runs" / run_id / "workspace"
+    assert not (workspace / "secret-plan.txt").exists()  # the write never ran
+
+
+def test_a_user_patterns_file_adds_to_the_shipped_guards(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    runtime = runtime_for(tmp_path, url, custom_patterns(tmp_path))
+    ids = [p.id for p in runtime.policy.patterns]
+    assert "guard_file_deletion" in ids and ids[-1] == "no_secret_files"
+    script.answers = {"coder_x": [envelope("Cleaning.", [{"tool": "delete_file", "argument": "keep.txt"}])]}
+    run_id = runtime.create(FLOW, "pinned.yaml", "scripted")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and state.pause.reason.startswith("The agent asked to delete a file.")
+
+
+def test_a_tampered_pin_is_refused(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"coder_x": [envelope("Writing.", SECRET_WRITE)]}
+    runtime = runtime_for(tmp_path, url, custom_patterns(tmp_path))
+    run_id = runtime.create(FLOW, "pinned.yaml", "scripted")
+    with runtime.store.engine.begin() as db:  # the custom rule removed from the pin, the digest left as it was
+        payload = json.loads(db.exec_driver_sql("SELECT payload FROM events WHERE run_id = ? AND seq = 1",
+                                                (run_id,)).scalar_one())  # fmt: skip
+        payload["policy"]["patterns"] = payload["policy"]["patterns"][:-1]
+        db.exec_driver_sql("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 1", (json.dumps(payload), run_id))
+    fresh = runtime_for(tmp_path, url, custom_patterns(tmp_path))
+    state = asyncio.run(fresh.drive(run_id))
+    assert state.status == "failed" and "does not match its digest" in (state.outcome or "")
+    assert not (fresh.home / "runs" / run_id / "workspace" / "secret-plan.txt").exists()
+    assert ev.AGENT_STARTED not in [e.type for e in fresh.store.events(run_id)]
+
+
+def test_the_digest_covers_guards_and_patterns() -> None:
+    shipped = PinnedPolicy.of("a(1).", [])
+    assert PinnedPolicy.of("a(2).", []).digest != shipped.digest
+    assert PinnedPolicy.from_json(shipped.to_json(), "r") == shipped
