@@ -179,3 +179,32 @@ def test_a_prompt_over_the_context_budget_pauses(tmp_path: Path, model: tuple[st
     failure = next(r for r in [state.pause.reason, *state.pause.others] if r.startswith("Execution failure"))
     assert "the prompt is too long" in failure and "exceed the shard's context budget of 50 tokens" in failure
     assert script.requests == []  # nothing was sent to the model
+
+
+ROLES = """
+name: roles
+roles:
+  - prefix: auditor_
+    mandatory_tools: [read_file]
+  - prefix: research_
+    mandatory_tools: [list_files]
+agents:
+  - id: auditor_a
+    instructions: Audit the notes.
+    tools: [read_file]
+  - id: research_b
+    instructions: Look around.
+    tools: [list_files]
+"""
+
+
+def test_the_workflows_roles_are_what_the_guards_enforce(runtime: Runtime, model: tuple[str, Script]) -> None:
+    """A custom role's mandatory tool is demanded; a redefined role demands its new tool, not the shipped one."""
+    _, script = model
+    script.answers = {"auditor_a": [envelope("Looks fine. [STATUS: SUCCESS]")],  # never read anything
+                      "research_b": [envelope("x", [{"tool": "list_files", "argument": "."}]),
+                                     envelope("Nothing here. [STATUS: SUCCESS]")]}  # fmt: skip
+    _, state = run(runtime, ROLES)
+    assert state.nodes["research_b"].status == "succeeded"  # no web_search demanded of the redefined role
+    assert state.pause is not None and state.pause.agent == "auditor_a"
+    assert state.pause.reason.startswith("Protocol violation: agent 'auditor_a' did not execute /read_file")

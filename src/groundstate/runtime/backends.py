@@ -152,12 +152,21 @@ class HTTPBackend:
 def make_backend(spec: str) -> Backend:
     """The model backend a ``--model`` spec names: ``local``, ``local:PATH.gguf`` or ``API:MODEL@URL``
     (ModelSpecError saying what is wrong otherwise)."""
+    check_model_spec(spec)
     if spec == "local" or spec.startswith("local:"):
         return LocalBackend(spec.partition(":")[2] or None)
+    api, _, rest = spec.partition(":")
+    model, _, url = rest.partition("@")
+    return HTTPBackend(api, model, url)
+
+
+def check_model_spec(spec: str) -> None:
+    """Refuse (ModelSpecError) a model spec that names no backend, without loading anything."""
+    if spec == "local" or spec.startswith("local:"):
+        return
     api, _, rest = spec.partition(":")
     model, _, url = rest.partition("@")
     usable = [name for name, row in APIS.items() if row.request is not None]
     if api not in usable or not model or not url:
         raise ModelSpecError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
                              f"(API: {', '.join(usable)})")  # fmt: skip
-    return HTTPBackend(api, model, url)

@@ -52,6 +52,9 @@ class GuardKernel:
         self.kernel = Kernel(workspace, extra_sources=[guards, compiled])
         self.hints = {str(c): str(h) for c, h in self.kernel.query("recovery_hint(C, H)")}
         with self.kernel.transaction() as tx:
+            for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
+                for tool in role.mandatory_tools:
+                    tx.assert_("mandatory_tool", (Name("/" + role.prefix), Name("/" + tool)))
             for agent in workflow.agents:
                 self._agent_facts(tx, workflow, agent.id)
 

@@ -38,7 +38,7 @@ from ..packets import ACCEPTED, GateResult, PacketGate, UpdateValidator, tool_re
 from ..providers import ErrorEvent, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
-from .backends import Backend, Piece, Signals, make_backend
+from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .cortex import load_patterns
 from .guards import GuardKernel, PauseDecision, defaults_dir
 from .policy import PinnedPolicy
@@ -102,9 +102,10 @@ class RunContext:
     guards: GuardKernel
     workspace: Path
     recordings: Path
-    backend: Backend
+    run_model: str  # the run's --model: the agents' model unless they or the workflow name another
     holder: str  # this driver's lease on the run; every event it appends names it
     policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
+    backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
 
 
 class Runtime:
@@ -142,6 +143,11 @@ class Runtime:
     def create(self, workflow_text: str, source: str = "<workflow>", model: str = "local") -> str:
         """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet."""
         workflow = parse_workflow(workflow_text, source)
+        if self._backend_factory is make_backend:  # refuse a bad spec now, not as a failed run
+            named = [model] if self._backend is None else []
+            for spec in [*named, workflow.model, *(a.model for a in workflow.agents)]:
+                if spec is not None:
+                    check_model_spec(spec)
         run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json())
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
@@ -248,8 +254,18 @@ class Runtime:
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel")
-        backend = self._backend or self._backend_factory(state.model or "local")
-        return RunContext(run_id, workflow, guards, workspace, recordings, backend, holder, policy)
+        ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy)
+        for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
+            self._backend_for(ctx, spec)
+        return ctx
+
+    def _backend_for(self, ctx: RunContext, spec: AgentSpec) -> Backend:
+        """The agent's model: its own ``model``, else the workflow's, else the run's (built once per spec)."""
+        model = spec.model or ctx.workflow.model
+        if model not in ctx.backends:
+            run_backend = self._backend if model is None else None
+            ctx.backends[model] = run_backend or self._backend_factory(model or ctx.run_model)
+        return ctx.backends[model]
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
@@ -288,7 +304,7 @@ class Runtime:
                 self._request_approval(ctx, agent, pause, "")
                 return
             attempt = node.attempts + 1
-            started = {"attempt": attempt, "backend": ctx.backend.name,
+            started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": node.instructions or spec.instructions}  # fmt: skip
             self._emit(ctx, ev.AGENT_STARTED, agent, started)
             context = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
@@ -399,9 +415,10 @@ class Runtime:
         gate = PacketGate(invocation.validator)
         error = None
         with Recorder(path) as recorder:
-            bridge = SigilBridge(ctx.backend.vocabulary)
+            backend = self._backend_for(ctx, invocation.spec)
+            bridge = SigilBridge(backend.vocabulary)
             try:
-                async for piece in ctx.backend.stream(invocation.messages, invocation.schema):
+                async for piece in backend.stream(invocation.messages, invocation.schema):
                     error = error or piece.error
                     outcome.signals.take(piece)
                     outcome.thinking += piece.thinking

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -28,10 +28,13 @@ TOOLS = ("web_search", "execute_python", "read_file", "write_file", "list_files"
 
 
 class Role(BaseModel):
+    """A role: the id prefix of its agents and the tools they must really execute (asserted as ``mandatory_tool``
+    facts for the guards — the only place a role's duties are written)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    prefix: str
-    mandatory_tools: list[str] = Field(default_factory=list)
+    prefix: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    mandatory_tools: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]] = Field(default_factory=list)
     description: str = ""
 
 

@@ -8,7 +8,7 @@ Decl run_agent(Run, Agent, Role)
 Decl agent_depends(Run, Agent, Upstream)
   descr [doc("Agent reads the output of Upstream.")] bound [/string, /string, /string].
 Decl mandatory_tool(Role, Tool)
-  descr [doc("A tool an agent of this role must really execute (or bypass with a justification).")]
+  descr [doc("A tool an agent of this role must really execute (or bypass with a justification); asserted from the workflow's roles.")]
   bound [/name, /name].
 Decl upstream_output(Run, Agent, Upstream, Kind)
   descr [doc("What an upstream agent handed on: /content, /null (tagged [STATUS: NULL]), /empty or /skipped.")]
@@ -51,9 +51,7 @@ Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card.")] bo
 recovery_hint(/quality, "Check the instructions or the data sources, then retry, skip or abort.").
 recovery_hint(/safety, "A dangerous action was stopped before it ran. Change the instructions, skip or abort.").
 
-mandatory_tool(/research_, /web_search).
-mandatory_tool(/analyze_, /execute_python).
-mandatory_tool(/coder_, /execute_python).
+# mandatory_tool/2 comes from the run's workflow (its roles, or the default roles): one source of truth.
 
 # -- pre-flight: context drought ------------------------------------------------------------------------------
 Decl has_upstream(Run, Agent) descr [doc("The agent depends on others.")] bound [/string, /string].
