@@ -183,3 +183,34 @@ def test_an_ambiguous_route_is_a_lint_error_and_routes_nothing(tmp_path: Path) -
     assert report.decision == "/permit" and report.status == "/failure" and report.executor is None
     assert report.output == "several routes for /read_file: the routing table must give exactly one"
     assert kernel.query(f"execution_result({report.action_id}, T, S, O, M)") == []
+
+
+PROTECTED = (
+    'requires_user_approval(A, "config is protected") :- '
+    'pending_action(A, /write_file, Target, _, _), :string:starts_with(Target, "config/").\n'
+)
+
+
+def test_step_and_repl_take_the_users_policy(tmp_path: Path) -> None:
+    """``--policy`` loads a rule file after the shipped ones, as in docs/kernel.md."""
+    mine = tmp_path / "mine.mg"
+    mine.write_text(PROTECTED)
+    packet = tmp_path / "packet.json"
+    packet.write_text(json.dumps({"control_packet": {
+        "intent_classification": {"category": "/instruction", "verb": "/do", "confidence": 1.0},
+        "tool_requests": [{"tool": "write_file", "argument": "config/app.toml", "content": "x = 1"}]}}))  # fmt: skip
+    plain = json.loads(groundstate("kernel", "step", "--packet", str(packet), "--workspace", str(tmp_path)).stdout)
+    assert plain["actions"][0]["decision"] == "/permit"
+    (tmp_path / "config" / "app.toml").unlink()
+    done = groundstate("kernel", "step", "--packet", str(packet), "--workspace", str(tmp_path), "--policy", str(mine))
+    action = json.loads(done.stdout)["actions"][0]
+    assert (action["decision"], action["reason"]) == ("/deny", "requires user approval: config is protected")
+    assert not (tmp_path / "config" / "app.toml").exists()
+    script = "assert pending_action(/action/1, /write_file, \"config/app.toml\", \"\", 0)\n" \
+             "query requires_user_approval(A, R)\nquit\n"  # fmt: skip
+    repl = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "repl", "--workspace", str(tmp_path),
+                           "--policy", str(mine)], input=script, capture_output=True, text=True)  # fmt: skip
+    assert repl.returncode == 0, repl.stderr
+    assert 'requires_user_approval(/action/1, "config is protected")' in repl.stdout
+    missing = groundstate("kernel", "step", "--packet", str(packet), "--policy", str(tmp_path / "nope.mg"))
+    assert missing.returncode == 2 and "nope.mg" in missing.stderr and "Traceback" not in missing.stderr

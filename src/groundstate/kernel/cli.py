@@ -33,10 +33,11 @@ def step(
     workspace: Path = typer.Option(Path("."), "--workspace", help="The directory actions are confined to."),
     request: list[str] | None = typer.Option(None, "--request", help="'TYPE TARGET [PAYLOAD]' (not tool_requests)."),
     config: Path | None = typer.Option(None, "--config", help="A JSON file with core_limits and shard_profiles."),
+    policy: list[Path] | None = typer.Option(None, "--policy", help="Extra .mg files loaded after the defaults."),
 ) -> None:
     """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
     try:
-        kernel = Kernel(workspace, config=KernelConfig.load(config) if config else None)
+        kernel = Kernel(workspace, config=KernelConfig.load(config) if config else None, extra_sources=policy or [])
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -147,9 +148,17 @@ class _Repl:
 
 
 @app.command()
-def repl(workspace: Path = typer.Option(Path("."), "--workspace", help="The kernel's workspace.")) -> None:
+def repl(
+    workspace: Path = typer.Option(Path("."), "--workspace", help="The kernel's workspace."),
+    policy: list[Path] | None = typer.Option(None, "--policy", help="Extra .mg files loaded after the defaults."),
+) -> None:
     """An interactive kernel: assert, retract, query, explain."""
-    session = _Repl(Kernel(workspace))
+    try:
+        kernel = Kernel(workspace, extra_sources=policy or [])
+    except (OSError, LogicError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2 if isinstance(exc, OSError) else 1) from None
+    session = _Repl(kernel)
     typer.echo("groundstate kernel — 'help' lists the commands")
     while True:
         try:
