@@ -392,7 +392,7 @@ class Runtime:
                 outcome.error = f"the prompt is too long: {exc}"
                 return outcome
             path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
-            gated = await self._stream_round(ctx, invocation, path, outcome)
+            gated = await self._stream_round(ctx, invocation, path, outcome, profile.max_execution_time_sec)
             if gated is None:
                 return outcome
             valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
@@ -408,24 +408,31 @@ class Runtime:
         return outcome
 
     async def _stream_round(
-        self, ctx: RunContext, invocation: Invocation, path: Path, outcome: Outcome
+        self, ctx: RunContext, invocation: Invocation, path: Path, outcome: Outcome, seconds: float
     ) -> GateResult | None:
-        """Stream one answer through the packet gate into a recording. None when the agent failed (the reason is in
-        ``outcome.error``); otherwise the accepted gate result, its surface and reasoning kept in ``outcome``."""
+        """Stream one answer through the packet gate into a recording, within ``seconds`` (the shard profile's
+        ``max_execution_time_sec``: a hung provider is a hard error, not a hung run). None when the agent failed
+        (the reason is in ``outcome.error``); otherwise the accepted gate result, its surface and reasoning kept in
+        ``outcome``."""
         gate = PacketGate(invocation.validator)
         error = None
         with Recorder(path) as recorder:
             backend = self._backend_for(ctx, invocation.spec)
             bridge = SigilBridge(backend.vocabulary)
             try:
-                async for piece in backend.stream(invocation.messages, invocation.schema):
-                    error = error or piece.error
-                    outcome.signals.take(piece)
-                    outcome.thinking += piece.thinking
-                    recorder.write(_recorded(bridge, piece))
-                    if piece.text or piece.tokens:
-                        invocation.raw.append(piece.text)
-                        gate.feed(piece.text)
+                async with asyncio.timeout(seconds):
+                    async for piece in backend.stream(invocation.messages, invocation.schema):
+                        error = error or piece.error
+                        outcome.signals.take(piece)
+                        outcome.thinking += piece.thinking
+                        recorder.write(_recorded(bridge, piece))
+                        if piece.text or piece.tokens:
+                            invocation.raw.append(piece.text)
+                            gate.feed(piece.text)
+            except TimeoutError:
+                outcome.error = (
+                    f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
+                )
             except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
                 outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
             recorder.write(bridge.end())

@@ -1,0 +1,40 @@
+"""Limits that hold in a run: a provider that does not answer in the shard profile's time is a hard error of the
+agent (a pause with the reason), never a hung run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from groundstate.kernel import KernelConfig
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+from .conftest import Script, envelope
+
+FLOW = "name: slow\nagents:\n  - id: writer_a\n    instructions: Write it.\n"
+
+
+def test_a_hung_provider_times_out_as_a_hard_error(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Late. [STATUS: SUCCESS]")]}
+    script.delays = {"writer_a": 5.0}  # the provider sits on the request
+    config = KernelConfig.model_validate({"shard_profiles": {"writer": {"max_execution_time_sec": 0.5}}})
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 't.db'}"), tmp_path,
+                      backend=HTTPBackend("openai-chat", "scripted", url), config=config)  # fmt: skip
+    run_id = runtime.create(FLOW, "slow.yaml", "scripted")
+    state = asyncio.run(runtime.drive(run_id))
+    node = state.nodes["writer_a"]
+    assert node.status == "paused" and state.status == "awaiting_approval"
+    assert "did not answer within 0.5 s" in (node.error or "")
+
+
+def test_the_default_profile_lets_a_prompt_answer_finish(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("On time. [STATUS: SUCCESS]")]}
+    script.delays = {"writer_a": 1.0}
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'd.db'}"), tmp_path,
+                      backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+    state = asyncio.run(runtime.drive(runtime.create(FLOW, "slow.yaml", "scripted")))
+    assert state.status == "completed"
