@@ -13,6 +13,7 @@ import sys
 import typer
 
 from . import __version__
+from .config.cli import app as config_app
 from .console.cli import demo as demo_command
 from .console.cli import serve as serve_command
 from .errors import GroundstateError, exit_code
@@ -38,6 +39,7 @@ app.add_typer(providers_app, name="providers")
 app.add_typer(packets_app, name="packets")
 app.add_typer(kernel_app, name="kernel")
 app.add_typer(runs_app, name="runs")
+app.add_typer(config_app, name="config")
 app.command(name="run")(run_command)
 app.command(name="serve")(serve_command)
 app.command(name="demo")(demo_command)

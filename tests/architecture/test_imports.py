@@ -17,7 +17,17 @@ import groundstate
 
 ROOT = Path(groundstate.__file__).parent
 FOUNDATION = {"errors", "safejson"}
-LAYERS = {"logic": 1, "wire": 1, "sandbox": 1, "packets": 2, "providers": 2, "kernel": 3, "runtime": 4, "console": 5}
+LAYERS = {
+    "logic": 1,
+    "wire": 1,
+    "sandbox": 1,
+    "config": 1,
+    "packets": 2,
+    "providers": 2,
+    "kernel": 3,
+    "runtime": 4,
+    "console": 5,
+}
 TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0}
 
 

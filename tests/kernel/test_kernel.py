@@ -214,3 +214,22 @@ def test_step_and_repl_take_the_users_policy(tmp_path: Path) -> None:
     assert 'requires_user_approval(/action/1, "config is protected")' in repl.stdout
     missing = groundstate("kernel", "step", "--packet", str(packet), "--policy", str(tmp_path / "nope.mg"))
     assert missing.returncode == 2 and "nope.mg" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_step_reads_the_project_configuration(tmp_path: Path) -> None:
+    """groundstate.toml in the working directory: ``policy.kernel`` adds rules, ``[limits]`` bound the turn."""
+    (tmp_path / "mine.mg").write_text(PROTECTED)
+    (tmp_path / "notes.txt").write_text("0123456789" * 3)
+    packet = tmp_path / "packet.json"
+    packet.write_text(json.dumps({"control_packet": {
+        "intent_classification": {"category": "/instruction", "verb": "/do", "confidence": 1.0},
+        "tool_requests": [{"tool": "write_file", "argument": "config/app.toml", "content": "x = 1"},
+                          {"tool": "read_file", "argument": "notes.txt"}]}}))  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(
+        '[policy]\nkernel = ["mine.mg"]\n\n[limits.core_limits]\nmax_output_chars = 8\n'
+    )
+    done = groundstate("kernel", "step", "--packet", "packet.json", "--workspace", ".", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    write, read = json.loads(done.stdout)["actions"]
+    assert write["reason"] == "requires user approval: config is protected"
+    assert read["output"].startswith("01234567\n[output cut at 8 of 30 characters]")

@@ -13,6 +13,7 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
+from ..config import load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
@@ -31,6 +32,8 @@ from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
 console = Console()
+_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
+                       "./groundstate.toml).")  # fmt: skip
 DEMO = EXAMPLES / "market-brief.yaml"
 
 
@@ -48,27 +51,34 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback by default)."),
     port: int = typer.Option(8765, "--port", help="Port."),
     db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+    config: Path | None = _CONFIG,
 ) -> None:
     """Serve the operator console and its API."""
     base = home()
-    server, _ = _server(Runtime(EventStore(db or default_db_url(base)), base), host, port)
+    runtime = Runtime(EventStore(db or default_db_url(base)), base, settings=load_config(config).config)
+    server, _ = _server(runtime, host, port)
     console.print(f"console: http://{host}:{port}/  (API docs: /api/docs)")
     server.run()
 
 
 def demo(
     port: int = typer.Option(8765, "--port", help="Port of the console."),
-    model: str = typer.Option("local", "--model", help="local, local:PATH.gguf or API:MODEL@URL."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="local, local:PATH.gguf or API:MODEL@URL (default: the configuration's models.default, else local).",
+    ),
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without the console."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
     db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+    config: Path | None = _CONFIG,
 ) -> None:
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
     if decide is not None and decide not in DECISIONS:
         console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
         raise typer.Exit(2)
     base = home()
-    runtime = Runtime(EventStore(db or default_db_url(base)), base)
+    runtime = Runtime(EventStore(db or default_db_url(base)), base, settings=load_config(config).config)
     server, token = _server(runtime, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

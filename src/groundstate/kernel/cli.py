@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from ..config import load_config
 from ..logic import LogicError, display_fact
 from ..packets import parse_output
 from .config import KernelConfig
@@ -32,12 +33,17 @@ def step(
     packet: Path = typer.Option(..., "--packet", help="A model output carrying a control packet."),
     workspace: Path = typer.Option(Path("."), "--workspace", help="The directory actions are confined to."),
     request: list[str] | None = typer.Option(None, "--request", help="'TYPE TARGET [PAYLOAD]' (not tool_requests)."),
-    config: Path | None = typer.Option(None, "--config", help="A JSON file with core_limits and shard_profiles."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="groundstate.toml (its [limits] and policy.kernel), or a JSON file with core_limits and shard_profiles.",
+    ),
     policy: list[Path] | None = typer.Option(None, "--policy", help="Extra .mg files loaded after the defaults."),
 ) -> None:
     """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
     try:
-        kernel = Kernel(workspace, config=KernelConfig.load(config) if config else None, extra_sources=policy or [])
+        limits, files = _kernel_settings(config)
+        kernel = Kernel(workspace, config=limits, extra_sources=[*files, *(policy or [])])
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -93,6 +99,15 @@ REPL_HELP = """commands:
   learn RULE         propose a learned rule (checked in isolation, then quarantined)
   phase              the current OODA phase
   help, quit"""
+
+
+def _kernel_settings(config: Path | None) -> tuple[KernelConfig, list[Path]]:
+    """The kernel's limits and extra policy files: from a JSON kernel configuration (limits only), or from the
+    project configuration (``--config``, ``$GROUNDSTATE_CONFIG`` or ./groundstate.toml)."""
+    if config is not None and config.suffix == ".json":
+        return KernelConfig.load(config), []
+    project = load_config(config).config
+    return project.limits, list(project.policy.kernel)
 
 
 class _Repl:
@@ -151,10 +166,12 @@ class _Repl:
 def repl(
     workspace: Path = typer.Option(Path("."), "--workspace", help="The kernel's workspace."),
     policy: list[Path] | None = typer.Option(None, "--policy", help="Extra .mg files loaded after the defaults."),
+    config: Path | None = typer.Option(None, "--config", help="groundstate.toml (its [limits] and policy.kernel)."),
 ) -> None:
     """An interactive kernel: assert, retract, query, explain."""
     try:
-        kernel = Kernel(workspace, extra_sources=policy or [])
+        limits, files = _kernel_settings(config)
+        kernel = Kernel(workspace, config=limits, extra_sources=[*files, *(policy or [])])
     except (OSError, LogicError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2 if isinstance(exc, OSError) else 1) from None

@@ -8,59 +8,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field
-
+from ..config import DEFAULT_SHARDS, CoreLimits, KernelConfig, ShardProfile
 from ..errors import LimitError
 
-
-class CoreLimits(BaseModel):
-    """Hard limits of the kernel core, read from the kernel configuration."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_total_memory_mb: int = Field(4096, gt=0)
-    max_concurrent_shards: int = Field(8, gt=0)
-    max_facts_in_kernel: int = Field(200_000, gt=0)
-    max_derived_facts_limit: int = Field(100_000, gt=0)
-    max_action_log: int = Field(500, gt=0)
-    max_output_chars: int = Field(65_536, gt=0)
-
-
-class ShardProfile(BaseModel):
-    """How one kind of shard runs: its executors' limits and its prompt's context budget."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = None
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
-    max_context_tokens: int = Field(32_000, gt=0)
-    max_execution_time_sec: float = Field(60.0, gt=0)
-    max_facts_in_shard_kernel: int = Field(50_000, gt=0)
-    max_memory_mb: int = Field(512, gt=0)
-
-
-DEFAULT_SHARDS = ("main", "coder", "tester", "reviewer", "researcher")
-
-
-class KernelConfig(BaseModel):
-    """The kernel's configuration file (JSON): core limits and a profile per shard type."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    core_limits: CoreLimits = Field(default_factory=CoreLimits)
-    shard_profiles: dict[str, ShardProfile] = Field(default_factory=lambda: {s: ShardProfile() for s in DEFAULT_SHARDS})
-
-    def shard(self, shard_type: str) -> ShardProfile:
-        """The profile for ``shard_type``; the ``main`` profile for shard types without one."""
-        return self.shard_profiles.get(shard_type) or self.shard_profiles.get("main") or ShardProfile()
-
-    @classmethod
-    def load(cls, path: str | Path) -> KernelConfig:
-        """The configuration in the JSON file at ``path`` (validated; unknown keys refused)."""
-        return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+__all__ = ["DEFAULT_SHARDS", "ContextBudgetError", "CoreLimits", "KernelConfig", "ShardProfile", "check_context"]
 
 
 class ContextBudgetError(LimitError, ValueError):

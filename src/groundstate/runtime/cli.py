@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from ..config import load_config
 from ..errors import GroundstateError, exit_code
 from .display import approval_card, dag_view
 from .home import default_db_url, home
@@ -39,9 +40,15 @@ def lease_seconds() -> float:
     return value
 
 
-def _runtime(db: str | None, concurrency: int = 4) -> Runtime:
+_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
+                       "./groundstate.toml).")  # fmt: skip
+
+
+def _runtime(db: str | None, concurrency: int = 4, config: Path | None = None) -> Runtime:
     base = home()
-    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency, lease_seconds=lease_seconds())
+    settings = load_config(config).config
+    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency, lease_seconds=lease_seconds(),
+                   settings=settings)  # fmt: skip
 
 
 def _failed(error: GroundstateError) -> int:
@@ -120,12 +127,17 @@ def _ask(state: RunState) -> tuple[str, str | None]:
 
 def run(
     workflow: Path = typer.Argument(..., help="A workflow YAML file."),
-    model: str = typer.Option("local", "--model", help="local, local:PATH.gguf or API:MODEL@URL."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="local, local:PATH.gguf or API:MODEL@URL (default: the configuration's models.default, else local).",
+    ),
     db: str | None = _DB,
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without asking: retry|skip|abort."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
     max_decisions: int = typer.Option(3, "--max-decisions", min=1, help="How many pauses --decide may handle."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Agents that may run at the same time."),
+    config: Path | None = _CONFIG,
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
     if decide is not None and decide not in DECISIONS:
@@ -133,7 +145,7 @@ def run(
         raise typer.Exit(2)
     try:
         load_workflow(workflow)
-        runtime = _runtime(db, concurrency)
+        runtime = _runtime(db, concurrency, config)
         run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
     except GroundstateError as exc:  # the workflow, the model spec, the store
         raise typer.Exit(_failed(exc)) from None
@@ -190,11 +202,11 @@ def decide_command(
 
 
 @runs_app.command("resume")
-def resume(run_id: str, db: str | None = _DB) -> None:
+def resume(run_id: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
     """Continue a run after a decision, a crash or a failure, from its last consistent state (exit 4 if another
-    process is driving it)."""
-    runtime = _runtime(db)
+    process is driving it). The run keeps its pinned policy and models; the configuration's limits apply."""
     try:
+        runtime = _runtime(db, config=config)
         runtime.store.state(run_id)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None

@@ -78,17 +78,17 @@ def default_patterns_path() -> Path:
     return Path(str(resources.files("groundstate.runtime") / "defaults" / "cortex_patterns.json"))
 
 
-def load_patterns(path: str | Path | None = None) -> list[Pattern]:
-    """The shipped cortex patterns, followed by those in the JSON file at ``path`` (added, never replacing a
-    shipped one: a user file cannot silently disable the deletion guard); CortexError on a bad file."""
-    shipped = _read_patterns(default_patterns_path())
-    if path is None:
-        return shipped
-    own = _read_patterns(Path(path))
-    clash = sorted({p.id for p in own} & {p.id for p in shipped})
-    if clash:
-        raise CortexError(f"{path}: {', '.join(clash)}: already the id of a shipped pattern; give yours another id")
-    return shipped + own
+def load_patterns(*paths: str | Path) -> list[Pattern]:
+    """The shipped cortex patterns, followed by those in the JSON files at ``paths`` (added, never replacing one:
+    a user file cannot silently disable the deletion guard); CortexError on a bad file or a repeated id."""
+    patterns = _read_patterns(default_patterns_path())
+    for path in paths:
+        own = _read_patterns(Path(path))
+        clash = sorted({p.id for p in own} & {p.id for p in patterns})
+        if clash:
+            raise CortexError(f"{path}: {', '.join(clash)}: already the id of a loaded pattern; give yours another id")
+        patterns += own
+    return patterns
 
 
 def _read_patterns(source: Path) -> list[Pattern]:

@@ -42,6 +42,20 @@ def defaults_dir() -> Path:
     return Path(str(resources.files("groundstate.runtime") / "defaults"))
 
 
+def guard_rules(files: list[Path]) -> str:
+    """The shipped guard rules followed by the user's guard files (each checked now, so a bad file is refused with
+    its own file and line before any run is created or driven)."""
+    import tempfile
+
+    shipped = defaults_dir() / "guards.mg"
+    if files:
+        with tempfile.TemporaryDirectory() as empty:
+            Kernel(Path(empty), extra_sources=[shipped, *files])  # LogicError naming the file and line
+    parts = [shipped.read_text(encoding="utf-8")]
+    parts += [f"# from {file}\n{file.read_text(encoding='utf-8')}" for file in files]
+    return "\n".join(parts)
+
+
 class GuardKernel:
     def __init__(self, run_id: str, workflow: Workflow, workspace: Path, policy: PinnedPolicy, state_dir: Path) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)

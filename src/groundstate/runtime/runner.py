@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import ProjectConfig
 from ..errors import InputError, StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
@@ -40,7 +41,7 @@ from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .cortex import load_patterns
-from .guards import GuardKernel, PauseDecision, defaults_dir
+from .guards import GuardKernel, PauseDecision, defaults_dir, guard_rules
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import (
@@ -106,6 +107,7 @@ class RunContext:
     holder: str  # this driver's lease on the run; every event it appends names it
     policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
+    models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
 
 
 class Runtime:
@@ -124,31 +126,38 @@ class Runtime:
         search: Any = None,
         config: KernelConfig | None = None,
         lease_seconds: float = 30.0,
+        settings: ProjectConfig | None = None,
     ) -> None:
         self.store = store
         self.lease_seconds = lease_seconds  # a crashed driver's run can be taken over this long after its last renewal
-        self.config = config or KernelConfig()  # shard profiles bound each agent's prompt
+        self.settings = settings or ProjectConfig()  # the project configuration (groundstate.toml)
+        self.config = config or self.settings.limits  # shard profiles bound each agent's prompt and model calls
         self.home = home
         self._backend = backend
         self._backend_factory = backend_factory
-        self.concurrency = concurrency
-        guards = (defaults_dir() / "guards.mg").read_text(encoding="utf-8")
-        self.policy = PinnedPolicy.of(guards, load_patterns(patterns_path))  # what new runs are pinned to
+        self.concurrency = concurrency  # at most core_limits.max_concurrent_shards (see _schedule)
+        pattern_files = [*([patterns_path] if patterns_path else []), *self.settings.policy.patterns]
+        guards = guard_rules(self.settings.policy.guards)
+        self.policy = PinnedPolicy.of(guards, load_patterns(*pattern_files))  # what new runs are pinned to
         self.metrics = Metrics()
         self.max_rounds = max_rounds
         self.search = search
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     # -- starting --------------------------------------------------------------------------------------
-    def create(self, workflow_text: str, source: str = "<workflow>", model: str = "local") -> str:
-        """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet."""
+    def create(self, workflow_text: str, source: str = "<workflow>", model: str | None = None) -> str:
+        """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet.
+        ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``)."""
         workflow = parse_workflow(workflow_text, source)
+        model = model or self.settings.models.default or "local"
+        models = self._configured_models(workflow)
         if self._backend_factory is make_backend:  # refuse a bad spec now, not as a failed run
             named = [model] if self._backend is None else []
-            for spec in [*named, workflow.model, *(a.model for a in workflow.agents)]:
+            for spec in [*named, workflow.model, *(a.model for a in workflow.agents), *models.values()]:
                 if spec is not None:
                     check_model_spec(spec)
-        run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json())
+        run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json(),
+                                       models=models)  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
 
@@ -204,7 +213,7 @@ class Runtime:
         return self.store.state(run_id)
 
     async def _schedule(self, ctx: RunContext, tasks: dict[str, asyncio.Task[None]]) -> None:
-        semaphore = asyncio.Semaphore(self.concurrency)
+        semaphore = asyncio.Semaphore(min(self.concurrency, self.config.core_limits.max_concurrent_shards))
         while True:
             state = self.store.state(ctx.run_id)
             if state.status == RUNNING:
@@ -254,14 +263,28 @@ class Runtime:
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel")
-        ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy)
+        ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
+                         models=dict(state.models))  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backend_for(ctx, spec)
         return ctx
 
+    def _configured_models(self, workflow: Workflow) -> dict[str, str]:
+        """The configuration's model for each agent that names none itself: ``models.agents``, else
+        ``models.roles`` by the agent's role (recorded in the run, so a later configuration does not change it)."""
+        chosen = {}
+        for spec in workflow.agents:
+            role = workflow.role(spec.id)
+            configured = self.settings.models.agents.get(spec.id) or (
+                self.settings.models.roles.get(role.prefix) if role else None)  # fmt: skip
+            if spec.model is None and configured is not None:
+                chosen[spec.id] = configured
+        return chosen
+
     def _backend_for(self, ctx: RunContext, spec: AgentSpec) -> Backend:
-        """The agent's model: its own ``model``, else the workflow's, else the run's (built once per spec)."""
-        model = spec.model or ctx.workflow.model
+        """The agent's model: its own ``model``, else the configuration's (recorded at creation), else the
+        workflow's, else the run's (each built once per spec)."""
+        model = spec.model or ctx.models.get(spec.id) or ctx.workflow.model
         if model not in ctx.backends:
             run_backend = self._backend if model is None else None
             ctx.backends[model] = run_backend or self._backend_factory(model or ctx.run_model)

@@ -143,6 +143,7 @@ class RunState:
     name: str = ""
     model: str | None = None
     policy: dict[str, Any] | None = None  # the pinned policy (runtime/policy.py); None for runs created before pins
+    models: dict[str, str] = field(default_factory=dict)  # agent -> model the configuration chose at creation
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
@@ -206,6 +207,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     p = event.payload
     state.workflow, state.name, state.model = p["workflow"], p["name"], p.get("model")
     state.policy = p.get("policy")
+    state.models = dict(p.get("models") or {})
 
 
 def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:

@@ -138,6 +138,7 @@ class EventStore:
         model: str | None,
         run_id: str | None = None,
         policy: dict[str, Any] | None = None,
+        models: dict[str, str] | None = None,
     ) -> str:
         """A new run with its RunCreated event; returns its id."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -145,8 +146,10 @@ class EventStore:
         with self._lock, self.engine.begin() as db:
             db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
                                            updated_at=now, last_seq=0))  # fmt: skip
-        payload = {"name": name, "workflow": workflow_text, "model": model}
-        self.append(run_id, ev.RUN_CREATED, None, payload | ({"policy": policy} if policy is not None else {}))
+        payload: dict[str, Any] = {"name": name, "workflow": workflow_text, "model": model}
+        payload |= {"policy": policy} if policy is not None else {}
+        payload |= {"models": models} if models else {}
+        self.append(run_id, ev.RUN_CREATED, None, payload)
         return run_id
 
     def append(

@@ -1,0 +1,37 @@
+"""groundstate.config — the project configuration (``groundstate.toml``) and the limits it carries.
+
+load_config(path_or_None) -> LoadedConfig(config: ProjectConfig, path, ...); render(loaded) shows every key with
+where its value came from. The packages that act on a key read it from here; nothing here acts.
+"""
+
+from .effective import effective, render
+from .limits import DEFAULT_SHARDS, CoreLimits, KernelConfig, ShardProfile
+from .project import (
+    ENVIRONMENT,
+    FILE_NAME,
+    ConfigFileError,
+    LoadedConfig,
+    Models,
+    Policy,
+    ProjectConfig,
+    find_config,
+    load_config,
+)
+
+__all__ = [
+    "DEFAULT_SHARDS",
+    "ENVIRONMENT",
+    "FILE_NAME",
+    "ConfigFileError",
+    "CoreLimits",
+    "KernelConfig",
+    "LoadedConfig",
+    "Models",
+    "Policy",
+    "ProjectConfig",
+    "ShardProfile",
+    "effective",
+    "find_config",
+    "load_config",
+    "render",
+]

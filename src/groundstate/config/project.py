@@ -1,0 +1,156 @@
+"""The project configuration, ``groundstate.toml``: its schema, where it is found, and loading it with errors that
+name the file, the line and the key.
+
+Found, in order: the ``--config`` option, the ``GROUNDSTATE_CONFIG`` environment variable, ``groundstate.toml`` in
+the working directory; none of them is fine (every key has its default). A file named explicitly that does not
+exist is an error, not a silent default. Relative paths in the file are relative to the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigurationError
+from .limits import KernelConfig
+
+FILE_NAME = "groundstate.toml"
+ENVIRONMENT = "GROUNDSTATE_CONFIG"
+_ID = r"^[a-z][a-z0-9_]*$"
+
+
+class ConfigFileError(ConfigurationError):
+    """A project configuration that cannot be used; each problem names the file, the line and the key."""
+
+
+class Models(BaseModel):
+    """``[models]``: which model answers. An agent's own ``model:`` in the workflow wins, then ``agents``, then
+    ``roles`` (by role prefix), then the workflow's ``model:``, then the run's ``--model``, then ``default``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default: str | None = None
+    roles: dict[str, str] = Field(default_factory=dict)
+    agents: dict[str, str] = Field(default_factory=dict)
+
+
+class Policy(BaseModel):
+    """``[policy]``: rule files added to the shipped ones (never replacing them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guards: list[Path] = Field(default_factory=list)  # .mg files added to the runtime's guard rules
+    patterns: list[Path] = Field(default_factory=list)  # cortex pattern files (JSON) added to the shipped patterns
+    kernel: list[Path] = Field(default_factory=list)  # .mg files added to the kernel's policy (kernel step | repl)
+
+
+class ProjectConfig(BaseModel):
+    """The whole project configuration; every section has its defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: Models = Field(default_factory=Models)
+    policy: Policy = Field(default_factory=Policy)
+    limits: KernelConfig = Field(default_factory=KernelConfig)
+
+
+class LoadedConfig:
+    """A validated configuration with where it came from: the file (None: defaults only) and its raw table."""
+
+    def __init__(self, config: ProjectConfig, path: Path | None, raw: dict[str, Any], text: str = "") -> None:
+        self.config, self.path, self.raw, self.text = config, path, raw, text
+
+    def origin(self, key: tuple[str, ...]) -> str:
+        """``FILE:LINE`` where ``key`` is set, or ``default``."""
+        table: Any = self.raw
+        for part in key:
+            if not isinstance(table, dict) or part not in table:
+                return "default"
+            table = table[part]
+        return f"{self.path}:{_line_of(self.text, key)}"
+
+
+def find_config(explicit: str | Path | None = None) -> Path | None:
+    """The configuration file to use (see the module docstring); ConfigFileError if a named one is missing."""
+    named = explicit or os.environ.get(ENVIRONMENT)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            where = "--config" if explicit else ENVIRONMENT
+            raise ConfigFileError(f"{path}: no such configuration file (named by {where})")
+        return path
+    here = Path.cwd() / FILE_NAME
+    return here if here.is_file() else None
+
+
+def load_config(explicit: str | Path | None = None) -> LoadedConfig:
+    """The project configuration, validated; ConfigFileError lists every problem with its file, line and key."""
+    path = find_config(explicit)
+    if path is None:
+        return LoadedConfig(ProjectConfig(), None, {})
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        config = ProjectConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = tuple(str(part) for part in error["loc"])
+            problems.append(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {error['msg']}")
+        raise ConfigFileError("\n".join(problems)) from None
+    base = path.parent
+    policy = config.policy
+    for files in (policy.guards, policy.patterns, policy.kernel):
+        files[:] = [file if file.is_absolute() else base / file for file in files]
+        for file in files:
+            if not file.is_file():
+                key = ("policy", "guards" if files is policy.guards else "patterns" if files is policy.patterns
+                       else "kernel")  # fmt: skip
+                raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
+    for table, keys in (("roles", config.models.roles), ("agents", config.models.agents)):
+        for name in keys:
+            if not re.match(_ID, name):
+                key = ("models", table, name)
+                raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: not a role prefix or agent id")
+    return LoadedConfig(config, path, raw, text)
+
+
+def _line_of(text: str, key: tuple[str, ...]) -> int:
+    """The line where ``key`` is set: its own ``name =`` line inside the innermost table header that leads to it,
+    else that header, else 1. TOML keeps no positions, so the text is searched."""
+    lines = text.splitlines()
+    best = 1
+    for depth in range(len(key), 0, -1):
+        header, leaf = key[: depth - 1], key[depth - 1]
+        start = _header_line(lines, header) if header else 0
+        if start is None:
+            continue
+        for number in range(start, len(lines)):
+            stripped = lines[number].strip()
+            if number > start and stripped.startswith("[") and header:
+                break
+            sets_leaf = re.match(rf'^"?{re.escape(leaf)}"?\s*=', stripped) is not None
+            if sets_leaf or _header_is(stripped, (*header, leaf)):
+                return number + 1
+        best = start + 1
+        break
+    return best
+
+
+def _header_line(lines: list[str], header: tuple[str, ...]) -> int | None:
+    for number, line in enumerate(lines):
+        if _header_is(line.strip(), header):
+            return number
+    return None
+
+
+def _header_is(line: str, header: tuple[str, ...]) -> bool:
+    return line.startswith("[") and line.strip("[] ").replace('"', "").split(".") == list(header)

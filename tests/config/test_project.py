@@ -1,0 +1,86 @@
+"""The project configuration: found where the docs say, every problem named with file, line and key, and
+``config show`` printing where each value came from."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groundstate.config import ConfigFileError, effective, find_config, load_config
+
+GOOD = """\
+[models]
+default = "openai-chat:main@http://127.0.0.1:9"
+
+[models.roles]
+writer_ = "openai-chat:w@http://127.0.0.1:9"
+
+[limits.core_limits]
+max_facts_in_kernel = 1000
+
+[limits.shard_profiles.writer]
+max_execution_time_sec = 5
+"""
+
+
+def groundstate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"} | {"COLUMNS": "200"} | (env or {})
+    return subprocess.run([sys.executable, "-m", "groundstate", *args], capture_output=True, text=True, cwd=cwd,
+                          env=environment, timeout=120)  # fmt: skip
+
+
+def test_show_gives_each_value_and_where_it_came_from(tmp_path: Path) -> None:
+    (tmp_path / "groundstate.toml").write_text(GOOD)
+    done = groundstate("config", "show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert f'models.roles.writer_ = "openai-chat:w@http://127.0.0.1:9"  # {tmp_path / "groundstate.toml"}:5' in lines
+    assert f"limits.core_limits.max_facts_in_kernel = 1000  # {tmp_path / 'groundstate.toml'}:8" in lines
+    assert "limits.core_limits.max_action_log = 500  # default" in lines
+    assert f"limits.shard_profiles.writer.max_execution_time_sec = 5.0  # {tmp_path / 'groundstate.toml'}:11" in lines
+
+
+def test_every_problem_names_file_line_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[models]\ndefualt = 'local'\n\n[limits.core_limits]\nmax_facts_in_kernel = -1\n")
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:2: models.defualt: Extra inputs are not permitted",
+        f"{path}:5: limits.core_limits.max_facts_in_kernel: Input should be greater than 0",
+    ]
+    done = groundstate("config", "check", "--config", str(path), cwd=tmp_path)
+    assert done.returncode == 2 and "models.defualt" in done.stderr and "Traceback" not in done.stderr
+    path.write_text("[models\n")
+    with pytest.raises(ConfigFileError, match=r"bad.toml: not valid TOML: .*line 1"):
+        load_config(path)
+
+
+def test_a_missing_policy_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "g.toml"
+    path.write_text("[policy]\nguards = ['mine.mg']\n")
+    with pytest.raises(ConfigFileError, match=r"g.toml:2: policy.guards: no such file .*mine.mg"):
+        load_config(path)
+    (tmp_path / "mine.mg").write_text("")
+    assert load_config(path).config.policy.guards == [tmp_path / "mine.mg"]  # relative to the file
+
+
+def test_where_the_configuration_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROUNDSTATE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert find_config() is None and effective(load_config())[0][2] == "default"
+    (tmp_path / "groundstate.toml").write_text(GOOD)
+    assert find_config() == tmp_path / "groundstate.toml"
+    other = tmp_path / "other.toml"
+    other.write_text("[models]\ndefault = 'local'\n")
+    monkeypatch.setenv("GROUNDSTATE_CONFIG", str(other))
+    assert find_config() == other and load_config().config.models.default == "local"
+    explicit = tmp_path / "explicit.toml"
+    explicit.write_text("")
+    assert find_config(explicit) == explicit
+    with pytest.raises(ConfigFileError, match="no such configuration file"):
+        find_config(tmp_path / "missing.toml")

@@ -1,0 +1,155 @@
+"""Each key of groundstate.toml reaches the run: models (default, per role, per agent — recorded in the run), policy
+files (guards and patterns, added to the shipped ones and pinned), limits; and the entry points read the file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from groundstate.config import load_config
+from groundstate.logic import LogicError
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+from ..loopback import Reply, loopback
+from .conftest import Script, envelope, sse
+
+FLOW = "name: cfg\nagents:\n  - id: writer_a\n    instructions: Write it.\n    tools: [write_file]\n"
+
+
+@pytest.fixture
+def other() -> Iterator[tuple[str, list[dict[str, object]]]]:
+    seen: list[dict[str, object]] = []
+
+    def respond(_path: str, _headers: dict[str, str], raw: bytes) -> Reply:
+        seen.append(json.loads(raw))
+        return Reply(body=sse(json.dumps(envelope("Other. [STATUS: SUCCESS]"))))
+
+    with loopback(respond) as url:
+        yield url, seen
+
+
+def settings(tmp_path: Path, text: str) -> Runtime:
+    path = tmp_path / "groundstate.toml"
+    path.write_text(text)
+    return Runtime(EventStore(f"sqlite:///{tmp_path / 'c.db'}"), tmp_path / "home",
+                   settings=load_config(path).config)  # fmt: skip
+
+
+def test_models_default_is_the_runs_model(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:main@{url}"\n')
+    run_id = runtime.create(FLOW, "cfg.yaml")
+    assert runtime.store.state(run_id).model == f"openai-chat:main@{url}"
+    assert asyncio.run(runtime.drive(run_id)).status == "completed" and len(script.requests) == 1
+
+
+@pytest.mark.parametrize("table", ["agents", "roles"])
+def test_models_by_agent_or_role_are_recorded_and_answer(
+    tmp_path: Path, model: tuple[str, Script], other: tuple[str, list[dict[str, object]]], table: str
+) -> None:
+    url, script = model
+    other_url, seen = other
+    key = "writer_a" if table == "agents" else "writer_"
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:main@{url}"\n[models.{table}]\n'
+                                 f'{key} = "openai-chat:other@{other_url}"\n')  # fmt: skip
+    run_id = runtime.create(FLOW, "cfg.yaml")
+    assert runtime.store.events(run_id)[0].payload["models"] == {"writer_a": f"openai-chat:other@{other_url}"}
+    later = settings(tmp_path, f'[models]\ndefault = "openai-chat:main@{url}"\n')  # the file changed since
+    assert asyncio.run(later.drive(run_id)).status == "completed"
+    assert script.requests == [] and len(seen) == 1  # the model recorded at creation answered
+
+
+def test_policy_patterns_and_guards_are_added_and_pinned(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    (tmp_path / "patterns.json").write_text(json.dumps([{
+        "id": "no_secret", "name": "No secrets", "trigger_event": "ToolCall", "category": "safety",
+        "condition": 'tool_call(Run, Agent, Seq, /write_file, T), :string:contains(T, "secret")',
+        "action": {"RequestApproval": {"reason": "a secret file"}}}]))  # fmt: skip
+    (tmp_path / "mine.mg").write_text(
+        'needs_approval(R, A, /safety, "a draft file") :- tool_call(R, A, _, /write_file, T), '
+        ':string:starts_with(T, "draft").\n'
+    )
+    text = (
+        f'[models]\ndefault = "openai-chat:main@{url}"\n[policy]\npatterns = ["patterns.json"]\nguards = ["mine.mg"]\n'
+    )
+    runtime = settings(tmp_path, text)
+    ids = [p.id for p in runtime.policy.patterns]
+    assert "guard_file_deletion" in ids and "no_secret" in ids
+    for target, reason in (("secret.txt", "a secret file"), ("draft.txt", "a draft file")):
+        script.answers = {"writer_a": [envelope("W.", [{"tool": "write_file", "argument": target, "content": "x"}])]}
+        run_id = runtime.create(FLOW, "cfg.yaml")
+        state = asyncio.run(runtime.drive(run_id))
+        assert state.pause is not None and state.pause.reason == reason
+        assert not (runtime.home / "runs" / run_id / "workspace" / target).exists()
+
+
+def test_a_bad_guard_file_is_refused_with_its_position(tmp_path: Path) -> None:
+    (tmp_path / "bad.mg").write_text("needs_approval(R, A, /quality :- nonsense.\n")
+    with pytest.raises(LogicError, match=r"bad\.mg:1"):
+        settings(tmp_path, '[policy]\nguards = ["bad.mg"]\n')
+
+
+def test_limits_reach_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Late. [STATUS: SUCCESS]")]}
+    script.delays = {"writer_a": 5.0}
+    runtime = settings(tmp_path, "[limits.shard_profiles.writer]\nmax_execution_time_sec = 0.5\n")
+    runtime._backend = HTTPBackend("openai-chat", "scripted", url)
+    state = asyncio.run(runtime.drive(runtime.create(FLOW, "cfg.yaml")))
+    assert "did not answer within 0.5 s" in (state.nodes["writer_a"].error or "")
+
+
+def test_run_and_serve_read_the_configuration(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
+    (tmp_path / "flow.yaml").write_text(FLOW)
+    (tmp_path / "groundstate.toml").write_text(f'[models]\ndefault = "openai-chat:main@{url}"\n')
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    env.pop("GROUNDSTATE_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "groundstate", "run", "flow.yaml"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [agent for agent, _ in script.requests] == ["writer_a"]  # answered by the configured default model
+    (tmp_path / "broken.toml").write_text("[models]\nnope = 1\n")
+    for command in (["run", "flow.yaml"], ["serve", "--port", "1"], ["runs", "resume", "x"]):
+        refused = subprocess.run([sys.executable, "-m", "groundstate", *command, "--config", "broken.toml"],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert refused.returncode == 2, command
+        assert "broken.toml:2: models.nope" in refused.stdout + refused.stderr, command
+
+
+PARALLEL = """
+name: parallel
+agents:
+  - id: writer_a
+    instructions: One.
+  - id: writer_b
+    instructions: Two.
+"""
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_max_concurrent_shards_bounds_the_agents_at_work(
+    tmp_path: Path, model: tuple[str, Script], shards: int
+) -> None:
+    url, script = model
+    script.answers = {a: [envelope("Done. [STATUS: SUCCESS]")] for a in ("writer_a", "writer_b")}
+    script.delays = {"writer_a": 0.5, "writer_b": 0.5}
+    runtime = settings(tmp_path, f"[limits.core_limits]\nmax_concurrent_shards = {shards}\n")
+    runtime._backend = HTTPBackend("openai-chat", "scripted", url)
+    run_id = runtime.create(PARALLEL, "p.yaml")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    order = [(e.type, e.agent) for e in runtime.store.events(run_id) if e.type in ("AgentStarted", "AgentCompleted")]
+    first_done = order.index(next(item for item in order if item[0] == "AgentCompleted"))
+    started_before = sum(1 for kind, _ in order[:first_done] if kind == "AgentStarted")
+    assert started_before == shards  # one at a time, or both at once
