@@ -153,3 +153,40 @@ def test_max_concurrent_shards_bounds_the_agents_at_work(
     first_done = order.index(next(item for item in order if item[0] == "AgentCompleted"))
     started_before = sum(1 for kind, _ in order[:first_done] if kind == "AgentStarted")
     assert started_before == shards  # one at a time, or both at once
+
+
+CONTENT_RULES = """
+competitor("Acme").
+mentions_competitor(R, A) :- agent_output(R, A, T), competitor(C), :string:contains(T, C).
+needs_approval(R, A, /quality, "the answer mentions a competitor") :- mentions_competitor(R, A).
+needs_approval(R, A, /safety, "a password is about to be written") :-
+  tool_content(R, A, _, T), :string:contains(T, "password").
+needs_approval(R, A, /quality, "a very long answer") :- agent_output_digest(R, A, _).
+needs_approval(R, A, /quality, "answered by the main model") :- agent_model(R, A, M), :string:contains(M, ":main@").
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (envelope("Acme is cheaper. [STATUS: SUCCESS]"), "the answer mentions a competitor"),
+        (envelope("W.", [{"tool": "write_file", "argument": "a.txt", "content": "password=1"}]),
+         "a password is about to be written"),
+        (envelope("x" * 20_000 + " [STATUS: SUCCESS]"), "a very long answer"),
+    ],
+)  # fmt: skip
+def test_guards_see_output_content_and_model(
+    tmp_path: Path, model: tuple[str, Script], answer: dict[str, object], reason: str
+) -> None:
+    url, script = model
+    script.answers = {"writer_a": [answer, envelope("Done. [STATUS: SUCCESS]")]}
+    (tmp_path / "content.mg").write_text(CONTENT_RULES)
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:other@{url}"\n[policy]\nguards = ["content.mg"]\n')
+    run_id = runtime.create(FLOW, "cfg.yaml")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and state.pause.reason == reason
+    assert not (runtime.home / "runs" / run_id / "workspace" / "a.txt").exists()
+    by_model = settings(tmp_path, f'[models]\ndefault = "openai-chat:main@{url}"\n[policy]\nguards = ["content.mg"]\n')
+    script.answers = {"writer_a": [envelope("Fine. [STATUS: SUCCESS]")]}
+    paused = asyncio.run(by_model.drive(by_model.create(FLOW, "cfg.yaml")))
+    assert paused.pause is not None and paused.pause.reason == "answered by the main model"

@@ -7,6 +7,7 @@ starts again, so a decision is never re-derived from an attempt the operator alr
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,9 +19,13 @@ from .backends import Signals
 from .policy import PinnedPolicy
 from .workflow import Workflow
 
-ATTEMPT_FACTS = ("preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call",
-                 "upstream_output", "upstream_files", "model_refused", "native_tool_call", "finish_reason")  # fmt: skip
+ATTEMPT_FACTS = (
+    "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
+    "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
+    "agent_model", "tool_content", "tool_content_digest",
+)  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
+MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,17 @@ class GuardKernel:
             tx.assert_("preflight", (self.run_id, agent))
         return self.pause(agent, "preflight")
 
-    def tool_call(self, agent: str, seq: int, tool: str, argument: str) -> PauseDecision | None:
-        self.kernel.assert_facts("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+    def tool_call(
+        self, agent: str, seq: int, tool: str, argument: str, content: str | None = None
+    ) -> PauseDecision | None:
+        """A requested call, before it runs: its tool, argument and (for writes) content become facts."""
+        with self.kernel.transaction() as tx:
+            tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+            if content is not None:
+                text, digest = _bounded(content)
+                tx.assert_("tool_content", (self.run_id, agent, seq, text))
+                if digest:
+                    tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
         return self.pause(agent, "tool_call")
 
     def finished(
@@ -110,9 +124,18 @@ class GuardKernel:
         executed: list[str],
         error: str | None,
         model: Signals | None = None,
+        output: str = "",
+        backend: str | None = None,
     ) -> PauseDecision | None:
-        """The invocation ended: its outcome and what the model sent besides its answer become facts."""
+        """The invocation ended: its outcome, its surface output, the model that answered and what it sent besides
+        its answer become facts."""
         with self.kernel.transaction() as tx:
+            text, digest = _bounded(output)
+            tx.assert_("agent_output", (self.run_id, agent, text))
+            if digest:
+                tx.assert_("agent_output_digest", (self.run_id, agent, digest))
+            if backend is not None:
+                tx.assert_("agent_model", (self.run_id, agent, backend))
             if model is not None:
                 for text in model.refusals:
                     tx.assert_("model_refused", (self.run_id, agent, text[:MAX_FACT_TEXT]))
@@ -171,3 +194,11 @@ class GuardKernel:
 
 def _quoted(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _bounded(text: str) -> tuple[str, str | None]:
+    """A text as a fact keeps it: whole up to MAX_CONTENT_TEXT characters; beyond, its beginning and the SHA-256 of
+    all of it (so rules can still tell two long texts apart)."""
+    if len(text) <= MAX_CONTENT_TEXT:
+        return text, None
+    return text[:MAX_CONTENT_TEXT], "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

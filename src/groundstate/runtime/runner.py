@@ -337,8 +337,9 @@ class Runtime:
                 return
             if outcome.error is not None:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface})
-            pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed,
-                                        outcome.error, outcome.signals)  # fmt: skip
+            answered_by = self._backend_for(ctx, spec).name
+            pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
+                                        outcome.signals, outcome.surface, answered_by)  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
             if pause:
@@ -486,7 +487,8 @@ class Runtime:
             call = self._emit(ctx, ev.TOOL_CALL, agent, {"tool": tool, "target": request.target,
                                                           "payload": request.payload})  # fmt: skip
             calls.append(call.seq)
-            pause = ctx.guards.tool_call(agent, call.seq, tool, argument)
+            content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
+            pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content)
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
                     self._emit(ctx, ev.TOOL_RESULT, agent, {

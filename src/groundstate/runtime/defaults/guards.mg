@@ -43,6 +43,21 @@ Decl native_tool_call(Run, Agent, Tool)
 Decl finish_reason(Run, Agent, Reason)
   descr [doc("Why the model's last answer ended: /stop, /length, /tool_calls, /content_filter, /refusal, ...")]
   bound [/string, /string, /name].
+Decl agent_output(Run, Agent, Text)
+  descr [doc("The surface response of the agent's attempt (its first 16,000 characters).")]
+  bound [/string, /string, /string].
+Decl agent_output_digest(Run, Agent, Digest)
+  descr [doc("sha256:... of the whole surface response, when it is longer than agent_output keeps.")]
+  bound [/string, /string, /string].
+Decl agent_model(Run, Agent, Model)
+  descr [doc("The model backend that answered the attempt, e.g. openai-chat:gpt-4o@https://...")]
+  bound [/string, /string, /string].
+Decl tool_content(Run, Agent, Seq, Text)
+  descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs.")]
+  bound [/string, /string, /number, /string].
+Decl tool_content_digest(Run, Agent, Seq, Digest)
+  descr [doc("sha256:... of the whole content, when it is longer than tool_content keeps.")]
+  bound [/string, /string, /number, /string].
 
 Decl needs_approval(Run, Agent, Category, Reason)
   descr [doc("The run pauses: the operator must retry, skip or abort.")]
