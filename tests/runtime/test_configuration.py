@@ -190,3 +190,17 @@ def test_guards_see_output_content_and_model(
     script.answers = {"writer_a": [envelope("Fine. [STATUS: SUCCESS]")]}
     paused = asyncio.run(by_model.drive(by_model.create(FLOW, "cfg.yaml")))
     assert paused.pause is not None and paused.pause.reason == "answered by the main model"
+
+
+def test_the_invocation_kernel_is_bounded_by_its_profile(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("W.", [{"tool": "write_file", "argument": "a.txt", "content": "x"}]),
+                                   envelope("Done. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n'
+                                 "[limits.shard_profiles.writer]\nmax_facts_in_shard_kernel = 3\n")  # fmt: skip
+    run_id = runtime.create(FLOW, "cfg.yaml")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and "is 3" in (state.nodes["writer_a"].error or "")
+    assert not (runtime.home / "runs" / run_id / "workspace" / "a.txt").exists()
+    roomy = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n')
+    assert asyncio.run(roomy.drive(roomy.create(FLOW, "cfg.yaml"))).status == "completed"

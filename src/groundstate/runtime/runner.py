@@ -520,10 +520,15 @@ class Runtime:
         return True
 
     def _agent_shards(self, ctx: RunContext, spec: AgentSpec) -> Shards:
-        """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools."""
-        kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY)
+        """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
+        configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``)."""
+        profile = self.config.shard(spec.id.split("_", 1)[0])
+        core = self.config.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
+        config = self.config.model_copy(update={"core_limits": core})
+        kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
         kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
-        return Shards(kernel, VirtualStore(kernel.workspace, search=self.search), metrics=self.metrics)
+        store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars)
+        return Shards(kernel, store, metrics=self.metrics)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
