@@ -204,3 +204,22 @@ def test_the_invocation_kernel_is_bounded_by_its_profile(tmp_path: Path, model: 
     assert not (runtime.home / "runs" / run_id / "workspace" / "a.txt").exists()
     roomy = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n')
     assert asyncio.run(roomy.drive(roomy.create(FLOW, "cfg.yaml"))).status == "completed"
+
+
+def test_a_shard_profiles_model_and_temperature_reach_the_provider(
+    tmp_path: Path, model: tuple[str, Script], other: tuple[str, list[dict[str, object]]]
+) -> None:
+    url, script = model
+    other_url, seen = other
+    script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n')
+    asyncio.run(runtime.drive(runtime.create(FLOW, "cfg.yaml")))
+    assert "temperature" not in script.requests[-1][1]  # not configured: the provider's default
+    tuned = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n'
+                               "[limits.shard_profiles.writer]\ntemperature = 0.7\n")  # fmt: skip
+    asyncio.run(tuned.drive(tuned.create(FLOW, "cfg.yaml")))
+    assert script.requests[-1][1]["temperature"] == 0.7
+    profile = f'[limits.shard_profiles.writer]\nmodel = "openai-chat:other@{other_url}"\n'
+    profiled = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n' + profile)
+    asyncio.run(profiled.drive(profiled.create(FLOW, "cfg.yaml")))
+    assert len(seen) == 1 and seen[0]["model"] == "other"

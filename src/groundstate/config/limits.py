@@ -28,7 +28,7 @@ class ShardProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = None
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)  # None: the model's own default
     max_context_tokens: int = Field(32_000, gt=0)
     max_execution_time_sec: float = Field(60.0, gt=0)
     max_facts_in_shard_kernel: int = Field(50_000, gt=0)

@@ -25,23 +25,32 @@ class ProviderAPI:
     path: str  # appended to the base URL for a streaming request
     adapter: type[StreamAdapter]
     provider: str  # the error-plane vocabulary of providers.errors.classify
-    request: Callable[[str, list[dict[str, str]], dict[str, Any]], dict[str, Any]] | None = None
+    request: Callable[[str, list[dict[str, str]], dict[str, Any], float | None], dict[str, Any]] | None = None
     """Builds a streaming chat request (model, messages, the envelope's JSON Schema); None: agents cannot use it."""
 
 
-def _openai_chat(model: str, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
+def _openai_chat(
+    model: str, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None
+) -> dict[str, Any]:
     response_format = {"type": "json_schema", "json_schema": {"name": "envelope", "schema": schema}}
-    return {"model": model, "messages": messages, "stream": True, "response_format": response_format}
+    body = {"model": model, "messages": messages, "stream": True, "response_format": response_format}
+    return body | ({"temperature": temperature} if temperature is not None else {})
 
 
-def _anthropic(model: str, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
+def _anthropic(
+    model: str, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None
+) -> dict[str, Any]:
     system = "\n".join(m["content"] for m in messages if m["role"] == "system")
     rest = [m for m in messages if m["role"] != "system"]
-    return {"model": model, "messages": rest, "stream": True, "max_tokens": 2048, "system": system}
+    body = {"model": model, "messages": rest, "stream": True, "max_tokens": 2048, "system": system}
+    return body | ({"temperature": temperature} if temperature is not None else {})
 
 
-def _ollama(model: str, messages: list[dict[str, str]], schema: dict[str, Any]) -> dict[str, Any]:
-    return {"model": model, "messages": messages, "stream": True}
+def _ollama(
+    model: str, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+    return body | ({"options": {"temperature": temperature}} if temperature is not None else {})
 
 
 APIS: dict[str, ProviderAPI] = {

@@ -74,7 +74,9 @@ class Backend(Protocol):
     name: str
     vocabulary: Vocabulary
 
-    def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]: ...
+    def stream(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None = None
+    ) -> AsyncIterator[Piece]: ...
 
 
 class LocalBackend:
@@ -91,14 +93,18 @@ class LocalBackend:
         self.name = f"local:{self.model.path.name}"
         self.max_tokens = max_tokens
 
-    async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
+    async def stream(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None = None
+    ) -> AsyncIterator[Piece]:
+        """Tokens of one answer, generated in a worker thread (greedy unless a ``temperature`` is configured)."""
         loop = asyncio.get_running_loop()
+        options: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
         queue: asyncio.Queue[Piece | BaseException | None] = asyncio.Queue()
 
         def generate() -> None:
             try:
                 with self._lock:
-                    for token in self.model.tokens(messages, max_tokens=self.max_tokens, json_schema=schema):
+                    for token in self.model.tokens(messages, max_tokens=self.max_tokens, json_schema=schema, **options):
                         loop.call_soon_threadsafe(queue.put_nowait, Piece(token.text, [token.id]))
                     if self.model.tail_text:
                         loop.call_soon_threadsafe(queue.put_nowait, Piece(self.model.tail_text))
@@ -133,8 +139,11 @@ class HTTPBackend:
         self.vocabulary: Vocabulary = ByteVocabulary()
         self.name = f"{api}:{model}@{base_url}"
 
-    async def stream(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> AsyncIterator[Piece]:
-        async for event in self.client.stream(self.request(self.model, messages, schema)):
+    async def stream(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None = None
+    ) -> AsyncIterator[Piece]:
+        """One answer from the provider as pieces (``temperature`` sent only when configured)."""
+        async for event in self.client.stream(self.request(self.model, messages, schema, temperature)):
             if isinstance(event, TextDelta):
                 yield Piece(event.text)
             elif isinstance(event, ThinkDelta):

@@ -94,6 +94,7 @@ class Invocation:
     messages: list[dict[str, str]]
     raw: list[str] = field(default_factory=list)
     shards: Shards | None = None
+    temperature: float | None = None  # the agent's shard profile's, when configured
 
 
 @dataclass
@@ -275,8 +276,9 @@ class Runtime:
         chosen = {}
         for spec in workflow.agents:
             role = workflow.role(spec.id)
-            configured = self.settings.models.agents.get(spec.id) or (
-                self.settings.models.roles.get(role.prefix) if role else None)  # fmt: skip
+            configured = (self.settings.models.agents.get(spec.id)
+                          or (self.settings.models.roles.get(role.prefix) if role else None)
+                          or self.config.shard(spec.id.split("_", 1)[0]).model)  # fmt: skip
             if spec.model is None and configured is not None:
                 chosen[spec.id] = configured
         return chosen
@@ -409,6 +411,7 @@ class Runtime:
                                  {"role": "user", "content": user_prompt(spec, instructions, upstream)}])  # fmt: skip
         outcome = Outcome()
         profile = self.config.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
+        invocation.temperature = profile.temperature
         for round_number in range(1, self.max_rounds + 1):
             try:
                 check_context(profile, "\n".join(m["content"] for m in invocation.messages))
@@ -445,7 +448,7 @@ class Runtime:
             bridge = SigilBridge(backend.vocabulary)
             try:
                 async with asyncio.timeout(seconds):
-                    async for piece in backend.stream(invocation.messages, invocation.schema):
+                    async for piece in backend.stream(invocation.messages, invocation.schema, invocation.temperature):
                         error = error or piece.error
                         outcome.signals.take(piece)
                         outcome.thinking += piece.thinking
