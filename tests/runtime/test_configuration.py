@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -223,3 +224,48 @@ def test_a_shard_profiles_model_and_temperature_reach_the_provider(
     profiled = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n' + profile)
     asyncio.run(profiled.drive(profiled.create(FLOW, "cfg.yaml")))
     assert len(seen) == 1 and seen[0]["model"] == "other"
+
+
+def with_usage(answer: dict[str, object], prompt: int, completion: int) -> bytes:
+    """The answer as an OpenAI-style stream that ends with a usage chunk, as providers send it."""
+    usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+    body = sse(json.dumps(answer))
+    return body.replace(b"data: [DONE]", b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]")
+
+
+TWO = """
+name: budget
+agents:
+  - id: writer_a
+    instructions: Draft.
+  - id: writer_b
+    instructions: Polish.
+    depends_on: [writer_a]
+"""
+
+
+def test_usage_is_accounted_and_a_token_budget_pauses_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [with_usage(envelope("Draft. [STATUS: SUCCESS]"), 300, 200)],
+                      "writer_b": [with_usage(envelope("Final. [STATUS: SUCCESS]"), 400, 300)]}  # fmt: skip
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n[budgets]\nmax_tokens = 1000\n')
+    run_id = runtime.create(TWO, "b.yaml")
+    state = asyncio.run(runtime.drive(run_id))
+    completed = next(e for e in runtime.store.events(run_id) if e.type == "AgentCompleted")
+    assert (completed.agent, completed.payload["usage"]["input_tokens"]) == ("writer_a", 300)
+    assert state.nodes["writer_a"].status == "succeeded"  # 500 tokens: within the budget
+    assert state.pause is not None and state.pause.agent == "writer_b"
+    assert state.pause.reason == "The run's token budget is spent: 1200 tokens used of 1000."
+    assert state.usage["input_tokens"] == 700 and state.usage["output_tokens"] == 500
+    unlimited = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n')
+    assert asyncio.run(unlimited.drive(unlimited.create(TWO, "b.yaml"))).status == "completed"
+
+
+def test_a_time_budget_pauses_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Draft. [STATUS: SUCCESS]")]}
+    script.delays = {"writer_a": 1.2}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n[budgets]\nmax_model_seconds = 1\n')
+    state = asyncio.run(runtime.drive(runtime.create(FLOW, "t.yaml")))
+    assert state.pause is not None
+    assert re.fullmatch(r"The run's time budget is spent: [2-9] s in attempts of 1 s\.", state.pause.reason)

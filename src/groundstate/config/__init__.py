@@ -9,6 +9,7 @@ from .limits import DEFAULT_SHARDS, CoreLimits, KernelConfig, ShardProfile
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
+    Budgets,
     ConfigFileError,
     LoadedConfig,
     Models,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_SHARDS",
     "ENVIRONMENT",
     "FILE_NAME",
+    "Budgets",
     "ConfigFileError",
     "CoreLimits",
     "KernelConfig",

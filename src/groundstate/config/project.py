@@ -49,6 +49,15 @@ class Policy(BaseModel):
     kernel: list[Path] = Field(default_factory=list)  # .mg files added to the kernel's policy (kernel step | repl)
 
 
+class Budgets(BaseModel):
+    """``[budgets]``: what a run may spend; past it, the next attempt that ends pauses the run with the reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int | None = Field(None, gt=0)  # input + output tokens of every attempt, as providers count them
+    max_model_seconds: float | None = Field(None, gt=0)  # time spent in agents' attempts, summed
+
+
 class ProjectConfig(BaseModel):
     """The whole project configuration; every section has its defaults."""
 
@@ -57,6 +66,7 @@ class ProjectConfig(BaseModel):
     models: Models = Field(default_factory=Models)
     policy: Policy = Field(default_factory=Policy)
     limits: KernelConfig = Field(default_factory=KernelConfig)
+    budgets: Budgets = Field(default_factory=Budgets)
 
 
 class LoadedConfig:

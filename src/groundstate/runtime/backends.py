@@ -28,6 +28,7 @@ from ..providers import (
     TextDelta,
     ThinkDelta,
     ToolCall,
+    Usage,
     provider_api,
 )
 from ..wire import ByteVocabulary, Vocabulary
@@ -50,6 +51,7 @@ class Piece:
     tool_call: ToolCall | None = None
     finish: str | None = None  # one of providers.FINISH_REASONS
     error: ErrorRecord | None = None
+    usage: tuple[int, int] | None = None  # (input, output) tokens, as the provider counted them
 
 
 @dataclass
@@ -108,6 +110,8 @@ class LocalBackend:
                         loop.call_soon_threadsafe(queue.put_nowait, Piece(token.text, [token.id]))
                     if self.model.tail_text:
                         loop.call_soon_threadsafe(queue.put_nowait, Piece(self.model.tail_text))
+                    usage = (self.model.prompt_tokens, self.model.completion_tokens)
+                    loop.call_soon_threadsafe(queue.put_nowait, Piece(usage=usage))
                     if self.model.finish_reason == "length":
                         loop.call_soon_threadsafe(queue.put_nowait, _length_error(self.name, self.max_tokens))
                     loop.call_soon_threadsafe(queue.put_nowait, Piece(finish=self.model.finish_reason))
@@ -156,6 +160,8 @@ class HTTPBackend:
                 yield Piece(tool_call=event)
             elif isinstance(event, ErrorEvent):
                 yield Piece(error=event.error)
+            elif isinstance(event, Usage):
+                yield Piece(usage=(event.input_tokens or 0, event.output_tokens or 0))
 
 
 def make_backend(spec: str) -> Backend:

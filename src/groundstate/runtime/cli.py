@@ -178,6 +178,9 @@ def show(
         return
     depends = {a.id: a.depends_on for a in workflow_of(state).agents}
     console.print(dag_view(state, depends))
+    used = state.usage
+    console.print(f"usage: {int(used['input_tokens'])} tokens in, {int(used['output_tokens'])} out, "
+                  f"{used['seconds']:.1f} s in attempts", markup=False, highlight=False)  # fmt: skip
     card = approval_card(state)
     if card is not None:
         console.print(card)

@@ -8,6 +8,7 @@ starts again, so a decision is never re-derived from an attempt the operator alr
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -62,7 +63,15 @@ def guard_rules(files: list[Path]) -> str:
 
 
 class GuardKernel:
-    def __init__(self, run_id: str, workflow: Workflow, workspace: Path, policy: PinnedPolicy, state_dir: Path) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        workflow: Workflow,
+        workspace: Path,
+        policy: PinnedPolicy,
+        state_dir: Path,
+        budgets: dict[str, float] | None = None,
+    ) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)
         guards, compiled = state_dir / "guards.mg", state_dir / "cortex.mg"  # the run's pinned policy, as loaded
         guards.write_text(policy.guards, encoding="utf-8")
@@ -76,6 +85,8 @@ class GuardKernel:
                     tx.assert_("mandatory_tool", (Name("/" + role.prefix), Name("/" + tool)))
             for agent in workflow.agents:
                 self._agent_facts(tx, workflow, agent.id)
+            for kind, limit in (budgets or {}).items():  # recorded in the run when it was created
+                tx.assert_("run_budget", (self.run_id, Name("/" + kind), math.ceil(limit)))
 
     def add_agent(self, workflow: Workflow, agent_id: str) -> None:
         with self.kernel.transaction() as tx:
@@ -126,10 +137,14 @@ class GuardKernel:
         model: Signals | None = None,
         output: str = "",
         backend: str | None = None,
+        spent: tuple[int, float] | None = None,
     ) -> PauseDecision | None:
         """The invocation ended: its outcome, its surface output, the model that answered and what it sent besides
         its answer become facts."""
         with self.kernel.transaction() as tx:
+            if spent is not None:  # the run's totals, this attempt included: one row, replaced each time
+                tx.retract("run_usage", *self.kernel.query(f'run_usage("{self.run_id}", _, _)'))
+                tx.assert_("run_usage", (self.run_id, spent[0], math.ceil(spent[1])))
             text, digest = _bounded(output)
             tx.assert_("agent_output", (self.run_id, agent, text))
             if digest:

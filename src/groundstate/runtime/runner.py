@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +83,14 @@ class Outcome:
     paused: bool = False
     thinking: str = ""  # reasoning (streamed, and the packets' traces): shown collapsed, never as the answer
     signals: Signals = field(default_factory=Signals)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def usage(self) -> dict[str, float]:
+        """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "seconds": round(time.monotonic() - self.started, 3)}  # fmt: skip
 
 
 @dataclass
@@ -157,8 +166,9 @@ class Runtime:
             for spec in [*named, workflow.model, *(a.model for a in workflow.agents), *models.values()]:
                 if spec is not None:
                     check_model_spec(spec)
+        budgets = self.settings.budgets.model_dump(exclude_none=True)
         run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json(),
-                                       models=models)  # fmt: skip
+                                       models=models, budgets=budgets)  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
 
@@ -263,7 +273,7 @@ class Runtime:
         recordings = folder / "recordings"
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
-        guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel")
+        guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
                          models=dict(state.models))  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
@@ -337,17 +347,26 @@ class Runtime:
             outcome = await self._invoke(ctx, spec, node.instructions or spec.instructions, context, attempt)
             if outcome.paused:
                 return
+            usage = outcome.usage()
             if outcome.error is not None:
-                self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface})
+                self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
+                                                         "usage": usage})  # fmt: skip
             answered_by = self._backend_for(ctx, spec).name
+            spent = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log
+            tokens = int(
+                spent["input_tokens"] + spent["output_tokens"] + usage["input_tokens"] + usage["output_tokens"]
+            )
             pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                        outcome.signals, outcome.surface, answered_by)  # fmt: skip
+                                        outcome.signals, outcome.surface, answered_by,
+                                        (tokens, spent["seconds"] + usage["seconds"]))  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
             if pause:
-                self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking)
+                self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking,
+                                       usage=None if outcome.error is not None else usage)  # fmt: skip
             elif outcome.error is None:
-                completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking}
+                completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
+                             "usage": usage}  # fmt: skip
                 self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
                 self._cortex_actions(ctx, agent)
 
@@ -391,6 +410,7 @@ class Runtime:
         output: str,
         thinking: str = "",
         held_call: int | None = None,
+        usage: dict[str, float] | None = None,
     ) -> None:
         """The pause as an event; ``held_call`` is the ToolCall it holds (it answers that call: nothing ran)."""
         first, approvals = pause.first, pause.approvals
@@ -399,6 +419,7 @@ class Runtime:
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
             "thinking": thinking, "why": ctx.guards.why(agent, first),
             **({"held_call": held_call} if held_call is not None else {}),
+            **({"usage": usage} if usage is not None else {}),
         })  # fmt: skip
 
     async def _invoke(
@@ -451,6 +472,9 @@ class Runtime:
                     async for piece in backend.stream(invocation.messages, invocation.schema, invocation.temperature):
                         error = error or piece.error
                         outcome.signals.take(piece)
+                        if piece.usage is not None:
+                            outcome.input_tokens += piece.usage[0]
+                            outcome.output_tokens += piece.usage[1]
                         outcome.thinking += piece.thinking
                         recorder.write(_recorded(bridge, piece))
                         if piece.text or piece.tokens:
@@ -497,7 +521,8 @@ class Runtime:
                     self._emit(ctx, ev.TOOL_RESULT, agent, {
                         "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
                         "reason": HELD_FOR_OPERATOR})  # fmt: skip
-                self._request_approval(ctx, agent, pause, gated.surface, outcome.thinking, held_call=call.seq)
+                self._request_approval(ctx, agent, pause, gated.surface, outcome.thinking, held_call=call.seq,
+                                       usage=outcome.usage())  # fmt: skip
                 outcome.paused = True
                 return False
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec)

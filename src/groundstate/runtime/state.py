@@ -144,12 +144,14 @@ class RunState:
     model: str | None = None
     policy: dict[str, Any] | None = None  # the pinned policy (runtime/policy.py); None for runs created before pins
     models: dict[str, str] = field(default_factory=dict)  # agent -> model the configuration chose at creation
+    budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
     pauses: list[Pause] = field(default_factory=list)  # approvals waiting, oldest first
     last_seq: int = 0
     outcome: str | None = None
+    usage: dict[str, float] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "seconds": 0.0})
 
     @property
     def pause(self) -> Pause | None:
@@ -208,6 +210,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.workflow, state.name, state.model = p["workflow"], p["name"], p.get("model")
     state.policy = p.get("policy")
     state.models = dict(p.get("models") or {})
+    state.budgets = dict(p.get("budgets") or {})
 
 
 def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
@@ -244,18 +247,29 @@ def _tool_result(_state: RunState, event: ev.Event, node: Invocation | None) -> 
                         reason=p.get("reason"))  # fmt: skip
 
 
-def _completed(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def _count_usage(state: RunState, event: ev.Event) -> None:
+    """An attempt-ending event carries what the attempt cost; the run's totals are their sum."""
+    usage = event.payload.get("usage")
+    if isinstance(usage, dict):
+        for key in state.usage:
+            state.usage[key] += float(usage.get(key) or 0)
+
+
+def _completed(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    _count_usage(state, event)
     if node is not None:
         p = event.payload
         node.output, node.status_tag, node.thinking = p["output"], p.get("status_tag"), p.get("thinking", "")
 
 
-def _failed(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def _failed(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    _count_usage(state, event)
     if node is not None:
         node.error, node.output = event.payload.get("error"), event.payload.get("output", node.output)
 
 
 def _approval_requested(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    _count_usage(state, event)
     p = event.payload
     others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
     state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others))

@@ -139,6 +139,7 @@ class EventStore:
         run_id: str | None = None,
         policy: dict[str, Any] | None = None,
         models: dict[str, str] | None = None,
+        budgets: dict[str, float] | None = None,
     ) -> str:
         """A new run with its RunCreated event; returns its id."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -149,6 +150,7 @@ class EventStore:
         payload: dict[str, Any] = {"name": name, "workflow": workflow_text, "model": model}
         payload |= {"policy": policy} if policy is not None else {}
         payload |= {"models": models} if models else {}
+        payload |= {"budgets": budgets} if budgets else {}
         self.append(run_id, ev.RUN_CREATED, None, payload)
         return run_id
 

@@ -58,6 +58,12 @@ Decl tool_content(Run, Agent, Seq, Text)
 Decl tool_content_digest(Run, Agent, Seq, Digest)
   descr [doc("sha256:... of the whole content, when it is longer than tool_content keeps.")]
   bound [/string, /string, /number, /string].
+Decl run_usage(Run, Tokens, Seconds)
+  descr [doc("What the run has spent so far: tokens (input + output, as providers counted them) and seconds in attempts.")]
+  bound [/string, /number, /number].
+Decl run_budget(Run, Kind, Limit)
+  descr [doc("A budget of the run (/max_tokens, /max_model_seconds), recorded when it was created.")]
+  bound [/string, /name, /number].
 
 Decl needs_approval(Run, Agent, Category, Reason)
   descr [doc("The run pauses: the operator must retry, skip or abort.")]
@@ -158,3 +164,11 @@ Decl interrupt(Run, Agent, Reason)
   descr [doc("A cortex pattern interrupts the run: it is aborted.")] bound [/string, /string, /string].
 Decl spawn_agent(Run, PatternID, Trigger)
   descr [doc("A cortex pattern adds its agent to the run (once).")] bound [/string, /string, /string].
+
+# Budgets: the attempt that takes the run past one of its budgets pauses it.
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), run_usage(R, Tokens, _), run_budget(R, /max_tokens, Max), Tokens > Max,
+  Reason = fn:string:concat("The run's token budget is spent: ", Tokens, " tokens used of ", Max, ".").
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), run_usage(R, _, Seconds), run_budget(R, /max_model_seconds, Max), Seconds > Max,
+  Reason = fn:string:concat("The run's time budget is spent: ", Seconds, " s in attempts of ", Max, " s.").
