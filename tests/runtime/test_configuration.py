@@ -4,14 +4,18 @@ files (guards and patterns, added to the shipped ones and pinned), limits; and t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from groundstate.config import load_config
@@ -269,3 +273,37 @@ def test_a_time_budget_pauses_the_run(tmp_path: Path, model: tuple[str, Script])
     state = asyncio.run(runtime.drive(runtime.create(FLOW, "t.yaml")))
     assert state.pause is not None
     assert re.fullmatch(r"The run's time budget is spent: [2-9] s in attempts of 1 s\.", state.pause.reason)
+
+
+def test_serve_starts_runs_on_the_configured_default_model(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
+    (tmp_path / "g.toml").write_text(f'[models]\ndefault = "openai-chat:m@{url}"\n')
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port), "--config", "g.toml"],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        token_file = tmp_path / "home" / "console.token"
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        for _ in range(300):
+            if token_file.exists():
+                with contextlib.suppress(httpx.TransportError):
+                    client.get("/login")
+                    break
+            time.sleep(0.1)
+        client.headers["authorization"] = "Bearer " + token_file.read_text().strip()
+        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
+        for _ in range(300):
+            run = client.get(f"/api/runs/{run_id}").json()
+            if run["status"] == "completed":
+                break
+            time.sleep(0.1)
+        assert run["model"] == f"openai-chat:m@{url}" and run["status"] == "completed"
+        assert [agent for agent, _ in script.requests] == ["writer_a"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

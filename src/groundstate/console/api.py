@@ -32,7 +32,7 @@ class NewRun(BaseModel):
 
     workflow: str | None = None
     example: str | None = None
-    model: str = "local"
+    model: str | None = None  # None: the configuration's models.default, else local
 
 
 @router.get("/runs")

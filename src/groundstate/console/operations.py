@@ -31,8 +31,9 @@ class Operations:
         except StoreError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    def create(self, workflow: str | None, example: str | None, model: str) -> str:
-        """Start a run of ``workflow`` (YAML text) or of a bundled example; 404/422 say why not."""
+    def create(self, workflow: str | None, example: str | None, model: str | None) -> str:
+        """Start a run of ``workflow`` (YAML text) or of a bundled example on ``model`` (None: the configuration's
+        ``models.default``, else local); 404/422 say why not."""
         text = workflow
         if example is not None:
             path = EXAMPLES / f"{example}.yaml"

@@ -59,7 +59,7 @@ def runs_page(request: Request, ops: Ops, secrets: Keys) -> HTMLResponse:
 async def start_page(request: Request, ops: Ops) -> Response:
     """Start a bundled example from the runs page."""
     form = await checked_form(request)
-    run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "local"))
+    run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "") or None)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 

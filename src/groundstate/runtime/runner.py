@@ -469,7 +469,8 @@ class Runtime:
             bridge = SigilBridge(backend.vocabulary)
             try:
                 async with asyncio.timeout(seconds):
-                    async for piece in backend.stream(invocation.messages, invocation.schema, invocation.temperature):
+                    options = {} if invocation.temperature is None else {"temperature": invocation.temperature}
+                    async for piece in backend.stream(invocation.messages, invocation.schema, **options):
                         error = error or piece.error
                         outcome.signals.take(piece)
                         if piece.usage is not None:
