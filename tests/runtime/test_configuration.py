@@ -307,3 +307,15 @@ def test_serve_starts_runs_on_the_configured_default_model(tmp_path: Path, model
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_failed_attempts_tokens_count_once(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    rejected: dict[str, object] = {"not": "an envelope"}  # the packet gate rejects it: a hard error, after 400 tokens
+    script.answers = {"writer_a": [with_usage(rejected, 300, 100)]}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n[budgets]\nmax_tokens = 600\n')
+    run_id = runtime.create(FLOW, "f.yaml")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and "rejected by the packet gate" in (state.nodes["writer_a"].error or "")
+    assert state.usage["input_tokens"] == 300 and state.usage["output_tokens"] == 100
+    assert not any("budget" in reason for reason in [state.pause.reason, *state.pause.others])  # 400 ≤ 600

@@ -348,17 +348,15 @@ class Runtime:
             if outcome.paused:
                 return
             usage = outcome.usage()
+            earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
+            total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
             if outcome.error is not None:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
                                                          "usage": usage})  # fmt: skip
             answered_by = self._backend_for(ctx, spec).name
-            spent = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log
-            tokens = int(
-                spent["input_tokens"] + spent["output_tokens"] + usage["input_tokens"] + usage["output_tokens"]
-            )
+            spent = (int(total["input_tokens"] + total["output_tokens"]), total["seconds"])
             pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                        outcome.signals, outcome.surface, answered_by,
-                                        (tokens, spent["seconds"] + usage["seconds"]))  # fmt: skip
+                                        outcome.signals, outcome.surface, answered_by, spent)  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
             if pause:
