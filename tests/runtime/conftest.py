@@ -81,6 +81,19 @@ def model() -> Iterator[tuple[str, Script]]:
 
 
 @pytest.fixture
+def other() -> Iterator[tuple[str, list[dict[str, object]]]]:
+    """A second provider: every request answered with a finished brief, every request kept."""
+    seen: list[dict[str, object]] = []
+
+    def respond(_path: str, _headers: dict[str, str], raw: bytes) -> Reply:
+        seen.append(json.loads(raw))
+        return Reply(body=sse(json.dumps(envelope("From the other model. [STATUS: SUCCESS]"))))
+
+    with loopback(respond) as url:
+        yield url, seen
+
+
+@pytest.fixture
 def runtime(tmp_path: Path, model: tuple[str, Script]) -> Runtime:
     url, _ = model
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,22 +23,9 @@ from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
 
-from ..loopback import Reply, loopback
 from .conftest import Script, envelope, sse
 
 FLOW = "name: cfg\nagents:\n  - id: writer_a\n    instructions: Write it.\n    tools: [write_file]\n"
-
-
-@pytest.fixture
-def other() -> Iterator[tuple[str, list[dict[str, object]]]]:
-    seen: list[dict[str, object]] = []
-
-    def respond(_path: str, _headers: dict[str, str], raw: bytes) -> Reply:
-        seen.append(json.loads(raw))
-        return Reply(body=sse(json.dumps(envelope("Other. [STATUS: SUCCESS]"))))
-
-    with loopback(respond) as url:
-        yield url, seen
 
 
 def settings(tmp_path: Path, text: str) -> Runtime:

@@ -4,11 +4,9 @@ provider — and a model spec that names nothing is refused before a run exists.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,21 +16,7 @@ from groundstate.runtime import run_events as ev
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
 
-from ..loopback import Reply, loopback
-from .conftest import Script, envelope, sse
-
-
-@pytest.fixture
-def other() -> Iterator[tuple[str, list[dict[str, object]]]]:
-    """A second provider: every request answered with a finished brief, every request kept."""
-    seen: list[dict[str, object]] = []
-
-    def respond(_path: str, _headers: dict[str, str], raw: bytes) -> Reply:
-        seen.append(json.loads(raw))
-        return Reply(body=sse(json.dumps(envelope("From the other model. [STATUS: SUCCESS]"))))
-
-    with loopback(respond) as url:
-        yield url, seen
+from .conftest import Script, envelope
 
 
 def flow(agent_model: str | None = None, workflow_model: str | None = None) -> str:

@@ -116,14 +116,12 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
             key = tuple(str(part) for part in error["loc"])
             problems.append(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {error['msg']}")
         raise ConfigFileError("\n".join(problems)) from None
-    base = path.parent
-    policy = config.policy
-    for files in (policy.guards, policy.patterns, policy.kernel):
-        files[:] = [file if file.is_absolute() else base / file for file in files]
+    for name in ("guards", "patterns", "kernel"):
+        files: list[Path] = getattr(config.policy, name)
+        files[:] = [file if file.is_absolute() else path.parent / file for file in files]
         for file in files:
             if not file.is_file():
-                key = ("policy", "guards" if files is policy.guards else "patterns" if files is policy.patterns
-                       else "kernel")  # fmt: skip
+                key = ("policy", name)
                 raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
     for table, keys in (("roles", config.models.roles), ("agents", config.models.agents)):
         for name in keys:

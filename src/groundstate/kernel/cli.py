@@ -42,8 +42,7 @@ def step(
 ) -> None:
     """Run one full OODA turn and print the packet check, the actions and the resulting facts."""
     try:
-        limits, files = _kernel_settings(config)
-        kernel = Kernel(workspace, config=limits, extra_sources=[*files, *(policy or [])])
+        kernel = _configured_kernel(workspace, config, policy or [])
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -101,13 +100,14 @@ REPL_HELP = """commands:
   help, quit"""
 
 
-def _kernel_settings(config: Path | None) -> tuple[KernelConfig, list[Path]]:
-    """The kernel's limits and extra policy files: from a JSON kernel configuration (limits only), or from the
-    project configuration (``--config``, ``$GROUNDSTATE_CONFIG`` or ./groundstate.toml)."""
+def _configured_kernel(workspace: Path, config: Path | None, policy: list[Path]) -> Kernel:
+    """A kernel under the configured limits and policy files — from a JSON kernel configuration (limits only), or
+    from the project configuration (``--config``, ``$GROUNDSTATE_CONFIG`` or ./groundstate.toml) — with ``policy``
+    loaded after them."""
     if config is not None and config.suffix == ".json":
-        return KernelConfig.load(config), []
+        return Kernel(workspace, config=KernelConfig.load(config), extra_sources=policy)
     project = load_config(config).config
-    return project.limits, list(project.policy.kernel)
+    return Kernel(workspace, config=project.limits, extra_sources=[*project.policy.kernel, *policy])
 
 
 class _Repl:
@@ -170,8 +170,7 @@ def repl(
 ) -> None:
     """An interactive kernel: assert, retract, query, explain."""
     try:
-        limits, files = _kernel_settings(config)
-        kernel = Kernel(workspace, config=limits, extra_sources=[*files, *(policy or [])])
+        kernel = _configured_kernel(workspace, config, policy or [])
     except (OSError, LogicError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2 if isinstance(exc, OSError) else 1) from None
