@@ -137,20 +137,16 @@ class EventStore:
         workflow_text: str,
         model: str | None,
         run_id: str | None = None,
-        policy: dict[str, Any] | None = None,
-        models: dict[str, str] | None = None,
-        budgets: dict[str, float] | None = None,
+        **details: Any,
     ) -> str:
-        """A new run with its RunCreated event; returns its id."""
+        """A new run with its RunCreated event; returns its id. ``details`` (the pinned policy, the recorded models
+        and budgets) go into the event as given; empty ones are left out."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
             db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
                                            updated_at=now, last_seq=0))  # fmt: skip
-        payload: dict[str, Any] = {"name": name, "workflow": workflow_text, "model": model}
-        payload |= {"policy": policy} if policy is not None else {}
-        payload |= {"models": models} if models else {}
-        payload |= {"budgets": budgets} if budgets else {}
+        payload = {"name": name, "workflow": workflow_text, "model": model} | {k: v for k, v in details.items() if v}
         self.append(run_id, ev.RUN_CREATED, None, payload)
         return run_id
 
