@@ -112,7 +112,9 @@ def test_run_and_serve_read_the_configuration(tmp_path: Path, model: tuple[str, 
     assert done.returncode == 0, done.stdout + done.stderr
     assert [agent for agent, _ in script.requests] == ["writer_a"]  # answered by the configured default model
     (tmp_path / "broken.toml").write_text("[models]\nnope = 1\n")
-    for command in (["run", "flow.yaml"], ["serve", "--port", "1"], ["runs", "resume", "x"]):
+    commands = (["run", "flow.yaml"], ["serve", "--port", "1"], ["runs", "resume", "x"], ["demo", "--decide", "abort"],
+                ["kernel", "repl"], ["kernel", "step", "--packet", "flow.yaml"])  # fmt: skip
+    for command in commands:
         refused = subprocess.run([sys.executable, "-m", "groundstate", *command, "--config", "broken.toml"],
                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert refused.returncode == 2, command
