@@ -6,11 +6,13 @@ Each ```mangle block runs against the ```text block after it; each ```python blo
 from __future__ import annotations
 
 import re
+import tomllib
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from groundstate.config import ProjectConfig
 from groundstate.logic import Engine, Program, display_fact
 
 DOCS = Path(__file__).parents[1] / "docs"
@@ -51,3 +53,14 @@ PYTHON_EXAMPLES = [
 @pytest.mark.parametrize(("page", "code"), PYTHON_EXAMPLES)
 def test_python_example(page: str, code: str) -> None:
     exec(compile(code, f"docs/{page}", "exec"), {})
+
+
+TOML_EXAMPLES = [
+    (page.name, code) for page in sorted(DOCS.glob("*.md")) for lang, code in blocks(page.name) if lang == "toml"
+]
+
+
+@pytest.mark.parametrize(("page", "code"), TOML_EXAMPLES)
+def test_toml_example_is_a_valid_configuration(page: str, code: str) -> None:
+    """Every groundstate.toml shown in the docs passes the configuration's schema (its files need not exist)."""
+    ProjectConfig.model_validate(tomllib.loads(code))

@@ -17,11 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from groundstate.config import load_config
+from groundstate.config import ConfigFileError, load_config
 from groundstate.logic import LogicError
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
+from groundstate.runtime.workflow import WorkflowError
 
 from .conftest import Script, envelope, sse
 
@@ -307,3 +308,72 @@ def test_a_failed_attempts_tokens_count_once(tmp_path: Path, model: tuple[str, S
     assert state.pause is not None and "rejected by the packet gate" in (state.nodes["writer_a"].error or "")
     assert state.usage["input_tokens"] == 300 and state.usage["output_tokens"] == 100
     assert not any("budget" in reason for reason in [state.pause.reason, *state.pause.others])  # 400 ≤ 600
+
+
+ROLELESS = "name: roles\nagents:\n  - id: checker_a\n    instructions: Check it.\n    tools: [list_files]\n"
+
+
+def test_configured_roles_are_enforced_and_pinned(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"checker_a": [envelope("Checked, without looking. [STATUS: SUCCESS]")]}
+    text = f'[models]\ndefault = "openai-chat:main@{url}"\n[roles.checker_]\nmandatory_tools = ["list_files"]\n'
+    runtime = settings(tmp_path, text)
+    run_id = runtime.create(ROLELESS, "roles.yaml")  # no role of the shipped ones would accept checker_a
+    assert runtime.store.events(run_id)[0].payload["policy"]["roles"][0]["prefix"] == "checker_"
+    later = settings(tmp_path, f'[models]\ndefault = "openai-chat:main@{url}"\n')  # the role left the file since
+    state = asyncio.run(later.drive(run_id))
+    assert state.status == "awaiting_approval"
+    assert "did not execute /list_files" in (state.pause.reason if state.pause else "")
+    with pytest.raises(WorkflowError, match="must start with a role prefix"):
+        later.create(ROLELESS, "roles.yaml")  # without the configured role, the shipped ones apply
+
+
+def test_a_bad_role_name_is_refused_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "groundstate.toml").write_text('[roles."Bad-Role"]\nmandatory_tools = []\n')
+    with pytest.raises(ConfigFileError, match=r"groundstate\.toml:1: roles\.Bad-Role: 'Bad-Role' is not an identifier"):
+        load_config(tmp_path / "groundstate.toml")
+
+
+def test_limits_are_pinned_with_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Late. [STATUS: SUCCESS]")]}
+    script.delays = {"writer_a": 3.0}
+    text = f'[models]\ndefault = "openai-chat:main@{url}"\n'
+    strict = settings(tmp_path, text + "[limits.shard_profiles.writer]\nmax_execution_time_sec = 0.5\n")
+    run_id = strict.create(FLOW, "cfg.yaml")
+    lenient = settings(tmp_path, text)  # the file changed before the run was driven: the pin still applies
+    state = asyncio.run(lenient.drive(run_id))
+    assert "did not answer within 0.5 s" in (state.nodes["writer_a"].error or "")
+
+
+def groundstate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    env.pop("GROUNDSTATE_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "groundstate", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+def test_the_runs_commands_use_the_configured_store_and_repin(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Nothing found. [STATUS: NULL]")]}
+    database = tmp_path / "elsewhere.db"
+    (tmp_path / "team.toml").write_text(f'[models]\ndefault = "openai-chat:main@{url}"\n[store]\nurl = '
+                                        f'"sqlite:///{database}"\n')  # fmt: skip
+    runtime = Runtime(EventStore(f"sqlite:///{database}"), tmp_path / "home")
+    run_id = runtime.create(FLOW, "cfg.yaml", f"openai-chat:main@{url}")
+    asyncio.run(runtime.drive(run_id))
+    listed = groundstate(tmp_path, "runs", "list", "--config", "team.toml")
+    assert run_id in listed.stdout and "Semantic null" in listed.stdout, listed.stdout + listed.stderr
+    assert run_id not in groundstate(tmp_path, "runs", "list").stdout  # the default store does not have it
+    (tmp_path / "guards.mg").write_text('needs_approval(R, A, /quality, "always") :- finished(R, A).\n')
+    with (tmp_path / "team.toml").open("a") as file:
+        file.write('[policy]\nguards = ["guards.mg"]\n')
+    repinned = groundstate(tmp_path, "runs", "repin", run_id, "--as", "bob", "--config", "team.toml")
+    assert repinned.returncode == 0 and "re-pinned: sha256:" in repinned.stdout, repinned.stdout + repinned.stderr
+    decided = groundstate(tmp_path, "runs", "decide", run_id, "retry", "--config", "team.toml")
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    script.answers = {"writer_a": [envelope("Found it. [STATUS: SUCCESS]")]}
+    resumed = groundstate(tmp_path, "runs", "resume", run_id, "--config", "team.toml")
+    assert resumed.returncode == 3 and "always" in resumed.stdout  # the re-pinned guard file applies
+    events = runtime.store.events(run_id)
+    assert [e.actor for e in events if e.type == "PolicyRepinned"] == ["bob"]

@@ -196,6 +196,7 @@ def test_every_event_type_is_emitted(runtime: Runtime, model: tuple[str, Script]
     script.answers = {**answers(), "research_left": [unauthorised]}
     run_id = runtime.create(BRANCHES, "b.yaml", "scripted")
     asyncio.run(runtime.drive(run_id))
+    runtime.repin(run_id)
     runtime.decide(run_id, "skip")
     asyncio.run(runtime.drive(run_id))
     record(runtime, run_id)

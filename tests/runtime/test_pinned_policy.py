@@ -7,11 +7,15 @@ import asyncio
 import json
 from pathlib import Path
 
-from groundstate.runtime import PinnedPolicy
+import pytest
+
+from groundstate.config import KernelConfig
+from groundstate.runtime import DecisionError, LeaseHeld, PinnedPolicy, PolicyPinError
 from groundstate.runtime import run_events as ev
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
+from groundstate.runtime.workflow import Role
 
 from .conftest import Script, envelope
 
@@ -95,3 +99,41 @@ def test_the_digest_covers_guards_and_patterns() -> None:
     shipped = PinnedPolicy.of("a(1).", [])
     assert PinnedPolicy.of("a(2).", []).digest != shipped.digest
     assert PinnedPolicy.from_json(shipped.to_json(), "r") == shipped
+
+
+def test_repinning_is_an_explicit_logged_action(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"coder_x": [envelope("[BYPASS: a write, no code] Writing. [STATUS: SUCCESS]", SECRET_WRITE)]}
+    creator = runtime_for(tmp_path, url, custom_patterns(tmp_path))
+    run_id = creator.create(FLOW, "pinned.yaml", "scripted")
+    asyncio.run(creator.drive(run_id))
+    old = creator.store.state(run_id).policy["digest"]  # type: ignore[index]
+    operator = runtime_for(tmp_path, url, None)  # the policy on disk no longer has the custom rule
+    holder = "someone-else"
+    operator.store.acquire_lease(run_id, holder, 30)
+    with pytest.raises(LeaseHeld):  # a run being driven is not re-pinned under its driver's feet
+        operator.repin(run_id, "alice")
+    operator.store.release_lease(run_id, holder)
+    state = operator.repin(run_id, "alice")
+    repinned = operator.store.events(run_id)[-1]
+    assert repinned.type == ev.POLICY_REPINNED and repinned.actor == "alice" and repinned.payload["previous"] == old
+    assert state.policy is not None and state.policy["digest"] == operator.policy.digest != old
+    assert state.status == "awaiting_approval"  # re-pinning decides nothing
+    operator.decide(run_id, "retry")
+    state = asyncio.run(operator.drive(run_id))
+    assert state.status == "completed", state.pause  # under the new pin, the write is no longer held
+    assert (operator.home / "runs" / run_id / "workspace" / "secret-plan.txt").read_text() == "the plan"
+    with pytest.raises(DecisionError, match="only a pending, paused or failed run"):
+        operator.repin(run_id)
+
+
+def test_the_digest_covers_roles_and_limits() -> None:
+    plain = PinnedPolicy.of("a(1).", [])
+    limited = PinnedPolicy.of("a(1).", [], None, KernelConfig())
+    roles = PinnedPolicy.of("a(1).", [], [Role(prefix="checker_", mandatory_tools=["list_files"])], KernelConfig())
+    assert len({plain.digest, limited.digest, roles.digest}) == 3
+    assert PinnedPolicy.from_json(roles.to_json(), "r") == roles
+    tampered = roles.to_json()
+    tampered["limits"]["core_limits"]["max_output_chars"] = 1
+    with pytest.raises(PolicyPinError, match="does not match its digest"):
+        PinnedPolicy.from_json(tampered, "r")

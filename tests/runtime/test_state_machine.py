@@ -36,7 +36,7 @@ WORKFLOW = "name: one\nagents:\n  - id: writer_x\n    instructions: write\n    t
 def test_every_status_has_a_row_and_ended_runs_have_no_edges() -> None:
     assert set(RUN_EDGES) == set(RunStatus) and set(NODE_EDGES) == set(NodeStatus)
     assert RUN_EDGES[RunStatus.COMPLETED] == {} and RUN_EDGES[RunStatus.ABORTED] == {}
-    assert RUN_EDGES[RunStatus.FAILED] == {ev.RUN_RESUMED: RunStatus.RUNNING}
+    assert RUN_EDGES[RunStatus.FAILED] == {ev.RUN_RESUMED: RunStatus.RUNNING, ev.POLICY_REPINNED: RunStatus.FAILED}
     assert {event for row in RUN_EDGES.values() for event in row} == set(EVENT_TYPES)
 
 

@@ -15,6 +15,8 @@ from .project import (
     Models,
     Policy,
     ProjectConfig,
+    RoleConfig,
+    Store,
     find_config,
     load_config,
 )
@@ -31,7 +33,9 @@ __all__ = [
     "Models",
     "Policy",
     "ProjectConfig",
+    "RoleConfig",
     "ShardProfile",
+    "Store",
     "effective",
     "find_config",
     "load_config",

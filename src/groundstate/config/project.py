@@ -58,15 +58,34 @@ class Budgets(BaseModel):
     max_model_seconds: float | None = Field(None, gt=0)  # time spent in agents' attempts, summed
 
 
+class RoleConfig(BaseModel):
+    """``[roles.PREFIX]``: a role of the project's agents (used by workflows that declare no ``roles:``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mandatory_tools: list[str] = Field(default_factory=list)  # tools its agents must really execute
+    description: str = ""
+
+
+class Store(BaseModel):
+    """``[store]``: where runs are kept (``--db`` wins; default: SQLite in ``$GROUNDSTATE_HOME``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None  # sqlite:///PATH or postgresql+psycopg://...
+
+
 class ProjectConfig(BaseModel):
     """The whole project configuration; every section has its defaults."""
 
     model_config = ConfigDict(extra="forbid")
 
     models: Models = Field(default_factory=Models)
+    roles: dict[str, RoleConfig] = Field(default_factory=dict)  # replace the shipped default roles when set
     policy: Policy = Field(default_factory=Policy)
     limits: KernelConfig = Field(default_factory=KernelConfig)
     budgets: Budgets = Field(default_factory=Budgets)
+    store: Store = Field(default_factory=Store)
 
 
 class LoadedConfig:
@@ -123,11 +142,14 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
             if not file.is_file():
                 key = ("policy", name)
                 raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
-    for table, keys in (("roles", config.models.roles), ("agents", config.models.agents)):
-        for name in keys:
-            if not re.match(_ID, name):
-                key = ("models", table, name)
-                raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: not a role prefix or agent id")
+    named: list[tuple[tuple[str, ...], str]] = [(("models", "roles", n), n) for n in config.models.roles]
+    named += [(("models", "agents", n), n) for n in config.models.agents]
+    named += [(("roles", n), n) for n in config.roles]
+    named += [(("roles", n, "mandatory_tools"), t) for n, r in config.roles.items() for t in r.mandatory_tools]
+    for key, name in named:
+        if not re.match(_ID, name):
+            raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {name!r} is not an identifier "
+                                  "(lowercase letters, digits and _)")  # fmt: skip
     return LoadedConfig(config, path, raw, text)
 
 

@@ -13,20 +13,17 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
-from ..config import load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
     DECISIONS,
     FINISHED,
-    EventStore,
     RunState,
     Runtime,
     approval_card,
+    configured_runtime,
     dag_view,
-    default_db_url,
-    home,
-    parse_workflow,
+    workflow_of,
 )
 from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
@@ -50,12 +47,13 @@ def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback by default)."),
     port: int = typer.Option(8765, "--port", help="Port."),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+    db: str | None = typer.Option(
+        None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in $GROUNDSTATE_HOME)."
+    ),
     config: Path | None = _CONFIG,
 ) -> None:
     """Serve the operator console and its API."""
-    base = home()
-    runtime = Runtime(EventStore(db or default_db_url(base)), base, settings=load_config(config).config)
+    runtime = configured_runtime(db, config)
     server, _ = _server(runtime, host, port)
     console.print(f"console: http://{host}:{port}/  (API docs: /api/docs)")
     server.run()
@@ -70,15 +68,16 @@ def demo(
     ),
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without the console."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME)."),
+    db: str | None = typer.Option(
+        None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in $GROUNDSTATE_HOME)."
+    ),
     config: Path | None = _CONFIG,
 ) -> None:
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
     if decide is not None and decide not in DECISIONS:
         console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
         raise typer.Exit(2)
-    base = home()
-    runtime = Runtime(EventStore(db or default_db_url(base)), base, settings=load_config(config).config)
+    runtime = configured_runtime(db, config)
     server, token = _server(runtime, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -91,7 +90,7 @@ def demo(
     run_id = runtime.create(text, str(DEMO), model)
     link = f"http://127.0.0.1:{port}/login?token={token}&next=/runs/{run_id}"
     console.print(f"demo run {run_id}; console: {link}", markup=False, highlight=False)
-    depends = {a.id: a.depends_on for a in parse_workflow(text, run_id).agents}
+    depends = {a.id: a.depends_on for a in workflow_of(runtime.store.state(run_id)).agents}
     new = instructions.read_text(encoding="utf-8") if instructions else None
     decisions = 0
     with Live(dag_view(runtime.store.state(run_id), depends), console=console, refresh_per_second=4) as live:

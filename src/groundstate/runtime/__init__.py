@@ -11,6 +11,7 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 
 from ..errors import StoreError
 from .backends import ModelSpecError, make_backend
+from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view
 from .home import default_db_url, home
@@ -24,6 +25,7 @@ from .run_events import (
     APPROVAL_REQUESTED,
     EVENT_TYPES,
     NODE_CREATED,
+    POLICY_REPINNED,
     RUN_ABORTED,
     RUN_COMPLETED,
     RUN_CREATED,
@@ -76,6 +78,7 @@ __all__ = [
     "NODE_CREATED",
     "PAUSED",
     "PENDING",
+    "POLICY_REPINNED",
     "RUNNING",
     "RUN_ABORTED",
     "RUN_COMPLETED",
@@ -113,6 +116,7 @@ __all__ = [
     "Workflow",
     "WorkflowError",
     "approval_card",
+    "configured_runtime",
     "dag_view",
     "default_db_url",
     "home",

@@ -12,19 +12,20 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
-from ..config import load_config
 from ..errors import GroundstateError, exit_code
+from .configured import configured_runtime
 from .display import approval_card, dag_view
-from .home import default_db_url, home
+from .home import home
 from .run_events import Event
 from .runner import DECISIONS, Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, RunState
-from .store import EventStore, LeaseHeld
+from .store import LeaseHeld
 from .workflow import load_workflow, workflow_of
 
-runs_app = typer.Typer(help="Runs: list, show, decide, resume.", no_args_is_help=True)
+runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
 console = Console()
-_DB = typer.Option(None, "--db", help="Database URL (default: SQLite in $GROUNDSTATE_HOME).")
+_DB = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
+                   "$GROUNDSTATE_HOME).")  # fmt: skip
 
 
 def lease_seconds() -> float:
@@ -45,10 +46,8 @@ _CONFIG = typer.Option(None, "--config", help="The project configuration (defaul
 
 
 def _runtime(db: str | None, concurrency: int = 4, config: Path | None = None) -> Runtime:
-    base = home()
-    settings = load_config(config).config
-    return Runtime(EventStore(db or default_db_url(base)), base, concurrency=concurrency, lease_seconds=lease_seconds(),
-                   settings=settings)  # fmt: skip
+    """The runtime of a command: the configuration's store (``--db`` first), policy, models and limits."""
+    return configured_runtime(db, config, concurrency=concurrency, lease_seconds=lease_seconds())
 
 
 def _failed(error: GroundstateError) -> int:
@@ -144,8 +143,8 @@ def run(
         console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
         raise typer.Exit(2)
     try:
-        load_workflow(workflow)
         runtime = _runtime(db, concurrency, config)
+        load_workflow(workflow, runtime.roles)
         run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
     except GroundstateError as exc:  # the workflow, the model spec, the store
         raise typer.Exit(_failed(exc)) from None
@@ -155,20 +154,27 @@ def run(
 
 
 @runs_app.command("list")
-def list_runs(db: str | None = _DB) -> None:
+def list_runs(db: str | None = _DB, config: Path | None = _CONFIG) -> None:
     """Every run, newest first."""
-    for row in _runtime(db).store.runs():
+    try:
+        rows = _runtime(db, config=config).store.runs()
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
+    for row in rows:
         paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}" if row["pause_reason"] else ""
         console.print(f"{row['id']}  {row['name']}  {row['status']}{paused}", markup=False, highlight=False)
 
 
 @runs_app.command("show")
 def show(
-    run_id: str, db: str | None = _DB, events: bool = typer.Option(False, "--events", help="Print the log.")
+    run_id: str,
+    db: str | None = _DB,
+    events: bool = typer.Option(False, "--events", help="Print the log."),
+    config: Path | None = _CONFIG,
 ) -> None:
     """A run's DAG, its pause, and (with --events) its event log as JSON lines."""
-    runtime = _runtime(db)
     try:
+        runtime = _runtime(db, config=config)
         state = runtime.store.state(run_id)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
@@ -193,21 +199,42 @@ def decide_command(
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for the paused agent."),
     actor: str = typer.Option("operator", "--as", help="Who decides (recorded in the event log)."),
     db: str | None = _DB,
+    config: Path | None = _CONFIG,
 ) -> None:
     """Decide a paused run (then `groundstate runs resume ID`)."""
-    runtime = _runtime(db)
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
+        runtime = _runtime(db, config=config)
         state = runtime.decide(run_id, action, text, actor)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id}: {action} recorded; the run is {state.status}")
 
 
+@runs_app.command("repin")
+def repin(
+    run_id: str,
+    actor: str = typer.Option("operator", "--as", help="Who re-pins (recorded in the event log)."),
+    db: str | None = _DB,
+    config: Path | None = _CONFIG,
+) -> None:
+    """Pin a paused, pending or failed run to the configuration's current policy (guard files, patterns, roles,
+    limits); recorded as a PolicyRepinned event with the previous digest. Then `groundstate runs resume ID`."""
+    try:
+        runtime = _runtime(db, config=config)
+        before = (runtime.store.state(run_id).policy or {}).get("digest") or "none"
+        state = runtime.repin(run_id, actor)
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
+    after = (state.policy or {}).get("digest")
+    console.print(f"run {run_id} re-pinned: {before} -> {after}; the run is {state.status}", markup=False,
+                  highlight=False)  # fmt: skip
+
+
 @runs_app.command("resume")
 def resume(run_id: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
     """Continue a run after a decision, a crash or a failure, from its last consistent state (exit 4 if another
-    process is driving it). The run keeps its pinned policy and models; the configuration's limits apply."""
+    process is driving it). The run keeps its pinned policy, roles, limits and models (`runs repin` changes them)."""
     try:
         runtime = _runtime(db, config=config)
         runtime.store.state(run_id)

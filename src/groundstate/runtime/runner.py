@@ -58,7 +58,7 @@ from .state import (
     RunState,
 )
 from .store import EventStore, LeaseLost
-from .workflow import AgentSpec, Workflow, parse_workflow, workflow_of
+from .workflow import AgentSpec, Role, Workflow, parse_workflow, workflow_of
 
 HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
@@ -116,6 +116,7 @@ class RunContext:
     run_model: str  # the run's --model: the agents' model unless they or the workflow name another
     holder: str  # this driver's lease on the run; every event it appends names it
     policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
+    limits: KernelConfig  # the limits it was created under (pinned with its policy)
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
 
@@ -148,17 +149,23 @@ class Runtime:
         self.concurrency = concurrency  # at most core_limits.max_concurrent_shards (see _schedule)
         pattern_files = [*([patterns_path] if patterns_path else []), *self.settings.policy.patterns]
         guards = guard_rules(self.settings.policy.guards)
-        self.policy = PinnedPolicy.of(guards, load_patterns(*pattern_files))  # what new runs are pinned to
+        roles = [Role(prefix=prefix, **role.model_dump()) for prefix, role in self.settings.roles.items()] or None
+        self.policy = PinnedPolicy.of(guards, load_patterns(*pattern_files), roles, self.config)  # new runs' pin
         self.metrics = Metrics()
         self.max_rounds = max_rounds
         self.search = search
         self.listeners: list[Callable[[ev.Event], None]] = []
 
+    @property
+    def roles(self) -> list[Role] | None:
+        """The configuration's roles, for workflows that declare none (None: the shipped default roles)."""
+        return list(self.policy.roles) if self.policy.roles is not None else None
+
     # -- starting --------------------------------------------------------------------------------------
     def create(self, workflow_text: str, source: str = "<workflow>", model: str | None = None) -> str:
         """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet.
         ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``)."""
-        workflow = parse_workflow(workflow_text, source)
+        workflow = parse_workflow(workflow_text, source, roles=self.roles)
         model = model or self.settings.models.default or "local"
         models = self._configured_models(workflow)
         if self._backend_factory is make_backend:  # refuse a bad spec now, not as a failed run
@@ -224,7 +231,7 @@ class Runtime:
         return self.store.state(run_id)
 
     async def _schedule(self, ctx: RunContext, tasks: dict[str, asyncio.Task[None]]) -> None:
-        semaphore = asyncio.Semaphore(min(self.concurrency, self.config.core_limits.max_concurrent_shards))
+        semaphore = asyncio.Semaphore(min(self.concurrency, ctx.limits.core_limits.max_concurrent_shards))
         while True:
             state = self.store.state(ctx.run_id)
             if state.status == RUNNING:
@@ -275,7 +282,7 @@ class Runtime:
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
-                         models=dict(state.models))  # fmt: skip
+                         policy.limits or self.config, models=dict(state.models))  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backend_for(ctx, spec)
         return ctx
@@ -429,7 +436,7 @@ class Runtime:
                                 [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
                                  {"role": "user", "content": user_prompt(spec, instructions, upstream)}])  # fmt: skip
         outcome = Outcome()
-        profile = self.config.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
+        profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         invocation.temperature = profile.temperature
         for round_number in range(1, self.max_rounds + 1):
             try:
@@ -549,9 +556,9 @@ class Runtime:
     def _agent_shards(self, ctx: RunContext, spec: AgentSpec) -> Shards:
         """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
         configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``)."""
-        profile = self.config.shard(spec.id.split("_", 1)[0])
-        core = self.config.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
-        config = self.config.model_copy(update={"core_limits": core})
+        profile = ctx.limits.shard(spec.id.split("_", 1)[0])
+        core = ctx.limits.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
+        config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
         kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
         store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars)
@@ -578,6 +585,29 @@ class Runtime:
             return out
 
         self.store.transact(run_id, build, actor)  # serialised with every other write to the run
+        return self.store.state(run_id)
+
+    def repin(self, run_id: str, actor: str = "operator") -> RunState:
+        """Pin the run to this runtime's policy (its configuration's guard files, patterns, roles and limits), as a
+        logged ``PolicyRepinned`` event naming the previous digest. Only a run nobody drives (pending, awaiting
+        approval or failed) can be re-pinned: LeaseHeld while a driver holds it, DecisionError when it is running
+        or has ended; WorkflowError if the run's agents have no role under the new pin."""
+        holder = f"repin:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.store.acquire_lease(run_id, holder, self.lease_seconds)  # no driver may start meanwhile
+        try:
+
+            def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
+                if state.status not in (PENDING, AWAITING_APPROVAL, FAILED):
+                    raise DecisionError(f"run {run_id} is {state.status}: only a pending, paused or failed run can "
+                                        "be re-pinned")  # fmt: skip
+                parse_workflow(state.workflow, run_id, roles=self.roles)  # every agent keeps a role
+                previous = (state.policy or {}).get("digest")
+                return [(ev.POLICY_REPINNED, None, {"policy": self.policy.to_json(), "previous": previous})]
+
+            self.store.transact(run_id, build, actor)
+        finally:
+            with contextlib.suppress(StoreError):
+                self.store.release_lease(run_id, holder)
         return self.store.state(run_id)
 
 

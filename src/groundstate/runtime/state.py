@@ -11,9 +11,10 @@ that name no known agent change only the run.
 An event with no edge from the current status is refused with ``EventRefused`` — the named error state. Before an
 event is stored, ``RunState.admit`` refuses it (the writer learns at once, nothing is appended); when a stored log
 is replayed, a refused event means the log was changed outside groundstate, and the store reports it as corrupt.
-``COMPLETED`` and ``ABORTED`` have no edges at all; ``FAILED`` has one (``RunResumed``: a failed run may be
-resumed). One transition depends on more than the table: after a decision the run runs again only once its last
-pause is decided by retry or skip (``ApprovalDecided`` otherwise keeps it awaiting approval).
+``COMPLETED`` and ``ABORTED`` have no edges at all; ``FAILED`` has two (``RunResumed``: a failed run may be
+resumed; ``PolicyRepinned``: the operator may re-pin it first, as a pending or paused run). One transition depends
+on more than the table: after a decision the run runs again only once its last pause is decided by retry or skip
+(``ApprovalDecided`` otherwise keeps it awaiting approval).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ _ENDINGS = {ev.RUN_FAILED: RunStatus.FAILED, ev.RUN_ABORTED: RunStatus.ABORTED}
 RUN_EDGES: dict[RunStatus, dict[str, RunStatus]] = {
     RunStatus.PENDING: {
         ev.RUN_CREATED: RunStatus.PENDING, ev.NODE_CREATED: RunStatus.PENDING, ev.RUN_STARTED: RunStatus.RUNNING,
-        **_ENDINGS,
+        ev.POLICY_REPINNED: RunStatus.PENDING, **_ENDINGS,
     },
     RunStatus.RUNNING: {
         **_STAYS_RUNNING, ev.RUN_RESUMED: RunStatus.RUNNING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
@@ -72,9 +73,9 @@ RUN_EDGES: dict[RunStatus, dict[str, RunStatus]] = {
     },
     RunStatus.AWAITING_APPROVAL: {
         **_STAYS_AWAITING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
-        ev.APPROVAL_DECIDED: RunStatus.AWAITING_APPROVAL, **_ENDINGS,
+        ev.APPROVAL_DECIDED: RunStatus.AWAITING_APPROVAL, ev.POLICY_REPINNED: RunStatus.AWAITING_APPROVAL, **_ENDINGS,
     },
-    RunStatus.FAILED: {ev.RUN_RESUMED: RunStatus.RUNNING},
+    RunStatus.FAILED: {ev.RUN_RESUMED: RunStatus.RUNNING, ev.POLICY_REPINNED: RunStatus.FAILED},
     RunStatus.COMPLETED: {},
     RunStatus.ABORTED: {},
 }  # fmt: skip
@@ -213,6 +214,10 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.budgets = dict(p.get("budgets") or {})
 
 
+def _repinned(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
+    state.policy = event.payload["policy"]
+
+
 def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
     p = event.payload
     state.nodes[p["agent"]] = Invocation(p["agent"])
@@ -309,4 +314,5 @@ _RECORDS: dict[str, Callable[[RunState, ev.Event, Invocation | None], None]] = {
     ev.RUN_COMPLETED: _outcome("summary"),
     ev.RUN_FAILED: _outcome("error"),
     ev.RUN_ABORTED: _outcome("reason"),
+    ev.POLICY_REPINNED: _repinned,
 }

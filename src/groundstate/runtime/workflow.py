@@ -120,19 +120,22 @@ class WorkflowError(ConfigurationError, ValueError):
         super().__init__("\n".join(f"{source}: {p}" for p in problems))
 
 
-def load_workflow(path: str | Path) -> Workflow:
-    """The workflow in the YAML file at ``path``."""
+def load_workflow(path: str | Path, roles: list[Role] | None = None) -> Workflow:
+    """The workflow in the YAML file at ``path`` (``roles``: as for parse_workflow)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkflowError(str(path), [f"cannot read the file: {exc.strerror}"]) from None
-    return parse_workflow(text, str(path))
+    return parse_workflow(text, str(path), roles=roles)
 
 
-def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...] = TOOLS) -> Workflow:
+def parse_workflow(
+    text: str, source: str = "<workflow>", tools: tuple[str, ...] = TOOLS, roles: list[Role] | None = None
+) -> Workflow:
     """The workflow in ``text``, checked (schema, roles, tools, dependencies, cycles); WorkflowError lists
-    every problem, each naming the agent."""
+    every problem, each naming the agent. ``roles`` are the roles of a workflow that declares none (the project
+    configuration's; default: the shipped roles)."""
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -141,6 +144,8 @@ def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...]
         raise WorkflowError(source, [f"{where}not valid YAML: {getattr(exc, 'problem', exc)}"]) from None
     if not isinstance(data, dict):
         raise WorkflowError(source, ["a workflow is a mapping with 'name' and 'agents'"])
+    if roles is not None and "roles" not in data:
+        data = {**data, "roles": [role.model_dump() for role in roles]}
     try:
         workflow = Workflow.model_validate(data)
     except ValidationError as exc:
@@ -153,7 +158,9 @@ def parse_workflow(text: str, source: str = "<workflow>", tools: tuple[str, ...]
 
 def workflow_of(state: RunState) -> Workflow:
     """The run's workflow as it stands: the YAML it was started with, plus every agent a cortex pattern spawned."""
-    workflow = parse_workflow(state.workflow, state.run_id)
+    pinned = (state.policy or {}).get("roles")  # the configuration's roles, pinned when the run was created
+    roles = [Role.model_validate(r) for r in pinned] if pinned is not None else None
+    workflow = parse_workflow(state.workflow, state.run_id, roles=roles)
     for spec in state.spawned:
         workflow.agents.append(AgentSpec.model_validate(spec))
     return workflow
