@@ -42,8 +42,8 @@ def sse(text: str) -> bytes:
 
 class Script:
     def __init__(self) -> None:
-        self.answers: dict[str, list[Any]] = {}  # agent -> envelopes (dicts), raw strings, SSE bytes, (status, body)
-        self.delays: dict[str, float] = {}
+        self.answers: dict[str, list[Any]] = {}  # agent or model -> envelopes, raw strings, SSE bytes, (status, body)
+        self.delays: dict[str, float] = {}  # agent or model -> seconds before the answer
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.by_round = False
         self.lock = threading.Lock()
@@ -51,7 +51,8 @@ class Script:
     def next(self, agent: str, body: dict[str, Any]) -> Any:
         with self.lock:
             served = sum(1 for a, _ in self.requests if a == agent)
-            answers = self.answers[agent]
+            answers = self.answers.get(str(body.get("model")), self.answers.get(agent))  # by model, else by agent
+            assert answers is not None, f"no answer scripted for {agent}"
             index = (len(body["messages"]) - 2) // 2 if self.by_round else served - 1
             return answers[min(index, len(answers) - 1)]
 
@@ -68,7 +69,7 @@ def model() -> Iterator[tuple[str, Script]]:
         with script.lock:
             script.requests.append((agent, body))
         answer = script.next(agent, body)
-        delay = script.delays.get(agent, 0)
+        delay = script.delays.get(str(body.get("model")), script.delays.get(agent, 0))
         if isinstance(answer, tuple):
             status, payload = answer
             return Reply(status, {"content-type": "application/json"}, payload, delay=delay)

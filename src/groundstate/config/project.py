@@ -37,6 +37,7 @@ class Models(BaseModel):
     default: str | None = None
     roles: dict[str, str] = Field(default_factory=dict)
     agents: dict[str, str] = Field(default_factory=dict)
+    fallback: list[str] = Field(default_factory=list)  # tried in order when a model fails before its first token
 
 
 class Policy(BaseModel):

@@ -23,7 +23,7 @@ from .workflow import Workflow
 ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
-    "agent_model", "tool_content", "tool_content_digest",
+    "agent_model", "tool_content", "tool_content_digest", "model_fallback",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -138,10 +138,13 @@ class GuardKernel:
         output: str = "",
         backend: str | None = None,
         spent: tuple[int, float] | None = None,
+        fallbacks: list[dict[str, str]] | None = None,
     ) -> PauseDecision | None:
-        """The invocation ended: its outcome, its surface output, the model that answered and what it sent besides
-        its answer become facts."""
+        """The invocation ended: its outcome, its surface output, the model that answered (and those that failed
+        before it: ``fallbacks``) and what it sent besides its answer become facts."""
         with self.kernel.transaction() as tx:
+            for failed in fallbacks or []:
+                tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
             if spent is not None:  # the run's totals, this attempt included: one row, replaced each time
                 tx.retract("run_usage", *self.kernel.query(f'run_usage("{self.run_id}", _, _)'))
                 tx.assert_("run_usage", (self.run_id, spent[0], math.ceil(spent[1])))

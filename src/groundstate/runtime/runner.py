@@ -86,6 +86,8 @@ class Outcome:
     input_tokens: int = 0
     output_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
+    model: str | None = None  # the backend that answered the last round
+    fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
 
     def usage(self) -> dict[str, float]:
         """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
@@ -119,6 +121,7 @@ class RunContext:
     limits: KernelConfig  # the limits it was created under (pinned with its policy)
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
+    fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
 
 
 class Runtime:
@@ -170,12 +173,14 @@ class Runtime:
         models = self._configured_models(workflow)
         if self._backend_factory is make_backend:  # refuse a bad spec now, not as a failed run
             named = [model] if self._backend is None else []
-            for spec in [*named, workflow.model, *(a.model for a in workflow.agents), *models.values()]:
+            fallback = self.settings.models.fallback
+            for spec in [*named, workflow.model, *(a.model for a in workflow.agents), *models.values(), *fallback]:
                 if spec is not None:
                     check_model_spec(spec)
         budgets = self.settings.budgets.model_dump(exclude_none=True)
         run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json(),
-                                       models=models, budgets=budgets)  # fmt: skip
+                                       models=models, budgets=budgets,
+                                       fallback=list(self.settings.models.fallback))  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
 
@@ -282,9 +287,10 @@ class Runtime:
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
-                         policy.limits or self.config, models=dict(state.models))  # fmt: skip
+                         policy.limits or self.config, models=dict(state.models),
+                         fallback=list(state.fallback))  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
-            self._backend_for(ctx, spec)
+            self._backends_for(ctx, spec)
         return ctx
 
     def _configured_models(self, workflow: Workflow) -> dict[str, str]:
@@ -308,6 +314,15 @@ class Runtime:
             run_backend = self._backend if model is None else None
             ctx.backends[model] = run_backend or self._backend_factory(model or ctx.run_model)
         return ctx.backends[model]
+
+    def _backends_for(self, ctx: RunContext, spec: AgentSpec) -> list[Backend]:
+        """The agent's model, then the run's fallback models in their order (each built once per spec)."""
+        chosen = [self._backend_for(ctx, spec)]
+        for model in ctx.fallback:
+            if model not in ctx.backends:
+                ctx.backends[model] = self._backend_factory(model)
+            chosen.append(ctx.backends[model])
+        return chosen
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
@@ -357,13 +372,15 @@ class Runtime:
             usage = outcome.usage()
             earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
             total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
+            answered = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
             if outcome.error is not None:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
-                                                         "usage": usage})  # fmt: skip
-            answered_by = self._backend_for(ctx, spec).name
+                                                         "usage": usage, **answered})  # fmt: skip
+            answered_by = outcome.model or self._backend_for(ctx, spec).name
             spent = (int(total["input_tokens"] + total["output_tokens"]), total["seconds"])
             pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                        outcome.signals, outcome.surface, answered_by, spent)  # fmt: skip
+                                        outcome.signals, outcome.surface, answered_by, spent,
+                                        outcome.fallbacks)  # fmt: skip
             if self._cortex_actions(ctx, agent):
                 return
             if pause:
@@ -371,7 +388,7 @@ class Runtime:
                                        usage=None if outcome.error is not None else usage)  # fmt: skip
             elif outcome.error is None:
                 completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
-                             "usage": usage}  # fmt: skip
+                             "usage": usage, **answered}  # fmt: skip
                 self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
                 self._cortex_actions(ctx, agent)
 
@@ -463,38 +480,22 @@ class Runtime:
     async def _stream_round(
         self, ctx: RunContext, invocation: Invocation, path: Path, outcome: Outcome, seconds: float
     ) -> GateResult | None:
-        """Stream one answer through the packet gate into a recording, within ``seconds`` (the shard profile's
-        ``max_execution_time_sec``: a hung provider is a hard error, not a hung run). None when the agent failed
-        (the reason is in ``outcome.error``); otherwise the accepted gate result, its surface and reasoning kept in
-        ``outcome``."""
+        """Stream one answer through the packet gate into a recording. A model that fails before it sent anything
+        (refused the connection, an HTTP error, no first token within ``seconds``) hands the round to the next
+        fallback model; once a model has sent something, its failure is the agent's hard error — never a silent
+        switch mid-answer. None when the agent failed (the reason in ``outcome.error``); otherwise the accepted
+        gate result, its surface and reasoning kept in ``outcome``."""
         gate = PacketGate(invocation.validator)
-        error = None
         with Recorder(path) as recorder:
-            backend = self._backend_for(ctx, invocation.spec)
-            bridge = SigilBridge(backend.vocabulary)
-            try:
-                async with asyncio.timeout(seconds):
-                    options = {} if invocation.temperature is None else {"temperature": invocation.temperature}
-                    async for piece in backend.stream(invocation.messages, invocation.schema, **options):
-                        error = error or piece.error
-                        outcome.signals.take(piece)
-                        if piece.usage is not None:
-                            outcome.input_tokens += piece.usage[0]
-                            outcome.output_tokens += piece.usage[1]
-                        outcome.thinking += piece.thinking
-                        recorder.write(_recorded(bridge, piece))
-                        if piece.text or piece.tokens:
-                            invocation.raw.append(piece.text)
-                            gate.feed(piece.text)
-            except TimeoutError:
-                outcome.error = (
-                    f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
-                )
-            except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
-                outcome.error = f"the model backend failed: {type(exc).__name__}: {exc}"
-            recorder.write(bridge.end())
-        if outcome.error is None and error is not None:
-            outcome.error = f"the model failed ({error.plane}): {error.message}"
+            for number, backend in enumerate(self._backends_for(ctx, invocation.spec), start=1):
+                bridge = SigilBridge(backend.vocabulary, stream_id=number)  # each model its own stream
+                error, answered = await self._stream_from(backend, invocation, gate, outcome, recorder, bridge,
+                                                          seconds)  # fmt: skip
+                recorder.write(bridge.end())
+                outcome.model, outcome.error = backend.name, error
+                if error is None or answered:
+                    break
+                outcome.fallbacks.append({"model": backend.name, "error": error})
         if outcome.error is not None:
             return None
         gated = gate.close()
@@ -506,6 +507,43 @@ class Runtime:
         if gated.packet.packet.reasoning_trace:
             outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
         return gated
+
+    async def _stream_from(
+        self,
+        backend: Backend,
+        invocation: Invocation,
+        gate: PacketGate,
+        outcome: Outcome,
+        recorder: Recorder,
+        bridge: SigilBridge,
+        seconds: float,
+    ) -> tuple[str | None, bool]:
+        """One model's answer, within ``seconds`` (the shard profile's ``max_execution_time_sec``: a hung provider
+        is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything."""
+        error, answered = None, False
+        try:
+            async with asyncio.timeout(seconds):
+                options = {} if invocation.temperature is None else {"temperature": invocation.temperature}
+                async for piece in backend.stream(invocation.messages, invocation.schema, **options):
+                    error = error or piece.error
+                    answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call)
+                    outcome.signals.take(piece)
+                    if piece.usage is not None:
+                        outcome.input_tokens += piece.usage[0]
+                        outcome.output_tokens += piece.usage[1]
+                    outcome.thinking += piece.thinking
+                    recorder.write(_recorded(bridge, piece))
+                    if piece.text or piece.tokens:
+                        invocation.raw.append(piece.text)
+                        gate.feed(piece.text)
+        except TimeoutError:
+            late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
+            return late, answered
+        except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
+            return f"the model backend failed: {type(exc).__name__}: {exc}", answered
+        if error is not None:
+            return f"the model failed ({error.plane}): {error.message}", answered
+        return None, answered
 
     def _tool_round(
         self, ctx: RunContext, invocation: Invocation, gated: GateResult, requests: list[Request], outcome: Outcome

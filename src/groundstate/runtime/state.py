@@ -146,6 +146,7 @@ class RunState:
     policy: dict[str, Any] | None = None  # the pinned policy (runtime/policy.py); None for runs created before pins
     models: dict[str, str] = field(default_factory=dict)  # agent -> model the configuration chose at creation
     budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
+    fallback: list[str] = field(default_factory=list)  # models tried, in order, when one fails before its first token
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
@@ -212,6 +213,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.policy = p.get("policy")
     state.models = dict(p.get("models") or {})
     state.budgets = dict(p.get("budgets") or {})
+    state.fallback = list(p.get("fallback") or [])
 
 
 def _repinned(state: RunState, event: ev.Event, _node: Invocation | None) -> None:

@@ -52,6 +52,9 @@ Decl agent_output_digest(Run, Agent, Digest)
 Decl agent_model(Run, Agent, Model)
   descr [doc("The model backend that answered the attempt, e.g. openai-chat:gpt-4o@https://...")]
   bound [/string, /string, /string].
+Decl model_fallback(Run, Agent, Model, Error)
+  descr [doc("A model failed before its first token and the next fallback model was asked instead.")]
+  bound [/string, /string, /string, /string].
 Decl tool_content(Run, Agent, Seq, Text)
   descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs.")]
   bound [/string, /string, /number, /string].
