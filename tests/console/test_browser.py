@@ -9,6 +9,7 @@ import time
 from playwright.sync_api import Page, expect
 
 from ..runtime.conftest import Script, envelope
+from ..runtime.test_configuration import with_usage
 from ..runtime.test_guards import FLOW as BRANCH
 from .conftest import Console, shot
 
@@ -128,3 +129,16 @@ def test_safety_and_quality_cards_look_different(page: Page, console: Console, m
     assert card.evaluate("e => getComputedStyle(e).borderColor") != safety_border
     why = console.api().get(f"/api/runs/{safety_run}/why").json()
     assert json.dumps(why).count("tool_call(") >= 1
+
+
+def test_the_run_page_and_the_api_show_what_the_run_spent(
+    page: Page, console: Console, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script.answers = {"research_a": [with_usage(envelope("Nothing. [STATUS: NULL]"), 300, 200)],
+                      "writer_b": [envelope("x")]}  # fmt: skip
+    run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{run_id}")
+    expect(page.locator("#run-usage")).to_contain_text("usage: 300 tokens in, 200 out", timeout=30_000)
+    usage = console.api().get(f"/api/runs/{run_id}").json()["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (300, 200) and usage["running_seconds"] >= 0

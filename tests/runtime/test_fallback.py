@@ -14,7 +14,7 @@ from groundstate.runtime import run_events as ev
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
 
-from .conftest import Script, envelope
+from .conftest import Script
 
 FLOW = "name: fb\nagents:\n  - id: writer_a\n    instructions: Write it.\n"
 

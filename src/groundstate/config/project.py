@@ -57,6 +57,21 @@ class Budgets(BaseModel):
 
     max_tokens: int | None = Field(None, gt=0)  # input + output tokens of every attempt, as providers count them
     max_model_seconds: float | None = Field(None, gt=0)  # time spent in agents' attempts, summed
+    max_wall_seconds: float | None = Field(None, gt=0)  # time the run has been running (not paused), summed
+    max_cost: float | None = Field(None, gt=0)  # cost of every attempt, by the price table, in its currency
+
+
+class Price(BaseModel):
+    """``[prices."MODEL"]``: what a model's tokens cost, per million (in one currency of your choice)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """The cost of that many tokens in and out."""
+        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
 
 
 class RoleConfig(BaseModel):
@@ -86,6 +101,7 @@ class ProjectConfig(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     limits: KernelConfig = Field(default_factory=KernelConfig)
     budgets: Budgets = Field(default_factory=Budgets)
+    prices: dict[str, Price] = Field(default_factory=dict)  # by the model's name in events (AgentStarted.backend)
     store: Store = Field(default_factory=Store)
 
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from ..runtime import usage_line
 from .auth import same
 from .operations import Operations, operations
 from .security import Secrets, checked_form, local, logged_in, secrets_of
@@ -69,7 +70,7 @@ def run_page(request: Request, run_id: str, ops: Ops, secrets: Keys, fragment: b
     state = ops.state(run_id)
     name = "run_fragment.html" if fragment else "run.html"
     return _page(request, secrets, name, run=state, layers=layers(state), instructions=instructions_of(state),
-                 events=ops.runtime.store.events(run_id)[-40:])  # fmt: skip
+                 events=ops.runtime.store.events(run_id)[-40:], usage=usage_line(state))  # fmt: skip
 
 
 @router.post("/runs/{run_id}/decide")

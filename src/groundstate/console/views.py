@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from ..runtime import APPROVAL_REQUESTED, Event, RunState, workflow_of
@@ -16,9 +17,10 @@ def instructions_of(state: RunState) -> dict[str, str]:
 def run_json(state: RunState) -> dict[str, Any]:
     """The run as the API returns it."""
     instructions = instructions_of(state)
+    usage = {**state.usage, "running_seconds": round(state.wall_seconds(datetime.now(UTC)), 3)}
     return {
         "run_id": state.run_id, "name": state.name, "status": state.status, "model": state.model,
-        "outcome": state.outcome,
+        "outcome": state.outcome, "usage": usage,
         "nodes": {a: {"status": n.status, "attempts": n.attempts, "output": n.output, "thinking": n.thinking,
                       "status_tag": n.status_tag,
                       "instructions": instructions[a], "tools": n.tools, "error": n.error}

@@ -13,7 +13,7 @@ from ..errors import StoreError
 from .backends import ModelSpecError, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
-from .display import approval_card, dag_view
+from .display import approval_card, dag_view, usage_line
 from .home import default_db_url, home
 from .policy import PinnedPolicy, PolicyPinError
 from .run_events import (
@@ -124,5 +124,6 @@ __all__ = [
     "load_workflow",
     "make_backend",
     "parse_workflow",
+    "usage_line",
     "workflow_of",
 ]

@@ -14,7 +14,7 @@ from rich.live import Live
 
 from ..errors import GroundstateError, exit_code
 from .configured import configured_runtime
-from .display import approval_card, dag_view
+from .display import approval_card, dag_view, usage_line
 from .home import home
 from .run_events import Event
 from .runner import DECISIONS, Runtime
@@ -184,9 +184,7 @@ def show(
         return
     depends = {a.id: a.depends_on for a in workflow_of(state).agents}
     console.print(dag_view(state, depends))
-    used = state.usage
-    console.print(f"usage: {int(used['input_tokens'])} tokens in, {int(used['output_tokens'])} out, "
-                  f"{used['seconds']:.1f} s in attempts", markup=False, highlight=False)  # fmt: skip
+    console.print(usage_line(state), markup=False, highlight=False)
     card = approval_card(state)
     if card is not None:
         console.print(card)

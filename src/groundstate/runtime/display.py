@@ -1,6 +1,8 @@
-"""The terminal view of a run: the DAG's nodes with their live states, and the approval card."""
+"""The terminal view of a run: the DAG's nodes with their live states, the approval card, what the run spent."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from rich.console import Group
 from rich.panel import Panel
@@ -42,3 +44,12 @@ def approval_card(state: RunState) -> Panel | None:
         Text(pause.hint, style="italic"),
     )
     return Panel(body, title=title, border_style=style)
+
+
+def usage_line(state: RunState, now: datetime | None = None) -> str:
+    """What the run has spent: tokens in and out, seconds in attempts and running, and its cost when the run has a
+    price table."""
+    used, running = state.usage, state.wall_seconds(now or datetime.now(UTC))
+    line = (f"usage: {int(used['input_tokens'])} tokens in, {int(used['output_tokens'])} out, "
+            f"{used['seconds']:.1f} s in attempts, {running:.1f} s running")  # fmt: skip
+    return line + (f", cost {used['cost']:g}" if state.prices else "")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why
-from ..logic import Name
+from ..logic import Float, Name
 from .backends import Signals
 from .policy import PinnedPolicy
 from .workflow import Workflow
@@ -42,6 +42,16 @@ class PauseDecision:
 
     first: Approval
     approvals: list[Approval]
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the run has spent so far, this attempt included (its budgets are judged on it)."""
+
+    tokens: int  # input + output, as providers counted them
+    seconds: float  # in attempts
+    cost: float  # by the run's price table (0 for models without a price)
+    wall_seconds: float  # running, pauses excluded
 
 
 def defaults_dir() -> Path:
@@ -86,7 +96,10 @@ class GuardKernel:
             for agent in workflow.agents:
                 self._agent_facts(tx, workflow, agent.id)
             for kind, limit in (budgets or {}).items():  # recorded in the run when it was created
-                tx.assert_("run_budget", (self.run_id, Name("/" + kind), math.ceil(limit)))
+                if kind == "max_cost":
+                    tx.assert_("run_cost_budget", (self.run_id, Float(limit)))
+                else:
+                    tx.assert_("run_budget", (self.run_id, Name("/" + kind), math.ceil(limit)))
 
     def add_agent(self, workflow: Workflow, agent_id: str) -> None:
         with self.kernel.transaction() as tx:
@@ -137,7 +150,7 @@ class GuardKernel:
         model: Signals | None = None,
         output: str = "",
         backend: str | None = None,
-        spent: tuple[int, float] | None = None,
+        spent: Spent | None = None,
         fallbacks: list[dict[str, str]] | None = None,
     ) -> PauseDecision | None:
         """The invocation ended: its outcome, its surface output, the model that answered (and those that failed
@@ -145,9 +158,8 @@ class GuardKernel:
         with self.kernel.transaction() as tx:
             for failed in fallbacks or []:
                 tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
-            if spent is not None:  # the run's totals, this attempt included: one row, replaced each time
-                tx.retract("run_usage", *self.kernel.query(f'run_usage("{self.run_id}", _, _)'))
-                tx.assert_("run_usage", (self.run_id, spent[0], math.ceil(spent[1])))
+            if spent is not None:
+                self._spent(tx, spent)
             text, digest = _bounded(output)
             tx.assert_("agent_output", (self.run_id, agent, text))
             if digest:
@@ -170,6 +182,15 @@ class GuardKernel:
                 tx.assert_("hard_error", (self.run_id, agent, error))
             tx.assert_("finished", (self.run_id, agent))
         return self.pause(agent, "finished")
+
+    def _spent(self, tx: Transaction, spent: Spent) -> None:
+        """The run's totals, this attempt included: one row each, replaced each time."""
+        for predicate, row in (("run_usage", (spent.tokens, math.ceil(spent.seconds))),
+                               ("run_cost", (Float(round(spent.cost, 6)),)),
+                               ("run_wall", (math.ceil(spent.wall_seconds),))):  # fmt: skip
+            rest = ", _" * len(row)
+            tx.retract(predicate, *self.kernel.query(f'{predicate}("{self.run_id}"{rest})'))
+            tx.assert_(predicate, (self.run_id, *row))
 
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
         """Retract the agent's previous attempt: its facts and its events."""

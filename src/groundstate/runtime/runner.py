@@ -16,10 +16,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import ProjectConfig
+from ..config import Price, ProjectConfig
 from ..errors import InputError, StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
@@ -42,7 +43,7 @@ from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .cortex import load_patterns
-from .guards import GuardKernel, PauseDecision, defaults_dir, guard_rules
+from .guards import GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import (
@@ -86,13 +87,14 @@ class Outcome:
     input_tokens: int = 0
     output_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
+    cost: float = 0.0  # by the run's price table
     model: str | None = None  # the backend that answered the last round
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
 
     def usage(self) -> dict[str, float]:
         """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "seconds": round(time.monotonic() - self.started, 3)}  # fmt: skip
+                "seconds": round(time.monotonic() - self.started, 3), "cost": round(self.cost, 6)}  # fmt: skip
 
 
 @dataclass
@@ -122,6 +124,7 @@ class RunContext:
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
     fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
+    prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
 
 
 class Runtime:
@@ -180,7 +183,8 @@ class Runtime:
         budgets = self.settings.budgets.model_dump(exclude_none=True)
         run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json(),
                                        models=models, budgets=budgets,
-                                       fallback=list(self.settings.models.fallback))  # fmt: skip
+                                       fallback=list(self.settings.models.fallback),
+                                       prices={m: p.model_dump() for m, p in self.settings.prices.items()})  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
         return run_id
 
@@ -288,7 +292,8 @@ class Runtime:
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
-                         fallback=list(state.fallback))  # fmt: skip
+                         fallback=list(state.fallback),
+                         prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
         return ctx
@@ -377,7 +382,8 @@ class Runtime:
                 self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
                                                          "usage": usage, **answered})  # fmt: skip
             answered_by = outcome.model or self._backend_for(ctx, spec).name
-            spent = (int(total["input_tokens"] + total["output_tokens"]), total["seconds"])
+            spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
+                          self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
             pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
                                         outcome.signals, outcome.surface, answered_by, spent,
                                         outcome.fallbacks)  # fmt: skip
@@ -490,7 +496,7 @@ class Runtime:
             for number, backend in enumerate(self._backends_for(ctx, invocation.spec), start=1):
                 bridge = SigilBridge(backend.vocabulary, stream_id=number)  # each model its own stream
                 error, answered = await self._stream_from(backend, invocation, gate, outcome, recorder, bridge,
-                                                          seconds)  # fmt: skip
+                                                          seconds, ctx.prices.get(backend.name))  # fmt: skip
                 recorder.write(bridge.end())
                 outcome.model, outcome.error = backend.name, error
                 if error is None or answered:
@@ -517,9 +523,11 @@ class Runtime:
         recorder: Recorder,
         bridge: SigilBridge,
         seconds: float,
+        price: Price | None,
     ) -> tuple[str | None, bool]:
         """One model's answer, within ``seconds`` (the shard profile's ``max_execution_time_sec``: a hung provider
-        is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything."""
+        is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its tokens
+        are counted, and priced by ``price`` when the model has one."""
         error, answered = None, False
         try:
             async with asyncio.timeout(seconds):
@@ -531,6 +539,7 @@ class Runtime:
                     if piece.usage is not None:
                         outcome.input_tokens += piece.usage[0]
                         outcome.output_tokens += piece.usage[1]
+                        outcome.cost += price.cost(*piece.usage) if price is not None else 0.0
                     outcome.thinking += piece.thinking
                     recorder.write(_recorded(bridge, piece))
                     if piece.text or piece.tokens:

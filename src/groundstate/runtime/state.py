@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -153,7 +154,16 @@ class RunState:
     pauses: list[Pause] = field(default_factory=list)  # approvals waiting, oldest first
     last_seq: int = 0
     outcome: str | None = None
-    usage: dict[str, float] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "seconds": 0.0})
+    usage: dict[str, float] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "seconds": 0.0,
+                                                             "cost": 0.0})  # fmt: skip
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)  # the price table, recorded at creation
+    running_seconds: float = 0.0  # time spent running (not pending, paused or failed) before running_since
+    running_since: datetime | None = None  # when the run last started running, while it runs
+
+    def wall_seconds(self, now: datetime) -> float:
+        """How long the run has been running, pauses and failures excluded."""
+        current = (now - self.running_since).total_seconds() if self.running_since is not None else 0.0
+        return self.running_seconds + max(current, 0.0)
 
     @property
     def pause(self) -> Pause | None:
@@ -182,6 +192,7 @@ class RunState:
     def apply(self, event: ev.Event) -> None:
         """Move both machines along the event (refused with EventRefused if it has no edge)."""
         self.admit(event.type, event.agent, event.payload)
+        before = self.status
         node = self.nodes.get(event.agent or "")
         self.last_seq = event.seq
         self.status = RUN_EDGES[self.status][event.type]
@@ -190,6 +201,11 @@ class RunState:
         record = _RECORDS.get(event.type)
         if record is not None:
             record(self, event, node)
+        if before != RunStatus.RUNNING and self.status == RunStatus.RUNNING:
+            self.running_since = event.at
+        elif before == RunStatus.RUNNING and self.status != RunStatus.RUNNING and self.running_since is not None:
+            self.running_seconds += max((event.at - self.running_since).total_seconds(), 0.0)
+            self.running_since = None
 
     @classmethod
     def replay(cls, run_id: str, events: list[ev.Event]) -> RunState:
@@ -214,6 +230,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.models = dict(p.get("models") or {})
     state.budgets = dict(p.get("budgets") or {})
     state.fallback = list(p.get("fallback") or [])
+    state.prices = dict(p.get("prices") or {})
 
 
 def _repinned(state: RunState, event: ev.Event, _node: Invocation | None) -> None:

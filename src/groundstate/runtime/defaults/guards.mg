@@ -64,9 +64,17 @@ Decl tool_content_digest(Run, Agent, Seq, Digest)
 Decl run_usage(Run, Tokens, Seconds)
   descr [doc("What the run has spent so far: tokens (input + output, as providers counted them) and seconds in attempts.")]
   bound [/string, /number, /number].
+Decl run_cost(Run, Cost)
+  descr [doc("What the run's attempts have cost so far, by its price table (0.0 for models without a price).")]
+  bound [/string, /float64].
+Decl run_wall(Run, Seconds)
+  descr [doc("How long the run has been running so far, pauses excluded.")] bound [/string, /number].
 Decl run_budget(Run, Kind, Limit)
-  descr [doc("A budget of the run (/max_tokens, /max_model_seconds), recorded when it was created.")]
+  descr [doc("A budget of the run (/max_tokens, /max_model_seconds, /max_wall_seconds), recorded when it was created.")]
   bound [/string, /name, /number].
+Decl run_cost_budget(Run, Limit)
+  descr [doc("The run's cost budget (budgets.max_cost, in the price table's currency), recorded when it was created.")]
+  bound [/string, /float64].
 
 Decl needs_approval(Run, Agent, Category, Reason)
   descr [doc("The run pauses: the operator must retry, skip or abort.")]
@@ -175,3 +183,9 @@ needs_approval(R, A, /quality, Reason) :-
 needs_approval(R, A, /quality, Reason) :-
   finished(R, A), run_usage(R, _, Seconds), run_budget(R, /max_model_seconds, Max), Seconds > Max,
   Reason = fn:string:concat("The run's time budget is spent: ", Seconds, " s in attempts of ", Max, " s.").
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), run_wall(R, Seconds), run_budget(R, /max_wall_seconds, Max), Seconds > Max,
+  Reason = fn:string:concat("The run's wall-time budget is spent: running for ", Seconds, " s of ", Max, " s.").
+needs_approval(R, A, /quality, Reason) :-
+  finished(R, A), run_cost(R, Cost), run_cost_budget(R, Max), Cost > Max,
+  Reason = fn:string:concat("The run's cost budget is spent: ", Cost, " of ", Max, ".").
