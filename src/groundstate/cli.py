@@ -15,6 +15,7 @@ import typer
 from . import __version__
 from .config.cli import app as config_app
 from .console.cli import demo as demo_command
+from .console.cli import gateway as gateway_command
 from .console.cli import serve as serve_command
 from .errors import GroundstateError, exit_code
 from .kernel.cli import app as kernel_app
@@ -23,7 +24,6 @@ from .packets import UpdateValidator
 from .packets.cli import app as packets_app
 from .packets.cli import use_validators
 from .providers.cli import app as providers_app
-from .providers.cli import gateway as gateway_command
 from .runtime.cli import run as run_command
 from .runtime.cli import runs_app
 from .wire.cli import app as wire_app

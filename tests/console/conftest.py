@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -31,15 +32,17 @@ class Console:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
 
 
-@pytest.fixture
-def console(tmp_path: Path) -> Iterator[Console]:
+@contextlib.contextmanager
+def serving(tmp_path: Path, *options: str) -> Iterator[Console]:
+    """``groundstate serve`` in a subprocess (``options`` added to its command line), until the block ends."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     home = tmp_path / "home"
     env = {**os.environ, "GROUNDSTATE_HOME": str(home)}
-    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    env.pop("GROUNDSTATE_CONFIG", None)
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port), *options], env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -52,9 +55,17 @@ def console(tmp_path: Path) -> Iterator[Console]:
         server.kill()
         pytest.fail(f"the console did not start: {server.stdout.read() if server.stdout else ''}")
     token = (home / "console.token").read_text().strip()
-    yield Console(url, token, home)
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield Console(url, token, home)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[Console]:
+    with serving(tmp_path) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

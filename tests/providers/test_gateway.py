@@ -5,6 +5,7 @@ The client receives the upstream stream unchanged; a ZMQ subscriber receives the
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -12,8 +13,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from openai import OpenAI
+from prometheus_client.parser import text_string_to_metric_families
 
 from groundstate.wire import Content, Hello, Reset, StreamEnd, UpstreamError
 from groundstate.wire.zmq_transport import FrameReceiver
@@ -29,19 +32,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-GatewayFor = Callable[[str], tuple[str, str]]  # upstream URL -> (the gateway's base URL, its publish address)
+GatewayFor = Callable[..., tuple[str, str]]  # upstream URL, *options -> (its base URL, its publish address)
 
 
 @pytest.fixture
-def gateway_for(request: pytest.FixtureRequest) -> Iterator[GatewayFor]:
+def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
+    """Start gateways (in $GROUNDSTATE_HOME = tmp_path/home, where the metrics token is kept)."""
     processes: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env.pop("GROUNDSTATE_CONFIG", None)
 
-    def start(upstream: str) -> tuple[str, str]:
+    def start(upstream: str, *options: str) -> tuple[str, str]:
         port, pub = free_port(), free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream,
-             "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+             "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}", *options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
         )  # fmt: skip
         processes.append(process)
         deadline = time.monotonic() + 30
@@ -117,3 +123,48 @@ def test_local_model_behind_an_openai_endpoint(gateway_for) -> None:  # type: ig
     hellos = [c for c in chunks if isinstance(c, Hello)]
     assert hellos and hellos[0].vocabulary.startswith("gguf:SmolLM2")
     assert sum(len(c.tokens) for c in chunks if isinstance(c, Content)) > 0
+
+
+def scrape(base_url: str, token: str | None) -> tuple[int, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+    """GET /metrics; the samples as {(name, sorted labels): value}, parsed by prometheus_client's parser."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.get(base_url.removesuffix("/v1") + "/metrics", headers=headers, timeout=10)
+    if response.status_code != 200:
+        return response.status_code, {}
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(response.text) for s in family.samples}  # fmt: skip
+    return 200, samples
+
+
+def test_the_gateway_serves_metrics_behind_the_token(
+    tmp_path: Path, server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    upstream, script = server
+    refused = b'{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}'
+    script.responses = [(200, {}, TRANSCRIPT), (429, {"content-type": "application/json"}, refused)]
+    base_url, _ = gateway_for(upstream)
+    client = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hello 日本"
+    with pytest.raises(Exception, match="429"):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
+    assert scrape(base_url, None)[0] == 401 and scrape(base_url, "wrong")[0] == 401
+    status, samples = scrape(base_url, (tmp_path / "home" / "console.token").read_text().strip())
+    assert status == 200
+    model = f"openai-chat:gpt-4o@{upstream.rstrip('/')}"
+    labels = (("model", model), ("outcome", "ok"), ("provider", "openai-chat"))
+    assert samples[("groundstate_model_calls_total", labels)] == 1
+    assert samples[("groundstate_provider_errors_total", (("model", model), ("plane", "rate"),
+                                                          ("provider", "openai-chat")))] == 1  # fmt: skip
+    assert samples[("groundstate_gateway_requests_total", (("provider", "openai-chat"), ("status", "429")))] == 1
+
+
+def test_metrics_open_serves_them_without_the_token(
+    tmp_path: Path, server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    upstream, _ = server
+    (tmp_path / "open.toml").write_text("[metrics]\nopen = true\n")
+    base_url, _ = gateway_for(upstream, "--config", "open.toml")
+    status, samples = scrape(base_url, None)
+    assert status == 200 and samples == {}  # nothing counted yet, but served to anyone
+    assert not (tmp_path / "home" / "console.token").exists()  # no token was needed

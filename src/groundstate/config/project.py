@@ -91,6 +91,14 @@ class Store(BaseModel):
     url: str | None = None  # sqlite:///PATH or postgresql+psycopg://...
 
 
+class MetricsConfig(BaseModel):
+    """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    open: bool = False  # serve /metrics without the token (for a scraper on a trusted network)
+
+
 class ProjectConfig(BaseModel):
     """The whole project configuration; every section has its defaults."""
 
@@ -103,6 +111,7 @@ class ProjectConfig(BaseModel):
     budgets: Budgets = Field(default_factory=Budgets)
     prices: dict[str, Price] = Field(default_factory=dict)  # by the model's name in events (AgentStarted.backend)
     store: Store = Field(default_factory=Store)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
 
 class LoadedConfig:

@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..runtime import Runtime
 from . import api, pages, security
@@ -21,8 +23,15 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
                   redoc_url=None)  # fmt: skip
     app.mount("/static", StaticFiles(directory=str(pages.HERE / "static")), name="static")
-    security.install(app, security.Secrets.of(token))
+    metrics_open = (security.METRICS,) if runtime.settings.metrics.open else ()
+    security.install(app, security.Secrets.of(token), metrics_open)
     app.state.operations = Operations(runtime)
     app.include_router(api.router)
     app.include_router(pages.router)
+
+    @app.get(security.METRICS, include_in_schema=False)
+    def metrics() -> PlainTextResponse:
+        """The kernel's and the runtime's metrics for Prometheus (behind the token unless ``metrics.open``)."""
+        return PlainTextResponse(runtime.run_metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
     return app

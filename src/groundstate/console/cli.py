@@ -13,6 +13,7 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
+from ..config import load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
@@ -23,6 +24,7 @@ from ..runtime import (
     approval_card,
     configured_runtime,
     dag_view,
+    home,
     workflow_of,
 )
 from .app import EXAMPLES, create_app
@@ -131,3 +133,23 @@ def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> Ru
         if done(state):
             return state
         time.sleep(0.3)
+
+
+def gateway(
+    upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
+    api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
+    listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
+    publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
+    config: Path | None = _CONFIG,
+) -> None:
+    """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames; GET /metrics
+    serves its Prometheus metrics (with the console token unless the configuration's metrics.open)."""
+    from ..providers.gateway import serve
+
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        typer.echo("error: --listen must be HOST:PORT", err=True)
+        raise typer.Exit(2)
+    settings = load_config(config).config
+    token = None if settings.metrics.open else load_or_create_token(home())[0]
+    serve(upstream, api, host, int(port), publish, token)

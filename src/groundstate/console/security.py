@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from .auth import COOKIE, derived, same
 
 PUBLIC = ("/login", "/static/")
+METRICS = "/metrics"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
@@ -47,13 +48,15 @@ def secrets_of(request: Request) -> Secrets:
     return found
 
 
-def install(app: FastAPI, secrets: Secrets) -> None:
-    """Authentication inside, protective headers outside (so refusals and redirects carry them too)."""
+def install(app: FastAPI, secrets: Secrets, public: tuple[str, ...] = ()) -> None:
+    """Authentication inside, protective headers outside (so refusals and redirects carry them too). ``public``:
+    further paths served without the token (``/metrics`` when the configuration opens it)."""
     app.state.secrets = secrets
+    open_paths = PUBLIC + public
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Handler) -> Response:
-        return await _authenticated(request, call_next, secrets)
+        return await _authenticated(request, call_next, secrets, open_paths)
 
     @app.middleware("http")
     async def protective_headers(request: Request, call_next: Handler) -> Response:
@@ -66,15 +69,15 @@ def install(app: FastAPI, secrets: Secrets) -> None:
         return response
 
 
-async def _authenticated(request: Request, call_next: Handler, secrets: Secrets) -> Response:
+async def _authenticated(request: Request, call_next: Handler, secrets: Secrets, public: tuple[str, ...]) -> Response:
     path = request.url.path
-    if path.startswith(PUBLIC):
+    if path.startswith(public):
         return await call_next(request)
     header = request.headers.get("authorization", "")
     bearer = same(header.removeprefix("Bearer ").strip(), secrets.token) if header.startswith("Bearer ") else False
     cookie = same(request.cookies.get(COOKIE), secrets.session)
     if not bearer and not cookie:
-        if path.startswith("/api/"):
+        if path.startswith(("/api/", METRICS)):  # clients and scrapers get a status, not a login page
             return JSONResponse({"detail": "missing or wrong token"}, status_code=401,
                                 headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
         return RedirectResponse(f"/login?next={path}", status_code=303)

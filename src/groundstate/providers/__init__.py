@@ -16,6 +16,7 @@ from .client import RetryPolicy, StreamClient
 from .conventions import TextConventions
 from .errors import ErrorRecord, classify, header_map
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
+from .metrics import ProviderMetrics, provider_of
 from .normalized import (
     FINISH_REASONS,
     ErrorEvent,
@@ -47,6 +48,7 @@ __all__ = [
     "LocalModel",
     "LocalModelError",
     "ProviderAPI",
+    "ProviderMetrics",
     "Refusal",
     "RetryPolicy",
     "SSEParser",
@@ -71,5 +73,6 @@ __all__ = [
     "merge_deltas",
     "parse_chat_request",
     "provider_api",
+    "provider_of",
     "to_json",
 ]

@@ -54,19 +54,3 @@ def parse(
         events = conventions.feed(adapter.feed(body) + adapter.close()) + conventions.close()
     for event in merge_deltas(events):
         typer.echo(safejson.dumps_line(to_json(event)))
-
-
-def gateway(
-    upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
-    api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
-    listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
-    publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
-) -> None:
-    """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames."""
-    from .gateway import serve
-
-    host, _, port = listen.rpartition(":")
-    if not host or not port.isdigit():
-        typer.echo("error: --listen must be HOST:PORT", err=True)
-        raise typer.Exit(2)
-    serve(upstream, api, host, int(port), publish)

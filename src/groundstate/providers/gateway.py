@@ -9,6 +9,7 @@ OpenAI-compatible ``/v1/chat/completions`` endpoint instead, publishing the mode
 from __future__ import annotations
 
 import asyncio
+import hmac
 import itertools
 import json
 import time
@@ -16,13 +17,15 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from ..wire import ByteVocabulary, Mode
 from .apis import provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import classify
-from .normalized import ErrorEvent
+from .metrics import ProviderMetrics
+from .normalized import ErrorEvent, Usage
 
 if TYPE_CHECKING:
     from .local import LocalModel
@@ -33,11 +36,26 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
 
 
+METRICS_PATH = "/metrics"
+MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
+
+
 class Gateway:
-    def __init__(self, upstream: str, api: str = "openai-chat", publish: str | None = None) -> None:
+    """The proxy (or the local model's endpoint) as an ASGI application; ``GET /metrics`` serves its Prometheus
+    metrics to a client with ``metrics_token`` as its bearer token (to anyone when ``metrics_token`` is None)."""
+
+    def __init__(
+        self, upstream: str, api: str = "openai-chat", publish: str | None = None, metrics_token: str | None = None
+    ) -> None:
         if upstream != "local":
             provider_api(api)  # an unknown API is refused here, naming the known ones
         self.upstream, self.api = upstream.rstrip("/"), api
+        self.metrics_token = metrics_token
+        self.registry = CollectorRegistry()
+        self.metrics = ProviderMetrics(self.registry)
+        self.requests = Counter("groundstate_gateway_requests", "Requests the gateway answered, by HTTP status.",
+                                ["provider", "status"], registry=self.registry)  # fmt: skip
+        self._models: set[str] = set()
         self.sender = None
         if publish:
             from ..wire import FrameSender
@@ -65,6 +83,9 @@ class Gateway:
                     return
         if scope["type"] != "http":
             return
+        if scope["path"] == METRICS_PATH and scope["method"] == "GET":
+            await self._serve_metrics(scope, send)
+            return
         body = b""
         while True:
             message = await receive()
@@ -75,6 +96,31 @@ class Gateway:
             await self._local_completion(scope, body, send)
         else:
             await self._forward(scope, body, send)
+
+    # -- metrics -------------------------------------------------------------------------------------------
+    async def _serve_metrics(self, scope: Scope, send: Send) -> None:
+        headers = dict(scope["headers"])
+        sent = headers.get(b"authorization", b"").decode("latin-1")
+        if self.metrics_token is not None and not hmac.compare_digest(sent.encode(), f"Bearer {self.metrics_token}"
+                                                                       .encode()):  # fmt: skip
+            await _json(send, 401, _request_error("the metrics need the console token (Authorization: Bearer ...)"))
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})  # fmt: skip
+        await send({"type": "http.response.body", "body": generate_latest(self.registry)})
+
+    def _model_label(self, body: bytes) -> str:
+        """The request's model as a metrics label, ``API:MODEL@UPSTREAM``. The client names the model, so the
+        number of distinct labels is bounded: past MAX_MODEL_LABELS, a new name is counted as ``other``."""
+        try:
+            named = json.loads(body).get("model") if body else None
+        except (ValueError, AttributeError):
+            named = None
+        model = named[:100] if isinstance(named, str) and named else "unknown"
+        if model not in self._models and len(self._models) >= MAX_MODEL_LABELS:
+            model = "other"
+        self._models.add(model)
+        return f"{self.api}:{model}@{self.upstream}"
 
     # -- proxy ---------------------------------------------------------------------------------------------
     async def _forward(self, scope: Scope, body: bytes, send: Send) -> None:
@@ -91,6 +137,7 @@ class Gateway:
             + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
         )
         bridge = SigilBridge(ByteVocabulary(), next(self._streams))
+        model = self._model_label(body)
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=300.0))
         async with self._http.stream(scope["method"], url, content=body, headers=headers) as response:
@@ -100,32 +147,51 @@ class Gateway:
                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()
                             if k.lower() not in _HOP_BY_HOP],
             })  # fmt: skip
+            self.requests.labels(self.api, str(response.status_code)).inc()
             if response.status_code >= 400:
                 data = await response.aread()
                 await send({"type": "http.response.body", "body": data})
-                self.publish(bridge.push(ErrorEvent(classify(provider, response.status_code, data, response.headers))))
+                record = classify(provider, response.status_code, data, response.headers)
+                self.metrics.called(model, ok=False)
+                self.metrics.failed(model, record)
+                self.publish(bridge.push(ErrorEvent(record)))
                 self.publish(bridge.end())
                 return
             adapter = adapter_type(provider)
+            failed = False
             async for data in response.aiter_raw():
                 await send({"type": "http.response.body", "body": data, "more_body": True})  # unchanged
                 for event in adapter.feed(data):
+                    failed = self._count(model, event) or failed
                     self.publish(bridge.push(event))
             await send({"type": "http.response.body", "body": b""})
             for event in adapter.close():
+                failed = self._count(model, event) or failed
                 self.publish(bridge.push(event))
+            self.metrics.called(model, ok=not failed)
             self.publish(bridge.end())
+
+    def _count(self, model: str, event: Any) -> bool:
+        """An event of a proxied stream in the metrics: tokens, in-stream errors. True for an error."""
+        if isinstance(event, Usage):
+            self.metrics.used(model, event.input_tokens or 0, event.output_tokens or 0)
+        if isinstance(event, ErrorEvent):
+            self.metrics.failed(model, event.error)
+            return True
+        return False
 
     # -- local model ---------------------------------------------------------------------------------------
     async def _local_completion(self, scope: Scope, body: bytes, send: Send) -> None:
         """An OpenAI-style chat completion from the in-process model: checked request, one generation at a time
         (published as SIGIL), answered whole or as an SSE stream."""
         if scope["method"] != "POST" or not scope["path"].rstrip("/").endswith("/chat/completions"):
+            self.requests.labels("local", "404").inc()
             await _json(send, 404, _request_error("the local gateway serves POST /v1/chat/completions"))
             return
         try:
             request = parse_chat_request(body)
         except ChatRequestError as exc:
+            self.requests.labels("local", "400").inc()
             await _json(send, 400, _request_error(str(exc)))
             return
         if self._local is None:
@@ -134,6 +200,7 @@ class Gateway:
             self._local = await asyncio.to_thread(LocalModel)
         model = self._local
         pieces, finish = await self._generate(model, request)
+        self.requests.labels("local", "200").inc()
         base = {"id": f"chatcmpl-local-{time.time_ns()}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": model.path.name}  # fmt: skip
         if request.stream:
@@ -152,7 +219,10 @@ class Gateway:
         bridge = SigilBridge(model.vocabulary, next(self._streams))
         async with self._lock:  # one generation at a time: the model is not re-entrant
             tokens = await asyncio.to_thread(lambda: list(model.tokens(messages, **options)))
-            finish, tail = model.finish_reason, model.tail_text
+            finish, tail, used = model.finish_reason, model.tail_text, (model.prompt_tokens, len(tokens))
+        name = f"local:{model.path.name}"
+        self.metrics.called(name, ok=True)
+        self.metrics.used(name, *used)
         for token in tokens:
             self.publish(bridge.tokens(Mode.TEXT, [token.id]))
         self.publish(bridge.end())
@@ -180,7 +250,8 @@ async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
 
 
-def serve(upstream: str, api: str, host: str, port: int, publish: str | None) -> None:
+def serve(upstream: str, api: str, host: str, port: int, publish: str | None, metrics_token: str | None) -> None:
+    """Serve the gateway until interrupted (``metrics_token``: as for Gateway)."""
     import uvicorn
 
-    uvicorn.run(Gateway(upstream, api, publish), host=host, port=port, log_level="warning")
+    uvicorn.run(Gateway(upstream, api, publish, metrics_token), host=host, port=port, log_level="warning")

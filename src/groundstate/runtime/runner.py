@@ -38,12 +38,13 @@ from ..kernel import (
 )
 from ..logic import Name
 from ..packets import ACCEPTED, GateResult, PacketGate, UpdateValidator, tool_requests
-from ..providers import ErrorEvent, SigilBridge, TextDelta, ThinkDelta
+from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .cortex import load_patterns
 from .guards import GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
+from .metrics import RunMetrics
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .state import (
@@ -157,7 +158,8 @@ class Runtime:
         guards = guard_rules(self.settings.policy.guards)
         roles = [Role(prefix=prefix, **role.model_dump()) for prefix, role in self.settings.roles.items()] or None
         self.policy = PinnedPolicy.of(guards, load_patterns(*pattern_files), roles, self.config)  # new runs' pin
-        self.metrics = Metrics()
+        self.metrics = Metrics()  # the kernel's, shared by every agent's shards
+        self.run_metrics = RunMetrics(self.metrics)  # the runtime's, in the same registry
         self.max_rounds = max_rounds
         self.search = search
         self.listeners: list[Callable[[ev.Event], None]] = []
@@ -186,6 +188,7 @@ class Runtime:
                                        fallback=list(self.settings.models.fallback),
                                        prices={m: p.model_dump() for m, p in self.settings.prices.items()})  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
+        self.run_metrics.observe(self.store.events(run_id)[0])
         return run_id
 
     # -- running ---------------------------------------------------------------------------------------
@@ -267,7 +270,8 @@ class Runtime:
 
     def _fail(self, run_id: str, holder: str, error: str) -> None:
         with contextlib.suppress(StoreError):
-            self.store.append(run_id, ev.RUN_FAILED, None, {"error": error[:MAX_ERROR_CHARS]}, holder=holder)
+            failed = self.store.append(run_id, ev.RUN_FAILED, None, {"error": error[:MAX_ERROR_CHARS]}, holder=holder)
+            self.run_metrics.observe(failed)
 
     def _ready(self, ctx: RunContext, state: RunState, tasks: dict[str, asyncio.Task[None]]) -> list[str]:
         ready = []
@@ -331,6 +335,7 @@ class Runtime:
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
+        self.run_metrics.observe(event)
         if event_type in ctx.policy.triggers:
             ctx.guards.event(event.seq, event_type, agent)
         for listener in self.listeners:
@@ -506,6 +511,7 @@ class Runtime:
             return None
         gated = gate.close()
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
+            self.metrics.stream_aborts.inc()
             outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
             outcome.surface = "".join(invocation.raw)[:2000]
             return None
@@ -540,19 +546,29 @@ class Runtime:
                         outcome.input_tokens += piece.usage[0]
                         outcome.output_tokens += piece.usage[1]
                         outcome.cost += price.cost(*piece.usage) if price is not None else 0.0
+                        self.run_metrics.providers.used(backend.name, *piece.usage)
                     outcome.thinking += piece.thinking
                     recorder.write(_recorded(bridge, piece))
                     if piece.text or piece.tokens:
                         invocation.raw.append(piece.text)
                         gate.feed(piece.text)
         except TimeoutError:
+            self._count_call(backend.name, None, "timeout")
             late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
             return late, answered
         except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
+            self._count_call(backend.name, None, "backend")
             return f"the model backend failed: {type(exc).__name__}: {exc}", answered
+        self._count_call(backend.name, error, None)
         if error is not None:
             return f"the model failed ({error.plane}): {error.message}", answered
         return None, answered
+
+    def _count_call(self, model: str, error: ErrorRecord | None, failure: str | None) -> None:
+        """The call in the metrics: its outcome and, when it failed, its error's plane (or ``failure``)."""
+        self.run_metrics.providers.called(model, error is None and failure is None)
+        if error is not None or failure is not None:
+            self.run_metrics.providers.failed(model, error, failure or "transport")
 
     def _tool_round(
         self, ctx: RunContext, invocation: Invocation, gated: GateResult, requests: list[Request], outcome: Outcome
@@ -631,7 +647,8 @@ class Runtime:
                 out.append((ev.RUN_ABORTED, pause.agent, {"reason": f"aborted by {actor}"}))
             return out
 
-        self.store.transact(run_id, build, actor)  # serialised with every other write to the run
+        for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
+            self.run_metrics.observe(event)
         return self.store.state(run_id)
 
     def repin(self, run_id: str, actor: str = "operator") -> RunState:
