@@ -1,4 +1,5 @@
-"""The one test HTTP server: real HTTP on loopback, answering each POST with what the test's script decides.
+"""The one test HTTP server: real HTTP on loopback, answering each POST (and GET, with an empty body) with what the
+test's script decides.
 
 Provider tests replay recorded-format streams through it; runtime tests put a scripted model behind it. Each
 keeps its own script (what to answer); the serving — threads, headers, writes in pieces, a client that hangs
@@ -36,7 +37,12 @@ def loopback(respond: Respond) -> Iterator[str]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+            self._answer(self.rfile.read(int(self.headers.get("content-length", 0))))
+
+        def do_GET(self) -> None:
+            self._answer(b"")
+
+        def _answer(self, raw: bytes) -> None:
             reply = respond(self.path, dict(self.headers), raw)
             time.sleep(reply.delay)
             try:

@@ -11,6 +11,8 @@ import pytest
 from groundstate.kernel import ActionReport, Kernel, Shards, VirtualStore
 from groundstate.packets import parse_output
 
+from ..runtime.conftest import model  # noqa: F401 - the scripted provider fixture (web_search in runs)
+
 
 class Turns:
     """A kernel on a temporary git workspace, driven by control packets as a model would send them."""

@@ -12,9 +12,9 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ConfigurationError
 from .limits import KernelConfig
@@ -91,6 +91,23 @@ class Store(BaseModel):
     url: str | None = None  # sqlite:///PATH or postgresql+psycopg://...
 
 
+class SearchConfig(BaseModel):
+    """``[search]``: what ``web_search`` searches — the offline corpus (default) or a SearXNG-style JSON API."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["corpus", "searxng"] = "corpus"
+    url: str | None = Field(None, pattern=r"^https?://")  # the search API's base URL (searxng)
+    timeout_sec: float = Field(10.0, gt=0)  # a slower answer is the tool call's error
+    corpus: Path | None = None  # a directory of .md/.txt documents for the corpus backend (default: the shipped one)
+
+    @model_validator(mode="after")
+    def _url_for_searxng(self) -> SearchConfig:
+        if self.backend == "searxng" and self.url is None:
+            raise ValueError("the searxng backend needs url (the search API's base URL)")
+        return self
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -112,6 +129,7 @@ class ProjectConfig(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)  # by the model's name in events (AgentStarted.backend)
     store: Store = Field(default_factory=Store)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
 
 
 class LoadedConfig:
@@ -161,6 +179,14 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
             key = tuple(str(part) for part in error["loc"])
             problems.append(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {error['msg']}")
         raise ConfigFileError("\n".join(problems)) from None
+    corpus = config.search.corpus
+    if corpus is not None:
+        config.search.corpus = corpus if corpus.is_absolute() else path.parent / corpus
+        if not config.search.corpus.is_dir():
+            key = ("search", "corpus")
+            raise ConfigFileError(
+                f"{path}:{_line_of(text, key)}: search.corpus: no such directory {config.search.corpus}"
+            )
     for name in ("guards", "patterns", "kernel"):
         files: list[Path] = getattr(config.policy, name)
         files[:] = [file if file.is_absolute() else path.parent / file for file in files]

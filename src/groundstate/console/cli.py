@@ -144,7 +144,7 @@ def gateway(
 ) -> None:
     """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames; GET /metrics
     serves its Prometheus metrics (with the console token unless the configuration's metrics.open)."""
-    from ..providers.gateway import serve
+    from ..providers import serve_gateway
 
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
@@ -152,4 +152,4 @@ def gateway(
         raise typer.Exit(2)
     settings = load_config(config).config
     token = None if settings.metrics.open else load_or_create_token(home())[0]
-    serve(upstream, api, host, int(port), publish, token)
+    serve_gateway(upstream, api, host, int(port), publish, token)

@@ -12,6 +12,8 @@ and retention.
 from ..errors import ExecutorError
 from .config import ContextBudgetError, CoreLimits, KernelConfig, ShardProfile, check_context
 from .executors import EXECUTORS, Action, Outcome
+from .executors.http_search import HTTPSearch, SearchError
+from .executors.web import CorpusSearch
 from .explain import Explanation, explain, why
 from .kernel import (
     Frame,
@@ -30,6 +32,7 @@ from .memory import HashingEmbedder, Memory
 from .metrics import Metrics
 from .ooda import ARGUMENT_IS_PAYLOAD, ActionReport, NotAwaitingApproval, PacketRefused, Request, Shards
 from .retention import ArchivedAction, ColdStorage
+from .search_backend import configured_search
 from .store import VirtualStore
 from .workspace import Workspace, WorkspaceError
 
@@ -42,10 +45,12 @@ __all__ = [
     "ColdStorage",
     "ContextBudgetError",
     "CoreLimits",
+    "CorpusSearch",
     "ExecutorError",
     "Explanation",
     "Finding",
     "Frame",
+    "HTTPSearch",
     "HashingEmbedder",
     "Kernel",
     "KernelConfig",
@@ -60,6 +65,7 @@ __all__ = [
     "PacketRefused",
     "PolicyInvariantError",
     "Request",
+    "SearchError",
     "ShardProfile",
     "Shards",
     "Transaction",
@@ -67,6 +73,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "check_context",
+    "configured_search",
     "default_sources",
     "explain",
     "lint_policy",

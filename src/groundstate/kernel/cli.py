@@ -18,6 +18,7 @@ from .kernel import Kernel, Transaction
 from .learned import LearnedRuleError, LearnedRules
 from .lint import ERROR, lint
 from .ooda import PacketRefused, Request, Shards
+from .search_backend import configured_search
 from .store import VirtualStore
 
 app = typer.Typer(help="The agent kernel: step, lint, repl.", no_args_is_help=True)
@@ -46,7 +47,11 @@ def step(
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    shards = Shards(kernel, VirtualStore(kernel.workspace, max_output_chars=kernel.config.core_limits.max_output_chars))
+    search = (
+        configured_search(load_config(config).config.search) if config is None or config.suffix != ".json" else None
+    )
+    store = VirtualStore(kernel.workspace, max_output_chars=kernel.config.core_limits.max_output_chars, search=search)
+    shards = Shards(kernel, store)
     result = parse_output(packet.read_text(encoding="utf-8", errors="replace"), kernel.update_validator())
     out: dict[str, object] = {"packet": result.to_json()}
     if not result.ok:

@@ -15,6 +15,8 @@ from .chat_request import ChatRequestError, parse_chat_request
 from .client import RetryPolicy, StreamClient
 from .conventions import TextConventions
 from .errors import ErrorRecord, classify, header_map
+from .gateway import Gateway
+from .gateway import serve as serve_gateway
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
 from .metrics import ProviderMetrics, provider_of
 from .normalized import (
@@ -44,6 +46,7 @@ __all__ = [
     "ErrorRecord",
     "Event",
     "Finish",
+    "Gateway",
     "GeneratedToken",
     "LocalModel",
     "LocalModelError",
@@ -74,5 +77,6 @@ __all__ = [
     "parse_chat_request",
     "provider_api",
     "provider_of",
+    "serve_gateway",
     "to_json",
 ]

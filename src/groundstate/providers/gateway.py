@@ -67,6 +67,7 @@ class Gateway:
         self._lock = asyncio.Lock()  # the local model generates one response at a time
 
     def publish(self, data: bytes) -> None:
+        """Send SIGIL frames to the subscribers (when the gateway publishes)."""
         if self.sender is not None and data:
             self.sender.send(data)
 

@@ -33,6 +33,7 @@ from ..kernel import (
     Shards,
     VirtualStore,
     check_context,
+    configured_search,
     load_program,
     update_validator,
 )
@@ -161,7 +162,7 @@ class Runtime:
         self.metrics = Metrics()  # the kernel's, shared by every agent's shards
         self.run_metrics = RunMetrics(self.metrics)  # the runtime's, in the same registry
         self.max_rounds = max_rounds
-        self.search = search
+        self.search = search or configured_search(self.settings.search)  # what web_search searches
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     @property

@@ -56,6 +56,7 @@ class CorpusSearch:
         self._average = sum(d[3] for d in self.documents) / max(len(self.documents), 1)
 
     def search(self, query: str, limit: int = MAX_RESULTS) -> list[SearchHit]:
+        """The ``limit`` best documents for ``query`` by BM25, best first (ties by file name)."""
         terms = set(_WORD.findall(query.lower()))
         hits = []
         for title, source, counts, length in self.documents:
