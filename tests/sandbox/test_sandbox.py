@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.sandbox import UNCONFINED_ENV, UNCONFINED_VALUE, Limits, Sandbox, default_sandbox
+from groundstate.sandbox import UNCONFINED_ENV, UNCONFINED_VALUE, Limits, MemoryCgroup, Sandbox, default_sandbox
 
 
 @pytest.fixture
@@ -125,3 +125,35 @@ def test_the_virtual_store_runs_programs_in_the_sandbox_it_is_given(tmp_path: Pa
     assert given.ok and "WITHOUT a sandbox" in given.output  # the given sandbox, not the default bubblewrap
     default = VirtualStore(Workspace(tmp_path)).run("execute_python", action, ShardProfile())
     assert default.ok and "WITHOUT" not in default.output
+
+
+FORKED_HOGS = """
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(80 * 1024 * 1024)  # each child alone stays under the per-process limit
+        time.sleep(3)
+        os._exit(0)
+    children.append(pid)
+killed = sum(1 for pid in children if os.waitpid(pid, 0)[1] != 0)
+print("killed", killed)
+"""
+
+
+def test_total_memory_bounds_the_whole_process_tree(sandbox: Sandbox, tmp_path: Path) -> None:
+    probe = MemoryCgroup.create(64)
+    if probe is None:
+        pytest.fail("this machine has no writable cgroup v1 memory hierarchy; the tree-wide limit cannot be tested")
+    probe.kill_all()  # it held no process: this only removes it
+    status, output, _ = python(sandbox, tmp_path, FORKED_HOGS, memory_mb=512, total_memory_mb=200, timeout_s=30)
+    assert status == 0 and int(output.split()[-1]) >= 2, output  # 4 x 80 MB do not fit in 200 MB together
+    status, output, _ = python(sandbox, tmp_path, FORKED_HOGS, memory_mb=512, timeout_s=30)
+    assert output.split()[-2:] == ["killed", "0"], output  # without the total, each child is within its own limit
+
+
+def test_one_process_is_capped_at_the_total_too(sandbox: Sandbox, tmp_path: Path) -> None:
+    status, output, _ = python(sandbox, tmp_path, "x = bytearray(300 * 1024 * 1024)", memory_mb=512,
+                               total_memory_mb=200)  # fmt: skip
+    assert status != 0 and "MemoryError" in output

@@ -50,7 +50,9 @@ def step(
     search = (
         configured_search(load_config(config).config.search) if config is None or config.suffix != ".json" else None
     )
-    store = VirtualStore(kernel.workspace, max_output_chars=kernel.config.core_limits.max_output_chars, search=search)
+    core = kernel.config.core_limits
+    store = VirtualStore(kernel.workspace, max_output_chars=core.max_output_chars, search=search,
+                         total_memory_mb=core.max_total_memory_mb)  # fmt: skip
     shards = Shards(kernel, store)
     result = parse_output(packet.read_text(encoding="utf-8", errors="replace"), kernel.update_validator())
     out: dict[str, object] = {"packet": result.to_json()}

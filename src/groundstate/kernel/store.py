@@ -27,12 +27,14 @@ class VirtualStore:
         build_command: tuple[str, ...] | None = None,
         search: Any = None,
         sandbox: Sandbox | None = None,
+        total_memory_mb: int | None = None,
     ) -> None:
         self.workspace = workspace
         self.search = search  # the web_search backend (None: the shipped offline corpus)
         self.sandbox = sandbox  # where programs run (None: the default sandbox, or a refusal if there is none)
         self.executors = dict(EXECUTORS if executors is None else executors)
         self.max_output_chars = max_output_chars
+        self.total_memory_mb = total_memory_mb  # the memory of all processes of one program (None: per process only)
         self.commands = {k: v for k, v in (("test_command", test_command), ("build_command", build_command)) if v}
 
     def names(self) -> set[str]:
@@ -48,6 +50,7 @@ class VirtualStore:
             self.workspace,
             timeout_s=profile.max_execution_time_sec,
             memory_mb=profile.max_memory_mb,
+            total_memory_mb=self.total_memory_mb,
             max_output_chars=self.max_output_chars,
             search=self.search,
             isolation=self.sandbox,

@@ -625,7 +625,8 @@ class Runtime:
         config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
         kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
-        store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars)
+        store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars,
+                             total_memory_mb=core.max_total_memory_mb)  # fmt: skip
         return Shards(kernel, store, metrics=self.metrics)
 
     # -- the operator ------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """OS isolation for every program groundstate runs on a model's behalf (tests, builds, git, model-written code).
 
-Bubblewrap namespaces, rlimits and a pids cgroup; no sandbox means a clear refusal, never a silent fallback.
+Bubblewrap namespaces, rlimits, a pids cgroup and a memory cgroup; no sandbox means a clear refusal, never a
+silent fallback.
 """
 
+from .cgroup import MemoryCgroup
 from .errors import SandboxError, SandboxUnavailable
 from .limits import Limits
 from .runner import INSTALL_HINT, UNCONFINED_ENV, UNCONFINED_VALUE, Completed, Sandbox, default_sandbox
@@ -13,6 +15,7 @@ __all__ = [
     "UNCONFINED_VALUE",
     "Completed",
     "Limits",
+    "MemoryCgroup",
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",

@@ -16,11 +16,12 @@ class Limits:
     file_size_mb: int = 64  # the largest file any process may write (RLIMIT_FSIZE), output files included
     processes: int = 64  # processes and threads alive at once (a pids cgroup, or RLIMIT_NPROC)
     output_chars: int = 65_536  # stdout and stderr kept for the caller, each
+    total_memory_mb: int | None = None  # all processes together (a memory cgroup); each process is capped at it too
 
 
 def apply_rlimits(limits: Limits, *, nproc: bool) -> None:
     """Runs in the child between fork and exec; bubblewrap and everything it starts inherit the limits."""
-    memory = limits.memory_mb * 1024 * 1024
+    memory = min(limits.memory_mb, limits.total_memory_mb or limits.memory_mb) * 1024 * 1024
     cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s) + 1
     size = limits.file_size_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

@@ -1,6 +1,7 @@
 """Running one program on a model's behalf: in bubblewrap, or refused.
 
-``Sandbox.run`` starts the program in its own session (and, where possible, its own pids cgroup) with rlimits,
+``Sandbox.run`` starts the program in its own session (and, where possible, its own pids cgroup and, with a total
+memory limit, its own memory cgroup) with rlimits,
 writes its output to size-limited files rather than pipes (a program printing gigabytes fills nothing but a
 bounded file), kills the whole process tree at the deadline, and always returns a ``Completed`` — never raises
 for anything the program does.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import bubblewrap
-from .cgroup import PidsCgroup
+from .cgroup import MemoryCgroup, PidsCgroup, _Cgroup
 from .errors import SandboxError, SandboxUnavailable
 from .limits import Limits, apply_rlimits
 
@@ -76,6 +77,8 @@ class Sandbox:
         else:
             full, cwd = list(argv), str(workspace)
         cgroup = PidsCgroup.create(limits.processes)
+        memory = MemoryCgroup.create(limits.total_memory_mb) if limits.total_memory_mb is not None else None
+        groups = [g for g in (cgroup, memory) if g is not None]
         with tempfile.TemporaryDirectory(prefix="groundstate-sandbox-") as scratch:
             out_path, err_path = Path(scratch, "stdout"), Path(scratch, "stderr")
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -87,15 +90,15 @@ class Sandbox:
                         stdout=out,
                         stderr=err,
                         env=_host_env(env) if not self.confined else {"PATH": os.environ.get("PATH", "/usr/bin")},
-                        preexec_fn=functools.partial(_child_setup, limits, cgroup),
+                        preexec_fn=functools.partial(_child_setup, limits, groups, nproc=cgroup is None),
                         start_new_session=True,
                     )
                 except OSError as exc:
-                    if cgroup is not None:
-                        cgroup.kill_all()
+                    for group in groups:
+                        group.kill_all()
                     raise SandboxError(f"cannot start {full[0]}: {exc.strerror}") from None
                 timed_out = _wait(process, stdin, limits.timeout_s)
-                _kill_tree(process, cgroup)
+                _kill_tree(process, groups)
             stdout = _read_bounded(out_path, limits.output_chars)
             stderr = _read_bounded(err_path, limits.output_chars)
         if not self.confined:
@@ -104,10 +107,10 @@ class Sandbox:
         return Completed(code, stdout, stderr, timed_out, self.confined)
 
 
-def _child_setup(limits: Limits, cgroup: PidsCgroup | None) -> None:  # between fork and exec
-    if cgroup is not None:
-        cgroup.join()
-    apply_rlimits(limits, nproc=cgroup is None and os.geteuid() != 0)
+def _child_setup(limits: Limits, groups: list[_Cgroup], *, nproc: bool) -> None:  # between fork and exec
+    for group in groups:
+        group.join()
+    apply_rlimits(limits, nproc=nproc and os.geteuid() != 0)
 
 
 def _wait(process: subprocess.Popen[bytes], stdin: str | None, timeout_s: float) -> bool:
@@ -123,12 +126,12 @@ def _wait(process: subprocess.Popen[bytes], stdin: str | None, timeout_s: float)
     return False
 
 
-def _kill_tree(process: subprocess.Popen[bytes], cgroup: PidsCgroup | None) -> None:
-    """Whatever is left of the session (or cgroup) dies: a program's forked children never outlive it."""
+def _kill_tree(process: subprocess.Popen[bytes], groups: list[_Cgroup]) -> None:
+    """Whatever is left of the session (or its cgroups) dies: a program's forked children never outlive it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    if cgroup is not None:
-        cgroup.kill_all()
+    for group in groups:
+        group.kill_all()
     process.wait()
 
 

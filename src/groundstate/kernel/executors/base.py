@@ -49,6 +49,7 @@ class Context:
     workspace: Workspace
     timeout_s: float = 60.0
     memory_mb: int = 512
+    total_memory_mb: int | None = None  # all processes of one program together (core_limits.max_total_memory_mb)
     max_output_chars: int = 65_536
     test_command: tuple[str, ...] = ("python", "-m", "pytest", "-q")
     build_command: tuple[str, ...] = ("python", "-m", "compileall", "-q", ".")

@@ -70,7 +70,7 @@ def git(arguments: Sequence[str], context: Context) -> Outcome:
 
 
 def _run(command: list[str], context: Context, *, stdin: str | None = None, git: bool = False) -> Completed:
-    limits = Limits(timeout_s=context.timeout_s, memory_mb=context.memory_mb,
+    limits = Limits(timeout_s=context.timeout_s, memory_mb=context.memory_mb, total_memory_mb=context.total_memory_mb,
                     output_chars=context.max_output_chars)  # fmt: skip
     try:
         return context.sandbox().run(command, context.workspace.root, limits, stdin=stdin, writable_git=git,
