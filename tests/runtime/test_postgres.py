@@ -19,6 +19,7 @@ from groundstate.runtime.runner import DecisionError, Runtime
 from groundstate.runtime.store import EventStore
 
 from .conftest import Script, envelope
+from .test_run_memory import remember_and_recall
 
 BINARIES = [Path("/usr/local/bin"), *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
 
@@ -93,3 +94,8 @@ def test_runs_pauses_and_racing_decisions_on_postgres(postgres: str, tmp_path: P
     assert state.status == "completed"
     fresh = EventStore(postgres)
     assert fresh.state(run_id).status == "completed" and any(r["id"] == run_id for r in fresh.runs())
+
+
+def test_memory_persists_across_runs_on_postgres(postgres: str, tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    remember_and_recall(url, script, postgres, tmp_path / "home")

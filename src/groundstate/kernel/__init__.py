@@ -30,6 +30,7 @@ from .lint import Finding
 from .lint import lint as lint_policy
 from .memory import HashingEmbedder, Memory
 from .metrics import Metrics
+from .minilm import MiniLMEmbedder
 from .ooda import ARGUMENT_IS_PAYLOAD, ActionReport, NotAwaitingApproval, PacketRefused, Request, Shards
 from .retention import ArchivedAction, ColdStorage
 from .search_backend import configured_search
@@ -60,6 +61,7 @@ __all__ = [
     "LearnedRules",
     "Memory",
     "Metrics",
+    "MiniLMEmbedder",
     "NotAwaitingApproval",
     "Outcome",
     "PacketRefused",

@@ -1,10 +1,12 @@
 """The memory tiers behind a control packet's ``memory_operations``.
 
 - working: kernel facts (``session_note/2`` is the session tier, visible to policy, gone with the process);
-- long-term: a SQLite table of key → value (``promote_to_long_term``), read by policy through
-  ``query_learned(Key, Value)``;
-- vector: embeddings in SQLite (``store_vector``), searched with numpy, read by policy through
+- long-term: a table of key → value (``promote_to_long_term``), read by policy through ``query_learned(Key, Value)``;
+- vector: embeddings in a table (``store_vector``), searched with numpy, read by policy through
   ``recall_similar(Query, Key, Score)``.
+
+The two stored tiers live in any SQLAlchemy database: a SQLite file of their own, or the run store's database
+(SQLite or PostgreSQL), so that memory written in one run is there for the next, wherever runs are kept.
 
 ``forget`` removes exactly the entry with that key from every tier — never a prefix, never a neighbour.
 """
@@ -13,22 +15,43 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Engine,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    select,
+)
+from sqlalchemy.pool import StaticPool
 
 from ..logic import Float
 from ..packets import MemoryOperation
 from .kernel import Kernel, Transaction
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS long_term (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, text TEXT NOT NULL, embedding BLOB NOT NULL)",
+_TABLES = MetaData()
+LONG_TERM = Table(
+    "memory_long_term",
+    _TABLES,
+    Column("key", String(512), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
 )
+VECTORS = Table("memory_vectors", _TABLES, Column("key", String(512), primary_key=True),
+                Column("text", Text, nullable=False), Column("embedding", LargeBinary, nullable=False),
+                Column("updated_at", DateTime(timezone=True), nullable=False))  # fmt: skip
 
 
 class Embedder(Protocol):
@@ -60,14 +83,19 @@ class HashingEmbedder:
 
 
 class Memory:
-    """``path`` None keeps the long-term and vector tiers in memory."""
+    """The tiers in ``where``: a SQLite file's path, a SQLAlchemy engine (the run store's), or None (in memory)."""
 
-    def __init__(self, path: str | Path | None = None, embedder: Embedder | None = None, *, top_k: int = 5) -> None:
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(":memory:" if path is None else str(path))
-        for statement in _SCHEMA:
-            self.db.execute(statement)
+    def __init__(
+        self, where: str | Path | Engine | None = None, embedder: Embedder | None = None, *, top_k: int = 5
+    ) -> None:
+        if isinstance(where, Engine):
+            self.engine = where
+        elif where is None:
+            self.engine = create_engine("sqlite://", poolclass=StaticPool)  # one connection: one in-memory database
+        else:
+            Path(where).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(f"sqlite:///{where}")
+        _TABLES.create_all(self.engine)
         self.embedder = embedder or HashingEmbedder()
         self.top_k = top_k
         self.kernels: list[Kernel] = []  # kernels whose policy reads this memory
@@ -75,23 +103,43 @@ class Memory:
     # -- the tiers -------------------------------------------------------------------------------------
     def promote(self, key: str, value: str) -> None:
         """Keep ``value`` under ``key`` in the long-term tier (replacing an earlier value)."""
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO long_term VALUES (?, ?)", (key, value))
+        self._replace(LONG_TERM, key, {"value": value})
 
     def recall(self, key: str) -> str | None:
         """The long-term value under ``key``, or None."""
-        row = self.db.execute("SELECT value FROM long_term WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        with self.engine.connect() as db:
+            value = db.execute(select(LONG_TERM.c.value).where(LONG_TERM.c.key == key)).scalar()
+        return None if value is None else str(value)
+
+    def long_term(self, limit: int) -> list[tuple[str, str]]:
+        """The ``limit`` most recently written long-term entries, newest first."""
+        query = select(LONG_TERM.c.key, LONG_TERM.c.value).order_by(LONG_TERM.c.updated_at.desc(), LONG_TERM.c.key)
+        with self.engine.connect() as db:
+            return [(str(k), str(v)) for k, v in db.execute(query.limit(limit))]
+
+    def text(self, key: str) -> str | None:
+        """The vector tier's text under ``key``, or None."""
+        with self.engine.connect() as db:
+            found = db.execute(select(VECTORS.c.text).where(VECTORS.c.key == key)).scalar()
+        return None if found is None else str(found)
 
     def store_vector(self, key: str, text: str) -> None:
         """Embed ``text`` and keep it under ``key`` in the vector tier."""
         vector = self.embedder.embed([text])[0].astype(np.float32)
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (key, text, vector.tobytes()))
+        self._replace(VECTORS, key, {"text": text, "embedding": vector.tobytes()})
+
+    def _replace(self, table: Table, key: str, values: dict[str, object]) -> None:
+        """Write the row under ``key`` (replacing an earlier one) in one transaction, on any database."""
+        row = {"key": key, **values, "updated_at": datetime.now(UTC)}
+        with self.engine.begin() as db:
+            db.execute(delete(table).where(table.c.key == key))
+            db.execute(table.insert().values(**row))
 
     def similar(self, query: str, top_k: int | None = None) -> list[tuple[str, float]]:
         """The keys whose texts are most similar to ``query``, best first, with their cosine scores."""
-        rows = self.db.execute("SELECT key, embedding FROM vectors ORDER BY key").fetchall()
+        with self.engine.connect() as db:
+            rows = [(str(k), bytes(b)) for k, b in db.execute(select(VECTORS.c.key, VECTORS.c.embedding)
+                                                              .order_by(VECTORS.c.key))]  # fmt: skip
         if not rows:
             return []
         matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
@@ -101,9 +149,9 @@ class Memory:
 
     def forget(self, key: str) -> int:
         """Remove exactly ``key`` from the long-term and vector tiers; returns how many entries went."""
-        with self.db:
-            removed = self.db.execute("DELETE FROM long_term WHERE key = ?", (key,)).rowcount
-            removed += self.db.execute("DELETE FROM vectors WHERE key = ?", (key,)).rowcount
+        with self.engine.begin() as db:
+            removed = db.execute(delete(LONG_TERM).where(LONG_TERM.c.key == key)).rowcount
+            removed += db.execute(delete(VECTORS).where(VECTORS.c.key == key)).rowcount
         return int(removed)
 
     # -- wiring into a kernel --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from .workflow import Workflow
 ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
-    "agent_model", "tool_content", "tool_content_digest", "model_fallback",
+    "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -42,6 +42,18 @@ class PauseDecision:
 
     first: Approval
     approvals: list[Approval]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the model sent in an attempt, beside its status: its surface output, the model that answered (and the
+    fallbacks that failed before it), the memory operations it asks for (op, key, value), its other signals."""
+
+    output: str = ""
+    backend: str | None = None
+    signals: Signals | None = None
+    fallbacks: tuple[dict[str, str], ...] = ()
+    memory: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,32 +159,16 @@ class GuardKernel:
         bypass: str | None,
         executed: list[str],
         error: str | None,
-        model: Signals | None = None,
-        output: str = "",
-        backend: str | None = None,
+        answer: Answer | None = None,
         spent: Spent | None = None,
-        fallbacks: list[dict[str, str]] | None = None,
     ) -> PauseDecision | None:
-        """The invocation ended: its outcome, its surface output, the model that answered (and those that failed
-        before it: ``fallbacks``) and what it sent besides its answer become facts."""
+        """The invocation ended: its outcome, what the model sent (``answer``) and what the run has spent become
+        facts."""
         with self.kernel.transaction() as tx:
-            for failed in fallbacks or []:
-                tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
+            if answer is not None:
+                self._answer(tx, agent, answer)
             if spent is not None:
                 self._spent(tx, spent)
-            text, digest = _bounded(output)
-            tx.assert_("agent_output", (self.run_id, agent, text))
-            if digest:
-                tx.assert_("agent_output_digest", (self.run_id, agent, digest))
-            if backend is not None:
-                tx.assert_("agent_model", (self.run_id, agent, backend))
-            if model is not None:
-                for text in model.refusals:
-                    tx.assert_("model_refused", (self.run_id, agent, text[:MAX_FACT_TEXT]))
-                for tool in model.native_tool_calls:
-                    tx.assert_("native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
-                if model.finish is not None:
-                    tx.assert_("finish_reason", (self.run_id, agent, Name("/" + model.finish)))
             tx.assert_("status_tag", (self.run_id, agent, Name("/" + status_tag)))
             if bypass is not None:
                 tx.assert_("bypass", (self.run_id, agent, bypass))
@@ -182,6 +178,27 @@ class GuardKernel:
                 tx.assert_("hard_error", (self.run_id, agent, error))
             tx.assert_("finished", (self.run_id, agent))
         return self.pause(agent, "finished")
+
+    def _answer(self, tx: Transaction, agent: str, answer: Answer) -> None:
+        """The answer's facts: its surface output, the model that answered and those that failed before it, the
+        memory it would write, and what it sent besides its answer."""
+        text, digest = _bounded(answer.output)
+        tx.assert_("agent_output", (self.run_id, agent, text))
+        if digest:
+            tx.assert_("agent_output_digest", (self.run_id, agent, digest))
+        if answer.backend is not None:
+            tx.assert_("agent_model", (self.run_id, agent, answer.backend))
+        for failed in answer.fallbacks:
+            tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
+        for op, key, value in answer.memory:  # applied only if the attempt completes
+            tx.assert_("memory_write", (self.run_id, agent, Name("/" + op), key, _bounded(value)[0]))
+        signals = answer.signals or Signals()
+        for refusal in signals.refusals:
+            tx.assert_("model_refused", (self.run_id, agent, refusal[:MAX_FACT_TEXT]))
+        for tool in signals.native_tool_calls:
+            tx.assert_("native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
+        if signals.finish is not None:
+            tx.assert_("finish_reason", (self.run_id, agent, Name("/" + signals.finish)))
 
     def _spent(self, tx: Transaction, spent: Spent) -> None:
         """The run's totals, this attempt included: one row each, replaced each time."""

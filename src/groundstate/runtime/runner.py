@@ -38,16 +38,17 @@ from ..kernel import (
     update_validator,
 )
 from ..logic import Name
-from ..packets import ACCEPTED, GateResult, PacketGate, UpdateValidator, tool_requests
+from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .cortex import load_patterns
-from .guards import GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
+from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .metrics import RunMetrics
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
+from .run_memory import open_memory
 from .state import (
     AWAITING_APPROVAL,
     FAILED,
@@ -91,6 +92,7 @@ class Outcome:
     started: float = field(default_factory=time.monotonic)
     cost: float = 0.0  # by the run's price table
     model: str | None = None  # the backend that answered the last round
+    memory: list[MemoryOperation] = field(default_factory=list)  # the accepted packets' memory operations
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
 
     def usage(self) -> dict[str, float]:
@@ -163,6 +165,7 @@ class Runtime:
         self.run_metrics = RunMetrics(self.metrics)  # the runtime's, in the same registry
         self.max_rounds = max_rounds
         self.search = search or configured_search(self.settings.search)  # what web_search searches
+        self.memory = open_memory(self.settings.memory, store.engine)  # agents' long-term and vector memory
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     @property
@@ -354,7 +357,7 @@ class Runtime:
         except Exception as exc:
             error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
             self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
-            pause = ctx.guards.finished(agent, "missing", None, [], error)
+            pause = ctx.guards.finished(agent, "missing", None, [], error, Answer())
             if pause:
                 self._request_approval(ctx, agent, pause, "")
 
@@ -371,38 +374,57 @@ class Runtime:
             if pause:
                 self._request_approval(ctx, agent, pause, "")
                 return
-            attempt = node.attempts + 1
+            instructions, attempt = node.instructions or spec.instructions, node.attempts + 1  # (before the event)
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
-                       "instructions": node.instructions or spec.instructions}  # fmt: skip
+                       "instructions": instructions}  # fmt: skip
             self._emit(ctx, ev.AGENT_STARTED, agent, started)
             context = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
                        for u in spec.depends_on]  # fmt: skip
-            outcome = await self._invoke(ctx, spec, node.instructions or spec.instructions, context, attempt)
-            if outcome.paused:
-                return
-            usage = outcome.usage()
-            earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
-            total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
-            answered = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
-            if outcome.error is not None:
-                self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
-                                                         "usage": usage, **answered})  # fmt: skip
-            answered_by = outcome.model or self._backend_for(ctx, spec).name
-            spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
-                          self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
-            pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                        outcome.signals, outcome.surface, answered_by, spent,
-                                        outcome.fallbacks)  # fmt: skip
-            if self._cortex_actions(ctx, agent):
-                return
-            if pause:
-                self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking,
-                                       usage=None if outcome.error is not None else usage)  # fmt: skip
-            elif outcome.error is None:
-                completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
-                             "usage": usage, **answered}  # fmt: skip
-                self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
-                self._cortex_actions(ctx, agent)
+            remembered = self._recall(state, instructions)
+            outcome = await self._invoke(ctx, spec, instructions, context, attempt, remembered)
+            if not outcome.paused:
+                self._conclude(ctx, spec, outcome)
+
+    def _recall(self, state: RunState, instructions: str) -> list[tuple[str, str]]:
+        """What memory holds for an agent: the run's notes, the most recent long-term entries and the vector
+        entries most similar to its instructions (``memory.recall`` of each stored tier)."""
+        remembered = list(state.notes.items())
+        if self.memory is not None and self.settings.memory.recall:
+            limit = self.settings.memory.recall
+            remembered += self.memory.long_term(limit)
+            for key, _ in self.memory.similar(instructions, limit):
+                remembered.append((key, self.memory.text(key) or ""))
+        return remembered
+
+    def _conclude(self, ctx: RunContext, spec: AgentSpec, outcome: Outcome) -> None:
+        """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
+        written first), fail it or pause."""
+        agent, usage = spec.id, outcome.usage()
+        earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
+        total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
+        answered = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
+        if outcome.error is not None:
+            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
+                                                     "usage": usage, **answered})  # fmt: skip
+        answer = Answer(outcome.surface, outcome.model or self._backend_for(ctx, spec).name, outcome.signals,
+                        tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory))  # fmt: skip
+        spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
+                      self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
+        pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
+                                    answer, spent)  # fmt: skip
+        if self._cortex_actions(ctx, agent):
+            return
+        if pause:
+            self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking,
+                                   usage=None if outcome.error is not None else usage)  # fmt: skip
+        elif outcome.error is None:
+            if self.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted.memory)
+                self.memory.commit(outcome.memory)
+            memory = {"memory": [m.model_dump() for m in outcome.memory]} if outcome.memory else {}
+            completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
+                         "usage": usage, **answered, **memory}  # fmt: skip
+            self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
+            self._cortex_actions(ctx, agent)
 
     @staticmethod
     def _kind(state: RunState, upstream: str) -> str:
@@ -457,13 +479,20 @@ class Runtime:
         })  # fmt: skip
 
     async def _invoke(
-        self, ctx: RunContext, spec: AgentSpec, instructions: str, upstream: list[tuple[str, str]], attempt: int
+        self,
+        ctx: RunContext,
+        spec: AgentSpec,
+        instructions: str,
+        upstream: list[tuple[str, str]],
+        attempt: int,
+        remembered: list[tuple[str, str]] | None = None,
     ) -> Outcome:
         """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
         results go back to the model, until it answers without requesting tools or the rounds run out."""
+        prompt = user_prompt(spec, instructions, upstream, remembered)
         invocation = Invocation(spec, update_validator(load_program(AGENT_POLICY).analyze()), envelope_schema(spec),
                                 [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
-                                 {"role": "user", "content": user_prompt(spec, instructions, upstream)}])  # fmt: skip
+                                 {"role": "user", "content": prompt}])  # fmt: skip
         outcome = Outcome()
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         invocation.temperature = profile.temperature
@@ -517,6 +546,7 @@ class Runtime:
             outcome.surface = "".join(invocation.raw)[:2000]
             return None
         outcome.surface = gated.surface
+        outcome.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
             outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
         return gated

@@ -159,6 +159,7 @@ class RunState:
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # the price table, recorded at creation
     running_seconds: float = 0.0  # time spent running (not pending, paused or failed) before running_since
     running_since: datetime | None = None  # when the run last started running, while it runs
+    notes: dict[str, str] = field(default_factory=dict)  # the run's working memory: agents' `note` operations
 
     def wall_seconds(self, now: datetime) -> float:
         """How long the run has been running, pauses and failures excluded."""
@@ -279,8 +280,19 @@ def _count_usage(state: RunState, event: ev.Event) -> None:
             state.usage[key] += float(usage.get(key) or 0)
 
 
+def _remembered(state: RunState, event: ev.Event) -> None:
+    """The run's notes after the attempt's memory operations: a note sets its key; forgetting it or promoting it to
+    long-term memory takes it out of the run's working memory."""
+    for op in event.payload.get("memory") or []:
+        if op.get("op") == "note":
+            state.notes[str(op["key"])] = str(op.get("value", ""))
+        elif op.get("op") in ("forget", "promote_to_long_term"):
+            state.notes.pop(str(op["key"]), None)
+
+
 def _completed(state: RunState, event: ev.Event, node: Invocation | None) -> None:
     _count_usage(state, event)
+    _remembered(state, event)
     if node is not None:
         p = event.payload
         node.output, node.status_tag, node.thinking = p["output"], p.get("status_tag"), p.get("thinking", "")

@@ -55,6 +55,9 @@ Decl agent_model(Run, Agent, Model)
 Decl model_fallback(Run, Agent, Model, Error)
   descr [doc("A model failed before its first token and the next fallback model was asked instead.")]
   bound [/string, /string, /string, /string].
+Decl memory_write(Run, Agent, Op, Key, Value)
+  descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause.")]
+  bound [/string, /string, /name, /string, /string].
 Decl tool_content(Run, Agent, Seq, Text)
   descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs.")]
   bound [/string, /string, /number, /string].

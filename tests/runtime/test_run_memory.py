@@ -1,0 +1,105 @@
+"""Agents' memory operations in runs: a run's notes reach its later agents; long-term and vector entries, kept in
+the store's database, reach the next run's agents; a guard sees each write before it is applied, and a paused
+attempt writes nothing; the [memory] keys change what is kept and shown."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from groundstate.config import ProjectConfig
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+from .conftest import Script, envelope
+
+TWO = """
+name: mem
+agents:
+  - id: writer_a
+    instructions: Note what matters about lithium.
+  - id: writer_b
+    instructions: Write the lithium brief.
+    depends_on: [writer_a]
+"""
+WRITES = [
+    {"op": "promote_to_long_term", "key": "preference:style", "value": "concise"},
+    {"op": "store_vector", "key": "fact:lithium", "value": "Lithium carbonate costs 11,000 USD/t"},
+    {"op": "note", "key": "draft", "value": "v1 is in draft.md"},
+]
+
+
+def runtime_on(url: str, database: str, home: Path, **memory: Any) -> Runtime:
+    settings = ProjectConfig.model_validate({"models": {"default": f"openai-chat:m@{url}"}, "memory": memory})
+    return Runtime(EventStore(database), home, settings=settings)
+
+
+def prompt_of(script: Script, agent: str, index: int = -1) -> str:
+    bodies = [body for a, body in script.requests if a == agent]
+    return str(bodies[index]["messages"][1]["content"])
+
+
+def remember_and_recall(url: str, script: Script, database: str, home: Path) -> None:
+    """Run 1 writes memory; run 2's first agent is shown it."""
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=WRITES)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    first = runtime_on(url, database, home)
+    run_id = first.create(TWO, "mem.yaml")
+    assert asyncio.run(first.drive(run_id)).status == "completed"
+    completed = next(e for e in first.store.events(run_id) if e.type == "AgentCompleted")
+    assert [m["op"] for m in completed.payload["memory"]] == ["promote_to_long_term", "store_vector", "note"]
+    assert "- draft: v1 is in draft.md" in prompt_of(script, "writer_b")  # the run's note, for its later agent
+    second = runtime_on(url, database, home)  # another process, the same store
+    assert asyncio.run(second.drive(second.create(TWO, "mem.yaml"))).status == "completed"
+    later = prompt_of(script, "writer_a")
+    assert "- preference:style: concise" in later and "- fact:lithium: Lithium carbonate costs 11,000 USD/t" in later
+    assert "draft" not in later  # notes belong to their run
+
+
+def test_memory_persists_across_runs_on_sqlite(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    remember_and_recall(url, script, f"sqlite:///{tmp_path / 'mem.db'}", tmp_path / "home")
+
+
+def test_a_guard_sees_memory_writes_and_a_paused_attempt_writes_nothing(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    guards = tmp_path / "memory.mg"
+    guards.write_text('needs_approval(R, A, /safety, "no long-term memory") :- '
+                      'memory_write(R, A, /promote_to_long_term, _, _).\n')  # fmt: skip
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=WRITES)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    database = f"sqlite:///{tmp_path / 'g.db'}"
+    settings = ProjectConfig.model_validate({"models": {"default": f"openai-chat:m@{url}"},
+                                             "policy": {"guards": [guards]}})  # fmt: skip
+    guarded = Runtime(EventStore(database), tmp_path / "home", settings=settings)
+    state = asyncio.run(guarded.drive(guarded.create(TWO, "mem.yaml")))
+    assert state.pause is not None and state.pause.reason == "no long-term memory"
+    plain = runtime_on(url, database, tmp_path / "home")
+    assert asyncio.run(plain.drive(plain.create(TWO, "mem.yaml"))).status == "completed"
+    assert "preference:style" not in prompt_of(script, "writer_a") and "fact:lithium" not in prompt_of(
+        script, "writer_a"
+    )
+
+
+def test_long_term_off_keeps_notes_only_and_recall_zero_shows_nothing(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=WRITES)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    database, home = f"sqlite:///{tmp_path / 'o.db'}", tmp_path / "home"
+    off = runtime_on(url, database, home, long_term=False)
+    assert asyncio.run(off.drive(off.create(TWO, "mem.yaml"))).status == "completed"
+    assert "- draft: v1 is in draft.md" in prompt_of(script, "writer_b")  # notes still work
+    on = runtime_on(url, database, home)
+    asyncio.run(on.drive(on.create(TWO, "mem.yaml")))
+    assert "preference:style" not in prompt_of(script, "writer_a")  # nothing was kept by the first run
+    hidden = runtime_on(url, database, home, recall=0)  # the second run kept them; recall 0 shows none
+    asyncio.run(hidden.drive(hidden.create(TWO, "mem.yaml")))
+    assert "Memory (" not in prompt_of(script, "writer_a")
+    shown = runtime_on(url, database, home, recall=1)
+    asyncio.run(shown.drive(shown.create(TWO, "mem.yaml")))
+    assert "- preference:style: concise" in prompt_of(script, "writer_a")
