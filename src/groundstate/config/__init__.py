@@ -5,7 +5,7 @@ where its value came from. The packages that act on a key read it from here; not
 """
 
 from .effective import effective, render
-from .limits import DEFAULT_SHARDS, CoreLimits, KernelConfig, ShardProfile
+from .limits import DEFAULT_SHARDS, ContextWindow, CoreLimits, KernelConfig, ShardProfile
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
@@ -31,6 +31,7 @@ __all__ = [
     "FILE_NAME",
     "Budgets",
     "ConfigFileError",
+    "ContextWindow",
     "CoreLimits",
     "KernelConfig",
     "LoadedConfig",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class CoreLimits(BaseModel):
@@ -35,6 +35,22 @@ class ShardProfile(BaseModel):
     max_memory_mb: int = Field(512, gt=0)
 
 
+class ContextWindow(BaseModel):
+    """How an agent's context window (its shard profile's ``max_context_tokens``) is shared: the reserves are kept
+    free for the answer and for later rounds' tool results; upstream outputs get what the prompt leaves of the rest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reserve_output_pct: int = Field(25, ge=0, le=90)
+    reserve_tools_pct: int = Field(25, ge=0, le=90)
+
+    @model_validator(mode="after")
+    def _room_left(self) -> ContextWindow:
+        if self.reserve_output_pct + self.reserve_tools_pct > 90:
+            raise ValueError("the reserves together may take at most 90 percent of the window")
+        return self
+
+
 DEFAULT_SHARDS = ("main", "coder", "tester", "reviewer", "researcher")
 
 
@@ -45,6 +61,7 @@ class KernelConfig(BaseModel):
 
     core_limits: CoreLimits = Field(default_factory=CoreLimits)
     shard_profiles: dict[str, ShardProfile] = Field(default_factory=lambda: {s: ShardProfile() for s in DEFAULT_SHARDS})
+    context_window: ContextWindow = Field(default_factory=ContextWindow)
 
     def shard(self, shard_type: str) -> ShardProfile:
         """The profile for ``shard_type``; the ``main`` profile for shard types without one."""

@@ -24,6 +24,7 @@ ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
+    "upstream_truncated",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -129,12 +130,17 @@ class GuardKernel:
 
         self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
 
-    def preflight(self, agent: str, upstream: dict[str, str], files: int) -> PauseDecision | None:
-        """A new attempt: the previous attempt's facts go and the pre-flight facts come, in one evaluation."""
+    def preflight(
+        self, agent: str, upstream: dict[str, str], files: int, cut: list[tuple[str, int, int]] | None = None
+    ) -> PauseDecision | None:
+        """A new attempt: the previous attempt's facts go and the pre-flight facts come, in one evaluation
+        (``cut``: the upstream outputs the context window shortens, with the characters kept and their length)."""
         with self.kernel.transaction() as tx:
             self._forget_attempt(tx, agent)
             for name, kind in upstream.items():
                 tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
+            for name, kept, total in cut or []:
+                tx.assert_("upstream_truncated", (self.run_id, agent, name, kept, total))
             tx.assert_("upstream_files", (self.run_id, agent, files))
             tx.assert_("preflight", (self.run_id, agent))
         return self.pause(agent, "preflight")

@@ -43,6 +43,7 @@ from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDe
 from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
+from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
 from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .metrics import RunMetrics
@@ -370,20 +371,31 @@ class Runtime:
             upstream = {u: self._kind(state, u) for u in spec.depends_on}
             files = sum(len([t for t in state.nodes[u].tools if t["tool"] == "write_file" and t.get("status") ==
                              "/success"]) for u in spec.depends_on)  # fmt: skip
-            pause = ctx.guards.preflight(agent, upstream, files)
+            instructions, attempt = node.instructions or spec.instructions, node.attempts + 1  # (before the event)
+            remembered = self._recall(state, instructions)
+            context = self._context_of(ctx, state, spec, instructions, remembered)
+            pause = ctx.guards.preflight(agent, upstream, files, [(f.agent, f.kept, f.total) for f in context if f.cut])
             if pause:
                 self._request_approval(ctx, agent, pause, "")
                 return
-            instructions, attempt = node.instructions or spec.instructions, node.attempts + 1  # (before the event)
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": instructions}  # fmt: skip
             self._emit(ctx, ev.AGENT_STARTED, agent, started)
-            context = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
-                       for u in spec.depends_on]  # fmt: skip
-            remembered = self._recall(state, instructions)
-            outcome = await self._invoke(ctx, spec, instructions, context, attempt, remembered)
+            outcome = await self._invoke(ctx, spec, instructions, [(f.agent, f.text) for f in context], attempt,
+                                         remembered)  # fmt: skip
             if not outcome.paused:
                 self._conclude(ctx, spec, outcome)
+
+    def _context_of(
+        self, ctx: RunContext, state: RunState, spec: AgentSpec, instructions: str, remembered: list[tuple[str, str]]
+    ) -> list[Fitted]:
+        """The upstream outputs the agent receives, fitted into what its context window leaves for them."""
+        outputs = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
+                   for u in spec.depends_on]  # fmt: skip
+        prompt = system_prompt(ctx.workflow, spec, instructions) + user_prompt(spec, instructions, [], remembered)
+        headers = sum(len(f"\n\nOutput of {u}:\n") for u, _ in outputs)
+        profile = ctx.limits.shard(spec.id.split("_", 1)[0])
+        return fit_upstream(outputs, upstream_room(profile, ctx.limits.context_window, len(prompt) + headers))
 
     def _recall(self, state: RunState, instructions: str) -> list[tuple[str, str]]:
         """What memory holds for an agent: the run's notes, the most recent long-term entries and the vector

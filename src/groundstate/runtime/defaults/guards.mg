@@ -13,6 +13,9 @@ Decl mandatory_tool(Role, Tool)
 Decl upstream_output(Run, Agent, Upstream, Kind)
   descr [doc("What an upstream agent handed on: /content, /null (tagged [STATUS: NULL]), /empty or /skipped.")]
   bound [/string, /string, /string, /name].
+Decl upstream_truncated(Run, Agent, Upstream, Kept, Total)
+  descr [doc("The context window's reserves leave room for only Kept of the Total characters of Upstream's output; the agent receives them with a marker.")]
+  bound [/string, /string, /string, /number, /number].
 Decl upstream_files(Run, Agent, Count)
   descr [doc("Files the upstream agents produced in the run's workspace.")] bound [/string, /string, /number].
 Decl preflight(Run, Agent)
