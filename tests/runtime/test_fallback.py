@@ -54,8 +54,8 @@ def test_a_model_that_is_unreachable_hands_over_before_the_first_token(
     assert state.status == "awaiting_approval" and len(seen) == 1  # answered by the spare, paused by the policy
     assert state.pause is not None and state.pause.reason == dead
     assert state.nodes["writer_a"].output == "From the other model. [STATUS: SUCCESS]"
-    event = next(e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_REQUESTED)
-    assert "usage" in event.payload
+    failed = next(e for e in runtime.store.events(run_id) if e.type == ev.AGENT_FAILED)  # the breaker tripped
+    assert failed.payload["error"] == dead and "usage" in failed.payload
 
 
 def test_the_answering_model_and_the_failed_ones_are_recorded(

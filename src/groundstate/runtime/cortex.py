@@ -119,7 +119,7 @@ def compile_patterns(patterns: list[Pattern]) -> str:
         lines.append(f"# {p.id}: {p.name}")
         if p.action.request_approval is not None:
             reason = json.dumps(p.action.request_approval.reason)
-            lines.append(f"needs_approval(Run, Agent, /{p.category}, {reason}) :- {body} .")
+            lines.append(f"pattern_approval(Run, Agent, /{p.category}, {reason}) :- {body} .")
         elif p.action.interrupt is not None:
             lines.append(f"interrupt(Run, Agent, {json.dumps(p.action.interrupt.reason)}) :- {body} .")
         elif p.action.spawn_agent is not None:

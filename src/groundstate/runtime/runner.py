@@ -360,7 +360,7 @@ class Runtime:
             self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
             pause = ctx.guards.finished(agent, "missing", None, [], error, Answer())
             if pause:
-                self._request_approval(ctx, agent, pause, "")
+                self._request_approval(ctx, agent, pause, "finished", "", failed=True)
 
     async def _attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
@@ -376,7 +376,7 @@ class Runtime:
             context = self._context_of(ctx, state, spec, instructions, remembered)
             pause = ctx.guards.preflight(agent, upstream, files, [(f.agent, f.kept, f.total) for f in context if f.cut])
             if pause:
-                self._request_approval(ctx, agent, pause, "")
+                self._request_approval(ctx, agent, pause, "preflight", "")
                 return
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": instructions}  # fmt: skip
@@ -415,20 +415,20 @@ class Runtime:
         earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
         total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
         answered = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
-        if outcome.error is not None:
-            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
-                                                     "usage": usage, **answered})  # fmt: skip
         answer = Answer(outcome.surface, outcome.model or self._backend_for(ctx, spec).name, outcome.signals,
                         tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory))  # fmt: skip
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
                       self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
         pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
                                     answer, spent)  # fmt: skip
-        if self._cortex_actions(ctx, agent):
-            return
+        if outcome.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
+            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
+                                                     "usage": usage, **answered})  # fmt: skip
         if pause:
-            self._request_approval(ctx, agent, pause, outcome.surface, outcome.thinking,
-                                   usage=None if outcome.error is not None else usage)  # fmt: skip
+            self._request_approval(ctx, agent, pause, "finished", outcome.surface, outcome.thinking, usage=usage,
+                                   error=outcome.error, answered=answered)  # fmt: skip
+        elif self._cortex_actions(ctx, agent):
+            return
         elif outcome.error is None:
             if self.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted.memory)
                 self.memory.commit(outcome.memory)
@@ -475,19 +475,34 @@ class Runtime:
         ctx: RunContext,
         agent: str,
         pause: PauseDecision,
+        checkpoint: str,
         output: str,
         thinking: str = "",
         held_call: int | None = None,
         usage: dict[str, float] | None = None,
+        *,
+        error: str | None = None,
+        answered: dict[str, Any] | None = None,
+        failed: bool = False,
     ) -> None:
-        """The pause as an event; ``held_call`` is the ToolCall it holds (it answers that call: nothing ran)."""
+        """A breaker tripped at ``checkpoint``: the agent fails — ``AgentFailed`` with the error (a hard error's, or
+        the reason the pause leads with) and the recovery hint, unless it already failed (``failed``) — and, unless
+        a cortex pattern on that aborts the run, the pause becomes an ``ApprovalRequested`` with what the rules now
+        derive. ``held_call`` is the ToolCall the pause holds (it answers that call: nothing ran)."""
+        if not failed:
+            self._emit(ctx, ev.AGENT_FAILED, agent, {
+                "error": error or pause.first.reason, "recovery_hint": ctx.guards.hint(pause.first.category),
+                "category": pause.first.category, "output": output, **({"usage": usage} if usage else {}),
+                **(answered or {})})  # fmt: skip
+            pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
+        if self._cortex_actions(ctx, agent):
+            return
         first, approvals = pause.first, pause.approvals
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
             "thinking": thinking, "why": ctx.guards.why(agent, first),
             **({"held_call": held_call} if held_call is not None else {}),
-            **({"usage": usage} if usage is not None else {}),
         })  # fmt: skip
 
     async def _invoke(
@@ -633,8 +648,8 @@ class Runtime:
                     self._emit(ctx, ev.TOOL_RESULT, agent, {
                         "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
                         "reason": HELD_FOR_OPERATOR})  # fmt: skip
-                self._request_approval(ctx, agent, pause, gated.surface, outcome.thinking, held_call=call.seq,
-                                       usage=outcome.usage())  # fmt: skip
+                self._request_approval(ctx, agent, pause, "tool_call", gated.surface, outcome.thinking,
+                                       held_call=call.seq, usage=outcome.usage())  # fmt: skip
                 outcome.paused = True
                 return False
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec)

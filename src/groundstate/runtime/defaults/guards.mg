@@ -161,8 +161,24 @@ leading_categories(R, A, C, Categories) :-
 Decl leading_reasons(Run, Agent, Checkpoint, Category, Reasons)
   descr [doc("The reasons of the leading category, in order.")] bound [/string, /string, /name, /name, fn:List(/string)].
 leading_reasons(R, A, C, Category, Reasons) :-
-  leading_categories(R, A, C, Categories), Category = fn:list:get(Categories, 0), pauses_now(R, A, C, Category, Reason)
+  leading_categories(R, A, C, Categories), Category = fn:list:get(Categories, 0), lead_candidate(R, A, C, Category, Reason)
   |> do fn:group_by(R, A, C, Category), let Reasons = fn:collect(Reason).
+
+# Within the leading category, a reason of the guards' own rules leads over a cortex pattern's (a generic "an agent
+# failed" pattern must not hide the breaker that tripped); a pattern's reason leads only where it is alone.
+Decl own_reason(Run, Agent, Checkpoint, Category, Reason)
+  descr [doc("A pausing approval derived by a guard rule, not by a cortex pattern.")]
+  bound [/string, /string, /name, /name, /string].
+own_reason(R, A, C, Category, Reason) :- pauses_now(R, A, C, Category, Reason), !pattern_approval(R, A, Category, Reason).
+Decl has_own_reason(Run, Agent, Checkpoint, Category)
+  descr [doc("Some guard rule's approval pauses here in this category.")] bound [/string, /string, /name, /name].
+has_own_reason(R, A, C, Category) :- own_reason(R, A, C, Category, _).
+Decl lead_candidate(Run, Agent, Checkpoint, Category, Reason)
+  descr [doc("A reason the pause may lead with: the guards' own, else the patterns'.")]
+  bound [/string, /string, /name, /name, /string].
+lead_candidate(R, A, C, Category, Reason) :- own_reason(R, A, C, Category, Reason).
+lead_candidate(R, A, C, Category, Reason) :-
+  pauses_now(R, A, C, Category, Reason), !has_own_reason(R, A, C, Category).
 Decl pause_leads_with(Run, Agent, Checkpoint, Category, Reason)
   descr [doc("The approval a pause leads with (its card, its hint, its explanation): exactly one per pausing checkpoint.")]
   bound [/string, /string, /name, /name, /string].
@@ -177,6 +193,10 @@ privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:conta
 privilege_escalation(C) :- tool_call(_, _, _, /execute_python, C), :string:contains(C, "/etc/sudoers").
 
 # -- cortex actions ---------------------------------------------------------------------------------------------
+Decl pattern_approval(Run, Agent, Category, Reason)
+  descr [doc("A cortex pattern's RequestApproval fired (compiled from the run's patterns); it needs approval too.")]
+  bound [/string, /string, /name, /string].
+needs_approval(R, A, Category, Reason) :- pattern_approval(R, A, Category, Reason).
 Decl interrupt(Run, Agent, Reason)
   descr [doc("A cortex pattern interrupts the run: it is aborted.")] bound [/string, /string, /string].
 Decl spawn_agent(Run, PatternID, Trigger)
