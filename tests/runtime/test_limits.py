@@ -4,10 +4,11 @@ agent (a pause with the reason), never a hung run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from groundstate.kernel import KernelConfig
-from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.backends import HTTPBackend, LocalBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
 
@@ -38,3 +39,23 @@ def test_the_default_profile_lets_a_prompt_answer_finish(tmp_path: Path, model: 
                       backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
     state = asyncio.run(runtime.drive(runtime.create(FLOW, "slow.yaml", "scripted")))
     assert state.status == "completed"
+
+
+def test_a_timeout_stops_the_local_models_generation() -> None:
+    """The local model generates in a thread; when the model call times out, that thread stops at its next token
+    and frees the model, instead of generating on for nobody (the grammar demands 300 numbers: 600+ tokens)."""
+    backend = LocalBackend(max_tokens=3000)
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": 300}
+
+    async def call() -> int:
+        pieces = 0
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                async for _ in backend.stream([{"role": "user", "content": "List numbers."}], schema):
+                    pieces += 1
+        return pieces
+
+    pieces = asyncio.run(call())
+    assert backend.worker is not None
+    backend.worker.join(timeout=120)
+    assert not backend.worker.is_alive() and 0 < backend.model.completion_tokens < 300 and pieces > 0

@@ -94,37 +94,50 @@ class LocalBackend:
         self.vocabulary: Vocabulary = self.model.vocabulary
         self.name = f"local:{self.model.path.name}"
         self.max_tokens = max_tokens
+        self.worker: threading.Thread | None = None  # the last generation's thread
 
     async def stream(
         self, messages: list[dict[str, str]], schema: dict[str, Any], temperature: float | None = None
     ) -> AsyncIterator[Piece]:
-        """Tokens of one answer, generated in a worker thread (greedy unless a ``temperature`` is configured)."""
+        """Tokens of one answer, generated in a worker thread (greedy unless a ``temperature`` is configured). When
+        the consumer stops — a timeout, a cancelled agent — the worker stops at its next token and frees the model
+        (``self.worker`` is the last generation's thread)."""
         loop = asyncio.get_running_loop()
         options: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
         queue: asyncio.Queue[Piece | BaseException | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def put(item: Piece | BaseException | None) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def generate() -> None:
             try:
                 with self._lock:
                     for token in self.model.tokens(messages, max_tokens=self.max_tokens, json_schema=schema, **options):
-                        loop.call_soon_threadsafe(queue.put_nowait, Piece(token.text, [token.id]))
+                        if stop.is_set():
+                            return  # nobody is listening: free the model now
+                        put(Piece(token.text, [token.id]))
                     if self.model.tail_text:
-                        loop.call_soon_threadsafe(queue.put_nowait, Piece(self.model.tail_text))
-                    usage = (self.model.prompt_tokens, self.model.completion_tokens)
-                    loop.call_soon_threadsafe(queue.put_nowait, Piece(usage=usage))
+                        put(Piece(self.model.tail_text))
+                    put(Piece(usage=(self.model.prompt_tokens, self.model.completion_tokens)))
                     if self.model.finish_reason == "length":
-                        loop.call_soon_threadsafe(queue.put_nowait, _length_error(self.name, self.max_tokens))
-                    loop.call_soon_threadsafe(queue.put_nowait, Piece(finish=self.model.finish_reason))
+                        put(_length_error(self.name, self.max_tokens))
+                    put(Piece(finish=self.model.finish_reason))
             except Exception as exc:  # handed to the event loop, which raises it in the agent
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            loop.call_soon_threadsafe(queue.put_nowait, None)
+                put(exc)
+            finally:
+                put(None)
 
-        worker = threading.Thread(target=generate, daemon=True)
-        worker.start()
-        while (item := await queue.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        self.worker = threading.Thread(target=generate, daemon=True)
+        self.worker.start()
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
 
 
 def _length_error(name: str, limit: int) -> Piece:
