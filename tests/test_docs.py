@@ -1,15 +1,23 @@
 """The examples in docs/ are executed.
 
-Each ```mangle block runs against the ```text block after it; each ```python block runs as is.
+Each ```mangle block runs against the ```text block after it; each ```python and ```sh block runs as is; each
+```toml block is a valid configuration.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import subprocess
+import sys
+import time
 import tomllib
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
+import httpx
 import pytest
 
 from groundstate.config import ProjectConfig
@@ -64,3 +72,42 @@ TOML_EXAMPLES = [
 def test_toml_example_is_a_valid_configuration(page: str, code: str) -> None:
     """Every groundstate.toml shown in the docs passes the configuration's schema (its files need not exist)."""
     ProjectConfig.model_validate(tomllib.loads(code))
+
+
+SH_EXAMPLES = [
+    (page.name, code) for page in sorted(DOCS.glob("*.md")) for lang, code in blocks(page.name) if lang == "sh"
+]
+CONSOLE = "127.0.0.1:8765"  # the port the docs' examples talk to
+
+
+@contextlib.contextmanager
+def console_on_8765(home: Path, env: dict[str, str]) -> Iterator[None]:
+    """``groundstate serve`` on the docs' port, for the blocks that talk to a console."""
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", "8765"], env=env, cwd=home,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"http://{CONSOLE}/login", timeout=1).status_code == 200:
+                    break
+            if server.poll() is not None:
+                pytest.fail(f"the console did not start on port 8765: {server.stdout.read() if server.stdout else ''}")
+            time.sleep(0.1)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("page", "code"), SH_EXAMPLES)
+def test_sh_example_runs(page: str, code: str, tmp_path: Path) -> None:
+    """Every ```sh block runs as written, in a fresh home and an empty directory beside the repository's examples;
+    the blocks that talk to a console get one (blocks that take too long are shown as ```text, and say so)."""
+    (tmp_path / "examples").symlink_to(DOCS.parent / "examples")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GROUNDSTATE_")}
+    env |= {"HOME": str(tmp_path), "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}"}
+    with console_on_8765(tmp_path, env) if CONSOLE in code else contextlib.nullcontext():
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, f"docs/{page}:\n{code}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert "Traceback" not in done.stdout + done.stderr
