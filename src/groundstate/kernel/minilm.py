@@ -80,6 +80,7 @@ class MiniLMEmbedder:
         self.dimension = int(self.config["hidden_size"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit-length sentence embedding per text (mean of the token states, as the model was trained)."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             vector = self._encode(self.tokenizer.encode(text).ids).mean(axis=0)
