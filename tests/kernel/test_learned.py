@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from groundstate.kernel import CoreLimits, Kernel, KernelConfig, Request, Shards, VirtualStore
-from groundstate.kernel.learned import LearnedRuleError, LearnedRules
+from groundstate.kernel.learned import LearnedRuleError, LearnedRules, count_completed_run
 from groundstate.logic import Name
 from groundstate.packets import parse_output
 
@@ -77,3 +77,16 @@ def test_quarantine_records_then_the_rule_counts(setup: tuple[Kernel, Shards, Le
     reloaded = LearnedRules(Kernel(kernel.workspace), tmp_path / "learned.mg")
     assert [(r.number, r.active) for r in reloaded.rules] == [(1, True)]
     assert "# learned: 1 remaining 0" in (tmp_path / "learned.mg").read_text()
+
+
+def test_kernels_sharing_the_file_never_undo_a_countdown(tmp_path: Path) -> None:
+    path = tmp_path / "learned.mg"
+    first = LearnedRules(Kernel(tmp_path), path, quarantine_evaluations=3, count="runs")
+    rule = first.propose(GUARD)
+    assert [r.remaining for r in count_completed_run(path)] == [2]  # a run completed elsewhere
+    first.kernel.assert_facts("task_status", (Name("/t"), Name("/pending")))  # an evaluation: first saves again
+    assert rule.remaining == 2 and "# learned: 1 remaining 2" in path.read_text()  # the countdown held
+    second = LearnedRules(Kernel(tmp_path), path, quarantine_evaluations=3, count="runs")
+    second.propose('denied(A, "no tmp") :- pending_action(A, /write_file, T, _, _), :string:starts_with(T, "tmp/").')
+    first.kernel.assert_facts("task_status", (Name("/u"), Name("/pending")))
+    assert [(r.number, r.remaining) for r in LearnedRules(Kernel(tmp_path), path).rules] == [(1, 2), (2, 3)]

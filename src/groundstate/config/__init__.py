@@ -5,12 +5,14 @@ where its value came from. The packages that act on a key read it from here; not
 """
 
 from .effective import effective, render
+from .home import default_db_url, home
 from .limits import DEFAULT_SHARDS, ContextWindow, CoreLimits, KernelConfig, ShardProfile
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
     Budgets,
     ConfigFileError,
+    LearnedConfig,
     LoadedConfig,
     MemoryConfig,
     MetricsConfig,
@@ -34,6 +36,7 @@ __all__ = [
     "ContextWindow",
     "CoreLimits",
     "KernelConfig",
+    "LearnedConfig",
     "LoadedConfig",
     "MemoryConfig",
     "MetricsConfig",
@@ -45,8 +48,10 @@ __all__ = [
     "SearchConfig",
     "ShardProfile",
     "Store",
+    "default_db_url",
     "effective",
     "find_config",
+    "home",
     "load_config",
     "render",
 ]

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ConfigurationError
+from .home import home
 from .limits import KernelConfig
 
 FILE_NAME = "groundstate.toml"
@@ -118,6 +119,19 @@ class MemoryConfig(BaseModel):
     recall: int = Field(5, ge=0, le=50)  # entries of each stored tier shown to an agent (most recent; most similar)
 
 
+class LearnedConfig(BaseModel):
+    """``[learned]``: the learned rules runs' agent kernels load, and how long a new one stays in quarantine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path | None = None  # default: learned.mg in $GROUNDSTATE_HOME (what `kernel repl`'s learn writes to)
+    quarantine_runs: int = Field(5, ge=0)  # completed runs a new rule only records, before it acts
+
+    def file(self) -> Path:
+        """The learned rules' file."""
+        return self.path or home() / "learned.mg"
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -141,6 +155,7 @@ class ProjectConfig(BaseModel):
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    learned: LearnedConfig = Field(default_factory=LearnedConfig)
 
 
 class LoadedConfig:
@@ -190,6 +205,15 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
             key = tuple(str(part) for part in error["loc"])
             problems.append(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {error['msg']}")
         raise ConfigFileError("\n".join(problems)) from None
+    _resolve_paths(config, path, text)
+    _check_names(config, path, text)
+    return LoadedConfig(config, path, raw, text)
+
+
+def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
+    """Paths in the file are relative to it; the files and directories it names must exist."""
+    if config.learned.path is not None and not config.learned.path.is_absolute():
+        config.learned.path = path.parent / config.learned.path
     corpus = config.search.corpus
     if corpus is not None:
         config.search.corpus = corpus if corpus.is_absolute() else path.parent / corpus
@@ -205,6 +229,10 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
             if not file.is_file():
                 key = ("policy", name)
                 raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
+
+
+def _check_names(config: ProjectConfig, path: Path, text: str) -> None:
+    """Role prefixes, agent ids and tool names are identifiers (they become rule constants)."""
     named: list[tuple[tuple[str, ...], str]] = [(("models", "roles", n), n) for n in config.models.roles]
     named += [(("models", "agents", n), n) for n in config.models.agents]
     named += [(("roles", n), n) for n in config.roles]
@@ -213,7 +241,6 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
         if not re.match(_ID, name):
             raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: {name!r} is not an identifier "
                                   "(lowercase letters, digits and _)")  # fmt: skip
-    return LoadedConfig(config, path, raw, text)
 
 
 def _line_of(text: str, key: tuple[str, ...]) -> int:

@@ -25,7 +25,7 @@ from .kernel import (
     load_program,
     update_validator,
 )
-from .learned import LearnedRule, LearnedRuleError, LearnedRules
+from .learned import LearnedRule, LearnedRuleError, LearnedRules, count_completed_run
 from .lint import Finding
 from .lint import lint as lint_policy
 from .memory import HashingEmbedder, Memory
@@ -76,6 +76,7 @@ __all__ = [
     "WorkspaceError",
     "check_context",
     "configured_search",
+    "count_completed_run",
     "default_sources",
     "explain",
     "lint_policy",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ..config import load_config
+from ..config import LearnedConfig, load_config
 from ..logic import LogicError, display_fact
 from ..packets import parse_output
 from .config import KernelConfig
@@ -120,10 +120,12 @@ def _configured_kernel(workspace: Path, config: Path | None, policy: list[Path])
 class _Repl:
     """The REPL's commands: each takes the rest of the line and returns what to print."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, learned: LearnedConfig | None = None) -> None:
         self.kernel = kernel
         self.validator = kernel.update_validator(allowlist=[p for p in kernel.engine.predicates])
-        self.learned = LearnedRules(kernel)
+        self.learned = (LearnedRules(kernel) if learned is None else  # the project's file, counted in runs
+                        LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs,
+                                     count="runs"))  # fmt: skip
         self.commands: dict[str, Callable[[str], str]] = {
             "assert": self.assert_, "retract": self.retract, "query": self.query, "learn": self.learn,
             "explain": self.explain, "phase": lambda _: self.kernel.phase(), "help": lambda _: REPL_HELP,
@@ -161,7 +163,7 @@ class _Repl:
 
     def learn(self, argument: str) -> str:
         rule = self.learned.propose(argument)
-        return f"accepted as learned rule {rule.number}, in quarantine for {rule.remaining} evaluations"
+        return f"accepted as learned rule {rule.number}, in quarantine for {rule.remaining} {self.learned.count}"
 
     def explain(self, argument: str) -> str:
         from .explain import explain
@@ -181,7 +183,8 @@ def repl(
     except (OSError, LogicError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2 if isinstance(exc, OSError) else 1) from None
-    session = _Repl(kernel)
+    project = config is None or config.suffix != ".json"  # the project's learned rules (a JSON config has none)
+    session = _Repl(kernel, load_config(config).config.learned if project else None)
     typer.echo("groundstate kernel — 'help' lists the commands")
     while True:
         try:

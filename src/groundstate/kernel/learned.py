@@ -6,14 +6,21 @@ declare except the extension points below — so never ``permission_check_result
 stratification, or exceeds the derived-fact limit on the kernel's current facts. All of that is checked in a
 separate engine; the kernel is untouched until the rule is accepted.
 
-An accepted rule runs in quarantine for N evaluations: its heads are renamed, so it derives facts that are recorded
-but that no other rule reads and nothing acts on. Then it becomes active. Rules persist in ``learned.mg``.
+An accepted rule runs in quarantine for N evaluations (``count="evaluations"``, one kernel's own lifetime) or N
+completed runs (``count="runs"``: the runtime calls ``count_completed_run`` when a run completes): its heads are
+renamed, so it derives facts that are recorded but that no other rule reads and nothing acts on. Then it becomes
+active. Rules persist in ``learned.mg``; several kernels and processes share one file, so every write is a merge
+under a lock (a countdown never goes back up, recorded derivations are kept, a rule proposed elsewhere stays).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ..errors import PolicyError
 from ..logic import Atom, Clause, Engine, LogicError, Negation, Program, SourceUnit, display_fact, parse_unit
@@ -27,6 +34,7 @@ ALWAYS_PROTECTED = frozenset({"permitted", "safe_action", "permitted_action"})  
 QUARANTINE_PREFIX = "learned_quarantine_"
 MAX_RECORDED = 200
 _MARK = "# learned: "
+_DERIVED = "# derived in quarantine: "
 
 
 class LearnedRuleError(PolicyError, ValueError):
@@ -51,10 +59,18 @@ class LearnedRule:
 class LearnedRules:
     """The learned rules of one kernel: proposed, checked in isolation, quarantined, then active."""
 
-    def __init__(self, kernel: Kernel, path: str | Path | None = None, *, quarantine_evaluations: int = 5) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        path: str | Path | None = None,
+        *,
+        quarantine_evaluations: int = 5,
+        count: Literal["evaluations", "runs"] = "evaluations",
+    ) -> None:
         self.kernel = kernel
         self.path = None if path is None else Path(path)
-        self.quarantine_evaluations = quarantine_evaluations
+        self.quarantine_evaluations = quarantine_evaluations  # how long a new rule stays quarantined, in ``count``
+        self.count = count
         self.base_sources = list(kernel.sources)
         base = Program.load(*self.base_sources).analyze()
         self.protected = (frozenset(base.predicates) - EXTENSION_POINTS) | ALWAYS_PROTECTED
@@ -73,6 +89,8 @@ class LearnedRules:
             engine = Engine(program, created_fact_limit=self.kernel.config.core_limits.max_derived_facts_limit,
                             externals=self.kernel._externals)  # fmt: skip
             for predicate, facts in self.kernel.engine.base.items():
+                if predicate.startswith(QUARANTINE_PREFIX):
+                    continue  # a quarantined rule's renamed heads: the check runs every rule unrenamed
                 engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
             engine.evaluate()
         except LogicError as exc:
@@ -104,7 +122,8 @@ class LearnedRules:
 
     # -- quarantine ----------------------------------------------------------------------------------
     def observe(self) -> None:
-        """After each kernel evaluation: record quarantined derivations, count down, promote."""
+        """After each kernel evaluation: record quarantined derivations; counting evaluations, count down and
+        promote."""
         promoted = False
         for rule in self.rules:
             if rule.active:
@@ -115,8 +134,9 @@ class LearnedRules:
                     shown = display_fact(head, fact)
                     if shown not in rule.derivations and len(rule.derivations) < MAX_RECORDED:
                         rule.derivations.append(shown)
-            rule.remaining -= 1
-            promoted = promoted or rule.active
+            if self.count == "evaluations":
+                rule.remaining -= 1
+                promoted = promoted or rule.active
         if promoted:
             self._install()
         if self.rules:
@@ -142,21 +162,78 @@ class LearnedRules:
     def _save(self) -> None:
         if self.path is None:
             return
-        lines = ["# groundstate learned rules: written by the kernel; each rule follows its '# learned:' line."]
-        for rule in self.rules:
-            lines += [f"{_MARK}{rule.number} remaining {rule.remaining}", rule.text, ""]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("\n".join(lines), encoding="utf-8")
+        with _locked(self.path):
+            self.rules = _merged(_read(self.path), self.rules)
+            _write(self.path, self.rules)
 
     def _load(self) -> list[LearnedRule]:
         if self.path is None or not self.path.exists():
             return []
-        rules: list[LearnedRule] = []
-        for block in self.path.read_text(encoding="utf-8").split(_MARK)[1:]:
-            header, _, text = block.partition("\n")
-            number, _, remaining = header.partition(" remaining ")
-            rules.append(LearnedRule(int(number), text.strip(), int(remaining)))
-        return rules
+        with _locked(self.path):
+            return _read(self.path)
+
+
+def count_completed_run(path: str | Path) -> list[LearnedRule]:
+    """One more completed run for every quarantined rule in ``path`` (rules counted in runs); the rules after it.
+    Derivations are recorded only by kernels, so this needs none."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with _locked(path):
+        rules = _read(path)
+        for rule in rules:
+            rule.remaining = max(rule.remaining - 1, 0)
+        _write(path, rules)
+    return rules
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock beside ``path`` (``path.lock``) for one read-modify-write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read(path: Path) -> list[LearnedRule]:
+    if not path.exists():
+        return []
+    rules: list[LearnedRule] = []
+    for block in path.read_text(encoding="utf-8").split(_MARK)[1:]:
+        header, _, body = block.partition("\n")
+        number, _, remaining = header.partition(" remaining ")
+        lines = body.strip().splitlines()
+        derived = [line.removeprefix(_DERIVED) for line in lines if line.startswith(_DERIVED)]
+        text = "\n".join(line for line in lines if not line.startswith(_DERIVED)).strip()
+        rules.append(LearnedRule(int(number), text, int(remaining), derived))
+    return rules
+
+
+def _write(path: Path, rules: list[LearnedRule]) -> None:
+    lines = ["# groundstate learned rules: written by the kernel; each rule follows its '# learned:' line."]
+    for rule in rules:
+        lines += [f"{_MARK}{rule.number} remaining {rule.remaining}", rule.text]
+        lines += [f"{_DERIVED}{shown}" for shown in rule.derivations]
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _merged(stored: list[LearnedRule], mine: list[LearnedRule]) -> list[LearnedRule]:
+    """This kernel's rules (the same objects, brought up to date) and the file's others, by number: the lower
+    countdown, every recorded derivation (bounded)."""
+    by_number = {rule.number: rule for rule in mine}
+    for other in stored:
+        rule = by_number.setdefault(other.number, other)
+        if rule is other:
+            continue
+        rule.remaining = min(other.remaining, rule.remaining)
+        rule.derivations[:0] = [d for d in other.derivations if d not in rule.derivations]
+        del rule.derivations[MAX_RECORDED:]
+    return [by_number[number] for number in sorted(by_number)]
 
 
 def _heads(rule: LearnedRule) -> set[str]:

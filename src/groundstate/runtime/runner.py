@@ -28,12 +28,14 @@ from ..kernel import (
     ContextBudgetError,
     Kernel,
     KernelConfig,
+    LearnedRules,
     Metrics,
     Request,
     Shards,
     VirtualStore,
     check_context,
     configured_search,
+    count_completed_run,
     load_program,
     update_validator,
 )
@@ -232,7 +234,10 @@ class Runtime:
                 done = all(n.status in (SUCCEEDED, SKIPPED) for n in state.nodes.values())
                 if done:
                     summary = {a: n.status for a, n in state.nodes.items()}
-                    self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary})
+                    learned = [{"rule": r.number, "remaining": r.remaining}
+                               for r in count_completed_run(self.settings.learned.file())]  # fmt: skip
+                    self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary,
+                                                             **({"learned": learned} if learned else {})})  # fmt: skip
                 else:
                     stuck = sorted(a for a, n in state.nodes.items() if n.status not in (SUCCEEDED, SKIPPED))
                     self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
@@ -682,6 +687,9 @@ class Runtime:
         config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
         kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+        learned = self.settings.learned
+        if learned.file().exists():  # the project's learned rules: quarantined ones record, active ones act
+            LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs, count="runs")
         store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars,
                              total_memory_mb=core.max_total_memory_mb)  # fmt: skip
         return Shards(kernel, store, metrics=self.metrics)
