@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,13 +116,15 @@ def test_cli_repl(tmp_path: Path) -> None:
     script = "\n".join(["assert task_status(/t1, /pending)", "query task_status(T, S)", "assert nope(1)", "phase",
                         "explain current_ooda_phase(P)", "learn action_permitted(A) :- pending_action(A, _, _, _, _).",
                         'learn clarification_needed(I) :- user_intent(I, _, /guess, _, _).', "quit", ""])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"} | {"GROUNDSTATE_HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "repl", "--workspace", str(tmp_path)],
-                          input=script, capture_output=True, text=True)  # fmt: skip
+                          input=script, capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "task_status(/t1, /pending)" in done.stdout and "nope is not declared" in done.stdout
     assert "current_ooda_phase(/observe)  [derived by the rule at" in done.stdout
     assert "refused: it defines the protected predicate action_permitted" in done.stdout
-    assert "accepted as learned rule 1, in quarantine for 5 evaluations" in done.stdout
+    assert "accepted as learned rule 1, in quarantine for 5 runs" in done.stdout  # counted in runs: it is the
+    assert "clarification_needed" in (tmp_path / "learned.mg").read_text()  # project's file, which runs load
 
 
 def test_config_file_and_context_budget(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -377,3 +378,27 @@ def test_the_runs_commands_use_the_configured_store_and_repin(tmp_path: Path, mo
     assert resumed.returncode == 3 and "always" in resumed.stdout  # the re-pinned guard file applies
     events = runtime.store.events(run_id)
     assert [e.actor for e in events if e.type == "PolicyRepinned"] == ["bob"]
+
+
+def test_retention_archives_an_agents_settled_actions_during_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.by_round = True
+    write = [{"tool": "write_file", "argument": f"note{i}.txt", "content": "x"} for i in range(3)]
+    script.answers = {"writer_a": [envelope("Writing.", write), envelope("Again.", write[:1]),
+                                   envelope("Done. [STATUS: SUCCESS]")]}  # fmt: skip
+    text = f'[models]\ndefault = "openai-chat:m@{url}"\n[limits.core_limits]\nmax_action_log = 2\n'
+    runtime = settings(tmp_path, text)
+    run_id = runtime.create(FLOW, "cfg.yaml")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.status == "completed", state.pause
+    completed = next(e for e in runtime.store.events(run_id) if e.type == "AgentCompleted")
+    assert completed.payload["archived"] == 4  # 6 actions (each turn's intent and its writes), at most 2 kept
+    cold = runtime.home / "runs" / run_id / "kernel" / "writer_a-actions.sqlite"
+    rows = sqlite3.connect(cold).execute("SELECT target, status FROM action_log ORDER BY number").fetchall()
+    assert [target for target, _ in rows] == ["codebase", "note0.txt", "note1.txt", "note2.txt"]
+    assert [status for target, status in rows if target.startswith("note")] == ["/success"] * 3
+    (tmp_path / "l").mkdir()
+    lenient = settings(tmp_path / "l", text.replace("max_action_log = 2", "max_action_log = 500"))
+    run_id = lenient.create(FLOW, "cfg.yaml")
+    asyncio.run(lenient.drive(run_id))
+    assert "archived" not in next(e for e in lenient.store.events(run_id) if e.type == "AgentCompleted").payload

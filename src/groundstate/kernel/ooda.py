@@ -233,9 +233,12 @@ class Shards:
                     for predicate, row in outcome.facts:
                         tx.assert_(predicate, row)
             handled.append(str(action_id))
-        if self.cold is not None:
-            compact(self.kernel, self.cold)
         return handled
+
+    def retain(self) -> int:
+        """Retention: with cold storage, settled envelopes beyond ``core_limits.max_action_log`` move there (after
+        the turn's reports are made, so a turn that settles more actions than the bound still reports each)."""
+        return compact(self.kernel, self.cold) if self.cold is not None else 0
 
     def approve(self, action_id: str) -> None:
         """The user approved an action that required approval; the policy now decides again."""
@@ -249,7 +252,9 @@ class Shards:
         self.perceive(result, requests)
         created = self.decide()
         self.act()
-        return [self.report(action_id) for action_id in created]
+        reports = [self.report(action_id) for action_id in created]
+        self.retain()
+        return reports
 
     def step_gated(self, gated: GateResult, requests: Iterable[Request] | None = None) -> list[ActionReport]:
         """A turn from the streaming gate: an aborted stream changes nothing."""

@@ -25,6 +25,7 @@ from ..errors import InputError, StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
     ActionReport,
+    ColdStorage,
     ContextBudgetError,
     Kernel,
     KernelConfig,
@@ -96,6 +97,7 @@ class Outcome:
     cost: float = 0.0  # by the run's price table
     model: str | None = None  # the backend that answered the last round
     memory: list[MemoryOperation] = field(default_factory=list)  # the accepted packets' memory operations
+    archived: int = 0  # actions retention moved to cold storage during the attempt
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
 
     def usage(self) -> dict[str, float]:
@@ -419,7 +421,9 @@ class Runtime:
         agent, usage = spec.id, outcome.usage()
         earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
         total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
-        answered = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
+        answered: dict[str, Any] = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
+        if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
+            answered["archived"] = outcome.archived
         answer = Answer(outcome.surface, outcome.model or self._backend_for(ctx, spec).name, outcome.signals,
                         tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory))  # fmt: skip
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
@@ -659,7 +663,9 @@ class Runtime:
                 return False
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec)
         invocation.shards = shards
+        before = shards.cold.count() if shards.cold is not None else 0
         reports = shards.step_gated(gated, requests)
+        outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
         by_source = {r.source: r for r in reports}
         results: list[tuple[str, ActionReport | None]] = []
         for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
@@ -692,7 +698,8 @@ class Runtime:
             LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs, count="runs")
         store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars,
                              total_memory_mb=core.max_total_memory_mb)  # fmt: skip
-        return Shards(kernel, store, metrics=self.metrics)
+        cold = ColdStorage(ctx.recordings.parent / "kernel" / f"{spec.id}-actions.sqlite")  # retention's archive
+        return Shards(kernel, store, cold=cold, metrics=self.metrics)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
