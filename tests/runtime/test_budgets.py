@@ -55,3 +55,16 @@ def test_a_wall_time_budget_pauses_the_run(tmp_path: Path, model: tuple[str, Scr
     assert state.pause is not None
     assert re.fullmatch(r"The run's wall-time budget is spent: running for [2-9] s of 1 s\.", state.pause.reason)
     assert state.running_since is None and state.running_seconds >= 1.2  # paused: the clock stopped
+
+
+def test_guards_see_each_attempts_tokens_and_latency(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [with_usage(envelope("Draft. [STATUS: SUCCESS]"), 200, 100)],
+                      "writer_b": [with_usage(envelope("Final. [STATUS: SUCCESS]"), 200, 300)]}  # fmt: skip
+    (tmp_path / "verbose.mg").write_text(
+        'needs_approval(R, A, /quality, "a verbose answer") :- agent_usage(R, A, _, Out, Ms), Out > 150, Ms >= 0.\n'
+    )
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n[policy]\nguards = ["verbose.mg"]\n')
+    state = asyncio.run(runtime.drive(runtime.create(TWO, "b.yaml")))
+    assert state.nodes["writer_a"].status == "succeeded"
+    assert state.pause is not None and (state.pause.agent, state.pause.reason) == ("writer_b", "a verbose answer")

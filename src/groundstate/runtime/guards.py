@@ -24,7 +24,7 @@ ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
-    "upstream_truncated",
+    "upstream_truncated", "agent_usage",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -55,6 +55,7 @@ class Answer:
     signals: Signals | None = None
     fallbacks: tuple[dict[str, str], ...] = ()
     memory: tuple[tuple[str, str, str], ...] = ()
+    usage: tuple[int, int, int] | None = None  # the attempt's input tokens, output tokens, milliseconds
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ class GuardKernel:
             tx.assert_("agent_model", (self.run_id, agent, answer.backend))
         for failed in answer.fallbacks:
             tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
+        if answer.usage is not None:
+            tx.assert_("agent_usage", (self.run_id, agent, *answer.usage))
         for op, key, value in answer.memory:  # applied only if the attempt completes
             tx.assert_("memory_write", (self.run_id, agent, Name("/" + op), key, _bounded(value)[0]))
         signals = answer.signals or Signals()

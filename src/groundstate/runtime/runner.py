@@ -425,7 +425,8 @@ class Runtime:
         if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
             answered["archived"] = outcome.archived
         answer = Answer(outcome.surface, outcome.model or self._backend_for(ctx, spec).name, outcome.signals,
-                        tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory))  # fmt: skip
+                        tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory),
+                        (outcome.input_tokens, outcome.output_tokens, round(usage["seconds"] * 1000)))  # fmt: skip
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
                       self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
         pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,

@@ -67,6 +67,9 @@ Decl tool_content(Run, Agent, Seq, Text)
 Decl tool_content_digest(Run, Agent, Seq, Digest)
   descr [doc("sha256:... of the whole content, when it is longer than tool_content keeps.")]
   bound [/string, /string, /number, /string].
+Decl agent_usage(Run, Agent, InputTokens, OutputTokens, Millis)
+  descr [doc("What the attempt used: tokens in and out (as the provider counted them) and milliseconds.")]
+  bound [/string, /string, /number, /number, /number].
 Decl run_usage(Run, Tokens, Seconds)
   descr [doc("What the run has spent so far: tokens (input + output, as providers counted them) and seconds in attempts.")]
   bound [/string, /number, /number].
