@@ -19,9 +19,10 @@ import httpx
 import pytest
 
 from groundstate.config import ConfigFileError, load_config
+from groundstate.errors import ConfigurationError
 from groundstate.logic import LogicError
 from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
+from groundstate.runtime.runner import HELD_FOR_OPERATOR, Runtime
 from groundstate.runtime.store import EventStore
 from groundstate.runtime.workflow import WorkflowError
 
@@ -402,3 +403,29 @@ def test_retention_archives_an_agents_settled_actions_during_the_run(tmp_path: P
     run_id = lenient.create(FLOW, "cfg.yaml")
     asyncio.run(lenient.drive(run_id))
     assert "archived" not in next(e for e in lenient.store.events(run_id) if e.type == "AgentCompleted").payload
+
+
+def test_disabling_a_shipped_breaker_or_pattern_is_explicit_and_pinned(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("Nothing found. [STATUS: NULL]")]}
+    base = f'[models]\ndefault = "openai-chat:m@{url}"\n'
+    assert asyncio.run(settings(tmp_path, base).drive(settings(tmp_path, base).create(FLOW, "c.yaml"))).pause
+    relaxed = settings(tmp_path, base + '[policy]\ndisable_guards = ["semantic_null"]\n')
+    run_id = relaxed.create(FLOW, "c.yaml")
+    assert "guard_disabled(/semantic_null)." in relaxed.store.events(run_id)[0].payload["policy"]["guards"]
+    assert asyncio.run(settings(tmp_path, base).drive(run_id)).status == "completed"  # pinned: another file later
+    with pytest.raises(ConfigurationError, match="disable_guards: semantic_nul: no shipped breaker has that name"):
+        settings(tmp_path, base + '[policy]\ndisable_guards = ["semantic_nul"]\n')
+    deleting = FLOW.replace("[write_file]", "[delete_file]")
+    script.answers = {"writer_a": [envelope("Cleaning.", [{"tool": "delete_file", "argument": "old.txt"}])]}
+    state = asyncio.run(settings(tmp_path, base).drive(settings(tmp_path, base).create(deleting, "d.yaml")))
+    assert state.pause is not None and state.pause.category == "safety"
+    unguarded = settings(tmp_path, base + '[policy]\ndisable_patterns = ["guard_file_deletion"]\n')
+    assert "guard_file_deletion" not in {p.id for p in unguarded.policy.patterns}
+    state = asyncio.run(unguarded.drive(unguarded.create(deleting, "d.yaml")))
+    assert state.pause is None or state.pause.category != "safety"  # no deletion pause: the call went on
+    assert state.nodes["writer_a"].tools[0]["reason"] != HELD_FOR_OPERATOR  # to the kernel, which decided it
+    with pytest.raises(ConfigurationError, match="disable_patterns: guard_nothing: no shipped pattern"):
+        settings(tmp_path, base + '[policy]\ndisable_patterns = ["guard_nothing"]\n')

@@ -49,6 +49,8 @@ class Policy(BaseModel):
     guards: list[Path] = Field(default_factory=list)  # .mg files added to the runtime's guard rules
     patterns: list[Path] = Field(default_factory=list)  # cortex pattern files (JSON) added to the shipped patterns
     kernel: list[Path] = Field(default_factory=list)  # .mg files added to the kernel's policy (kernel step | repl)
+    disable_guards: list[str] = Field(default_factory=list)  # shipped breakers turned off, by name (explicitly)
+    disable_patterns: list[str] = Field(default_factory=list)  # shipped cortex patterns turned off, by id
 
 
 class Budgets(BaseModel):

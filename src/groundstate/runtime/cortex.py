@@ -14,6 +14,7 @@ triggering event's. Actions: ``RequestApproval`` derives ``needs_approval/4``; `
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -78,10 +79,17 @@ def default_patterns_path() -> Path:
     return Path(str(resources.files("groundstate.runtime") / "defaults" / "cortex_patterns.json"))
 
 
-def load_patterns(*paths: str | Path) -> list[Pattern]:
+def load_patterns(*paths: str | Path, disabled: Sequence[str] = ()) -> list[Pattern]:
     """The shipped cortex patterns, followed by those in the JSON files at ``paths`` (added, never replacing one:
-    a user file cannot silently disable the deletion guard); CortexError on a bad file or a repeated id."""
+    a user file cannot silently disable the deletion guard), without the shipped ones named in ``disabled`` (the
+    configuration's explicit ``policy.disable_patterns``); CortexError on a bad file, a repeated id or a disabled id
+    that names no shipped pattern."""
     patterns = _read_patterns(default_patterns_path())
+    unknown = sorted(set(disabled) - {p.id for p in patterns})
+    if unknown:
+        raise CortexError(f"policy.disable_patterns: {', '.join(unknown)}: no shipped pattern has that id (shipped: "
+                          f"{', '.join(p.id for p in patterns)})")  # fmt: skip
+    patterns = [p for p in patterns if p.id not in disabled]
     for path in paths:
         own = _read_patterns(Path(path))
         clash = sorted({p.id for p in own} & {p.id for p in patterns})

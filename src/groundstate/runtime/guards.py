@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why
 from ..logic import Float, Name
 from .backends import Signals
@@ -72,17 +74,25 @@ def defaults_dir() -> Path:
     return Path(str(resources.files("groundstate.runtime") / "defaults"))
 
 
-def guard_rules(files: list[Path]) -> str:
+def guard_rules(files: list[Path], disabled: Sequence[str] = ()) -> str:
     """The shipped guard rules followed by the user's guard files (each checked now, so a bad file is refused with
-    its own file and line before any run is created or driven)."""
+    its own file and line before any run is created or driven) and a ``guard_disabled`` fact for each shipped breaker
+    the configuration disables explicitly (``policy.disable_guards``; a name no shipped breaker has is refused)."""
     import tempfile
 
     shipped = defaults_dir() / "guards.mg"
-    if files:
-        with tempfile.TemporaryDirectory() as empty:
-            Kernel(Path(empty), extra_sources=[shipped, *files])  # LogicError naming the file and line
+    with tempfile.TemporaryDirectory() as empty:
+        kernel = Kernel(Path(empty), extra_sources=[shipped, *files])  # LogicError naming the file and line
+    names = {str(name).lstrip("/") for (name,) in kernel.query("shipped_guard(N)")}
+    unknown = sorted(set(disabled) - names)
+    if unknown:
+        raise ConfigurationError(f"policy.disable_guards: {', '.join(unknown)}: no shipped breaker has that name "
+                                 f"(shipped: {', '.join(sorted(names))})")  # fmt: skip
     parts = [shipped.read_text(encoding="utf-8")]
     parts += [f"# from {file}\n{file.read_text(encoding='utf-8')}" for file in files]
+    if disabled:
+        parts.append("# disabled by the configuration (policy.disable_guards)")
+        parts += [f"guard_disabled(/{name})." for name in sorted(set(disabled))]
     return "\n".join(parts)
 
 

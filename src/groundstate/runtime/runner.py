@@ -163,9 +163,10 @@ class Runtime:
         self._backend_factory = backend_factory
         self.concurrency = concurrency  # at most core_limits.max_concurrent_shards (see _schedule)
         pattern_files = [*([patterns_path] if patterns_path else []), *self.settings.policy.patterns]
-        guards = guard_rules(self.settings.policy.guards)
+        guards = guard_rules(self.settings.policy.guards, self.settings.policy.disable_guards)
         roles = [Role(prefix=prefix, **role.model_dump()) for prefix, role in self.settings.roles.items()] or None
-        self.policy = PinnedPolicy.of(guards, load_patterns(*pattern_files), roles, self.config)  # new runs' pin
+        patterns = load_patterns(*pattern_files, disabled=self.settings.policy.disable_patterns)
+        self.policy = PinnedPolicy.of(guards, patterns, roles, self.config)  # what new runs are pinned to
         self.metrics = Metrics()  # the kernel's, shared by every agent's shards
         self.run_metrics = RunMetrics(self.metrics)  # the runtime's, in the same registry
         self.max_rounds = max_rounds

@@ -92,6 +92,15 @@ Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card.")] bo
 recovery_hint(/quality, "Check the instructions or the data sources, then retry, skip or abort.").
 recovery_hint(/safety, "A dangerous action was stopped before it ran. Change the instructions, skip or abort.").
 
+# Each shipped breaker below has a name; a configuration disables one only explicitly (policy.disable_guards), which
+# adds guard_disabled(/name) to the run's pinned rules.
+Decl shipped_guard(Name) descr [doc("A breaker this file ships, by name.")] bound [/name].
+shipped_guard(/context_drought). shipped_guard(/semantic_null). shipped_guard(/protocol_violation).
+shipped_guard(/hard_error). shipped_guard(/refusal). shipped_guard(/native_tool_call). shipped_guard(/content_filter).
+shipped_guard(/token_budget). shipped_guard(/time_budget). shipped_guard(/wall_time_budget). shipped_guard(/cost_budget).
+Decl guard_disabled(Name) descr [doc("A shipped breaker the configuration disabled (policy.disable_guards).")]
+  bound [/name].
+
 # mandatory_tool/2 comes from the run's workflow (its roles, or the default roles): one source of truth.
 
 # -- pre-flight: context drought ------------------------------------------------------------------------------
@@ -103,33 +112,33 @@ Decl upstream_produced_files(Run, Agent) descr [doc("Upstream agents left files.
 upstream_produced_files(R, A) :- upstream_files(R, A, N), N > 0.
 
 needs_approval(R, A, /quality, Reason) :-
-  preflight(R, A), has_upstream(R, A), !usable_upstream(R, A), !upstream_produced_files(R, A),
+  !guard_disabled(/context_drought), preflight(R, A), has_upstream(R, A), !usable_upstream(R, A), !upstream_produced_files(R, A),
   Reason = fn:string:concat("Context drought: agent '", A, "' would start, but its upstream agents provided no usable data (empty, [STATUS: NULL] or skipped).").
 
 # -- post-flight: semantic null, protocol violation, hard errors ------------------------------------------------
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), status_tag(R, A, /null),
+  !guard_disabled(/semantic_null), finished(R, A), status_tag(R, A, /null),
   Reason = fn:string:concat("Semantic null: agent '", A, "' reported [STATUS: NULL] (it found no data).").
 
 Decl bypassed(Run, Agent) descr [doc("The agent justified not using its mandatory tool.")] bound [/string, /string].
 bypassed(R, A) :- bypass(R, A, _).
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
+  !guard_disabled(/protocol_violation), finished(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' did not execute ", fn:name:to_string(Tool), " (its role requires it) and gave no [BYPASS: ...] justification.").
 
 needs_approval(R, A, /quality, Reason) :-
-  hard_error(R, A, Message),
+  !guard_disabled(/hard_error), hard_error(R, A, Message),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
 
 # -- post-flight: what the model sent besides its answer --------------------------------------------------------
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), model_refused(R, A, Text),
+  !guard_disabled(/refusal), finished(R, A), model_refused(R, A, Text),
   Reason = fn:string:concat("Refusal: the model of agent '", A, "' refused: ", Text).
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), native_tool_call(R, A, Tool),
+  !guard_disabled(/native_tool_call), finished(R, A), native_tool_call(R, A, Tool),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' called ", Tool, " as a native tool call; tools are requested in control_packet.tool_requests, so it did not run.").
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), finish_reason(R, A, /content_filter),
+  !guard_disabled(/content_filter), finished(R, A), finish_reason(R, A, /content_filter),
   Reason = fn:string:concat("Content filter: the provider stopped the answer of agent '", A, "'.").
 
 # -- which pause the operator sees: checkpoints and ranks --------------------------------------------------------
@@ -207,14 +216,14 @@ Decl spawn_agent(Run, PatternID, Trigger)
 
 # Budgets: the attempt that takes the run past one of its budgets pauses it.
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), run_usage(R, Tokens, _), run_budget(R, /max_tokens, Max), Tokens > Max,
+  !guard_disabled(/token_budget), finished(R, A), run_usage(R, Tokens, _), run_budget(R, /max_tokens, Max), Tokens > Max,
   Reason = fn:string:concat("The run's token budget is spent: ", Tokens, " tokens used of ", Max, ".").
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), run_usage(R, _, Seconds), run_budget(R, /max_model_seconds, Max), Seconds > Max,
+  !guard_disabled(/time_budget), finished(R, A), run_usage(R, _, Seconds), run_budget(R, /max_model_seconds, Max), Seconds > Max,
   Reason = fn:string:concat("The run's time budget is spent: ", Seconds, " s in attempts of ", Max, " s.").
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), run_wall(R, Seconds), run_budget(R, /max_wall_seconds, Max), Seconds > Max,
+  !guard_disabled(/wall_time_budget), finished(R, A), run_wall(R, Seconds), run_budget(R, /max_wall_seconds, Max), Seconds > Max,
   Reason = fn:string:concat("The run's wall-time budget is spent: running for ", Seconds, " s of ", Max, " s.").
 needs_approval(R, A, /quality, Reason) :-
-  finished(R, A), run_cost(R, Cost), run_cost_budget(R, Max), Cost > Max,
+  !guard_disabled(/cost_budget), finished(R, A), run_cost(R, Cost), run_cost_budget(R, Max), Cost > Max,
   Reason = fn:string:concat("The run's cost budget is spent: ", Cost, " of ", Max, ".").
