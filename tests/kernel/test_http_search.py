@@ -135,3 +135,20 @@ def test_kernel_step_searches_the_configured_service(tmp_path: Path, service: tu
     done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "step", "--packet", "out.json"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert "Lithium prices 2026" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_configured_timeout_bounds_a_runs_search(
+    tmp_path: Path, service: tuple[str, Service], model: tuple[str, Script]
+) -> None:
+    url, state = service
+    state.reply = Reply(200, {"content-type": "application/json"}, json.dumps(RESULTS).encode(), delay=3.0)
+    model_url, script = model
+    script.answers = {"research_a": [envelope("Searching.", [{"tool": "web_search", "argument": "lithium"}]),
+                                     envelope("Nothing. [STATUS: SUCCESS]")]}  # fmt: skip
+    (tmp_path / "g.toml").write_text(f'[models]\ndefault = "openai-chat:m@{model_url}"\n'
+                                     f'[search]\nbackend = "searxng"\nurl = "{url}"\ntimeout_sec = 0.5\n')  # fmt: skip
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 't.db'}"), tmp_path / "home",
+                      settings=load_config(tmp_path / "g.toml").config)  # fmt: skip
+    done = asyncio.run(runtime.drive(runtime.create(RESEARCH, "s.yaml")))
+    [call] = done.nodes["research_a"].tools
+    assert call["status"] == "/failure" and "did not answer within 0.5 s" in call["output"]

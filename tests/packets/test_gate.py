@@ -156,7 +156,9 @@ def test_cli_gate(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "groundstate", "packets", "gate", str(path), "--chunk-size", "3"]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0 and json.loads(done.stdout) == {"decision": "accepted", "reason": None,
-                                                                 "surface": "Shown"}  # fmt: skip
+                                                                 "surface": "Shown",
+                                                                 "accepted_updates": ["task_status(/t1, /in_progress)"],
+                                                                 "dropped_updates": []}  # fmt: skip
     path.write_text('{"surface_response": "x", "control_packet": {}}', encoding="utf-8")
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 1 and json.loads(done.stdout)["decision"] == "aborted"

@@ -429,3 +429,34 @@ def test_disabling_a_shipped_breaker_or_pattern_is_explicit_and_pinned(
     assert state.nodes["writer_a"].tools[0]["reason"] != HELD_FOR_OPERATOR  # to the kernel, which decided it
     with pytest.raises(ConfigurationError, match="disable_patterns: guard_nothing: no shipped pattern"):
         settings(tmp_path, base + '[policy]\ndisable_patterns = ["guard_nothing"]\n')
+
+
+def test_a_configured_roles_description_reaches_the_prompt(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"checker_a": [envelope("[BYPASS: nothing to list] Checked. [STATUS: SUCCESS]")]}
+    role = '[roles.checker_]\nmandatory_tools = ["list_files"]\ndescription = "audits the workspace"\n'
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n' + role)
+    asyncio.run(runtime.drive(runtime.create(ROLELESS, "roles.yaml")))
+    system = str(script.requests[0][1]["messages"][0]["content"])
+    assert "- 'checker_': you MUST use `list_files` (audits the workspace)" in system
+
+
+HOG = "name: hog\nagents:\n  - id: coder_a\n    instructions: Compute.\n    tools: [execute_python]\n"
+
+
+@pytest.mark.parametrize(("limits", "fails"), [
+    ("", False),
+    ("[limits.core_limits]\nmax_total_memory_mb = 200\n", True),
+    ("[limits.shard_profiles.coder]\nmax_memory_mb = 200\n", True),
+])  # fmt: skip
+def test_executor_memory_follows_the_configured_limits(
+    tmp_path: Path, model: tuple[str, Script], limits: str, fails: bool
+) -> None:
+    url, script = model
+    script.by_round = True
+    code = [{"tool": "execute_python", "argument": "x = bytearray(300 * 1024 * 1024)\nprint('allocated')"}]
+    script.answers = {"coder_a": [envelope("Computing.", code), envelope("Done. [STATUS: SUCCESS]")]}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n' + limits)
+    state = asyncio.run(runtime.drive(runtime.create(HOG, "hog.yaml")))
+    [call] = state.nodes["coder_a"].tools
+    assert ("MemoryError" in call["output"]) is fails and ("allocated" in call["output"]) is not fails, call

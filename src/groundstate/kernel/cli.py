@@ -59,7 +59,7 @@ def step(
     if not result.ok:
         typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
         raise typer.Exit(1)
-    requests = [Request(*shlex.split(r)) for r in request] if request else None  # None: the packet's tool_requests
+    requests = [_request(r) for r in request] if request else None  # None: the packet's tool_requests
     try:
         reports = shards.step(result, requests)
     except PacketRefused as exc:
@@ -105,6 +105,12 @@ REPL_HELP = """commands:
   learn RULE         propose a learned rule (checked in isolation, then quarantined)
   phase              the current OODA phase
   help, quit"""
+
+
+def _request(text: str) -> Request:
+    """``--request 'TYPE TARGET [PAYLOAD]'``; the type with or without its leading slash (write_file, /write_file)."""
+    kind, *rest = shlex.split(text) or [""]
+    return Request("/" + kind.lstrip("/"), *rest)
 
 
 def _configured_kernel(workspace: Path, config: Path | None, policy: list[Path]) -> Kernel:

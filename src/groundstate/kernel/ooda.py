@@ -104,6 +104,7 @@ class Shards:
         cold: ColdStorage | None = None,
         memory: Memory | None = None,
         metrics: Metrics | None = None,
+        shard_type: str | None = None,
     ) -> None:
         self.kernel = kernel
         self.metrics = metrics or Metrics()
@@ -116,7 +117,8 @@ class Shards:
         self._ids = itertools.count(next_number(kernel, cold))
         self._requests = itertools.count(1)
         self.request_ids: list[str] = []  # the last turn's requests, in order, as their action_source names
-        self.shard_type = "main"
+        self.shard_type = shard_type or "main"  # whose profile's limits executors run under
+        self.fixed_shard_type = shard_type is not None  # given by the caller: a packet cannot choose other limits
 
     # -- observe ------------------------------------------------------------------------------------
     def perceive(self, result: PacketResult, requests: Iterable[Request] | None = None) -> None:
@@ -129,7 +131,7 @@ class Shards:
         if requests is None:
             requests = self._requests_of(packet)
         self._count(result)
-        if packet.execution_metadata is not None and packet.execution_metadata.shard_type:
+        if not self.fixed_shard_type and packet.execution_metadata is not None and packet.execution_metadata.shard_type:
             self.shard_type = packet.execution_metadata.shard_type
         if self.memory is not None:  # the stores first: this turn's evaluation already sees them
             self.memory.commit(packet.memory_operations)

@@ -112,8 +112,13 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """The verdict as reported by ``groundstate packets gate``."""
-        return {"decision": self.decision, "reason": self.reason, "surface": self.surface}
+        """The verdict as reported by ``groundstate packets gate``: with an accepted packet, which of its updates
+        the validator accepted and which it dropped."""
+        verdict: dict[str, Any] = {"decision": self.decision, "reason": self.reason, "surface": self.surface}
+        if self.packet is not None:
+            checked = self.packet.to_json()
+            verdict |= {key: checked[key] for key in ("accepted_updates", "dropped_updates")}
+        return verdict
 
 
 class PacketGate:

@@ -701,7 +701,8 @@ class Runtime:
         store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars,
                              total_memory_mb=core.max_total_memory_mb)  # fmt: skip
         cold = ColdStorage(ctx.recordings.parent / "kernel" / f"{spec.id}-actions.sqlite")  # retention's archive
-        return Shards(kernel, store, cold=cold, metrics=self.metrics)
+        shard_type = spec.id.split("_", 1)[0]  # the agent's profile, never one its packets name
+        return Shards(kernel, store, cold=cold, metrics=self.metrics, shard_type=shard_type)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:

@@ -23,7 +23,11 @@ READ_SIZE = 64 * 1024
 
 
 def _read(path: str) -> bytes:
-    return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    """The bytes of ``path`` (``-``: stdin); a file that cannot be read is an error naming it, not a traceback."""
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _fail(message: str) -> typer.Exit:
