@@ -460,3 +460,19 @@ def test_executor_memory_follows_the_configured_limits(
     state = asyncio.run(runtime.drive(runtime.create(HOG, "hog.yaml")))
     [call] = state.nodes["coder_a"].tools
     assert ("MemoryError" in call["output"]) is fails and ("allocated" in call["output"]) is not fails, call
+
+
+def test_a_packet_cannot_choose_looser_limits(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """Attack: the model names another shard type in execution_metadata to run its code under that profile's
+    larger memory; the agent's own profile still applies."""
+    url, script = model
+    script.by_round = True
+    code = [{"tool": "execute_python", "argument": "x = bytearray(300 * 1024 * 1024)\nprint('allocated')"}]
+    escalate = envelope("Computing.", code, execution_metadata={"shard_type": "main"})
+    script.answers = {"coder_a": [escalate, envelope("Done. [STATUS: SUCCESS]")]}
+    runtime = settings(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n'
+                                 "[limits.shard_profiles.coder]\nmax_memory_mb = 200\n"
+                                 "[limits.shard_profiles.main]\nmax_memory_mb = 2048\n")  # fmt: skip
+    state = asyncio.run(runtime.drive(runtime.create(HOG, "hog.yaml")))
+    [call] = state.nodes["coder_a"].tools
+    assert "MemoryError" in call["output"] and "allocated" not in call["output"]
