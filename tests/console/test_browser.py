@@ -39,6 +39,7 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
     expect(page.locator(".why").first).to_contain_text("mandatory_tool(/research_, /web_search)")
     expect(page.locator(".why").first).to_contain_text("!tool_executed(")
     expect(page.locator("code.digest")).to_contain_text("sha256:")  # the policy the run is pinned to
+    expect(page.locator("#pinned-limits")).to_contain_text('"max_execution_time_sec"')  # and its limits
     shot(page, "kernel")
     page.go_back()
 

@@ -3,6 +3,7 @@ script only inserts these server-rendered fragments or sets ``textContent``."""
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -88,5 +89,7 @@ def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLR
     state = ops.state(run_id)
     pauses = why_json(ops.runtime.store.events(run_id))
     pinned = ops.pinned_policy(state)
+    roles = [role.model_dump() for role in pinned.roles] if pinned.roles is not None else None
+    limits = json.dumps(pinned.limits.model_dump(mode="json"), indent=2) if pinned.limits is not None else None
     return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=pinned.guards,
-                 patterns=pinned.compiled_patterns, digest=pinned.digest)  # fmt: skip
+                 patterns=pinned.compiled_patterns, digest=pinned.digest, roles=roles, limits=limits)  # fmt: skip
