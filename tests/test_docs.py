@@ -23,6 +23,8 @@ import pytest
 from groundstate.config import ProjectConfig
 from groundstate.logic import Engine, Program, display_fact
 
+from .schema_keys import leaves
+
 DOCS = Path(__file__).parents[1] / "docs"
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
@@ -111,3 +113,21 @@ def test_sh_example_runs(page: str, code: str, tmp_path: Path) -> None:
                               text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, f"docs/{page}:\n{code}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_configuration_page_shows_every_key() -> None:
+    """docs/configuration.md's example sets every key of the schema (tables of models by their fields)."""
+    [example] = [code for lang, code in blocks("configuration.md") if lang == "toml"][:1]
+    shown: set[str] = set()
+
+    def walk(value: object, key: str) -> None:
+        if isinstance(value, dict):
+            for name, inner in value.items():
+                walk(inner, f"{key}.{name}" if key else name)
+        else:
+            shown.add(key)
+
+    walk(tomllib.loads(example), "")
+    names = {part for key in shown for part in key.split(".")}
+    missing = [key for key in leaves(ProjectConfig) if key.rsplit(".", 1)[-1] not in names]
+    assert missing == [], f"keys the example does not show: {missing}"

@@ -5,15 +5,15 @@ for review; that one exists at all is checked here.)"""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import typer
-from pydantic import BaseModel
 from typer.core import TyperOption
 
 from groundstate.cli import app
 from groundstate.config import ProjectConfig
 
+from ..schema_keys import leaves
 from ..test_docs import DOCS, blocks
 
 TESTS = Path(__file__).parents[1]
@@ -24,20 +24,6 @@ def corpus() -> str:
     tests = [p.read_text(encoding="utf-8") for p in TESTS.rglob("*.py") if p != Path(__file__)]
     docs = [code for page in sorted(DOCS.glob("*.md")) for lang, code in blocks(page.name) if lang == "sh"]
     return "\n".join([*tests, *docs])
-
-
-def leaves(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """The dotted keys of ``model``: nested models are walked; a table of models (``shard_profiles``) by its
-    values' keys."""
-    keys = []
-    for name, field in model.model_fields.items():
-        annotation: Any = field.annotation
-        inner = [a for a in (annotation, *get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
-        if inner:
-            keys += leaves(inner[-1], f"{prefix}{name}.")
-        else:
-            keys.append(prefix + name)
-    return keys
 
 
 def test_every_configuration_key_is_exercised_by_a_test() -> None:
