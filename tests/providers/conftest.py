@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,3 +37,42 @@ def server() -> Iterator[tuple[str, Script]]:
 
     with loopback(respond) as url:
         yield url, script
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+GatewayFor = Callable[..., tuple[str, str]]  # upstream URL, *options -> (its base URL, its publish address)
+
+
+@pytest.fixture
+def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
+    """Start gateways (in $GROUNDSTATE_HOME = tmp_path/home, where the metrics token is kept)."""
+    processes: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env.pop("GROUNDSTATE_CONFIG", None)
+
+    def start(upstream: str, *options: str) -> tuple[str, str]:
+        port, pub = free_port(), free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream,
+             "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}", *options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        processes.append(process)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return f"http://127.0.0.1:{port}/v1", f"tcp://127.0.0.1:{pub}"
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("the gateway did not start")
+
+    yield start
+    for process in processes:
+        process.terminate()
+        process.wait(timeout=10)

@@ -5,12 +5,7 @@ The client receives the upstream stream unchanged; a ZMQ subscriber receives the
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -21,48 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from groundstate.wire import Content, Hello, Reset, StreamEnd, UpstreamError
 from groundstate.wire.zmq_transport import FrameReceiver
 
-from .conftest import Script
+from .conftest import GatewayFor, Script
 
 TRANSCRIPT = (Path(__file__).parent / "transcripts" / "openai-chat" / "text.sse").read_bytes()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-GatewayFor = Callable[..., tuple[str, str]]  # upstream URL, *options -> (its base URL, its publish address)
-
-
-@pytest.fixture
-def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
-    """Start gateways (in $GROUNDSTATE_HOME = tmp_path/home, where the metrics token is kept)."""
-    processes: list[subprocess.Popen[bytes]] = []
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
-    env.pop("GROUNDSTATE_CONFIG", None)
-
-    def start(upstream: str, *options: str) -> tuple[str, str]:
-        port, pub = free_port(), free_port()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream,
-             "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}", *options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
-        )  # fmt: skip
-        processes.append(process)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/v1", f"tcp://127.0.0.1:{pub}"
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError("the gateway did not start")
-
-    yield start
-    for process in processes:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def subscribe(endpoint: str) -> FrameReceiver:

@@ -16,8 +16,7 @@ import httpx
 from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.sse import SSEParser
 
-from .conftest import Script
-from .test_gateway import GatewayFor, gateway_for  # noqa: F401 - the gateway fixture
+from .conftest import GatewayFor, Script
 
 DEEP = "[" * 50_000 + "]" * 50_000
 
@@ -109,7 +108,7 @@ def test_lines_without_newlines_cost_linear_time() -> None:
 
 def test_the_gateway_refuses_a_nested_body_and_passes_a_hostile_stream_through(
     server: tuple[str, Script],
-    gateway_for: GatewayFor,  # noqa: F811
+    gateway_for: GatewayFor,
 ) -> None:
     upstream, script = server
     stream = sse(DEEP, '{"choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}]}')

@@ -152,4 +152,9 @@ def gateway(
         raise typer.Exit(2)
     settings = load_config(config).config
     token = None if settings.metrics.open else load_or_create_token(home())[0]
+    mode = "the local model" if upstream == "local" else f"a proxy to {upstream} ({api})"
+    published = f"; SIGIL frames on {publish}" if publish else ""
+    metrics = "open" if token is None else "with the console token"
+    console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}; /metrics {metrics}", markup=False,
+                  highlight=False, soft_wrap=True)  # fmt: skip
     serve_gateway(upstream, api, host, int(port), publish, token)

@@ -26,6 +26,7 @@ from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import classify
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
+from .openai_wire import error_body, models_list, send_json, stream_answer, usage
 
 if TYPE_CHECKING:
     from .local import LocalModel
@@ -104,7 +105,7 @@ class Gateway:
         sent = headers.get(b"authorization", b"").decode("latin-1")
         if self.metrics_token is not None and not hmac.compare_digest(sent.encode(), f"Bearer {self.metrics_token}"
                                                                        .encode()):  # fmt: skip
-            await _json(send, 401, _request_error("the metrics need the console token (Authorization: Bearer ...)"))
+            await send_json(send, 401, error_body("the metrics need the console token (Authorization: Bearer ...)"))
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})  # fmt: skip
@@ -141,6 +142,39 @@ class Gateway:
         model = self._model_label(body)
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=300.0))
+        sent: list[bool] = []  # whether the response has started (then its status can no longer change)
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            sent.append(True)
+            await send(message)
+
+        try:
+            await self._relay(scope, url, body, headers, tracked, bridge, model, provider, adapter_type)
+        except httpx.HTTPError as exc:  # the upstream is unreachable, too slow, or broke off
+            reason = f"the upstream at {self.upstream} failed: {type(exc).__name__}"
+            self.requests.labels(self.api, "502").inc()
+            self.metrics.called(model, ok=False)
+            self.metrics.failed(model, None, "transport")
+            if not sent:
+                await send_json(send, 502, error_body(reason, "upstream_error", "upstream_unreachable"))
+            else:
+                await send({"type": "http.response.body", "body": b""})  # the client sees the stream end early
+            self.publish(bridge.end())
+
+    async def _relay(
+        self,
+        scope: Scope,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        send: Send,
+        bridge: SigilBridge,
+        model: str,
+        provider: str,
+        adapter_type: Any,
+    ) -> None:
+        """The upstream's response to the client unchanged, and to the subscribers as SIGIL."""
+        assert self._http is not None
         async with self._http.stream(scope["method"], url, content=body, headers=headers) as response:
             await send({
                 "type": "http.response.start",
@@ -183,36 +217,49 @@ class Gateway:
 
     # -- local model ---------------------------------------------------------------------------------------
     async def _local_completion(self, scope: Scope, body: bytes, send: Send) -> None:
-        """An OpenAI-style chat completion from the in-process model: checked request, one generation at a time
-        (published as SIGIL), answered whole or as an SSE stream."""
-        if scope["method"] != "POST" or not scope["path"].rstrip("/").endswith("/chat/completions"):
+        """The in-process model behind OpenAI's endpoints: ``GET /v1/models``, and ``POST /v1/chat/completions``
+        (checked request, one generation at a time, published as SIGIL, answered whole or as an SSE stream, with
+        its usage). Anything else is an OpenAI-shaped 404."""
+        path = scope["path"].rstrip("/")
+        if scope["method"] == "GET" and path.endswith("/models"):
+            model = await self._local_model()
+            self.requests.labels("local", "200").inc()
+            await send_json(send, 200, models_list(model.path.name))
+            return
+        if scope["method"] != "POST" or not path.endswith("/chat/completions"):
             self.requests.labels("local", "404").inc()
-            await _json(send, 404, _request_error("the local gateway serves POST /v1/chat/completions"))
+            await send_json(send, 404, error_body("the local gateway serves GET /v1/models and POST "
+                                                  "/v1/chat/completions", code="not_found"))  # fmt: skip
             return
         try:
             request = parse_chat_request(body)
         except ChatRequestError as exc:
             self.requests.labels("local", "400").inc()
-            await _json(send, 400, _request_error(str(exc)))
+            await send_json(send, 400, error_body(str(exc)))
             return
-        if self._local is None:
-            from .local import LocalModel
-
-            self._local = await asyncio.to_thread(LocalModel)
-        model = self._local
-        pieces, finish = await self._generate(model, request)
+        model = await self._local_model()
+        pieces, finish, counted = await self._generate(model, request)
         self.requests.labels("local", "200").inc()
         base = {"id": f"chatcmpl-local-{time.time_ns()}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": model.path.name}  # fmt: skip
         if request.stream:
-            await _stream_answer(send, base, pieces, finish)
+            await stream_answer(send, base, pieces, finish, counted if request.include_usage else None)
         else:
             message = {"role": "assistant", "content": "".join(pieces)}
             choice = {"index": 0, "message": message, "finish_reason": finish}
-            await _json(send, 200, {**base, "object": "chat.completion", "choices": [choice]})
+            await send_json(send, 200, {**base, "object": "chat.completion", "choices": [choice], "usage": counted})
 
-    async def _generate(self, model: LocalModel, request: ChatRequest) -> tuple[list[str], str | None]:
-        """The completion's text pieces and finish reason; its tokens are published as one SIGIL stream."""
+    async def _local_model(self) -> LocalModel:
+        """The local model, loaded on first use."""
+        if self._local is None:
+            from .local import LocalModel
+
+            self._local = await asyncio.to_thread(LocalModel)
+        model: LocalModel = self._local
+        return model
+
+    async def _generate(self, model: LocalModel, request: ChatRequest) -> tuple[list[str], str | None, dict[str, int]]:
+        """The completion's text pieces, finish reason and usage; its tokens are published as one SIGIL stream."""
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         options: dict[str, Any] = {"max_tokens": request.token_budget, "temperature": request.temperature}
         if request.json_schema:
@@ -227,28 +274,7 @@ class Gateway:
         for token in tokens:
             self.publish(bridge.tokens(Mode.TEXT, [token.id]))
         self.publish(bridge.end())
-        return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish
-
-
-def _request_error(message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
-
-
-async def _stream_answer(send: Send, base: dict[str, Any], pieces: list[str], finish: str | None) -> None:
-    """The answer as OpenAI-style SSE: a role chunk, one chunk per piece, the finish, ``[DONE]``."""
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-    for piece in [None, *pieces]:
-        delta = {"role": "assistant", "content": ""} if piece is None else {"content": piece}
-        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-        data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-    last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-    await send({"type": "http.response.body", "body": b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n"})
-
-
-async def _json(send: Send, status: int, payload: dict[str, Any]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+        return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish, usage(*used)
 
 
 def serve(upstream: str, api: str, host: str, port: int, publish: str | None, metrics_token: str | None) -> None:

@@ -1,0 +1,98 @@
+"""The gateway as a good OpenAI citizen, checked with the official `openai` SDK: the models list, usage (whole and
+streamed), tools passed through to the upstream and back as tool_calls, unsupported parameters refused by name,
+every error an OpenAI-shaped body the SDK raises as its typed exception, and a startup line saying what it serves."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from .conftest import GatewayFor, Script, free_port
+
+TOOLS_TRANSCRIPT = (Path(__file__).parent / "transcripts" / "openai-chat" / "parallel-split.sse").read_bytes()
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}}
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather by city",
+                                             "parameters": CITY}}]  # fmt: skip
+HI = [{"role": "user", "content": "Say hi."}]
+
+
+def test_the_local_model_lists_itself_and_reports_usage(gateway_for: GatewayFor) -> None:
+    base_url, _ = gateway_for("local")
+    client: Any = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+    [model] = client.models.list().data
+    assert model.id.startswith("SmolLM2") and model.object == "model"
+    reply = client.chat.completions.create(model=model.id, messages=HI, max_tokens=8)
+    assert reply.usage is not None and reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens > 0
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+    chunks = list(client.chat.completions.create(model=model.id, messages=HI, max_tokens=8, stream=True,
+                                                 stream_options={"include_usage": True}))  # fmt: skip
+    assert chunks[-1].choices == [] and chunks[-1].usage == reply.usage  # greedy: the same answer, the same count
+    plain = list(client.chat.completions.create(model=model.id, messages=HI, max_tokens=8, stream=True))
+    assert all(chunk.usage is None for chunk in plain)  # usage only when asked for
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"n": 2}, "n: the local gateway generates one choice"),
+        ({"tools": WEATHER}, "tools: the local gateway does not support this parameter"),
+        ({"logprobs": True}, "logprobs: the local gateway does not support this parameter"),
+        ({"temperature": 5}, "temperature: Input should be less than or equal to 2"),
+    ],
+)
+def test_unsupported_parameters_are_refused_by_name(
+    gateway_for: GatewayFor, options: dict[str, object], message: str
+) -> None:
+    base_url, _ = gateway_for("local")
+    client: Any = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match=message):
+        client.chat.completions.create(model="local", messages=HI, **options)
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model="local", input="x")
+
+
+def test_tools_pass_through_to_the_upstream_and_back(server: tuple[str, Script], gateway_for: GatewayFor) -> None:
+    upstream, script = server
+    script.responses = [(200, {}, TOOLS_TRANSCRIPT)]
+    base_url, _ = gateway_for(upstream)
+    client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o", messages=HI, tools=WEATHER, tool_choice="auto",
+                                            stream=True)  # fmt: skip
+    calls = [call for chunk in stream if chunk.choices for call in chunk.choices[0].delta.tool_calls or []]
+    assert calls and any(call.function and call.function.name for call in calls)
+    assert script.requests[0]["body"]["tools"] == WEATHER and script.requests[0]["body"]["tool_choice"] == "auto"
+
+
+def test_an_unreachable_upstream_is_a_502_with_the_reason(gateway_for: GatewayFor) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    base_url, _ = gateway_for(dead)
+    client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="gpt-4o", messages=HI)
+    assert info.value.status_code == 502 and f"the upstream at {dead} failed: ConnectError" in str(info.value)
+    assert httpx.get(base_url + "/models", timeout=10).json()["error"]["code"] == "upstream_unreachable"
+
+
+def test_the_gateway_says_where_it_listens_and_what_it_serves(tmp_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "groundstate", "gateway", "--upstream", "https://api.example",
+                                "--listen", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={"GROUNDSTATE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert line.strip() == (f"gateway: http://127.0.0.1:{port}/v1 — a proxy to https://api.example (openai-chat); "
+                            "/metrics with the console token")  # fmt: skip
