@@ -26,6 +26,7 @@ LAYERS = {
     "providers": 2,
     "kernel": 3,
     "runtime": 4,
+    "guard": 4,
     "console": 5,
 }
 TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0}

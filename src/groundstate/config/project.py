@@ -134,6 +134,32 @@ class LearnedConfig(BaseModel):
         return self.path or home() / "learned.mg"
 
 
+class McpServerConfig(BaseModel):
+    """``[mcp.servers.NAME]``: one upstream MCP server the guard fronts — a command it starts (stdio) or a URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | None = Field(None, min_length=1)  # stdio: the program and its arguments
+    url: str | None = Field(None, pattern=r"^https?://")  # streamable HTTP
+    env: dict[str, str] = Field(default_factory=dict)  # for a command: its environment (nothing else is passed)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a server started over stdio) or url (streamable HTTP)")
+        return self
+
+
+class McpConfig(BaseModel):
+    """``[mcp]``: what ``groundstate mcp serve`` fronts and the policy it applies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    policy: list[Path] = Field(default_factory=list)  # .mg files added to the shipped mcp.mg
+    approval_timeout_sec: float = Field(300.0, gt=0)  # a held call nobody approves in time is denied
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -158,6 +184,7 @@ class ProjectConfig(BaseModel):
     search: SearchConfig = Field(default_factory=SearchConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     learned: LearnedConfig = Field(default_factory=LearnedConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
 
 class LoadedConfig:
@@ -224,12 +251,13 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
             raise ConfigFileError(
                 f"{path}:{_line_of(text, key)}: search.corpus: no such directory {config.search.corpus}"
             )
-    for name in ("guards", "patterns", "kernel"):
-        files: list[Path] = getattr(config.policy, name)
+    for name, owner in (("guards", config.policy), ("patterns", config.policy), ("kernel", config.policy),
+                        ("policy", config.mcp)):  # fmt: skip
+        files: list[Path] = getattr(owner, name)
         files[:] = [file if file.is_absolute() else path.parent / file for file in files]
         for file in files:
             if not file.is_file():
-                key = ("policy", name)
+                key = ("mcp", "policy") if owner is config.mcp else ("policy", name)
                 raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
 
 
@@ -238,6 +266,7 @@ def _check_names(config: ProjectConfig, path: Path, text: str) -> None:
     named: list[tuple[tuple[str, ...], str]] = [(("models", "roles", n), n) for n in config.models.roles]
     named += [(("models", "agents", n), n) for n in config.models.agents]
     named += [(("roles", n), n) for n in config.roles]
+    named += [(("mcp", "servers", n), n) for n in config.mcp.servers]
     named += [(("roles", n, "mandatory_tools"), t) for n, r in config.roles.items() for t in r.mandatory_tools]
     for key, name in named:
         if not re.match(_ID, name):

@@ -1,0 +1,21 @@
+"""groundstate.guard — one policy in front of the tools of agents people already run: ``groundstate mcp serve``
+fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the user's rules."""
+
+from .policy import ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
+from .server import Approvals, Guard, serve_stdio
+from .upstream import SEPARATOR, UpstreamError, Upstreams, connect
+
+__all__ = [
+    "SEPARATOR",
+    "Approvals",
+    "ArgumentsTooLarge",
+    "Guard",
+    "McpPolicy",
+    "UpstreamError",
+    "Upstreams",
+    "Verdict",
+    "call_digest",
+    "connect",
+    "serve_stdio",
+    "shipped_rules",
+]

@@ -1,0 +1,55 @@
+# The MCP guard's policy: every tools/call through `groundstate mcp serve` is reported as facts; these rules decide
+# whether it is forwarded (/permit), refused (/deny) or held for an operator (/approve). User rule files add to them:
+# mcp_denied/2 and mcp_needs_approval/2 are the extension points (a denial wins over everything, an approval need
+# over a permit), mcp_permitted/2 too.
+
+Decl mcp_tool(Server, Tool)
+  descr [doc("A tool an upstream MCP server lists (Server is its name in the configuration).")]
+  bound [/string, /string].
+Decl mcp_read_only(Server, Tool)
+  descr [doc("The server marks the tool read-only (its readOnlyHint annotation).")] bound [/string, /string].
+Decl mcp_destructive(Server, Tool)
+  descr [doc("The tool may destroy data: destructiveHint true, or unset on a tool that is not read-only (the MCP default).")]
+  bound [/string, /string].
+Decl mcp_call(Call, Server, Tool, Digest, Client)
+  descr [doc("A tools/call, before it is forwarded: its id, the server and tool, sha256 of the exact tool and arguments, the calling client.")]
+  bound [/string, /string, /string, /string, /string].
+Decl mcp_argument(Call, Key, Value)
+  descr [doc("One argument value of the call, flattened: nested keys joined by '.', list items by index; booleans /true and /false, null /null.")]
+  bound [/string, /string, fn:Union(/string, /number, /float64, /name)].
+
+Decl mcp_permitted(Call, Reason) descr [doc("A rule lets the call through.")] bound [/string, /string].
+Decl mcp_needs_approval(Call, Reason) descr [doc("An operator must approve the call first.")] bound [/string, /string].
+Decl mcp_denied(Call, Reason) descr [doc("The call is refused.")] bound [/string, /string].
+
+# -- the shipped policy: read-only tools pass, anything else waits for an operator -----------------------------
+mcp_permitted(C, Reason) :-
+  mcp_call(C, S, T, _, _), mcp_read_only(S, T),
+  Reason = fn:string:concat(S, "/", T, " is read-only").
+mcp_needs_approval(C, Reason) :-
+  mcp_call(C, S, T, _, _), mcp_destructive(S, T),
+  Reason = fn:string:concat(S, "/", T, " may destroy data (the server marks it destructive): an operator approves it first").
+mcp_needs_approval(C, Reason) :-
+  mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T),
+  Reason = fn:string:concat(S, "/", T, " changes things (it is not read-only): an operator approves it first").
+
+# -- one verdict per call: a denial wins, then an approval need, then a permit; nothing permits: denied ----------
+Decl mcp_has_denial(Call) descr [doc("Some rule denies the call.")] bound [/string].
+mcp_has_denial(C) :- mcp_denied(C, _).
+Decl mcp_has_approval_need(Call) descr [doc("Some rule wants an approval.")] bound [/string].
+mcp_has_approval_need(C) :- mcp_needs_approval(C, _).
+Decl mcp_has_permit(Call) descr [doc("Some rule permits the call.")] bound [/string].
+mcp_has_permit(C) :- mcp_permitted(C, _).
+
+Decl mcp_decision(Call, Decision, Reason)
+  descr [doc("What happens to the call (/permit, /approve, /deny) and why.")] bound [/string, /name, /string].
+mcp_decision(C, /deny, R) :- mcp_denied(C, R).
+mcp_decision(C, /approve, R) :- mcp_needs_approval(C, R), !mcp_has_denial(C).
+mcp_decision(C, /permit, R) :- mcp_permitted(C, R), !mcp_has_denial(C), !mcp_has_approval_need(C).
+mcp_decision(C, /deny, "no rule permits this call") :-
+  mcp_call(C, _, _, _, _), !mcp_has_denial(C), !mcp_has_approval_need(C), !mcp_has_permit(C).
+
+Decl mcp_verdict(Call, Decision, Reasons)
+  descr [doc("The call's one decision with all its reasons, in order: what the guard obeys.")]
+  bound [/string, /name, fn:List(/string)].
+mcp_verdict(C, D, Reasons) :- mcp_decision(C, D, R) |> do fn:group_by(C, D), let Reasons = fn:collect(R).

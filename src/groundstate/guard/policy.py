@@ -1,0 +1,123 @@
+"""The MCP guard's decider: each tools/call becomes facts (server, tool, the arguments flattened to typed facts, a
+digest of the exact call, the calling client) in a kernel that runs ``mcp.mg`` and the user's rule files; the guard
+obeys ``mcp_verdict`` and nothing else. Python reports and obeys; it never chooses among decisions.
+
+What an attacker controls here: the arguments (from the model driving the client) and the tool lists and
+annotations (from the upstream servers). Argument values become facts bounded in number and size, keys and values
+as data (never rule text), and a tool's annotations only ever make the shipped policy stricter than "read-only".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..kernel import Kernel, PolicyInvariantError, explain
+from ..logic import Float, Name
+
+MAX_ARGUMENT_FACTS = 256  # flattened argument values reported per call; beyond, the call is refused
+MAX_VALUE_CHARS = 16_000
+
+
+def shipped_rules() -> Path:
+    """The shipped ``mcp.mg``."""
+    return Path(str(resources.files("groundstate.guard") / "defaults" / "mcp.mg"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the policy decided for one call: ``permit``, ``approve`` or ``deny``, with every reason and the
+    derivation of the first."""
+
+    call: str
+    decision: str
+    reasons: list[str]
+    digest: str
+    why: str
+
+
+class ArgumentsTooLarge(InputError, ValueError):
+    """A call's arguments flatten to more facts than the guard reports; it is refused."""
+
+
+class McpPolicy:
+    """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
+
+    def __init__(self, files: list[Path] | None = None) -> None:
+        self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-mcp-")  # the kernel needs one; unused
+        self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])])
+        self._numbers = 0
+
+    def add_tools(self, server: str, tools: list[Any]) -> None:
+        """Report an upstream server's tools and what their annotations say."""
+        with self.kernel.transaction() as tx:
+            for tool in tools:
+                tx.assert_("mcp_tool", (server, tool.name))
+                hints = tool.annotations
+                read_only = bool(hints is not None and hints.read_only_hint)
+                if read_only:
+                    tx.assert_("mcp_read_only", (server, tool.name))
+                elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
+                    tx.assert_("mcp_destructive", (server, tool.name))
+
+    def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str) -> Verdict:
+        """The verdict on one call, with the derivation of its first reason (the call's facts are then retracted:
+        each call is decided on its own)."""
+        self._numbers += 1
+        call = f"call-{self._numbers}"
+        digest = call_digest(server, tool, arguments)
+        flattened = list(_flatten(arguments, ""))
+        if len(flattened) > MAX_ARGUMENT_FACTS:
+            raise ArgumentsTooLarge(f"the arguments have more than {MAX_ARGUMENT_FACTS} values")
+        facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
+        facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
+        with self.kernel.transaction() as tx:
+            for predicate, row in facts:
+                tx.assert_(predicate, row)
+        try:
+            rows = self.kernel.query(f'mcp_verdict("{call}", D, R)')
+            if len(rows) != 1:
+                raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the rules "
+                                           "must derive exactly one")  # fmt: skip
+            [(_, decision, reasons)] = rows
+            first = str(reasons[0])
+            quoted = first.replace("\\", "\\\\").replace('"', '\\"')
+            why = explain(self.kernel, f'mcp_decision("{call}", {decision}, "{quoted}")')
+            return Verdict(call, str(decision).lstrip("/"), [str(r) for r in reasons], digest, why)
+        finally:
+            with self.kernel.transaction() as tx:
+                for predicate, row in facts:
+                    tx.retract(predicate, row)
+
+
+def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
+    """sha256 of the exact call: the same server, tool and arguments always give the same digest."""
+    canonical = json.dumps({"server": server, "tool": tool, "arguments": arguments}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)  # fmt: skip
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _flatten(value: Any, key: str) -> Any:
+    """(key, typed value) for every leaf: strings (cut), integers, floats, /true, /false, /null."""
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _flatten(inner, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _flatten(inner, f"{key}.{index}" if key else str(index))
+    elif isinstance(value, bool):
+        yield key, Name("/true" if value else "/false")
+    elif value is None:
+        yield key, Name("/null")
+    elif isinstance(value, int):
+        yield key, value
+    elif isinstance(value, float):
+        yield key, Float(value)
+    else:
+        yield key, str(value)[:MAX_VALUE_CHARS]

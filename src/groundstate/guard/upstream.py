@@ -1,0 +1,65 @@
+"""The upstream MCP servers the guard fronts: started (stdio) or reached (streamable HTTP) with the official SDK's
+client, initialised, and their tools listed under namespaced names (``SERVER__TOOL``) so two servers' tools never
+collide and the policy always knows which server a call goes to."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from ..config import McpServerConfig
+from ..errors import ConfigurationError
+
+SEPARATOR = "__"
+
+
+class UpstreamError(ConfigurationError):
+    """An upstream server could not be started, reached or initialised; the message names it."""
+
+
+@dataclass
+class Upstreams:
+    """The connected servers: their sessions and tools, by server name."""
+
+    sessions: dict[str, ClientSession] = field(default_factory=dict)
+    tools: dict[str, list[Any]] = field(default_factory=dict)
+
+    def exposed(self) -> list[Any]:
+        """Every upstream tool under its namespaced name, schema and annotations unchanged."""
+        return [tool.model_copy(update={"name": f"{server}{SEPARATOR}{tool.name}"})
+                for server, tools in self.tools.items() for tool in tools]  # fmt: skip
+
+    def route(self, name: str) -> tuple[str, str] | None:
+        """(server, tool) of a namespaced tool name, or None when no upstream lists it."""
+        server, separator, tool = name.partition(SEPARATOR)
+        if not separator or server not in self.tools or tool not in {t.name for t in self.tools[server]}:
+            return None
+        return server, tool
+
+
+async def connect(servers: dict[str, McpServerConfig], stack: contextlib.AsyncExitStack) -> Upstreams:
+    """Start or reach every configured server (closed with ``stack``); UpstreamError names one that fails."""
+    upstreams = Upstreams()
+    for name, server in servers.items():
+        try:
+            if server.command is not None:
+                program, *arguments = server.command
+                params = StdioServerParameters(command=program, args=arguments, env=server.env or None)
+                streams = await stack.enter_async_context(stdio_client(params))
+            else:
+                assert server.url is not None
+                streams = await stack.enter_async_context(streamable_http_client(server.url))
+            read, write = streams[0], streams[1]
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            listed = await session.list_tools()
+        except Exception as exc:  # the SDK raises many kinds; each is this server's failure to start
+            problem = f"{type(exc).__name__}: {exc}"
+            raise UpstreamError(f"mcp.servers.{name}: cannot start or reach the server: {problem}") from None
+        upstreams.sessions[name], upstreams.tools[name] = session, list(listed.tools)
+    return upstreams

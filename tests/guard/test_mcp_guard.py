@@ -1,0 +1,139 @@
+"""`groundstate mcp serve` in front of real MCP servers from PyPI (mcp-server-time, mcp-server-git on a repository
+the test creates), driven by the official `mcp` SDK's client over stdio: tools listed per server, read-only calls
+forwarded, a user rule's denial an MCP error with the reasons and the derivation, a writing call held for an operator
+and denied when nobody approves in time — and the repository untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import Tool, ToolAnnotations
+
+from groundstate.config import ConfigFileError, load_config
+from groundstate.guard import Approvals, McpPolicy, call_digest
+
+from ..test_docs import blocks
+
+Session = Callable[[ClientSession], Awaitable[Any]]
+
+
+def guarded(tmp_path: Path, config: str, use: Session) -> Any:
+    """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml)."""
+    (tmp_path / "groundstate.toml").write_text(config)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+
+    async def session() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            return await use(client)
+
+    return asyncio.run(asyncio.wait_for(session(), 120))
+
+
+TIME = f'[mcp.servers.time]\ncommand = ["{sys.executable}", "-m", "mcp_server_time", "--local-timezone", "UTC"]\n'
+
+
+def test_tools_are_listed_per_server_and_read_only_calls_pass(tmp_path: Path) -> None:
+    async def use(client: ClientSession) -> tuple[list[str], str]:
+        tools = [tool.name for tool in (await client.list_tools()).tools]
+        result = await client.call_tool("time__get_current_time", {"timezone": "Europe/Paris"})
+        return tools, result.content[0].text  # type: ignore[union-attr]
+
+    tools, text = guarded(tmp_path, TIME, use)
+    assert tools == ["time__get_current_time", "time__convert_time"]
+    assert '"timezone": "Europe/Paris"' in text
+
+
+def test_a_user_rule_denies_with_reasons_and_derivation(tmp_path: Path) -> None:
+    (tmp_path / "mine.mg").write_text('mcp_denied(C, "no questions about Pyongyang") :- '
+                                      'mcp_argument(C, "timezone", "Asia/Pyongyang").\n')  # fmt: skip
+
+    async def use(client: ClientSession) -> tuple[MCPError, str]:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("time__get_current_time", {"timezone": "Asia/Pyongyang"})
+        allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
+        return refused.value, allowed.content[0].text  # type: ignore[union-attr]
+
+    error, allowed = guarded(tmp_path, TIME + '[mcp]\npolicy = ["mine.mg"]\n', use)
+    assert str(error) == "denied by policy: no questions about Pyongyang"
+    data = error.error.data
+    assert data["decision"] == "deny" and data["digest"].startswith("sha256:")
+    assert 'mcp_argument("call-1", "timezone", "Asia/Pyongyang")' in data["why"]  # the derivation, down to the fact
+    assert "Asia/Tokyo" in allowed  # the rule denies exactly what it says
+
+
+def test_a_writing_call_waits_for_an_operator_and_is_denied_in_time(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a")
+    config = (f'[mcp]\napproval_timeout_sec = 1\n[mcp.servers.git]\ncommand = ["{sys.executable}", "-m", '
+              f'"mcp_server_git", "--repository", "{repo}"]\n')  # fmt: skip
+
+    async def use(client: ClientSession) -> tuple[str, MCPError, MCPError]:
+        status = await client.call_tool("git__git_status", {"repo_path": str(repo)})
+        with pytest.raises(MCPError) as add:
+            await client.call_tool("git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
+        with pytest.raises(MCPError) as reset:
+            await client.call_tool("git__git_reset", {"repo_path": str(repo)})
+        return status.content[0].text, add.value, reset.value  # type: ignore[union-attr]
+
+    status, add, reset = guarded(tmp_path, config, use)
+    assert "a.txt" in status  # read-only: forwarded
+    assert str(add) == ("denied: no operator approved the call within 1 s: git/git_add changes things (it is not "
+                        "read-only): an operator approves it first")  # fmt: skip
+    assert "git/git_reset may destroy data" in str(reset)
+    staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True)
+    assert staged.stdout == ""  # nothing reached the repository
+
+
+def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
+    (tmp_path / "g.toml").write_text('[mcp.servers.both]\ncommand = ["x"]\nurl = "http://x"\n')
+    with pytest.raises(ConfigFileError, match=r"g\.toml:1: mcp\.servers\.both: Value error, give either command"):
+        load_config(tmp_path / "g.toml")
+    (tmp_path / "g.toml").write_text('[mcp.servers."bad name"]\ncommand = ["x"]\n')
+    with pytest.raises(ConfigFileError, match="'bad name' is not an identifier"):
+        load_config(tmp_path / "g.toml")
+    (tmp_path / "g.toml").write_text("[mcp]\n")
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve", "--config", "g.toml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "names no [mcp.servers.NAME]" in done.stderr and done.stdout == ""
+
+
+def test_the_docs_rules_load_and_decide(tmp_path: Path) -> None:
+    """The rules docs/mcp.md shows load beside the shipped ones and decide as the page says."""
+    [rules] = [code for lang, code in blocks("mcp.md") if lang == "mangle"]
+    (tmp_path / "mine.mg").write_text(rules)
+    policy = McpPolicy([tmp_path / "mine.mg"])
+    read_only = ToolAnnotations(read_only_hint=True)
+    policy.add_tools("time", [Tool(name="get_current_time", input_schema={"type": "object"}, annotations=read_only)])
+    policy.add_tools("git", [Tool(name="git_add", input_schema={"type": "object"})])
+    assert policy.decide("time", "get_current_time", {"timezone": "Asia/Pyongyang"}, "test").decision == "deny"
+    assert policy.decide("time", "get_current_time", {"timezone": "UTC"}, "test").decision == "permit"
+    assert policy.decide("git", "git_add", {"files": ["a"]}, "test").decision == "approve"  # a denial-free hold wins
+
+
+def test_an_approval_is_bound_to_the_exact_call_and_used_once() -> None:
+    approvals = Approvals(timeout=5)
+    verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
+
+    async def run() -> tuple[bool, bool, bool]:
+        waiting = asyncio.create_task(approvals.wait(verdict))
+        await asyncio.sleep(0)
+        changed = call_digest("git", "git_add", {"files": ["b"]})
+        wrong = approvals.decide(verdict.call, changed, approve=True)  # another argument: not this approval
+        right = approvals.decide(verdict.call, verdict.digest, approve=True)
+        again = approvals.decide(verdict.call, verdict.digest, approve=True)  # single use
+        return wrong or again, right, await waiting
+
+    refused, accepted, approved = asyncio.run(run())
+    assert not refused and accepted and approved
