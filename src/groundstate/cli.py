@@ -19,6 +19,7 @@ from .console.cli import gateway as gateway_command
 from .console.cli import serve as serve_command
 from .errors import GroundstateError, exit_code
 from .guard.cli import app as mcp_app
+from .guard.cli import approvals_app
 from .kernel.cli import app as kernel_app
 from .logic.cli import app as logic_app
 from .packets import UpdateValidator
@@ -42,6 +43,7 @@ app.add_typer(kernel_app, name="kernel")
 app.add_typer(runs_app, name="runs")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(approvals_app, name="approvals")
 app.command(name="run")(run_command)
 app.command(name="serve")(serve_command)
 app.command(name="demo")(demo_command)

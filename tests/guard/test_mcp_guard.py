@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import Tool, ToolAnnotations
 
 from groundstate.config import ConfigFileError, load_config
-from groundstate.guard import Approvals, McpPolicy, call_digest
+from groundstate.guard import ApprovalRefused, Approvals, Ledger, McpPolicy, call_digest
 
 from ..test_docs import blocks
 
@@ -122,18 +123,36 @@ def test_the_docs_rules_load_and_decide(tmp_path: Path) -> None:
     assert policy.decide("git", "git_add", {"files": ["a"]}, "test").decision == "approve"  # a denial-free hold wins
 
 
-def test_an_approval_is_bound_to_the_exact_call_and_used_once() -> None:
-    approvals = Approvals(timeout=5)
+def test_a_held_call_is_decided_once_for_its_exact_digest(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}")
     verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
+    held = ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=30)
+    changed = call_digest("git", "git_add", {"files": ["b"]})
+    with pytest.raises(ApprovalRefused, match="a changed call needs its own approval"):
+        ledger.decide(held, True, "dana", changed)
+    assert ledger.decide(held, True, "dana", verdict.digest).status == "approved"
+    with pytest.raises(ApprovalRefused, match="is approved: only a held call can be decided"):
+        ledger.decide(held, False, "eve")  # once
+    late = ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=0.01)
+    time.sleep(0.05)
+    with pytest.raises(ApprovalRefused, match="expired"):
+        ledger.decide(late, True, "dana")
+    assert asyncio.run(Approvals(ledger, timeout=0.2, poll=0.05).wait(late)) == "expired"
 
-    async def run() -> tuple[bool, bool, bool]:
-        waiting = asyncio.create_task(approvals.wait(verdict))
-        await asyncio.sleep(0)
-        changed = call_digest("git", "git_add", {"files": ["b"]})
-        wrong = approvals.decide(verdict.call, changed, approve=True)  # another argument: not this approval
-        right = approvals.decide(verdict.call, verdict.digest, approve=True)
-        again = approvals.decide(verdict.call, verdict.digest, approve=True)  # single use
-        return wrong or again, right, await waiting
 
-    refused, accepted, approved = asyncio.run(run())
-    assert not refused and accepted and approved
+def test_the_approvals_command_decides_a_held_call_by_its_digest(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'c.db'}"
+    verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
+    held = Ledger(database).record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=60)
+
+    def approvals(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "groundstate", "approvals", *args, "--db", database],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    listed = approvals("list")
+    assert f'"id": {held}' in listed.stdout and '"status": "held"' in listed.stdout
+    wrong = approvals("approve", str(held), "--digest", call_digest("git", "git_add", {"files": ["b"]}))
+    assert wrong.returncode == 4 and "a changed call needs its own approval" in wrong.stderr
+    denied = approvals("deny", str(held), "--digest", verdict.digest, "--as", "eve")
+    assert denied.returncode == 0 and denied.stdout.strip().endswith(": denied by eve")
+    assert approvals("list").stdout == ""  # nothing held any more

@@ -27,6 +27,14 @@ class Decision(BaseModel):
     operator: str = "api"
 
 
+class CallDecision(BaseModel):
+    """An operator's decision on a tools/call the MCP guard holds; ``digest`` (optional) must be the call's."""
+
+    decision: str  # approve or deny
+    operator: str = "operator"
+    digest: str | None = None
+
+
 class NewRun(BaseModel):
     """A run to start: a workflow's YAML text or the name of a bundled example."""
 
@@ -102,3 +110,15 @@ def api_why(run_id: str, ops: Ops) -> list[dict[str, Any]]:
 def api_workflows(ops: Ops) -> list[dict[str, str]]:
     """The bundled example workflows."""
     return [{"name": p.stem, "workflow": p.read_text(encoding="utf-8")} for p in ops.examples()]
+
+
+@router.get("/mcp/calls")
+def api_calls(ops: Ops, status: str | None = None) -> list[dict[str, Any]]:
+    """The MCP guard's decisions, newest first (``status=held``: the calls waiting for an operator)."""
+    return [entry.to_json() for entry in ops.ledger.entries(status)]
+
+
+@router.post("/mcp/calls/{entry_id}/decision")
+def api_decide_call(entry_id: int, body: CallDecision, ops: Ops) -> dict[str, Any]:
+    """Approve or deny a held call (once; refused with 409 when it expired, was decided, or the digest differs)."""
+    return ops.decide_call(entry_id, body.decision, body.operator, body.digest).to_json()

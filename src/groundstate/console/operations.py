@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fastapi import HTTPException, Request
 
+from ..guard import ApprovalRefused, Entry, Ledger
 from ..runtime import DECISIONS, RUNNING, DecisionError, PinnedPolicy, RunState, Runtime, StoreError, WorkflowError
 
 EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
@@ -23,6 +24,16 @@ class Operations:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.drives: dict[str, asyncio.Task[RunState]] = {}
+        self.ledger = Ledger(runtime.store.url)  # the MCP guard's decisions and held calls, in the same database
+
+    def decide_call(self, entry_id: int, decision: str, operator: str, digest: str | None) -> Entry:
+        """An operator's decision on a call the MCP guard holds; 409 with the reason when it cannot apply."""
+        if decision not in ("approve", "deny"):
+            raise HTTPException(422, f"unknown decision {decision!r}: use approve or deny")
+        try:
+            return self.ledger.decide(entry_id, decision == "approve", operator, digest)
+        except ApprovalRefused as exc:
+            raise HTTPException(409, str(exc)) from None
 
     def state(self, run_id: str) -> RunState:
         """The run's state, or 404 naming what could not be read."""

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import typer
 
-from ..config import load_config
+from ..config import default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
+from .ledger import HELD, Ledger
 
 app = typer.Typer(help="MCP: one policy over every tool call of the agents you already run.", no_args_is_help=True)
+_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
+                       "./groundstate.toml).")  # fmt: skip
 
 
 @app.command()
-def serve(
-    config: Path | None = typer.Option(
-        None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or ./groundstate.toml)."
-    ),
-) -> None:
+def serve(config: Path | None = _CONFIG) -> None:
     """Serve MCP on stdio in front of the configuration's [mcp.servers]; every tools/call is decided by the policy
     (mcp.mg and [mcp] policy files). Point Claude Desktop, Cursor or an SDK client at this command."""
     from .server import serve_stdio
@@ -27,7 +27,63 @@ def serve(
         settings = load_config(config).config
         if not settings.mcp.servers:
             raise typer.BadParameter("the configuration names no [mcp.servers.NAME]; the guard has nothing to front")
-        asyncio.run(serve_stdio(settings.mcp))
+        asyncio.run(serve_stdio(settings.mcp, settings.store.url or default_db_url(home())))
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None
+
+
+approvals_app = typer.Typer(help="Calls the MCP guard holds for an operator: list, approve, deny.",
+                            no_args_is_help=True)  # fmt: skip
+_DB = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
+                   "$GROUNDSTATE_HOME).")  # fmt: skip
+
+
+def _ledger(db: str | None, config: Path | None) -> Ledger:
+    settings = load_config(config).config
+    return Ledger(db or settings.store.url or default_db_url(home()))
+
+
+@approvals_app.command("list")
+def list_calls(
+    every: bool = typer.Option(False, "--all", help="Every decision, not only the held calls."),
+    db: str | None = _DB,
+    config: Path | None = _CONFIG,
+) -> None:
+    """The calls waiting for an operator (with --all: every decision), newest first, one JSON object per line."""
+    try:
+        entries = _ledger(db, config).entries(None if every else HELD)
+    except GroundstateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exit_code(exc)) from None
+    for entry in entries:
+        typer.echo(json.dumps(entry.to_json(), ensure_ascii=False))
+
+
+def _decide(entry_id: int, approve: bool, digest: str | None, actor: str, db: str | None, config: Path | None) -> None:
+    try:
+        entry = _ledger(db, config).decide(entry_id, approve, actor, digest)
+    except GroundstateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exit_code(exc)) from None
+    typer.echo(f"call {entry.id} ({entry.server}/{entry.tool}, {entry.digest}): {entry.status} by {entry.operator}")
+
+
+_DIGEST = typer.Option(None, "--digest", help="The call's digest, as listed: refused if the call is another one.")
+_AS = typer.Option("operator", "--as", help="Who decides (recorded with the decision).")
+
+
+@approvals_app.command("approve")
+def approve(
+    entry_id: int, digest: str | None = _DIGEST, actor: str = _AS, db: str | None = _DB, config: Path | None = _CONFIG
+) -> None:
+    """Let a held call through (once; refused if it expired or was decided)."""
+    _decide(entry_id, True, digest, actor, db, config)
+
+
+@approvals_app.command("deny")
+def deny(
+    entry_id: int, digest: str | None = _DIGEST, actor: str = _AS, db: str | None = _DB, config: Path | None = _CONFIG
+) -> None:
+    """Refuse a held call."""
+    _decide(entry_id, False, digest, actor, db, config)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -22,46 +21,40 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from ..config import McpConfig
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
 from .upstream import Upstreams, connect
 
-DENIED = -32001  # JSON-RPC server error: the guard's policy refused the call
+REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 
 
-@dataclass
 class Approvals:
-    """Calls held for an operator, by call id, each bound to the digest of its exact tool and arguments; a decision
-    applies once, to that call only."""
+    """Calls held for an operator: recorded in the ledger, decided there by the console, the API or
+    `groundstate approvals`; the guard polls for the decision until the timeout expires the call."""
 
-    timeout: float
-    waiting: dict[str, tuple[str, asyncio.Future[bool]]] = field(default_factory=dict)
+    def __init__(self, ledger: Ledger, timeout: float, poll: float = 0.2) -> None:
+        self.ledger, self.timeout, self.poll = ledger, timeout, poll
 
-    async def wait(self, verdict: Verdict) -> bool:
-        """True when an operator approves the held call in time; False when one denies it or time runs out."""
-        decided: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.waiting[verdict.call] = (verdict.digest, decided)
-        try:
-            return await asyncio.wait_for(decided, self.timeout)
-        except TimeoutError:
-            return False
-        finally:
-            self.waiting.pop(verdict.call, None)
-
-    def decide(self, call: str, digest: str, approve: bool) -> bool:
-        """Approve or deny a held call; False when no such call waits or the digest is not that call's."""
-        held = self.waiting.get(call)
-        if held is None or held[0] != digest or held[1].done():
-            return False
-        held[1].set_result(approve)
-        return True
+    async def wait(self, entry_id: int) -> str:
+        """How the held call ended: ``approved``, ``denied`` (by an operator) or ``expired``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while loop.time() < deadline:
+            entry = await asyncio.to_thread(self.ledger.get, entry_id)
+            if entry is not None and entry.status != HELD:
+                return entry.status
+            await asyncio.sleep(self.poll)
+        await asyncio.to_thread(self.ledger.expire, entry_id)
+        entry = await asyncio.to_thread(self.ledger.get, entry_id)  # decided at the very last moment?
+        return entry.status if entry is not None else EXPIRED
 
 
 class Guard:
     """The guard's two handlers over connected upstreams, a policy and the approvals waiting."""
 
-    def __init__(self, upstreams: Upstreams, policy: McpPolicy, approvals: Approvals) -> None:
-        self.upstreams, self.policy, self.approvals = upstreams, policy, approvals
+    def __init__(self, upstreams: Upstreams, policy: McpPolicy, ledger: Ledger, approvals: Approvals) -> None:
+        self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         for server, tools in upstreams.tools.items():
             policy.add_tools(server, tools)
 
@@ -79,12 +72,17 @@ class Guard:
         try:
             verdict = self.policy.decide(server, tool, arguments, client="stdio")
         except ArgumentsTooLarge as exc:
-            raise MCPError(DENIED, f"denied: {exc}") from None
-        if verdict.decision == "approve" and not await self.approvals.wait(verdict):
-            reason = f"no operator approved the call within {self.approvals.timeout:g} s: {verdict.reasons[0]}"
-            raise MCPError(DENIED, f"denied: {reason}", _details(verdict))
+            raise MCPError(REFUSED, f"denied: {exc}") from None
+        entry = await asyncio.to_thread(self.ledger.record, server, tool, arguments, "stdio", verdict,
+                                        self.approvals.timeout)  # fmt: skip
+        if verdict.decision == "approve":
+            ended = await self.approvals.wait(entry)
+            if ended != APPROVED:
+                why = ("an operator denied the call" if ended == DENIED else
+                       f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
+                raise MCPError(REFUSED, f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry))
         if verdict.decision == "deny":
-            raise MCPError(DENIED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict))
+            raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
         except MCPError:
@@ -94,16 +92,18 @@ class Guard:
         return result
 
 
-def _details(verdict: Verdict) -> dict[str, Any]:
-    return {"call": verdict.call, "decision": verdict.decision, "reasons": verdict.reasons, "digest": verdict.digest,
+def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
+    return {"call": entry, "decision": verdict.decision, "reasons": verdict.reasons, "digest": verdict.digest,
             "why": verdict.why}  # fmt: skip
 
 
-async def serve_stdio(config: McpConfig) -> None:
-    """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away."""
+async def serve_stdio(config: McpConfig, store_url: str) -> None:
+    """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
+    database at ``store_url``)."""
     async with contextlib.AsyncExitStack() as stack:
         upstreams = await connect(config.servers, stack)
-        guard = Guard(upstreams, McpPolicy(list(config.policy)), Approvals(config.approval_timeout_sec))
+        ledger = Ledger(store_url)
+        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, Approvals(ledger, config.approval_timeout_sec))
         server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
         tools = sum(len(t) for t in upstreams.tools.values())
         print(f"groundstate mcp guard: {len(upstreams.tools)} upstream server(s), {tools} tools, on stdio",

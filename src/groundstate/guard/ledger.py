@@ -1,0 +1,161 @@
+"""The guard's ledger, in the run store's database (SQLite or PostgreSQL): every decision on a tools/call — who
+called, what, what the policy decided and why — and the calls held for an operator, which the console, the API and
+`groundstate approvals` decide while the guard process waits.
+
+A held call is bound to its exact tool and arguments (their digest, recorded with it): an operator decides that
+one call, once; a decision after the call expired, on a call already decided, or naming another digest is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    insert,
+    select,
+    update,
+)
+
+from ..errors import ConflictError
+
+HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
+
+_TABLES = MetaData()
+decisions = Table(
+    "mcp_decisions", _TABLES,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("server", String(200), nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("arguments", Text, nullable=False),
+    Column("digest", String(80), nullable=False),
+    Column("client", String(200), nullable=False),
+    Column("decision", String(16), nullable=False),  # permit, deny, approve (as the policy decided)
+    Column("reasons", Text, nullable=False),
+    Column("why", Text, nullable=False),
+    Column("status", String(16), nullable=False),  # for approvals: held, approved, denied, expired; else the decision
+    Column("expires_at", DateTime(timezone=True)),
+    Column("operator", String(200)),
+    Column("decided_at", DateTime(timezone=True)),
+)  # fmt: skip
+
+
+class ApprovalRefused(ConflictError):
+    """A decision on a held call that cannot apply: no such call, already decided or expired, another digest."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One decision of the ledger, as the console and the CLI show it."""
+
+    id: int
+    at: datetime
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    digest: str
+    client: str
+    decision: str
+    reasons: list[str]
+    why: str
+    status: str
+    expires_at: datetime | None
+    operator: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the API serves it."""
+        data = self.__dict__.copy()
+        data["at"] = self.at.isoformat()
+        data["expires_at"] = self.expires_at.isoformat() if self.expires_at else None
+        return data
+
+
+class Ledger:
+    """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
+
+    def __init__(self, url: str) -> None:
+        options = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
+        self.engine: Engine = create_engine(url, **options)
+        _TABLES.create_all(self.engine)
+
+    def record(
+        self, server: str, tool: str, arguments: dict[str, Any], client: str, verdict: Any, hold_seconds: float
+    ) -> int:
+        """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now)."""
+        now = datetime.now(UTC)
+        held = verdict.decision == "approve"
+        row = {"at": now, "server": server, "tool": tool, "arguments": json.dumps(arguments, sort_keys=True),
+               "digest": verdict.digest, "client": client, "decision": verdict.decision,
+               "reasons": json.dumps(verdict.reasons), "why": verdict.why, "status": HELD if held else verdict.decision,
+               "expires_at": now + timedelta(seconds=hold_seconds) if held else None}  # fmt: skip
+        with self.engine.begin() as db:
+            key = db.execute(insert(decisions).values(**row)).inserted_primary_key
+        assert key is not None
+        return int(key[0])
+
+    def decide(self, entry_id: int, approve: bool, operator: str, digest: str | None = None) -> Entry:
+        """An operator's decision on a held call, once; ApprovalRefused says why it cannot apply."""
+        now = datetime.now(UTC)
+        with self.engine.begin() as db:
+            current = self._get(db, entry_id)
+            if current is None:
+                raise ApprovalRefused(f"there is no call {entry_id} in the guard's ledger")
+            if digest is not None and digest != current.digest:
+                raise ApprovalRefused(f"call {entry_id} is {current.digest}, not {digest}: a changed call needs its "
+                                      "own approval")  # fmt: skip
+            if current.status != HELD:
+                raise ApprovalRefused(f"call {entry_id} is {current.status}: only a held call can be decided")
+            if current.expires_at is not None and _aware(current.expires_at) <= now:
+                raise ApprovalRefused(f"call {entry_id} expired at {current.expires_at:%H:%M:%S} UTC")
+            db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
+                status=APPROVED if approve else DENIED, operator=operator, decided_at=now))  # fmt: skip
+            found = self._get(db, entry_id)
+        assert found is not None
+        return found
+
+    def expire(self, entry_id: int) -> None:
+        """The guard stopped waiting: a call still held is expired (and can no longer be approved)."""
+        with self.engine.begin() as db:
+            db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
+                status=EXPIRED, decided_at=datetime.now(UTC)))  # fmt: skip
+
+    def get(self, entry_id: int) -> Entry | None:
+        """One entry, or None."""
+        with self.engine.connect() as db:
+            return self._get(db, entry_id)
+
+    def entries(self, status: str | None = None, limit: int = 200) -> list[Entry]:
+        """The latest entries (held ones only with ``status="held"``), newest first."""
+        query = select(decisions).order_by(decisions.c.id.desc()).limit(limit)
+        if status is not None:
+            query = query.where(decisions.c.status == status)
+        with self.engine.connect() as db:
+            return [_entry(row) for row in db.execute(query).mappings()]
+
+    @staticmethod
+    def _get(db: Any, entry_id: int) -> Entry | None:
+        row = db.execute(select(decisions).where(decisions.c.id == entry_id)).mappings().first()
+        return None if row is None else _entry(row)
+
+
+def _entry(row: Any) -> Entry:
+    return Entry(row["id"], _aware(row["at"]), row["server"], row["tool"], json.loads(row["arguments"]), row["digest"],
+                 row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
+                 _aware(row["expires_at"]) if row["expires_at"] else None, row["operator"])  # fmt: skip
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes for timezone-aware columns; they were written in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
