@@ -93,3 +93,21 @@ def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLR
     limits = json.dumps(pinned.limits.model_dump(mode="json"), indent=2) if pinned.limits is not None else None
     return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=pinned.guards,
                  patterns=pinned.compiled_patterns, digest=pinned.digest, roles=roles, limits=limits)  # fmt: skip
+
+
+@router.get("/calls", response_class=HTMLResponse)
+def calls_page(request: Request, ops: Ops, secrets: Keys) -> HTMLResponse:
+    """The MCP guard's calls: the held ones as cards to approve or deny, then the latest decisions."""
+    entries = ops.ledger.entries()
+    held = [e for e in entries if e.status == "held"]
+    return _page(request, secrets, "calls.html", held=held, entries=entries,
+                 arguments={e.id: json.dumps(e.arguments, indent=2, ensure_ascii=False) for e in entries})  # fmt: skip
+
+
+@router.post("/calls/{entry_id}/decide")
+async def decide_call_page(request: Request, entry_id: int, ops: Ops) -> Response:
+    """A card's buttons: the decision applies to the call whose digest the card showed."""
+    form = await checked_form(request)
+    ops.decide_call(entry_id, str(form.get("decision", "")), str(form.get("operator", "operator")),
+                    str(form.get("digest", "")) or None)  # fmt: skip
+    return RedirectResponse("/calls", status_code=303)

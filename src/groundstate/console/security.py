@@ -115,4 +115,5 @@ def local(target: str) -> str:
 def _form_path(path: str) -> bool:
     """The pages that take HTML forms (and check their CSRF field themselves)."""
     parts = path.strip("/").split("/")
-    return path == "/runs" or (len(parts) == 3 and parts[0] == "runs" and parts[2] == "decide")
+    decide = len(parts) == 3 and parts[0] in ("runs", "calls") and parts[2] == "decide"
+    return path == "/runs" or decide
