@@ -5,7 +5,7 @@ where its value came from. The packages that act on a key read it from here; not
 """
 
 from .effective import effective, render
-from .home import default_db_url, home
+from .home import TOKEN_FILE, default_db_url, home, load_or_create_token
 from .limits import DEFAULT_SHARDS, ContextWindow, CoreLimits, KernelConfig, ShardProfile
 from .project import (
     ENVIRONMENT,
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_SHARDS",
     "ENVIRONMENT",
     "FILE_NAME",
+    "TOKEN_FILE",
     "Budgets",
     "ConfigFileError",
     "ContextWindow",
@@ -57,5 +58,6 @@ __all__ = [
     "find_config",
     "home",
     "load_config",
+    "load_or_create_token",
     "render",
 ]

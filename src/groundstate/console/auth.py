@@ -9,24 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import secrets
-from pathlib import Path
 
-TOKEN_FILE = "console.token"
+from ..config import TOKEN_FILE, load_or_create_token
+
 COOKIE = "groundstate_session"
 
-
-def load_or_create_token(home: Path) -> tuple[str, bool]:
-    """(token, created): a new token is written with mode 0600 before anything can read it."""
-    path = home / TOKEN_FILE
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip(), False
-    token = secrets.token_urlsafe(32)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    return token, True
+__all__ = ["COOKIE", "TOKEN_FILE", "derived", "load_or_create_token", "same"]
 
 
 def derived(token: str, purpose: str) -> str:

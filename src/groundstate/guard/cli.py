@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ..config import default_db_url, home, load_config
+from ..config import default_db_url, home, load_config, load_or_create_token
 from ..errors import GroundstateError, exit_code
 from .ledger import HELD, Ledger
 
@@ -17,17 +17,32 @@ _CONFIG = typer.Option(None, "--config", help="The project configuration (defaul
                        "./groundstate.toml).")  # fmt: skip
 
 
+_HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /mcp (with the console token) "
+                     "instead of stdio.")  # fmt: skip
+
+
 @app.command()
-def serve(config: Path | None = _CONFIG) -> None:
+def serve(
+    config: Path | None = _CONFIG,
+    http: str | None = _HTTP,
+) -> None:
     """Serve MCP on stdio in front of the configuration's [mcp.servers]; every tools/call is decided by the policy
     (mcp.mg and [mcp] policy files). Point Claude Desktop, Cursor or an SDK client at this command."""
-    from .server import serve_stdio
+    from .server import serve_http, serve_stdio
 
     try:
         settings = load_config(config).config
         if not settings.mcp.servers:
             raise typer.BadParameter("the configuration names no [mcp.servers.NAME]; the guard has nothing to front")
-        asyncio.run(serve_stdio(settings.mcp, settings.store.url or default_db_url(home())))
+        store = settings.store.url or default_db_url(home())
+        if http is None:
+            asyncio.run(serve_stdio(settings.mcp, store))
+        else:
+            host, _, port = http.rpartition(":")
+            if not host or not port.isdigit():
+                raise typer.BadParameter("--http must be HOST:PORT")
+            token, _ = load_or_create_token(home())
+            asyncio.run(serve_http(settings.mcp, store, host, int(port), token))
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp_types as types
@@ -53,8 +55,11 @@ class Approvals:
 class Guard:
     """The guard's two handlers over connected upstreams, a policy and the approvals waiting."""
 
-    def __init__(self, upstreams: Upstreams, policy: McpPolicy, ledger: Ledger, approvals: Approvals) -> None:
+    def __init__(
+        self, upstreams: Upstreams, policy: McpPolicy, ledger: Ledger, approvals: Approvals, client: str = "stdio"
+    ) -> None:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
+        self.client = client  # who calls: the stdio parent, or the holder of the token over HTTP
         for server, tools in upstreams.tools.items():
             policy.add_tools(server, tools)
 
@@ -70,10 +75,10 @@ class Guard:
         server, tool = route
         arguments = dict(params.arguments or {})
         try:
-            verdict = self.policy.decide(server, tool, arguments, client="stdio")
+            verdict = self.policy.decide(server, tool, arguments, client=self.client)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
-        entry = await asyncio.to_thread(self.ledger.record, server, tool, arguments, "stdio", verdict,
+        entry = await asyncio.to_thread(self.ledger.record, server, tool, arguments, self.client, verdict,
                                         self.approvals.timeout)  # fmt: skip
         if verdict.decision == "approve":
             ended = await self.approvals.wait(entry)
@@ -97,16 +102,56 @@ def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
             "why": verdict.why}  # fmt: skip
 
 
-async def serve_stdio(config: McpConfig, store_url: str) -> None:
-    """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
-    database at ``store_url``)."""
+@contextlib.asynccontextmanager
+async def _guard(config: McpConfig, store_url: str, client: str) -> AsyncIterator[tuple[Server, Upstreams]]:
+    """The upstreams connected and the MCP server over them, for as long as the block runs."""
     async with contextlib.AsyncExitStack() as stack:
         upstreams = await connect(config.servers, stack)
         ledger = Ledger(store_url)
-        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, Approvals(ledger, config.approval_timeout_sec))
-        server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
-        tools = sum(len(t) for t in upstreams.tools.values())
-        print(f"groundstate mcp guard: {len(upstreams.tools)} upstream server(s), {tools} tools, on stdio",
-              file=sys.stderr, flush=True)  # fmt: skip
+        approvals = Approvals(ledger, config.approval_timeout_sec)
+        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, approvals, client)
+        yield Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool), upstreams
+
+
+def _started(upstreams: Upstreams, where: str) -> None:
+    tools = sum(len(t) for t in upstreams.tools.values())
+    print(f"groundstate mcp guard: {len(upstreams.tools)} upstream server(s), {tools} tools, on {where}",
+          file=sys.stderr, flush=True)  # fmt: skip
+
+
+async def serve_stdio(config: McpConfig, store_url: str) -> None:
+    """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
+    database at ``store_url``)."""
+    async with _guard(config, store_url, "stdio") as (server, upstreams):
+        _started(upstreams, "stdio")
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(config: McpConfig, store_url: str, host: str, port: int, token: str) -> None:
+    """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp``; every request needs ``token`` as its bearer
+    token (the console's), anything else is a 401."""
+    import uvicorn
+
+    async with _guard(config, store_url, "http") as (server, upstreams):
+        app = _bearer(server.streamable_http_app(host=host), token)
+        _started(upstreams, f"http://{host}:{port}/mcp")
+        await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+
+
+def _bearer(app: Any, token: str) -> Any:
+    """``app`` behind the bearer token (compared in constant time); lifespan events pass."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            sent = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(sent, expected):
+                body = b'{"error": "missing or wrong token (Authorization: Bearer <the console token>)"}'
+                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
