@@ -6,6 +6,7 @@ and denied when nobody approves in time — and the repository untouched."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -156,3 +157,24 @@ def test_the_approvals_command_decides_a_held_call_by_its_digest(tmp_path: Path)
     denied = approvals("deny", str(held), "--digest", verdict.digest, "--as", "eve")
     assert denied.returncode == 0 and denied.stdout.strip().endswith(": denied by eve")
     assert approvals("list").stdout == ""  # nothing held any more
+
+
+def test_the_docs_client_configurations_start_the_guard(tmp_path: Path) -> None:
+    """Each JSON client configuration docs/mcp.md shows (Claude Desktop, Cursor) starts a working guard as written,
+    its configuration path pointed at this test's."""
+    snippets = [json.loads(code) for lang, code in blocks("mcp.md") if lang == "json"]
+    assert len(snippets) == 2
+    (tmp_path / "groundstate.toml").write_text(TIME)
+    for snippet in snippets:
+        entry = snippet["mcpServers"]["groundstate"]
+        args = [str(tmp_path / "groundstate.toml") if a.endswith("groundstate.toml") else a for a in entry["args"]]
+        command = str(Path(sys.executable).parent / entry["command"])  # the installed console script
+        params = StdioServerParameters(command=command, args=args, env={"GROUNDSTATE_HOME": str(tmp_path / "h")})
+
+        async def session(params: StdioServerParameters = params) -> str:
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+                return result.content[0].text  # type: ignore[union-attr]
+
+        assert '"timezone": "UTC"' in asyncio.run(asyncio.wait_for(session(), 60))
