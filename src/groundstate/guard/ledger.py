@@ -23,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     create_engine,
+    event,
     insert,
     select,
     update,
@@ -88,6 +89,8 @@ class Ledger:
     def __init__(self, url: str) -> None:
         options = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
         self.engine: Engine = create_engine(url, **options)
+        if url.startswith("sqlite"):  # the same journal as the run store's: readers never block the guard's writes
+            event.listen(self.engine, "connect", _sqlite_journal)
         _TABLES.create_all(self.engine)
 
     def record(
@@ -148,6 +151,13 @@ class Ledger:
     def _get(db: Any, entry_id: int) -> Entry | None:
         row = db.execute(select(decisions).where(decisions.c.id == entry_id)).mappings().first()
         return None if row is None else _entry(row)
+
+
+def _sqlite_journal(connection: Any, _: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 def _entry(row: Any) -> Entry:

@@ -32,8 +32,8 @@ def shipped_rules() -> Path:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What the policy decided for one call: ``permit``, ``approve`` or ``deny``, with every reason and the
-    derivation of the first."""
+    """What the policy decided for one call: ``permit``, ``approve`` or ``deny``, with every reason and — for a
+    refusal or a held call — the derivation of the first."""
 
     call: str
     decision: str
@@ -53,6 +53,7 @@ class McpPolicy:
         self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-mcp-")  # the kernel needs one; unused
         self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])])
         self._numbers = 0
+        self._previous: list[tuple[str, tuple[Any, ...]]] = []  # the last call's facts, retracted with the next
 
     def add_tools(self, server: str, tools: list[Any]) -> None:
         """Report an upstream server's tools and what their annotations say."""
@@ -67,8 +68,8 @@ class McpPolicy:
                     tx.assert_("mcp_destructive", (server, tool.name))
 
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str) -> Verdict:
-        """The verdict on one call, with the derivation of its first reason (the call's facts are then retracted:
-        each call is decided on its own)."""
+        """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
+        is decided on its own: its facts replace the previous call's in one transaction (one evaluation)."""
         self._numbers += 1
         call = f"call-{self._numbers}"
         digest = call_digest(server, tool, arguments)
@@ -78,22 +79,22 @@ class McpPolicy:
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         with self.kernel.transaction() as tx:
+            for predicate, row in self._previous:
+                tx.retract(predicate, row)
             for predicate, row in facts:
                 tx.assert_(predicate, row)
-        try:
-            rows = self.kernel.query(f'mcp_verdict("{call}", D, R)')
-            if len(rows) != 1:
-                raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the rules "
-                                           "must derive exactly one")  # fmt: skip
-            [(_, decision, reasons)] = rows
-            first = str(reasons[0])
-            quoted = first.replace("\\", "\\\\").replace('"', '\\"')
-            why = explain(self.kernel, f'mcp_decision("{call}", {decision}, "{quoted}")')
-            return Verdict(call, str(decision).lstrip("/"), [str(r) for r in reasons], digest, why)
-        finally:
-            with self.kernel.transaction() as tx:
-                for predicate, row in facts:
-                    tx.retract(predicate, row)
+        self._previous = facts
+        rows = self.kernel.query(f'mcp_verdict("{call}", D, R)')
+        if len(rows) != 1:
+            raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the rules "
+                                       "must derive exactly one")  # fmt: skip
+        [(_, decision, reasons)] = rows
+        kind, first = str(decision).lstrip("/"), str(reasons[0])
+        quoted = first.replace("\\", "\\\\").replace('"', '\\"')
+        # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are its
+        # record (deriving the tree costs ten times the decision)
+        why = explain(self.kernel, f'mcp_decision("{call}", {decision}, "{quoted}")') if kind != "permit" else ""
+        return Verdict(call, kind, [str(r) for r in reasons], digest, why)
 
 
 def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:

@@ -1,0 +1,71 @@
+"""Added latency of a tools/call through `groundstate mcp serve` versus calling the same upstream server directly.
+
+    python bench/mcp/run.py            # 1,000 calls each way
+    python bench/mcp/run.py --quick    # 100
+
+Both sides use the official `mcp` SDK client over stdio against the same minimal server (bench/mcp/echo_server.py:
+one read-only tool that answers at once), so the difference is the guard: one more stdio hop, the policy's decision
+(the shipped mcp.mg: read-only is permitted) with its derivation, and the decision's row in the ledger (SQLite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ECHO = str(Path(__file__).with_name("echo_server.py"))
+
+
+async def latencies(params: StdioServerParameters, tool: str, calls: int) -> list[float]:
+    """Milliseconds per call, after a warm-up."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        for _ in range(20):
+            await client.call_tool(tool, {"text": "warm"})
+        out = []
+        for number in range(calls):
+            started = time.perf_counter()
+            await client.call_tool(tool, {"text": f"call {number}"})
+            out.append((time.perf_counter() - started) * 1000)
+        return out
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(share * len(ordered)), len(ordered) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    calls = 100 if parser.parse_args().quick else 1000
+    home = Path(tempfile.mkdtemp(prefix="groundstate-bench-mcp-"))
+    (home / "groundstate.toml").write_text(f'[mcp.servers.echo]\ncommand = ["{sys.executable}", "{ECHO}"]\n')
+    direct = StdioServerParameters(command=sys.executable, args=[ECHO])
+    environment = {"GROUNDSTATE_HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    guarded = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], cwd=str(home),
+                                    env=environment)  # fmt: skip
+    print(f"# {platform.python_version()}, {os.cpu_count()} cores, {calls} calls each", flush=True)
+    rows = []
+    for name, params, tool in (("direct", direct, "echo"), ("through the guard", guarded, "echo__echo")):
+        values = asyncio.run(latencies(params, tool, calls))
+        rows.append((name, percentile(values, 0.5), percentile(values, 0.99), statistics.mean(values)))
+    print("| path | p50 ms | p99 ms | mean ms |\n|---|---|---|---|")
+    for name, p50, p99, mean in rows:
+        print(f"| {name} | {p50:.2f} | {p99:.2f} | {mean:.2f} |")
+    added50, added99 = rows[1][1] - rows[0][1], rows[1][2] - rows[0][2]
+    print(f"\nadded by the guard: p50 {added50:.2f} ms, p99 {added99:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
