@@ -193,16 +193,18 @@ class Gateway:
                 self.publish(bridge.end())
                 return
             adapter = adapter_type(provider)
-            failed = False
+            failed, publishing = False, self.sender is not None  # frames are encoded only for subscribers
             async for data in response.aiter_raw():
                 await send({"type": "http.response.body", "body": data, "more_body": True})  # unchanged
                 for event in adapter.feed(data):
                     failed = self._count(model, event) or failed
-                    self.publish(bridge.push(event))
+                    if publishing:
+                        self.publish(bridge.push(event))
             await send({"type": "http.response.body", "body": b""})
             for event in adapter.close():
                 failed = self._count(model, event) or failed
-                self.publish(bridge.push(event))
+                if publishing:
+                    self.publish(bridge.push(event))
             self.metrics.called(model, ok=not failed)
             self.publish(bridge.end())
 
