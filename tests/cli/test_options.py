@@ -112,10 +112,12 @@ def test_wire_tail_stream_and_vocab() -> None:
                "--vocab", "bytes"]  # fmt: skip
     tail = subprocess.Popen([sys.executable, "-m", "groundstate", *command], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(1.5)  # the subscription reaches the publisher
-    for stream in (4, 5):
-        for frame in conversation(stream):
-            publisher.send_multipart([topic(stream), frame])
+    deadline = time.monotonic() + 3  # PUB drops what it sends before the subscription arrives: keep sending a while
+    while time.monotonic() < deadline:
+        for stream in (4, 5):
+            for frame in conversation(stream):
+                publisher.send_multipart([topic(stream), frame])
+        time.sleep(0.2)
     out, err = tail.communicate(timeout=60)
     publisher.close()
     streams = {json.loads(line)["stream"] for line in out.splitlines()}
