@@ -4,9 +4,9 @@ streams: added latency (a whole streamed answer, p50 and p99) and throughput.
     python bench/gateway/run.py            # 300 sequential streams, then 3 rounds of 100 concurrent
     python bench/gateway/run.py --quick
 
-The upstream is a loopback server (uvicorn) streaming the same OpenAI chat-completion answer, 100 chunks, each its
-own write; the client reads it with httpx as SDKs do. Through the gateway each answer is also parsed into events
-(and, with --publish, would be sent as SIGIL frames; the benchmark leaves publishing off).
+The upstream is a loopback server (uvicorn, in a process of its own) streaming the same OpenAI chat-completion
+answer, 100 chunks, each its own write; the client reads it with httpx as SDKs do. Through the gateway each answer
+is also parsed into events for the metrics (SIGIL frames are encoded only with --publish, which this leaves off).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from typing import Any
 
@@ -85,11 +84,14 @@ async def measure(url: str, sequential: int, concurrent: int, rounds: int) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
-    quick = parser.parse_args().quick
-    sequential, rounds = (50, 1) if quick else (300, 3)
+    parser.add_argument("--upstream-on", type=int, help=argparse.SUPPRESS)  # internal: be the upstream on this port
+    options = parser.parse_args()
+    if options.upstream_on:
+        uvicorn.run(upstream, host="127.0.0.1", port=options.upstream_on, log_level="warning")
+        return
+    sequential, rounds = (50, 1) if options.quick else (300, 3)
     up, gw = free_port(), free_port()
-    server = uvicorn.Server(uvicorn.Config(upstream, host="127.0.0.1", port=up, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
+    server = subprocess.Popen([sys.executable, __file__, "--upstream-on", str(up)])  # its own process, as upstreams are
     wait_for(up)
     gateway = subprocess.Popen([sys.executable, "-m", "groundstate", "gateway", "--upstream",
                                 f"http://127.0.0.1:{up}", "--listen", f"127.0.0.1:{gw}"],
@@ -102,14 +104,16 @@ def main() -> None:
         through = asyncio.run(measure(f"http://127.0.0.1:{gw}/v1/chat/completions", sequential, 100, rounds))
     finally:
         gateway.terminate()
-        server.should_exit = True
+        server.terminate()
     print("| path | p50 ms (1 stream) | p99 ms (1 stream) | p50 ms (100 at once) | streams/s (100 at once) |")
     print("|---|---|---|---|---|")
     for name, row in (("direct", direct), ("through the gateway", through)):
         cells = f"{row['p50']:.2f} | {row['p99']:.2f} | {row['crowded_p50']:.1f} | {row['streams_per_s']:.0f}"
         print(f"| {name} | {cells} |")
-    print(f"\nadded p50 (1 stream): {through['p50'] - direct['p50']:.2f} ms; throughput at 100 streams: "
-          f"{100 * through['streams_per_s'] / direct['streams_per_s']:.0f}% of direct")
+    print(
+        f"\nadded p50 (1 stream): {through['p50'] - direct['p50']:.2f} ms; throughput at 100 streams: "
+        f"{100 * through['streams_per_s'] / direct['streams_per_s']:.0f}% of direct"
+    )
 
 
 if __name__ == "__main__":
