@@ -42,7 +42,8 @@ SNIPPETS = [code for lang, code in blocks("mcp.md") if lang == "py"]
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=["openai-agents", "langgraph"])
 def test_the_docs_client_snippet_runs_through_the_guard(snippet: str, clients_python: Path, tmp_path: Path) -> None:
-    (tmp_path / "groundstate.toml").write_text(TIME)
+    # the clients start the guard with their own small environment (no GROUNDSTATE_HOME): the store is named here
+    (tmp_path / "groundstate.toml").write_text(TIME + f'[store]\nurl = "sqlite:///{tmp_path / "guard.db"}"\n')
     (tmp_path / "snippet.py").write_text(snippet)
     env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
            "GROUNDSTATE_HOME": str(tmp_path / "home")}  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -70,7 +71,7 @@ def test_a_user_rule_denies_with_reasons_and_derivation(tmp_path: Path) -> None:
     assert str(error) == "denied by policy: no questions about Pyongyang"
     data = error.error.data
     assert data["decision"] == "deny" and data["digest"].startswith("sha256:")
-    assert 'mcp_argument("call-1", "timezone", "Asia/Pyongyang")' in data["why"]  # the derivation, down to the fact
+    assert f'mcp_argument("{data["call"]}", "timezone", "Asia/Pyongyang")' in data["why"]  # down to the fact
     assert "Asia/Tokyo" in allowed  # the rule denies exactly what it says
 
 
@@ -178,3 +179,21 @@ def test_the_docs_client_configurations_start_the_guard(tmp_path: Path) -> None:
                 return result.content[0].text  # type: ignore[union-attr]
 
         assert '"timezone": "UTC"' in asyncio.run(asyncio.wait_for(session(), 60))
+
+
+def test_a_ledger_from_an_earlier_version_keeps_its_decisions(tmp_path: Path) -> None:
+    """Upgrading: a ledger table without the columns added since gets them, and its rows stay readable."""
+    database = tmp_path / "old.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE mcp_decisions (id INTEGER PRIMARY KEY AUTOINCREMENT, at DATETIME NOT NULL, "
+                   "server VARCHAR(200) NOT NULL, tool VARCHAR(200) NOT NULL, arguments TEXT NOT NULL, "
+                   "digest VARCHAR(80) NOT NULL, client VARCHAR(200) NOT NULL, decision VARCHAR(16) NOT NULL, "
+                   "reasons TEXT NOT NULL, why TEXT NOT NULL, status VARCHAR(16) NOT NULL, expires_at DATETIME, "
+                   "operator VARCHAR(200), decided_at DATETIME)")  # fmt: skip
+        db.execute("INSERT INTO mcp_decisions (at, server, tool, arguments, digest, client, decision, reasons, why, "
+                   "status) VALUES ('2026-11-01 10:00:00', 'git', 'git_add', '{}', 'sha256:x', 'stdio', 'permit', "
+                   """'["old"]', '', 'permit')""")  # fmt: skip
+    ledger = Ledger(f"sqlite:///{database}")
+    verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
+    ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=30)
+    assert [(e.call, e.reasons) for e in ledger.entries()] == [(verdict.call, verdict.reasons), (None, ["old"])]

@@ -25,7 +25,9 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 
@@ -38,6 +40,7 @@ decisions = Table(
     "mcp_decisions", _TABLES,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("at", DateTime(timezone=True), nullable=False),
+    Column("call", String(40)),  # the policy's name for it, as its derivation shows (added later: may be null)
     Column("server", String(200), nullable=False),
     Column("tool", String(200), nullable=False),
     Column("arguments", Text, nullable=False),
@@ -63,6 +66,7 @@ class Entry:
 
     id: int
     at: datetime
+    call: str | None
     server: str
     tool: str
     arguments: dict[str, Any]
@@ -92,6 +96,7 @@ class Ledger:
         if url.startswith("sqlite"):  # the same journal as the run store's: readers never block the guard's writes
             event.listen(self.engine, "connect", _sqlite_journal)
         _TABLES.create_all(self.engine)
+        _add_missing_columns(self.engine)
 
     def record(
         self, server: str, tool: str, arguments: dict[str, Any], client: str, verdict: Any, hold_seconds: float
@@ -99,7 +104,8 @@ class Ledger:
         """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now)."""
         now = datetime.now(UTC)
         held = verdict.decision == "approve"
-        row = {"at": now, "server": server, "tool": tool, "arguments": json.dumps(arguments, sort_keys=True),
+        row = {"at": now, "call": verdict.call, "server": server, "tool": tool,
+               "arguments": json.dumps(arguments, sort_keys=True),
                "digest": verdict.digest, "client": client, "decision": verdict.decision,
                "reasons": json.dumps(verdict.reasons), "why": verdict.why, "status": HELD if held else verdict.decision,
                "expires_at": now + timedelta(seconds=hold_seconds) if held else None}  # fmt: skip
@@ -153,6 +159,17 @@ class Ledger:
         return None if row is None else _entry(row)
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """A ledger written by an earlier version lacks the columns added since; they are added (nullable), so upgrading
+    keeps every recorded decision."""
+    present = {column["name"] for column in inspect(engine).get_columns(decisions.name)}
+    with engine.begin() as db:
+        for column in decisions.columns:
+            if column.name not in present:
+                db.execute(text(f"ALTER TABLE {decisions.name} ADD COLUMN {column.name} "
+                                f"{column.type.compile(engine.dialect)}"))  # fmt: skip
+
+
 def _sqlite_journal(connection: Any, _: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -161,8 +178,8 @@ def _sqlite_journal(connection: Any, _: Any) -> None:
 
 
 def _entry(row: Any) -> Entry:
-    return Entry(row["id"], _aware(row["at"]), row["server"], row["tool"], json.loads(row["arguments"]), row["digest"],
-                 row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
+    return Entry(row["id"], _aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
+                 row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
                  _aware(row["expires_at"]) if row["expires_at"] else None, row["operator"])  # fmt: skip
 
 

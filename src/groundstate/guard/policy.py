@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+import uuid
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -52,7 +53,6 @@ class McpPolicy:
     def __init__(self, files: list[Path] | None = None) -> None:
         self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-mcp-")  # the kernel needs one; unused
         self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])])
-        self._numbers = 0
         self._previous: list[tuple[str, tuple[Any, ...]]] = []  # the last call's facts, retracted with the next
 
     def add_tools(self, server: str, tools: list[Any]) -> None:
@@ -70,8 +70,7 @@ class McpPolicy:
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str) -> Verdict:
         """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
         is decided on its own: its facts replace the previous call's in one transaction (one evaluation)."""
-        self._numbers += 1
-        call = f"call-{self._numbers}"
+        call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
         digest = call_digest(server, tool, arguments)
         flattened = list(_flatten(arguments, ""))
         if len(flattened) > MAX_ARGUMENT_FACTS:

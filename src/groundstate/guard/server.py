@@ -98,8 +98,8 @@ class Guard:
 
 
 def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
-    return {"call": entry, "decision": verdict.decision, "reasons": verdict.reasons, "digest": verdict.digest,
-            "why": verdict.why}  # fmt: skip
+    return {"entry": entry, "call": verdict.call, "decision": verdict.decision, "reasons": verdict.reasons,
+            "digest": verdict.digest, "why": verdict.why}  # fmt: skip
 
 
 @contextlib.asynccontextmanager
