@@ -52,7 +52,7 @@ class McpPolicy:
 
     def __init__(self, files: list[Path] | None = None) -> None:
         self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-mcp-")  # the kernel needs one; unused
-        self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])])
+        self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])], shipped=False)
         self._previous: list[tuple[str, tuple[Any, ...]]] = []  # the last call's facts, retracted with the next
 
     def add_tools(self, server: str, tools: list[Any]) -> None:

@@ -106,18 +106,20 @@ class Kernel:
         extra_sources: Iterable[str | Path] = (),
         externals: dict[str, External] | None = None,
         clock: Callable[[], float] = time.time,
+        shipped: bool = True,
     ) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.config = config or KernelConfig()
         self.clock = clock
-        self.sources = [*default_sources(), *(Path(p) for p in extra_sources)]
-        self._externals: dict[str, External] = {
+        # shipped=False: only ``extra_sources`` — a kernel for another policy (the MCP guard's), without the agent's
+        self.sources = [*(default_sources() if shipped else []), *(Path(p) for p in extra_sources)]
+        shipped_externals: dict[str, External] = {
             "workspace_path": lambda target: [(name(self.workspace.status(target or ".")),)],
             "file_age": self._file_age,
             "recall_similar": lambda query: [],
             "query_learned": lambda key: [],
-            **(externals or {}),
         }
+        self._externals = {**(shipped_externals if shipped else {}), **(externals or {})}
         self.program = _load(tuple(self.sources))
         self.engine = self._engine(self.program)
         self.last_stats: Stats = self.engine.evaluate()
