@@ -28,6 +28,7 @@ from .packets.cli import use_validators
 from .providers.cli import app as providers_app
 from .runtime.cli import run as run_command
 from .runtime.cli import runs_app
+from .store.cli import app as operators_app
 from .wire.cli import app as wire_app
 
 app = typer.Typer(
@@ -44,6 +45,7 @@ app.add_typer(runs_app, name="runs")
 app.add_typer(config_app, name="config")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(approvals_app, name="approvals")
+app.add_typer(operators_app, name="operators")
 app.command(name="run")(run_command)
 app.command(name="serve")(serve_command)
 app.command(name="demo")(demo_command)

@@ -24,6 +24,7 @@ LAYERS = {
     "config": 1,
     "packets": 2,
     "providers": 2,
+    "store": 2,
     "kernel": 3,
     "runtime": 4,
     "guard": 4,

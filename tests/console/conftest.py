@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from ..runtime.conftest import Script, envelope, model  # noqa: F401 - the scripted provider fixture
 
@@ -28,8 +28,17 @@ class Console:
     token: str
     home: Path
 
-    def api(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=30)
+    def api(self, token: str | None = None) -> httpx.Client:
+        """A client authenticated as the first admin (or as the account whose ``token`` is given)."""
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token or self.token}"}, timeout=30)
+
+    def account(self, name: str, role: str) -> str:
+        """Create an operator account through the API (as the first admin); its token."""
+        with self.api() as admin:
+            created = admin.post("/api/operators", json={"name": name, "role": role})
+        assert created.status_code == 201, created.text
+        token: str = created.json()["token"]
+        return token
 
 
 @contextlib.contextmanager
@@ -92,6 +101,16 @@ def page(browser: Browser, console: Console) -> Iterator[Page]:
     page.wait_for_url(f"{console.url}/")
     yield page
     context.close()
+
+
+def sign_in(page: Page, console: Console, name: str, role: str) -> None:
+    """Sign the browser in as a new account ``name`` with ``role`` (through the login form)."""
+    token = console.account(name, role)
+    page.goto(f"{console.url}/login")
+    page.fill("input[name=token]", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{console.url}/")
+    expect(page.locator("#who")).to_have_text(f"{name} ({role})")
 
 
 def shot(page: Page, name: str) -> None:

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from ..runtime.conftest import Script, envelope
 from ..runtime.test_configuration import with_usage
 from ..runtime.test_guards import FLOW as BRANCH
-from .conftest import Console, shot
+from .conftest import Console, shot, sign_in
 
 
 def start(console: Console, workflow: str, model: str) -> str:
@@ -43,8 +43,9 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
     shot(page, "kernel")
     page.go_back()
 
+    sign_in(page, console, "dana", "operator")  # the decision is the signed-in account's
+    page.goto(f"{console.url}/runs/{run_id}")
     page.fill("#instructions", "Use web_search to find the 2025 market size for home battery storage.")
-    page.fill("input[name=operator]", "dana")
     page.click("button.execute")
     expect(page.locator("#run-status")).to_have_text("completed", timeout=180_000)
     expect(page.locator("#approval")).to_have_count(0)
@@ -54,7 +55,7 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
 
     events = console.api().get(f"/api/runs/{run_id}/events").json()
     decided = next(e for e in events if e["type"] == "ApprovalDecided")
-    assert decided["actor"] == "console:dana" and decided["payload"]["decision"] == "retry"
+    assert decided["actor"] == "operator:dana" and decided["payload"]["decision"] == "retry"
     assert decided["payload"]["instructions"].startswith("Use web_search")
     page.goto(f"{console.url}/")
     expect(page.locator("table.runs")).to_contain_text("completed")

@@ -13,7 +13,7 @@ from mcp.client.session import ClientSession
 from playwright.sync_api import Page, expect
 
 from ..guard.test_mcp_guard import guarded
-from .conftest import Console, shot
+from .conftest import Console, shot, sign_in
 
 
 def test_the_card_shows_the_call_and_approve_lets_it_through(page: Page, console: Console, tmp_path: Path) -> None:
@@ -28,6 +28,7 @@ def test_the_card_shows_the_call_and_approve_lets_it_through(page: Page, console
         added = await client.call_tool("git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
         return added.content[0].text  # type: ignore[union-attr]
 
+    sign_in(page, console, "dana", "operator")
     caller = threading.Thread(target=lambda: results.append(guarded(tmp_path, config, use)), daemon=True)
     caller.start()
     card = page.locator(".mcp-call")
@@ -42,7 +43,6 @@ def test_the_card_shows_the_call_and_approve_lets_it_through(page: Page, console
     call = page.locator(".mcp-call").get_attribute("data-call")
     expect(card.locator(".why")).to_contain_text(f'mcp_call("{call}", "git", "git_add"')
     shot(page, "mcp-approval")
-    page.fill(".mcp-call input[name=operator]", "dana")
     page.click(".mcp-call button.execute")
     expect(page.locator(".mcp-call")).to_have_count(0)
     expect(page.locator("table.calls tbody tr").first).to_contain_text("dana")

@@ -44,8 +44,8 @@ def test_a_custom_rule_holds_after_execute_in_a_restarted_console(tmp_path: Path
         run_id = api.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
         assert wait_for_pause(api, run_id)["pause"]["reason"] == REASON
     with serving(tmp_path, "--config", "plain.toml") as console:  # the rule is not in this console's configuration
-        api = console.api()
-        decided = api.post(f"/api/runs/{run_id}/decision", json={"decision": "retry", "operator": "dana"})
+        api = console.api(console.account("dana", "operator"))
+        decided = api.post(f"/api/runs/{run_id}/decision", json={"decision": "retry"})
         assert decided.status_code == 200, decided.text
         time.sleep(0.5)
         run = wait_for_pause(api, run_id)

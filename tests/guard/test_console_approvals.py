@@ -19,8 +19,9 @@ from ..console.conftest import serving
 from .test_mcp_guard import guarded
 
 
-def decide_when_held(api: Any, decision: str, outcome: list[Any]) -> threading.Thread:
-    """In the background: wait for a held call, try a wrong digest, then decide it as dana."""
+def decide_when_held(api: Any, viewer: Any, decision: str, outcome: list[Any]) -> threading.Thread:
+    """In the background: wait for a held call; the viewer tries to decide it, a wrong digest is tried, then the
+    operator (``api``, dana's account) decides it."""
 
     def run() -> None:
         for _ in range(600):
@@ -28,10 +29,13 @@ def decide_when_held(api: Any, decision: str, outcome: list[Any]) -> threading.T
             if held:
                 call = held[0]
                 where = f"/api/mcp/calls/{call['id']}/decision"
-                body = {"decision": decision, "operator": "dana"}
+                body = {"decision": decision}
+                refused = viewer.post(where, json={**body, "digest": call["digest"]})
+                named = api.post(where, json={**body, "digest": call["digest"], "operator": "mallory"})
                 wrong = api.post(where, json={**body, "digest": "sha256:" + "0" * 64})
                 right = api.post(where, json={**body, "digest": call["digest"]})
-                outcome.extend([call, wrong.status_code, right.json()])
+                outcome.extend([call, wrong.status_code, right.json(), refused.status_code, refused.json(),
+                                named.status_code])  # fmt: skip
                 return
             time.sleep(0.1)
 
@@ -50,13 +54,14 @@ def test_an_operator_decides_held_calls_in_the_console(tmp_path: Path) -> None:
     approved: list[Any] = []
     denied: list[Any] = []
     with serving(tmp_path) as console:
-        api = console.api()
+        api = console.api(console.account("dana", "operator"))
+        viewer = console.api(console.account("vic", "viewer"))
 
         async def use(client: ClientSession) -> str:
-            worker = decide_when_held(api, "approve", approved)
+            worker = decide_when_held(api, viewer, "approve", approved)
             added = await client.call_tool("git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
             worker.join(10)
-            worker = decide_when_held(api, "deny", denied)
+            worker = decide_when_held(api, viewer, "deny", denied)
             with pytest.raises(MCPError, match="denied: an operator denied the call: git/git_reset may destroy"):
                 await client.call_tool("git__git_reset", {"repo_path": str(repo)})
             worker.join(10)
@@ -67,6 +72,8 @@ def test_an_operator_decides_held_calls_in_the_console(tmp_path: Path) -> None:
     assert "a.txt" in text or "Files staged" in text
     staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True)
     assert staged.stdout.split() == ["a.txt"]  # approved: it ran, once
+    assert approved[3] == 403 and "'vic' is a viewer, who may not act" in approved[4]["detail"]  # a viewer sees only
+    assert approved[5] == 422  # a body naming another operator is refused: the account decides, not a typed name
     assert approved[1] == 409 and approved[2]["status"] == "approved" and approved[2]["operator"] == "dana"
     assert denied[1] == 409 and denied[2]["status"] == "denied"
     assert [(e["tool"], e["status"], e["operator"]) for e in ledger] == [("git_reset", "denied", "dana"),

@@ -1,5 +1,5 @@
-"""`groundstate mcp serve --http`: the guard over streamable HTTP, behind the console token — the SDK's HTTP client
-with the token lists and calls through it; without the token, a 401."""
+"""`groundstate mcp serve --http`: the guard over streamable HTTP, behind operator accounts' tokens — the SDK's HTTP
+client with an operator's token lists and calls through it; without a token, a 401; with a viewer's, a 403."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ import httpx
 import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from groundstate.config import default_db_url
+from groundstate.store import Operators
 
 from .test_mcp_guard import TIME
 
@@ -38,7 +41,13 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
             except httpx.TransportError:
                 time.sleep(0.1)
         assert refused.status_code == 401
-        token = (tmp_path / "home" / "console.token").read_text().strip()
+        token = (tmp_path / "home" / "console.token").read_text().strip()  # the first admin's
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        _, viewer = operators.add("vic", "viewer", admin)
+        seen = httpx.post(url, json={}, headers={"Authorization": f"Bearer {viewer}"}, timeout=5)
+        assert seen.status_code == 403 and "'vic' is a viewer, who may not act" in seen.json()["error"]
 
         async def use() -> tuple[list[str], str]:
             headers = {"Authorization": f"Bearer {token}"}

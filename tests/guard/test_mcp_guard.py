@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -21,8 +22,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Tool, ToolAnnotations
 
-from groundstate.config import ConfigFileError, load_config
+from groundstate.config import ConfigFileError, load_config, load_or_create_token
 from groundstate.guard import ApprovalRefused, Approvals, Ledger, McpPolicy, call_digest
+from groundstate.store import Operators
 
 from ..test_docs import blocks
 
@@ -147,15 +149,26 @@ def test_the_approvals_command_decides_a_held_call_by_its_digest(tmp_path: Path)
     verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
     held = Ledger(database).record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=60)
 
-    def approvals(*args: str) -> subprocess.CompletedProcess[str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    admin_token = load_or_create_token(home)[0]
+    operators = Operators(database, first_admin_token=admin_token)
+    admin = operators.authenticate(admin_token)
+    assert admin is not None
+    _, eve = operators.add("eve", "operator", by=admin)
+
+    def approvals(*args: str, token: str = eve) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "GROUNDSTATE_HOME": str(home), "GROUNDSTATE_TOKEN": token}
         return subprocess.run([sys.executable, "-m", "groundstate", "approvals", *args, "--db", database],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
 
     listed = approvals("list")
     assert f'"id": {held}' in listed.stdout and '"status": "held"' in listed.stdout
     wrong = approvals("approve", str(held), "--digest", call_digest("git", "git_add", {"files": ["b"]}))
     assert wrong.returncode == 4 and "a changed call needs its own approval" in wrong.stderr
-    denied = approvals("deny", str(held), "--digest", verdict.digest, "--as", "eve")
+    unknown = approvals("deny", str(held), token="gso_not-a-token")
+    assert unknown.returncode == 2 and "belongs to no operator account" in unknown.stderr
+    denied = approvals("deny", str(held), "--digest", verdict.digest)
     assert denied.returncode == 0 and denied.stdout.strip().endswith(": denied by eve")
     assert approvals("list").stdout == ""  # nothing held any more
 

@@ -13,6 +13,8 @@ import pytest
 from openai import OpenAI
 from prometheus_client.parser import text_string_to_metric_families
 
+from groundstate.config import default_db_url
+from groundstate.store import Operators
 from groundstate.wire import Content, Hello, Reset, StreamEnd, UpstreamError
 from groundstate.wire.zmq_transport import FrameReceiver
 
@@ -105,8 +107,15 @@ def test_the_gateway_serves_metrics_behind_the_token(
     with pytest.raises(Exception, match="429"):
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True)
     assert scrape(base_url, None)[0] == 401 and scrape(base_url, "wrong")[0] == 401
-    status, samples = scrape(base_url, (tmp_path / "home" / "console.token").read_text().strip())
+    admin_token = (tmp_path / "home" / "console.token").read_text().strip()
+    operators = Operators(default_db_url(tmp_path / "home"))
+    admin = operators.authenticate(admin_token)  # the gateway made the console's token the first admin
+    assert admin is not None and admin.role == "admin"
+    _, viewer = operators.add("vic", "viewer", admin)  # a viewer may see the metrics
+    status, samples = scrape(base_url, viewer)
     assert status == 200
+    operators.remove("vic", admin)
+    assert scrape(base_url, viewer)[0] == 401  # a removed account's token stops working at once
     model = f"openai-chat:gpt-4o@{upstream.rstrip('/')}"
     labels = (("model", model), ("outcome", "ok"), ("provider", "openai-chat"))
     assert samples[("groundstate_model_calls_total", labels)] == 1

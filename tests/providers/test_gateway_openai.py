@@ -95,4 +95,4 @@ def test_the_gateway_says_where_it_listens_and_what_it_serves(tmp_path: Path) ->
         process.terminate()
         process.wait(timeout=10)
     assert line.strip() == (f"gateway: http://127.0.0.1:{port}/v1 — a proxy to https://api.example (openai-chat); "
-                            "/metrics with the console token")  # fmt: skip
+                            "/metrics with an operator's token")  # fmt: skip

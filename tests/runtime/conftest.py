@@ -43,18 +43,29 @@ def sse(text: str) -> bytes:
 class Script:
     def __init__(self) -> None:
         self.answers: dict[str, list[Any]] = {}  # agent or model -> envelopes, raw strings, SSE bytes, (status, body)
-        self.delays: dict[str, float] = {}  # agent or model -> seconds before the answer
+        self.delays: dict[str, float | list[float]] = {}  # agent or model -> seconds before the answer (or per answer)
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.by_round = False
         self.lock = threading.Lock()
 
     def next(self, agent: str, body: dict[str, Any]) -> Any:
         with self.lock:
-            served = sum(1 for a, _ in self.requests if a == agent)
             answers = self.answers.get(str(body.get("model")), self.answers.get(agent))  # by model, else by agent
             assert answers is not None, f"no answer scripted for {agent}"
-            index = (len(body["messages"]) - 2) // 2 if self.by_round else served - 1
-            return answers[min(index, len(answers) - 1)]
+            return answers[min(self.index(agent, body), len(answers) - 1)]
+
+    def index(self, agent: str, body: dict[str, Any]) -> int:
+        """Which answer a request gets: its round (``by_round``), else how many the agent asked before."""
+        served = sum(1 for a, _ in self.requests if a == agent)
+        return (len(body["messages"]) - 2) // 2 if self.by_round else served - 1
+
+    def delay(self, agent: str, body: dict[str, Any]) -> float:
+        """Seconds before the answer: one for every answer, or a list by answer."""
+        delay = self.delays.get(str(body.get("model")), self.delays.get(agent, 0))
+        if isinstance(delay, list):
+            with self.lock:
+                return delay[min(self.index(agent, body), len(delay) - 1)]
+        return delay
 
 
 @pytest.fixture
@@ -69,7 +80,7 @@ def model() -> Iterator[tuple[str, Script]]:
         with script.lock:
             script.requests.append((agent, body))
         answer = script.next(agent, body)
-        delay = script.delays.get(str(body.get("model")), script.delays.get(agent, 0))
+        delay = script.delay(agent, body)
         if isinstance(answer, tuple):
             status, payload = answer
             return Reply(status, {"content-type": "application/json"}, payload, delay=delay)

@@ -110,6 +110,7 @@ def test_run_and_serve_read_the_configuration(tmp_path: Path, model: tuple[str, 
     (tmp_path / "groundstate.toml").write_text(f'[models]\ndefault = "openai-chat:main@{url}"\n')
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     env.pop("GROUNDSTATE_CONFIG", None)
+    env.pop("GROUNDSTATE_TOKEN", None)
     done = subprocess.run([sys.executable, "-m", "groundstate", "run", "flow.yaml"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -351,6 +352,7 @@ def test_limits_are_pinned_with_the_run(tmp_path: Path, model: tuple[str, Script
 def groundstate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     env.pop("GROUNDSTATE_CONFIG", None)
+    env.pop("GROUNDSTATE_TOKEN", None)
     return subprocess.run([sys.executable, "-m", "groundstate", *args], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
 
@@ -370,7 +372,7 @@ def test_the_runs_commands_use_the_configured_store_and_repin(tmp_path: Path, mo
     (tmp_path / "guards.mg").write_text('needs_approval(R, A, /quality, "always") :- finished(R, A).\n')
     with (tmp_path / "team.toml").open("a") as file:
         file.write('[policy]\nguards = ["guards.mg"]\n')
-    repinned = groundstate(tmp_path, "runs", "repin", run_id, "--as", "bob", "--config", "team.toml")
+    repinned = groundstate(tmp_path, "runs", "repin", run_id, "--config", "team.toml")  # as the first admin
     assert repinned.returncode == 0 and "re-pinned: sha256:" in repinned.stdout, repinned.stdout + repinned.stderr
     decided = groundstate(tmp_path, "runs", "decide", run_id, "retry", "--config", "team.toml")
     assert decided.returncode == 0, decided.stdout + decided.stderr
@@ -378,7 +380,7 @@ def test_the_runs_commands_use_the_configured_store_and_repin(tmp_path: Path, mo
     resumed = groundstate(tmp_path, "runs", "resume", run_id, "--config", "team.toml")
     assert resumed.returncode == 3 and "always" in resumed.stdout  # the re-pinned guard file applies
     events = runtime.store.events(run_id)
-    assert [e.actor for e in events if e.type == "PolicyRepinned"] == ["bob"]
+    assert [e.actor for e in events if e.type == "PolicyRepinned"] == ["operator:admin"]
 
 
 def test_retention_archives_an_agents_settled_actions_during_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:

@@ -13,8 +13,11 @@ from pathlib import Path
 EXAMPLE = Path(__file__).parents[2] / "examples" / "market-brief.yaml"
 
 
-def groundstate(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def groundstate(home: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GROUNDSTATE_HOME": str(home), "COLUMNS": "160"}
+    env.pop("GROUNDSTATE_TOKEN", None)
+    if token is not None:
+        env["GROUNDSTATE_TOKEN"] = token
     return subprocess.run([sys.executable, "-m", "groundstate", *args], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=600)  # fmt: skip
 
@@ -30,9 +33,9 @@ def test_operator_edits_instructions_and_the_run_completes(tmp_path: Path) -> No
 
     instructions = tmp_path / "instructions.txt"
     instructions.write_text("Use web_search to find the 2025 market size for home battery storage.")
-    decided = groundstate(
-        tmp_path, "runs", "decide", run_id, "retry", "--instructions", str(instructions), "--as", "bob"
-    )
+    added = groundstate(tmp_path, "operators", "add", "bob", "--role", "operator")  # as the first admin
+    bob = added.stdout.split()[-1]
+    decided = groundstate(tmp_path, "runs", "decide", run_id, "retry", "--instructions", str(instructions), token=bob)
     assert decided.returncode == 0, decided.stdout
 
     resumed = groundstate(tmp_path, "runs", "resume", run_id)
@@ -44,7 +47,8 @@ def test_operator_edits_instructions_and_the_run_completes(tmp_path: Path) -> No
 
     log = [json.loads(line) for line in groundstate(tmp_path, "runs", "show", run_id, "--events").stdout.splitlines()]
     decided_event = next(e for e in log if e["type"] == "ApprovalDecided")
-    assert decided_event["actor"] == "bob" and decided_event["payload"]["instructions"].startswith("Use web_search")
+    assert decided_event["actor"] == "operator:bob"  # the account whose token decided, not a typed name
+    assert decided_event["payload"]["instructions"].startswith("Use web_search")
     research = [e for e in log if e["agent"] == "research_market"]
     assert [e["type"] for e in research if e["type"] in ("AgentStarted", "ToolCall", "AgentCompleted")][:3] == [
         "AgentStarted",

@@ -9,34 +9,55 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..runtime import AWAITING_APPROVAL
+from ..store import ACT, ADMINISTER, SEE, Operator
 from .operations import Operations, operations
+from .security import operator_of
 from .views import pauses_json, run_json, why_json
 
 router = APIRouter(prefix="/api")
 Ops = Annotated[Operations, Depends(operations)]
+Who = Annotated[Operator, Depends(operator_of)]
 
 
 class Decision(BaseModel):
-    """An operator's decision on a run's current pause."""
+    """An operator's decision on a run's current pause (recorded as the authenticated operator's: a body naming
+    someone else is refused, not ignored)."""
 
+    model_config = ConfigDict(extra="forbid")
     decision: str
     instructions: str | None = None
-    operator: str = "api"
 
 
 class CallDecision(BaseModel):
     """An operator's decision on a tools/call the MCP guard holds; ``digest`` (optional) must be the call's."""
 
+    model_config = ConfigDict(extra="forbid")
     decision: str  # approve or deny
-    operator: str = "operator"
     digest: str | None = None
+
+
+class NewOperator(BaseModel):
+    """An account to create (an admin's action); the answer carries its token, shown this once."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    role: str
+
+
+class RoleChange(BaseModel):
+    """A new role for an account."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str
 
 
 class NewRun(BaseModel):
     """A run to start: a workflow's YAML text or the name of a bundled example."""
+
+    model_config = ConfigDict(extra="forbid")
 
     workflow: str | None = None
     example: str | None = None
@@ -51,9 +72,9 @@ def api_runs(ops: Ops) -> list[dict[str, Any]]:
 
 
 @router.post("/runs", status_code=201)
-async def api_create(body: NewRun, ops: Ops) -> dict[str, str]:  # async: the run is driven on the server's loop
+async def api_create(body: NewRun, ops: Ops, who: Who) -> dict[str, str]:  # async: driven on the server's loop
     """Start a run; it is driven by the console's process."""
-    return {"run_id": ops.create(body.workflow, body.example, body.model)}
+    return {"run_id": ops.create(body.workflow, body.example, body.model, who)}
 
 
 @router.get("/runs/{run_id}")
@@ -87,9 +108,9 @@ async def api_stream(run_id: str, request: Request, ops: Ops, after: int = 0) ->
 
 
 @router.post("/runs/{run_id}/decision")
-async def api_decide(run_id: str, body: Decision, ops: Ops) -> dict[str, Any]:
+async def api_decide(run_id: str, body: Decision, ops: Ops, who: Who) -> dict[str, Any]:
     """Decide the run's current pause (retry, skip or abort)."""
-    return run_json(ops.decide(run_id, body.decision, body.instructions, body.operator))
+    return run_json(ops.decide(run_id, body.decision, body.instructions, who))
 
 
 @router.get("/approvals")
@@ -119,6 +140,43 @@ def api_calls(ops: Ops, status: str | None = None) -> list[dict[str, Any]]:
 
 
 @router.post("/mcp/calls/{entry_id}/decision")
-def api_decide_call(entry_id: int, body: CallDecision, ops: Ops) -> dict[str, Any]:
+def api_decide_call(entry_id: int, body: CallDecision, ops: Ops, who: Who) -> dict[str, Any]:
     """Approve or deny a held call (once; refused with 409 when it expired, was decided, or the digest differs)."""
-    return ops.decide_call(entry_id, body.decision, body.operator, body.digest).to_json()
+    return ops.decide_call(entry_id, body.decision, who, body.digest).to_json()
+
+
+@router.get("/me")
+def api_me(who: Who) -> dict[str, Any]:
+    """The account this request is authenticated as, and what its role may do."""
+    return {**who.to_json(), "may": sorted(action for action in (SEE, ACT, ADMINISTER) if who.may(action))}
+
+
+@router.get("/operators")
+def api_operators(ops: Ops) -> list[dict[str, Any]]:
+    """Every operator account (admins only; never a token)."""
+    return [account.to_json() for account in ops.operators.list()]
+
+
+@router.post("/operators", status_code=201)
+def api_add_operator(body: NewOperator, ops: Ops, who: Who) -> dict[str, Any]:
+    """Create an account; its token is in this answer and nowhere else."""
+    account, token = ops.accounts(lambda accounts: accounts.add(body.name, body.role, who))
+    return {**account.to_json(), "token": token}
+
+
+@router.patch("/operators/{name}")
+def api_set_role(name: str, body: RoleChange, ops: Ops, who: Who) -> dict[str, Any]:
+    """Change an account's role (the last admin stays an admin)."""
+    return ops.accounts(lambda accounts: accounts.set_role(name, body.role, who)).to_json()
+
+
+@router.post("/operators/{name}/token")
+def api_rotate(name: str, ops: Ops, who: Who) -> dict[str, str]:
+    """A new token for the account; the old one and its sessions stop working."""
+    return {"name": name, "token": ops.accounts(lambda accounts: accounts.rotate(name, who))}
+
+
+@router.delete("/operators/{name}", status_code=204)
+def api_remove_operator(name: str, ops: Ops, who: Who) -> None:
+    """Remove an account (not the last admin)."""
+    ops.accounts(lambda accounts: accounts.remove(name, who))

@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..runtime import Runtime
+from ..store import Operators
 from . import api, pages, security
 from .operations import EXAMPLES, Operations
 
@@ -19,13 +20,15 @@ __all__ = ["EXAMPLES", "create_app"]
 
 
 def create_app(runtime: Runtime, token: str) -> FastAPI:
-    """The console for ``runtime``, guarded by ``token`` (see ``auth`` for how browsers and clients use it)."""
+    """The console for ``runtime``: ``token`` (the state directory's ``console.token``) is its key and becomes the
+    first admin account; every request is authenticated to an operator account (see ``security``)."""
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
                   redoc_url=None)  # fmt: skip
     app.mount("/static", StaticFiles(directory=str(pages.HERE / "static")), name="static")
     metrics_open = (security.METRICS,) if runtime.settings.metrics.open else ()
-    security.install(app, security.Secrets.of(token), metrics_open)
-    app.state.operations = Operations(runtime)
+    operators = Operators(runtime.store.url, first_admin_token=token)
+    security.install(app, security.Secrets(token, operators), metrics_open)
+    app.state.operations = Operations(runtime, operators)
     app.include_router(api.router)
     app.include_router(pages.router)
 

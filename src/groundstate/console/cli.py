@@ -13,7 +13,7 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
-from ..config import load_config
+from ..config import default_db_url, load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
@@ -27,6 +27,7 @@ from ..runtime import (
     home,
     workflow_of,
 )
+from ..store import SEE, Operators
 from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
@@ -151,10 +152,21 @@ def gateway(
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
     settings = load_config(config).config
-    token = None if settings.metrics.open else load_or_create_token(home())[0]
+    reader = None if settings.metrics.open else _metrics_reader(settings.store.url or default_db_url(home()))
     mode = "the local model" if upstream == "local" else f"a proxy to {upstream} ({api})"
     published = f"; SIGIL frames on {publish}" if publish else ""
-    metrics = "open" if token is None else "with the console token"
+    metrics = "open" if reader is None else "with an operator's token"
     console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
-    serve_gateway(upstream, api, host, int(port), publish, token)
+    serve_gateway(upstream, api, host, int(port), publish, reader)
+
+
+def _metrics_reader(store_url: str) -> Callable[[str], bool]:
+    """Whether a bearer token is an operator account's that may see (the console's accounts, in the store)."""
+    operators = Operators(store_url, first_admin_token=load_or_create_token(home())[0])
+
+    def may_see(token: str) -> bool:
+        who = operators.authenticate(token)
+        return who is not None and who.may(SEE)
+
+    return may_see

@@ -7,32 +7,44 @@ runtime's lease keeps a second driver elsewhere from writing to the same run.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from fastapi import HTTPException, Request
 
 from ..guard import ApprovalRefused, Entry, Ledger
 from ..runtime import DECISIONS, RUNNING, DecisionError, PinnedPolicy, RunState, Runtime, StoreError, WorkflowError
+from ..store import AccountRefused, Operator, Operators
 
+T = TypeVar("T")
 EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
 
 
 class Operations:
     """The runtime as the console uses it; refusals become HTTP errors that say what was wrong."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, operators: Operators) -> None:
         self.runtime = runtime
+        self.operators = operators
         self.drives: dict[str, asyncio.Task[RunState]] = {}
         self.ledger = Ledger(runtime.store.url)  # the MCP guard's decisions and held calls, in the same database
 
-    def decide_call(self, entry_id: int, decision: str, operator: str, digest: str | None) -> Entry:
+    def decide_call(self, entry_id: int, decision: str, operator: Operator, digest: str | None) -> Entry:
         """An operator's decision on a call the MCP guard holds; 409 with the reason when it cannot apply."""
         if decision not in ("approve", "deny"):
             raise HTTPException(422, f"unknown decision {decision!r}: use approve or deny")
         try:
-            return self.ledger.decide(entry_id, decision == "approve", operator, digest)
+            return self.ledger.decide(entry_id, decision == "approve", operator.name, digest)
         except ApprovalRefused as exc:
+            raise HTTPException(409, str(exc)) from None
+
+    def accounts(self, change: Callable[[Operators], T]) -> T:
+        """A change to the operator accounts; a refused one is a 409 saying why."""
+        try:
+            return change(self.operators)
+        except AccountRefused as exc:
             raise HTTPException(409, str(exc)) from None
 
     def state(self, run_id: str) -> RunState:
@@ -42,7 +54,7 @@ class Operations:
         except StoreError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    def create(self, workflow: str | None, example: str | None, model: str | None) -> str:
+    def create(self, workflow: str | None, example: str | None, model: str | None, operator: Operator) -> str:
         """Start a run of ``workflow`` (YAML text) or of a bundled example on ``model`` (None: the configuration's
         ``models.default``, else local); 404/422 say why not."""
         text = workflow
@@ -54,21 +66,19 @@ class Operations:
         if not text:
             raise HTTPException(422, "give a workflow (YAML text) or the name of a bundled example")
         try:
-            run_id = self.runtime.create(text, "console", model)
+            run_id = self.runtime.create(text, "console", model, actor=operator.actor)
         except (WorkflowError, ValueError) as exc:
             raise HTTPException(422, str(exc)) from None
         self.drive(run_id)
         return run_id
 
-    def decide(self, run_id: str, decision: str, instructions: str | None, operator: str) -> RunState:
+    def decide(self, run_id: str, decision: str, instructions: str | None, operator: Operator) -> RunState:
         """The operator's decision on the run's current pause; the run goes on in this process if it runs again."""
         if decision not in DECISIONS:
             raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
         self.state(run_id)
         try:
-            state = self.runtime.decide(
-                run_id, decision, instructions or None, actor=f"console:{operator or 'operator'}"
-            )
+            state = self.runtime.decide(run_id, decision, instructions or None, actor=operator.actor)
         except DecisionError as exc:
             raise HTTPException(409, str(exc)) from None
         if state.status == RUNNING:

@@ -13,9 +13,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from ..runtime import usage_line
-from .auth import same
+from ..store import ACT, Operator
 from .operations import Operations, operations
-from .security import Secrets, checked_form, local, logged_in, secrets_of
+from .security import Secrets, checked_form, local, logged_in, operator_of, secrets_of
 from .views import instructions_of, layers, why_json
 
 HERE = Path(str(resources.files("groundstate.console")))
@@ -23,17 +23,21 @@ templates = Jinja2Templates(directory=str(HERE / "templates"))
 router = APIRouter()
 Ops = Annotated[Operations, Depends(operations)]
 Keys = Annotated[Secrets, Depends(secrets_of)]
+Who = Annotated[Operator, Depends(operator_of)]
 
 
-def _page(request: Request, secrets: Secrets, name: str, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, {"csrf": secrets.csrf, **context})
+def _page(request: Request, name: str, **context: Any) -> HTMLResponse:
+    who: Operator = request.state.operator
+    return templates.TemplateResponse(request, name, {"csrf": request.state.csrf, "who": who,
+                                                      "may_act": who.may(ACT), **context})  # fmt: skip
 
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, secrets: Keys, next: str = "/", token: str | None = None) -> Response:
     """The form; or, with ``?token=`` (the link ``groundstate demo`` prints), a direct log-in."""
-    if token is not None and same(token, secrets.token):
-        return logged_in(next, secrets)
+    who = secrets.operators.authenticate(token) if token is not None else None
+    if who is not None:
+        return logged_in(next, secrets, who)
     error = None if token is None else "wrong token"
     return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": error},
                                       status_code=200 if error is None else 401)  # fmt: skip
@@ -41,45 +45,45 @@ def login_form(request: Request, secrets: Keys, next: str = "/", token: str | No
 
 @router.post("/login")
 async def login(request: Request, secrets: Keys) -> Response:
-    """Log in with the token; the session cookie is set."""
+    """Log in with an operator's token; the session cookie is set for that account."""
     form = await request.form()
     target = local(str(form.get("next", "/")))
-    if not same(str(form.get("token", "")).strip(), secrets.token):
+    who = secrets.operators.authenticate(str(form.get("token", "")).strip())
+    if who is None:
         return templates.TemplateResponse(request, "login.html", {"next": target, "error": "wrong token"},
                                           status_code=401)  # fmt: skip
-    return logged_in(target, secrets)
+    return logged_in(target, secrets, who)
 
 
 @router.get("/", response_class=HTMLResponse)
-def runs_page(request: Request, ops: Ops, secrets: Keys) -> HTMLResponse:
+def runs_page(request: Request, ops: Ops) -> HTMLResponse:
     """Every run, and the form that starts a bundled example."""
     examples = [p.stem for p in ops.examples()]
-    return _page(request, secrets, "runs.html", runs=ops.runtime.store.runs(), examples=examples)
+    return _page(request, "runs.html", runs=ops.runtime.store.runs(), examples=examples)
 
 
 @router.post("/runs")
-async def start_page(request: Request, ops: Ops) -> Response:
+async def start_page(request: Request, ops: Ops, who: Who) -> Response:
     """Start a bundled example from the runs page."""
     form = await checked_form(request)
-    run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "") or None)
+    run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "") or None, who)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str, ops: Ops, secrets: Keys, fragment: bool = False) -> HTMLResponse:
+def run_page(request: Request, run_id: str, ops: Ops, fragment: bool = False) -> HTMLResponse:
     """One run: its DAG, the pause card, recent events (``fragment`` for the live refresh)."""
     state = ops.state(run_id)
     name = "run_fragment.html" if fragment else "run.html"
-    return _page(request, secrets, name, run=state, layers=layers(state), instructions=instructions_of(state),
+    return _page(request, name, run=state, layers=layers(state), instructions=instructions_of(state),
                  events=ops.runtime.store.events(run_id)[-40:], usage=usage_line(state))  # fmt: skip
 
 
 @router.post("/runs/{run_id}/decide")
-async def decide_page(request: Request, run_id: str, ops: Ops) -> Response:
-    """The pause card's buttons."""
+async def decide_page(request: Request, run_id: str, ops: Ops, who: Who) -> Response:
+    """The pause card's buttons (the decision is recorded as the logged-in operator's)."""
     form = await checked_form(request)
-    ops.decide(run_id, str(form.get("decision", "")), str(form.get("instructions", "")),
-               str(form.get("operator", "operator")))  # fmt: skip
+    ops.decide(run_id, str(form.get("decision", "")), str(form.get("instructions", "")), who)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 
@@ -91,23 +95,22 @@ def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLR
     pinned = ops.pinned_policy(state)
     roles = [role.model_dump() for role in pinned.roles] if pinned.roles is not None else None
     limits = json.dumps(pinned.limits.model_dump(mode="json"), indent=2) if pinned.limits is not None else None
-    return _page(request, secrets, "kernel.html", run=state, pauses=pauses, policy=pinned.guards,
+    return _page(request, "kernel.html", run=state, pauses=pauses, policy=pinned.guards,
                  patterns=pinned.compiled_patterns, digest=pinned.digest, roles=roles, limits=limits)  # fmt: skip
 
 
 @router.get("/calls", response_class=HTMLResponse)
-def calls_page(request: Request, ops: Ops, secrets: Keys) -> HTMLResponse:
+def calls_page(request: Request, ops: Ops) -> HTMLResponse:
     """The MCP guard's calls: the held ones as cards to approve or deny, then the latest decisions."""
     entries = ops.ledger.entries()
     held = [e for e in entries if e.status == "held"]
-    return _page(request, secrets, "calls.html", held=held, entries=entries,
+    return _page(request, "calls.html", held=held, entries=entries,
                  arguments={e.id: json.dumps(e.arguments, indent=2, ensure_ascii=False) for e in entries})  # fmt: skip
 
 
 @router.post("/calls/{entry_id}/decide")
-async def decide_call_page(request: Request, entry_id: int, ops: Ops) -> Response:
+async def decide_call_page(request: Request, entry_id: int, ops: Ops, who: Who) -> Response:
     """A card's buttons: the decision applies to the call whose digest the card showed."""
     form = await checked_form(request)
-    ops.decide_call(entry_id, str(form.get("decision", "")), str(form.get("operator", "operator")),
-                    str(form.get("digest", "")) or None)  # fmt: skip
+    ops.decide_call(entry_id, str(form.get("decision", "")), who, str(form.get("digest", "")) or None)
     return RedirectResponse("/calls", status_code=303)

@@ -2,9 +2,10 @@
 protective headers every response carries.
 
 An attacker controls a web page the operator visits (cross-site forms, framing, script in model output shown by
-the console) and anything sent to the port. Every route but the login form and the static files needs the bearer
-token or the session cookie; a cookie session that changes state must prove it saw a console page (the CSRF
-token); no page may be framed, and only the console's own script runs.
+the console) and anything sent to the port. Every route but the login form and the static files needs an operator
+account's token (bearer) or its session cookie, and the account's role must permit what the request does
+(``access.mg``: viewers see, operators act, admins administer); a cookie session that changes state must prove it
+saw a console page (the CSRF token); no page may be framed, and only the console's own script runs.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from ..store import ACT, ADMINISTER, SEE, Operator, Operators
 from .auth import COOKIE, derived, same
 
 PUBLIC = ("/login", "/static/")
+ACCOUNTS = ("/api/operators", "/operators")
 METRICS = "/metrics"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -30,22 +33,49 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 @dataclass(frozen=True)
 class Secrets:
-    """The token and the two values bound to it (neither reveals the token)."""
+    """The console's key (its first token, from ``console.token``) and the operator accounts it checks tokens
+    against. A session cookie and a CSRF token are bound to the key, the account and its current token: rotating or
+    removing the account's token ends its sessions."""
 
-    token: str
-    session: str
-    csrf: str
+    key: str
+    operators: Operators
 
-    @classmethod
-    def of(cls, token: str) -> Secrets:
-        """The session cookie's and the CSRF field's values for ``token``."""
-        return cls(token, derived(token, "session"), derived(token, "csrf"))
+    def session(self, who: Operator) -> str:
+        """The session cookie's value for ``who``: their name and a MAC over it (no token in it)."""
+        return f"{who.name}.{self._mac('session', who)}"
+
+    def csrf(self, who: Operator) -> str:
+        """The CSRF field's value for ``who``'s sessions."""
+        return self._mac("csrf", who)
+
+    def from_cookie(self, cookie: str | None) -> Operator | None:
+        """The account a session cookie names, if its MAC is right for the account as it is now."""
+        name, _, mac = (cookie or "").rpartition(".")
+        who = self.operators.get(name) if name else None
+        return who if who is not None and same(mac, self._mac("session", who)) else None
+
+    def _mac(self, purpose: str, who: Operator) -> str:
+        return derived(self.key, f"{purpose}|{who.name}|{who.token_hash}")
 
 
 def secrets_of(request: Request) -> Secrets:
     """The app's secrets (a FastAPI dependency)."""
     found: Secrets = request.app.state.secrets
     return found
+
+
+def operator_of(request: Request) -> Operator:
+    """The authenticated operator of this request (a FastAPI dependency)."""
+    found: Operator = request.state.operator
+    return found
+
+
+def action_of(method: str, path: str) -> str:
+    """What a request does, as ``access.mg`` names actions: managing accounts is administering, any other change
+    is acting, reading is seeing."""
+    if path.startswith(ACCOUNTS):
+        return ADMINISTER
+    return SEE if method in ("GET", "HEAD", "OPTIONS") else ACT
 
 
 def install(app: FastAPI, secrets: Secrets, public: tuple[str, ...] = ()) -> None:
@@ -74,18 +104,24 @@ async def _authenticated(request: Request, call_next: Handler, secrets: Secrets,
     if path.startswith(public):
         return await call_next(request)
     header = request.headers.get("authorization", "")
-    bearer = same(header.removeprefix("Bearer ").strip(), secrets.token) if header.startswith("Bearer ") else False
-    cookie = same(request.cookies.get(COOKIE), secrets.session)
-    if not bearer and not cookie:
+    bearer = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
+    by_bearer = secrets.operators.authenticate(bearer)
+    who = by_bearer or secrets.from_cookie(request.cookies.get(COOKIE))
+    if who is None:
         if path.startswith(("/api/", METRICS)):  # clients and scrapers get a status, not a login page
             return JSONResponse({"detail": "missing or wrong token"}, status_code=401,
                                 headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
         return RedirectResponse(f"/login?next={path}", status_code=303)
-    if request.method not in ("GET", "HEAD", "OPTIONS") and not bearer:  # a browser session changing state
+    request.state.operator = who
+    request.state.csrf = secrets.csrf(who)
+    action = action_of(request.method, path)
+    if not who.may(action):
+        return JSONResponse({"detail": f"operator {who.name!r} is a {who.role}, who may not {action}"}, status_code=403)
+    if request.method not in ("GET", "HEAD", "OPTIONS") and by_bearer is None:  # a browser session changing state
         form = request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
         if form and _form_path(path):
             request.state.csrf_from_form = True  # the page's handler checks the form's csrf field
-        elif not same(request.headers.get("x-csrf-token"), secrets.csrf):
+        elif not same(request.headers.get("x-csrf-token"), request.state.csrf):
             return JSONResponse({"detail": "missing or wrong CSRF token"}, status_code=403)
     return await call_next(request)
 
@@ -95,15 +131,15 @@ async def checked_form(request: Request) -> Any:
     form = await request.form()
     field = form.get("csrf")
     sent = field if isinstance(field, str) else None
-    if getattr(request.state, "csrf_from_form", False) and not same(sent, secrets_of(request).csrf):
+    if getattr(request.state, "csrf_from_form", False) and not same(sent, request.state.csrf):
         raise HTTPException(403, "missing or wrong CSRF token")
     return form
 
 
-def logged_in(target: str, secrets: Secrets) -> Response:
-    """A redirect to ``target`` that sets the session cookie."""
+def logged_in(target: str, secrets: Secrets, who: Operator) -> Response:
+    """A redirect to ``target`` that sets ``who``'s session cookie."""
     response = RedirectResponse(local(target), status_code=303)
-    response.set_cookie(COOKIE, secrets.session, httponly=True, samesite="strict")
+    response.set_cookie(COOKIE, secrets.session(who), httponly=True, samesite="strict")
     return response
 
 

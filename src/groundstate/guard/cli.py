@@ -10,6 +10,7 @@ import typer
 
 from ..config import default_db_url, home, load_config, load_or_create_token
 from ..errors import GroundstateError, exit_code
+from ..store import ACT, Operators, command_line_operator
 from .ledger import HELD, Ledger
 
 app = typer.Typer(help="MCP: one policy over every tool call of the agents you already run.", no_args_is_help=True)
@@ -17,8 +18,8 @@ _CONFIG = typer.Option(None, "--config", help="The project configuration (defaul
                        "./groundstate.toml).")  # fmt: skip
 
 
-_HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /mcp (with the console token) "
-                     "instead of stdio.")  # fmt: skip
+_HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /mcp (an operator account's "
+                     "token as bearer) instead of stdio.")  # fmt: skip
 
 
 @app.command()
@@ -41,8 +42,8 @@ def serve(
             host, _, port = http.rpartition(":")
             if not host or not port.isdigit():
                 raise typer.BadParameter("--http must be HOST:PORT")
-            token, _ = load_or_create_token(home())
-            asyncio.run(serve_http(settings.mcp, store, host, int(port), token))
+            operators = Operators(store, first_admin_token=load_or_create_token(home())[0])
+            asyncio.run(serve_http(settings.mcp, store, host, int(port), operators))
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None
@@ -54,9 +55,8 @@ _DB = typer.Option(None, "--db", help="Database URL (default: the configuration'
                    "$GROUNDSTATE_HOME).")  # fmt: skip
 
 
-def _ledger(db: str | None, config: Path | None) -> Ledger:
-    settings = load_config(config).config
-    return Ledger(db or settings.store.url or default_db_url(home()))
+def _store(db: str | None, config: Path | None) -> str:
+    return db or load_config(config).config.store.url or default_db_url(home())
 
 
 @approvals_app.command("list")
@@ -67,7 +67,7 @@ def list_calls(
 ) -> None:
     """The calls waiting for an operator (with --all: every decision), newest first, one JSON object per line."""
     try:
-        entries = _ledger(db, config).entries(None if every else HELD)
+        entries = Ledger(_store(db, config)).entries(None if every else HELD)
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_code(exc)) from None
@@ -75,9 +75,11 @@ def list_calls(
         typer.echo(json.dumps(entry.to_json(), ensure_ascii=False))
 
 
-def _decide(entry_id: int, approve: bool, digest: str | None, actor: str, db: str | None, config: Path | None) -> None:
+def _decide(entry_id: int, approve: bool, digest: str | None, db: str | None, config: Path | None) -> None:
     try:
-        entry = _ledger(db, config).decide(entry_id, approve, actor, digest)
+        store = _store(db, config)
+        who = command_line_operator(store, ACT)
+        entry = Ledger(store).decide(entry_id, approve, who.name, digest)
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_code(exc)) from None
@@ -85,20 +87,16 @@ def _decide(entry_id: int, approve: bool, digest: str | None, actor: str, db: st
 
 
 _DIGEST = typer.Option(None, "--digest", help="The call's digest, as listed: refused if the call is another one.")
-_AS = typer.Option("operator", "--as", help="Who decides (recorded with the decision).")
 
 
 @approvals_app.command("approve")
-def approve(
-    entry_id: int, digest: str | None = _DIGEST, actor: str = _AS, db: str | None = _DB, config: Path | None = _CONFIG
-) -> None:
-    """Let a held call through (once; refused if it expired or was decided)."""
-    _decide(entry_id, True, digest, actor, db, config)
+def approve(entry_id: int, digest: str | None = _DIGEST, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+    """Let a held call through (once; refused if it expired or was decided), as the operator whose token is in
+    $GROUNDSTATE_TOKEN (else the state directory's console.token)."""
+    _decide(entry_id, True, digest, db, config)
 
 
 @approvals_app.command("deny")
-def deny(
-    entry_id: int, digest: str | None = _DIGEST, actor: str = _AS, db: str | None = _DB, config: Path | None = _CONFIG
-) -> None:
-    """Refuse a held call."""
-    _decide(entry_id, False, digest, actor, db, config)
+def deny(entry_id: int, digest: str | None = _DIGEST, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+    """Refuse a held call (as the operator whose token is in $GROUNDSTATE_TOKEN, else console.token)."""
+    _decide(entry_id, False, digest, db, config)

@@ -22,16 +22,13 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    create_engine,
-    event,
     insert,
-    inspect,
     select,
-    text,
     update,
 )
 
 from ..errors import ConflictError
+from ..store import aware, create_tables, open_engine
 
 HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
 
@@ -91,12 +88,8 @@ class Ledger:
     """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
 
     def __init__(self, url: str) -> None:
-        options = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}
-        self.engine: Engine = create_engine(url, **options)
-        if url.startswith("sqlite"):  # the same journal as the run store's: readers never block the guard's writes
-            event.listen(self.engine, "connect", _sqlite_journal)
-        _TABLES.create_all(self.engine)
-        _add_missing_columns(self.engine)
+        self.engine: Engine = open_engine(url)  # opened as the run store is: WAL, busy timeout, a private file
+        create_tables(self.engine, decisions)
 
     def record(
         self, server: str, tool: str, arguments: dict[str, Any], client: str, verdict: Any, hold_seconds: float
@@ -126,7 +119,7 @@ class Ledger:
                                       "own approval")  # fmt: skip
             if current.status != HELD:
                 raise ApprovalRefused(f"call {entry_id} is {current.status}: only a held call can be decided")
-            if current.expires_at is not None and _aware(current.expires_at) <= now:
+            if current.expires_at is not None and aware(current.expires_at) <= now:
                 raise ApprovalRefused(f"call {entry_id} expired at {current.expires_at:%H:%M:%S} UTC")
             db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
                 status=APPROVED if approve else DENIED, operator=operator, decided_at=now))  # fmt: skip
@@ -159,30 +152,7 @@ class Ledger:
         return None if row is None else _entry(row)
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """A ledger written by an earlier version lacks the columns added since; they are added (nullable), so upgrading
-    keeps every recorded decision."""
-    present = {column["name"] for column in inspect(engine).get_columns(decisions.name)}
-    with engine.begin() as db:
-        for column in decisions.columns:
-            if column.name not in present:
-                db.execute(text(f"ALTER TABLE {decisions.name} ADD COLUMN {column.name} "
-                                f"{column.type.compile(engine.dialect)}"))  # fmt: skip
-
-
-def _sqlite_journal(connection: Any, _: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
 def _entry(row: Any) -> Entry:
-    return Entry(row["id"], _aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
+    return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
-                 _aware(row["expires_at"]) if row["expires_at"] else None, row["operator"])  # fmt: skip
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes for timezone-aware columns; they were written in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+                 aware(row["expires_at"]) if row["expires_at"] else None, row["operator"])  # fmt: skip

@@ -67,9 +67,10 @@ class McpPolicy:
                 elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
                     tx.assert_("mcp_destructive", (server, tool.name))
 
-    def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str) -> Verdict:
+    def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False) -> Verdict:
         """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
-        is decided on its own: its facts replace the previous call's in one transaction (one evaluation)."""
+        is decided on its own: its facts replace the previous call's in one transaction (one evaluation).
+        ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
         digest = call_digest(server, tool, arguments)
         flattened = list(_flatten(arguments, ""))
@@ -77,6 +78,7 @@ class McpPolicy:
             raise ArgumentsTooLarge(f"the arguments have more than {MAX_ARGUMENT_FACTS} values")
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
+        facts += [("mcp_in_doubt", (call,))] if in_doubt else []
         with self.kernel.transaction() as tx:
             for predicate, row in self._previous:
                 tx.retract(predicate, row)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
+import json
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,12 +23,14 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from ..config import McpConfig
+from ..store import ACT, Operators, ToolJournal
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
 from .upstream import Upstreams, connect
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
+MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
 
 
 class Approvals:
@@ -56,9 +58,16 @@ class Guard:
     """The guard's two handlers over connected upstreams, a policy and the approvals waiting."""
 
     def __init__(
-        self, upstreams: Upstreams, policy: McpPolicy, ledger: Ledger, approvals: Approvals, client: str = "stdio"
+        self,
+        upstreams: Upstreams,
+        policy: McpPolicy,
+        ledger: Ledger,
+        approvals: Approvals,
+        journal: ToolJournal,
+        client: str = "stdio",
     ) -> None:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
+        self.journal = journal  # every forwarded call: intent before, result after
         self.client = client  # who calls: the stdio parent, or the holder of the token over HTTP
         for server, tools in upstreams.tools.items():
             policy.add_tools(server, tools)
@@ -74,26 +83,47 @@ class Guard:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
         server, tool = route
         arguments = dict(params.arguments or {})
+        scope, named = f"mcp:{server}/", f"{server}/{tool}"  # where the journal keeps this server's calls
+        in_doubt = await asyncio.to_thread(self.journal.doubts, scope, named, arguments)
         try:
-            verdict = self.policy.decide(server, tool, arguments, client=self.client)
+            verdict = self.policy.decide(server, tool, arguments, client=self.client, in_doubt=in_doubt)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
         entry = await asyncio.to_thread(self.ledger.record, server, tool, arguments, self.client, verdict,
                                         self.approvals.timeout)  # fmt: skip
         if verdict.decision == "approve":
             ended = await self.approvals.wait(entry)
+            if in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
+                decided = await asyncio.to_thread(self.ledger.get, entry)
+                operator = (decided.operator if decided else None) or "operator"
+                await asyncio.to_thread(self.journal.resolve, scope, operator, ended, named, arguments)
             if ended != APPROVED:
                 why = ("an operator denied the call" if ended == DENIED else
                        f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
                 raise MCPError(REFUSED, f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry))
         if verdict.decision == "deny":
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
+        return await self._forward(scope, entry, server, tool, arguments)
+
+    async def _forward(
+        self, scope: str, entry: int, server: str, tool: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Forward a permitted call, journaled before (intent) and after (result): if the guard dies in between,
+        an identical call later is held for an operator instead of being run again unasked."""
+        named = f"{server}/{tool}"
+        await asyncio.to_thread(self.journal.begin, scope, entry, named, arguments)
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
-        except MCPError:
-            raise  # the upstream's own protocol error, passed on as it is
-        except Exception as exc:  # the upstream died or broke its protocol: this call's error
+        except MCPError as exc:  # the upstream's own protocol error: it answered, so the call is settled
+            await asyncio.to_thread(self.journal.finish, scope, entry, named, arguments,
+                                    {"ok": False, "error": str(exc)})  # fmt: skip
+            raise
+        except Exception as exc:  # the upstream died or broke its protocol: this call's error, and it stays in doubt
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
+        recorded = result.model_dump(mode="json", exclude_none=True)
+        if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
+            recorded = {"is_error": result.is_error, "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}
+        await asyncio.to_thread(self.journal.finish, scope, entry, named, arguments, recorded)
         return result
 
 
@@ -109,7 +139,7 @@ async def _guard(config: McpConfig, store_url: str, client: str) -> AsyncIterato
         upstreams = await connect(config.servers, stack)
         ledger = Ledger(store_url)
         approvals = Approvals(ledger, config.approval_timeout_sec)
-        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, approvals, client)
+        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, approvals, ToolJournal(store_url), client)
         yield Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool), upstreams
 
 
@@ -128,29 +158,33 @@ async def serve_stdio(config: McpConfig, store_url: str) -> None:
             await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(config: McpConfig, store_url: str, host: str, port: int, token: str) -> None:
-    """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp``; every request needs ``token`` as its bearer
-    token (the console's), anything else is a 401."""
+async def serve_http(config: McpConfig, store_url: str, host: str, port: int, operators: Operators) -> None:
+    """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp``; every request needs the token of an operator
+    account whose role may act (a viewer's is a 403, no token or an unknown one a 401)."""
     import uvicorn
 
     async with _guard(config, store_url, "http") as (server, upstreams):
-        app = _bearer(server.streamable_http_app(host=host), token)
+        app = _bearer(server.streamable_http_app(host=host), operators)
         _started(upstreams, f"http://{host}:{port}/mcp")
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
 
 
-def _bearer(app: Any, token: str) -> Any:
-    """``app`` behind the bearer token (compared in constant time); lifespan events pass."""
-    expected = f"Bearer {token}".encode()
+def _bearer(app: Any, operators: Operators) -> Any:
+    """``app`` behind an operator account's bearer token; lifespan events pass."""
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            sent = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(sent, expected):
-                body = b'{"error": "missing or wrong token (Authorization: Bearer <the console token>)"}'
+            sent = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            who = operators.authenticate(sent.removeprefix("Bearer ").strip()) if sent.startswith("Bearer ") else None
+            if who is None or not who.may(ACT):
+                status, error = (
+                    (401, "missing or wrong token (Authorization: Bearer <an operator's token>)")
+                    if who is None
+                    else (403, f"operator {who.name!r} is a {who.role}, who may not act")
+                )
                 headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-                await send({"type": "http.response.start", "status": 401, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
                 return
         await app(scope, receive, send)
 

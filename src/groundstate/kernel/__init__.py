@@ -15,6 +15,7 @@ from .executors import EXECUTORS, Action, Outcome
 from .executors.http_search import HTTPSearch, SearchError
 from .executors.web import CorpusSearch
 from .explain import Explanation, explain, why
+from .journaled import JournaledEffects
 from .kernel import (
     Frame,
     Kernel,
@@ -53,6 +54,7 @@ __all__ = [
     "Frame",
     "HTTPSearch",
     "HashingEmbedder",
+    "JournaledEffects",
     "Kernel",
     "KernelConfig",
     "KernelLimitError",

@@ -19,7 +19,9 @@ from typing import Any
 from ..errors import InputError
 from ..logic import Float, Name
 from ..packets import ACCEPTED, ControlPacket, GateResult, PacketResult, ToolRequest, tool_requests
-from .executors import Action
+from .config import ShardProfile
+from .executors import Action, Outcome
+from .journaled import JournaledEffects
 from .kernel import Kernel, Transaction, name
 from .memory import Memory
 from .metrics import Metrics
@@ -105,8 +107,11 @@ class Shards:
         memory: Memory | None = None,
         metrics: Metrics | None = None,
         shard_type: str | None = None,
+        journal: JournaledEffects | None = None,
     ) -> None:
         self.kernel = kernel
+        self.journal = journal  # with a journal, every executor call is journaled before and after it runs
+        self.replayed: set[str] = set()  # actions whose result came from the journal (nothing ran)
         self.metrics = metrics or Metrics()
         kernel.after_evaluation.append(self._observed)
         self.store = store
@@ -227,7 +232,7 @@ class Shards:
                     executor, kind = str(route).lstrip("/"), str(canonical).lstrip("/")
                     [(_, _, reason, _)] = self.kernel.query(f"permission_check_result({action_id}, /permit, R, M)")
                     tx.assert_("permit_record", (action_id, reason, now))
-                    outcome = self.store.run(executor, Action(str(action_id), kind, target, payload), profile)
+                    outcome = self._execute(executor, Action(str(action_id), kind, target, payload), profile)
                     status = Name("/success" if outcome.ok else "/failure")
                     self.metrics.executed(str(action_type), executor, outcome.ok)
                     tx.assert_("routing_result", (action_id, Name("/success"), "/" + executor, now))
@@ -236,6 +241,15 @@ class Shards:
                         tx.assert_(predicate, row)
             handled.append(str(action_id))
         return handled
+
+    def _execute(self, executor: str, action: Action, profile: ShardProfile) -> Outcome:
+        """Run the action in the virtual store — through the journal when there is one."""
+        if self.journal is None:
+            return self.store.run(executor, action, profile)
+        outcome = self.journal.run(self.store, executor, action, profile)
+        if outcome.replayed:
+            self.replayed.add(action.action_id)
+        return outcome
 
     def retain(self) -> int:
         """Retention: with cold storage, settled envelopes beyond ``core_limits.max_action_log`` move there (after

@@ -9,7 +9,6 @@ OpenAI-compatible ``/v1/chat/completions`` endpoint instead, publishing the mode
 from __future__ import annotations
 
 import asyncio
-import hmac
 import itertools
 import json
 import time
@@ -43,15 +42,20 @@ MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; l
 
 class Gateway:
     """The proxy (or the local model's endpoint) as an ASGI application; ``GET /metrics`` serves its Prometheus
-    metrics to a client with ``metrics_token`` as its bearer token (to anyone when ``metrics_token`` is None)."""
+    metrics to a client whose bearer token ``metrics_reader`` accepts (an operator account that may see; to anyone
+    when ``metrics_reader`` is None)."""
 
     def __init__(
-        self, upstream: str, api: str = "openai-chat", publish: str | None = None, metrics_token: str | None = None
+        self,
+        upstream: str,
+        api: str = "openai-chat",
+        publish: str | None = None,
+        metrics_reader: Callable[[str], bool] | None = None,
     ) -> None:
         if upstream != "local":
             provider_api(api)  # an unknown API is refused here, naming the known ones
         self.upstream, self.api = upstream.rstrip("/"), api
-        self.metrics_token = metrics_token
+        self.metrics_reader = metrics_reader
         self.registry = CollectorRegistry()
         self.metrics = ProviderMetrics(self.registry)
         self.requests = Counter("groundstate_gateway_requests", "Requests the gateway answered, by HTTP status.",
@@ -103,9 +107,9 @@ class Gateway:
     async def _serve_metrics(self, scope: Scope, send: Send) -> None:
         headers = dict(scope["headers"])
         sent = headers.get(b"authorization", b"").decode("latin-1")
-        if self.metrics_token is not None and not hmac.compare_digest(sent.encode(), f"Bearer {self.metrics_token}"
-                                                                       .encode()):  # fmt: skip
-            await send_json(send, 401, error_body("the metrics need the console token (Authorization: Bearer ...)"))
+        bearer = sent.removeprefix("Bearer ").strip() if sent.startswith("Bearer ") else ""
+        if self.metrics_reader is not None and not (bearer and self.metrics_reader(bearer)):
+            await send_json(send, 401, error_body("the metrics need an operator's token (Authorization: Bearer ...)"))
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})  # fmt: skip
@@ -279,8 +283,10 @@ class Gateway:
         return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish, usage(*used)
 
 
-def serve(upstream: str, api: str, host: str, port: int, publish: str | None, metrics_token: str | None) -> None:
-    """Serve the gateway until interrupted (``metrics_token``: as for Gateway)."""
+def serve(
+    upstream: str, api: str, host: str, port: int, publish: str | None, metrics_reader: Callable[[str], bool] | None
+) -> None:
+    """Serve the gateway until interrupted (``metrics_reader``: as for Gateway)."""
     import uvicorn
 
-    uvicorn.run(Gateway(upstream, api, publish, metrics_token), host=host, port=port, log_level="warning")
+    uvicorn.run(Gateway(upstream, api, publish, metrics_reader), host=host, port=port, log_level="warning")

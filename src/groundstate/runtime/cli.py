@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.live import Live
 
 from ..errors import GroundstateError, exit_code
+from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .home import home
@@ -71,7 +72,7 @@ def _drive(
     """Drive with a live view; at each pause ask the operator (or apply --decide)."""
     try:
         return _drive_live(runtime, run_id, decide, instructions, max_decisions, resume_failed)
-    except LeaseHeld as exc:
+    except (LeaseHeld, NotAuthenticated, NotPermitted) as exc:
         return _failed(exc)
 
 
@@ -105,7 +106,7 @@ def _drive_live(
                 console.print(f"paused; decide with: groundstate runs decide {run_id} retry|skip|abort")
                 break
             decisions += 1
-            runtime.decide(run_id, choice, new)
+            runtime.decide(run_id, choice, new, command_line_operator(runtime.store.url, ACT).actor)
             if choice == "abort":
                 state = runtime.store.state(run_id)
                 break
@@ -195,15 +196,16 @@ def decide_command(
     run_id: str,
     action: str = typer.Argument(..., help="retry, skip or abort"),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for the paused agent."),
-    actor: str = typer.Option("operator", "--as", help="Who decides (recorded in the event log)."),
     db: str | None = _DB,
     config: Path | None = _CONFIG,
 ) -> None:
-    """Decide a paused run (then `groundstate runs resume ID`)."""
+    """Decide a paused run (then `groundstate runs resume ID`), as the operator whose token is in
+    $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log."""
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
         runtime = _runtime(db, config=config)
-        state = runtime.decide(run_id, action, text, actor)
+        who = command_line_operator(runtime.store.url, ACT)
+        state = runtime.decide(run_id, action, text, who.actor)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id}: {action} recorded; the run is {state.status}")
@@ -212,16 +214,17 @@ def decide_command(
 @runs_app.command("repin")
 def repin(
     run_id: str,
-    actor: str = typer.Option("operator", "--as", help="Who re-pins (recorded in the event log)."),
     db: str | None = _DB,
     config: Path | None = _CONFIG,
 ) -> None:
     """Pin a paused, pending or failed run to the configuration's current policy (guard files, patterns, roles,
-    limits); recorded as a PolicyRepinned event with the previous digest. Then `groundstate runs resume ID`."""
+    limits); recorded as a PolicyRepinned event with the previous digest and the admin who re-pinned (the token in
+    $GROUNDSTATE_TOKEN, else console.token). Then `groundstate runs resume ID`."""
     try:
         runtime = _runtime(db, config=config)
+        who = command_line_operator(runtime.store.url, ADMINISTER)
         before = (runtime.store.state(run_id).policy or {}).get("digest") or "none"
-        state = runtime.repin(run_id, actor)
+        state = runtime.repin(run_id, who.actor)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     after = (state.policy or {}).get("digest")

@@ -26,7 +26,7 @@ ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
-    "upstream_truncated", "agent_usage",
+    "upstream_truncated", "agent_usage", "tool_in_doubt",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -168,6 +168,14 @@ class GuardKernel:
                 if digest:
                     tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
         return self.pause(agent, "tool_call")
+
+    def in_doubt(self, agent: str, calls: list[tuple[str, str]]) -> PauseDecision | None:
+        """The run resumes and the tool journal holds ``calls`` (tool, target) of the agent that were running when the
+        driver stopped: they become facts; the rules say whether (and why) the run pauses."""
+        with self.kernel.transaction() as tx:
+            for tool, target in calls:
+                tx.assert_("tool_in_doubt", (self.run_id, agent, tool, _bounded(target)[0]))
+        return self.pause(agent, "resume")
 
     def finished(
         self,

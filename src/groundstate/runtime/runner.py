@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import socket
@@ -27,6 +28,7 @@ from ..kernel import (
     ActionReport,
     ColdStorage,
     ContextBudgetError,
+    JournaledEffects,
     Kernel,
     KernelConfig,
     LearnedRules,
@@ -43,6 +45,7 @@ from ..kernel import (
 from ..logic import Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
+from ..store import ToolJournal
 from ..wire import Mode, Recorder
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
@@ -117,6 +120,7 @@ class Invocation:
     raw: list[str] = field(default_factory=list)
     shards: Shards | None = None
     temperature: float | None = None  # the agent's shard profile's, when configured
+    journal_scope: str = ""  # where the tool journal records this invocation's calls (run, agent, epoch)
 
 
 @dataclass
@@ -172,6 +176,7 @@ class Runtime:
         self.max_rounds = max_rounds
         self.search = search or configured_search(self.settings.search)  # what web_search searches
         self.memory = open_memory(self.settings.memory, store.engine)  # agents' long-term and vector memory
+        self.journal = ToolJournal(store.url)  # every tool call: intent before, result after (exactly once)
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     @property
@@ -180,9 +185,12 @@ class Runtime:
         return list(self.policy.roles) if self.policy.roles is not None else None
 
     # -- starting --------------------------------------------------------------------------------------
-    def create(self, workflow_text: str, source: str = "<workflow>", model: str | None = None) -> str:
+    def create(
+        self, workflow_text: str, source: str = "<workflow>", model: str | None = None, actor: str = "runtime"
+    ) -> str:
         """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet.
-        ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``)."""
+        ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``); ``actor``:
+        who created it (an operator's ``operator:NAME``), recorded on RunCreated."""
         workflow = parse_workflow(workflow_text, source, roles=self.roles)
         model = model or self.settings.models.default or "local"
         models = self._configured_models(workflow)
@@ -193,7 +201,7 @@ class Runtime:
                 if spec is not None:
                     check_model_spec(spec)
         budgets = self.settings.budgets.model_dump(exclude_none=True)
-        run_id = self.store.create_run(workflow.name, workflow_text, model, policy=self.policy.to_json(),
+        run_id = self.store.create_run(workflow.name, workflow_text, model, actor=actor, policy=self.policy.to_json(),
                                        models=models, budgets=budgets,
                                        fallback=list(self.settings.models.fallback),
                                        prices={m: p.model_dump() for m, p in self.settings.prices.items()})  # fmt: skip
@@ -231,6 +239,7 @@ class Runtime:
             else:
                 restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
                 self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
+                self._calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
             if state.status == RUNNING:
@@ -356,6 +365,19 @@ class Runtime:
         return event
 
     # -- one agent -------------------------------------------------------------------------------------
+    def _calls_in_doubt(self, ctx: RunContext) -> None:
+        """A driver stopped while tool calls were running (journaled intents without results): each agent with such
+        calls is reported to the guards at the /resume checkpoint — a pause, never a silent re-run."""
+        calls: dict[str, list[tuple[str, str]]] = {}
+        for entry in self.journal.in_doubt(f"run:{ctx.run_id}/"):
+            agent = entry.scope.rsplit("/", 2)[1]
+            calls.setdefault(agent, []).append((entry.tool, str(json.loads(entry.arguments).get("target", ""))))
+        state = self.store.state(ctx.run_id)
+        for agent, doubtful in calls.items():
+            pause = ctx.guards.in_doubt(agent, doubtful) if agent in state.nodes else None
+            if pause:
+                self._request_approval(ctx, agent, pause, "resume", "")
+
     async def _agent(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
         """One attempt of one agent. Whatever goes wrong inside it (a reply nobody foresaw, a bug) is a hard error
         of this agent — a pause with the reason — never an exception that takes the driver down."""
@@ -386,11 +408,12 @@ class Runtime:
             if pause:
                 self._request_approval(ctx, agent, pause, "preflight", "")
                 return
+            epoch = node.journal_epoch if node.interrupted else node.journal_epoch + 1  # a crash keeps the epoch
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
-                       "instructions": instructions}  # fmt: skip
+                       "instructions": instructions, "journal": epoch}  # fmt: skip
             self._emit(ctx, ev.AGENT_STARTED, agent, started)
             outcome = await self._invoke(ctx, spec, instructions, [(f.agent, f.text) for f in context], attempt,
-                                         remembered)  # fmt: skip
+                                         remembered, journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
             if not outcome.paused:
                 self._conclude(ctx, spec, outcome)
 
@@ -524,6 +547,7 @@ class Runtime:
         upstream: list[tuple[str, str]],
         attempt: int,
         remembered: list[tuple[str, str]] | None = None,
+        journal_scope: str = "",
     ) -> Outcome:
         """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
         results go back to the model, until it answers without requesting tools or the rounds run out."""
@@ -531,6 +555,7 @@ class Runtime:
         invocation = Invocation(spec, update_validator(load_program(AGENT_POLICY).analyze()), envelope_schema(spec),
                                 [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
                                  {"role": "user", "content": prompt}])  # fmt: skip
+        invocation.journal_scope = journal_scope
         outcome = Outcome()
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         invocation.temperature = profile.temperature
@@ -663,7 +688,7 @@ class Runtime:
                                        held_call=call.seq, usage=outcome.usage())  # fmt: skip
                 outcome.paused = True
                 return False
-        shards = invocation.shards or self._agent_shards(ctx, invocation.spec)
+        shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
         reports = shards.step_gated(gated, requests)
@@ -678,6 +703,8 @@ class Runtime:
                       "reason": report.reason if report else "the kernel took no action for this request",
                       "status": report.status if report else None,
                       "output": (report.output or "") if report else ""}  # fmt: skip
+            if report is not None and report.action_id in shards.replayed:
+                result["journal"] = "replayed"  # it ran before the driver stopped: its recorded result, not a rerun
             self._emit(ctx, ev.TOOL_RESULT, agent, result)
             if report is not None and report.status == "/success":
                 outcome.executed.append(tool)
@@ -687,9 +714,10 @@ class Runtime:
                                                                 "Now answer the task."})  # fmt: skip
         return True
 
-    def _agent_shards(self, ctx: RunContext, spec: AgentSpec) -> Shards:
+    def _agent_shards(self, ctx: RunContext, spec: AgentSpec, journal_scope: str = "") -> Shards:
         """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
-        configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``)."""
+        configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``), every call
+        through the tool journal in ``journal_scope``."""
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])
         core = ctx.limits.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
         config = ctx.limits.model_copy(update={"core_limits": core})
@@ -702,7 +730,8 @@ class Runtime:
                              total_memory_mb=core.max_total_memory_mb)  # fmt: skip
         cold = ColdStorage(ctx.recordings.parent / "kernel" / f"{spec.id}-actions.sqlite")  # retention's archive
         shard_type = spec.id.split("_", 1)[0]  # the agent's profile, never one its packets name
-        return Shards(kernel, store, cold=cold, metrics=self.metrics, shard_type=shard_type)
+        journal = JournaledEffects(self.journal, journal_scope) if journal_scope else None
+        return Shards(kernel, store, cold=cold, metrics=self.metrics, shard_type=shard_type, journal=journal)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
@@ -726,6 +755,8 @@ class Runtime:
 
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
             self.run_metrics.observe(event)
+            if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
+                self.journal.resolve(f"run:{run_id}/{event.agent}/", actor, decision)
         return self.store.state(run_id)
 
     def repin(self, run_id: str, actor: str = "operator") -> RunState:

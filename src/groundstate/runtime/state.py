@@ -122,6 +122,8 @@ class Invocation:
     instructions: str | None = None  # the operator's edited instructions, if any
     tools: list[dict[str, Any]] = field(default_factory=list)  # the last attempt's tool calls and results
     error: str | None = None
+    journal_epoch: int = 0  # the tool journal's epoch of the last attempt (AgentStarted's "journal")
+    interrupted: bool = False  # restarted by RunResumed since its last start: the next attempt keeps the epoch
 
 
 @dataclass
@@ -248,11 +250,14 @@ def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) ->
 def _restarted(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
     for agent in event.payload.get("restarted", []):  # interrupted mid-invocation: it runs again
         state.nodes[agent].status = NodeStatus.PENDING
+        state.nodes[agent].interrupted = True
 
 
 def _started(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
     if node is not None:
         node.attempts, node.tools, node.error = event.payload["attempt"], [], None
+        node.journal_epoch = event.payload.get("journal", event.payload["attempt"])  # runs before the journal: one
+        node.interrupted = False
 
 
 def _tool_call(_state: RunState, event: ev.Event, node: Invocation | None) -> None:

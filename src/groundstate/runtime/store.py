@@ -15,12 +15,10 @@ explicit RunResumed. Reading checks the log: a gap in the sequence or an unreada
 from __future__ import annotations
 
 import json
-import os
 import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -34,8 +32,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     bindparam,
-    create_engine,
-    event,
     insert,
     select,
     update,
@@ -44,6 +40,7 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
+from ..store import aware, create_tables, open_engine
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -109,14 +106,8 @@ class EventStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine: Engine = create_engine(url, future=True)
-        if url.startswith("sqlite"):
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-            event.listen(self.engine, "begin", _sqlite_begin)
-            _private_sqlite_file(self.engine.url.database)
-        metadata.create_all(self.engine)
-        if url.startswith("sqlite"):
-            _private_sqlite_file(self.engine.url.database)  # the -wal and -shm files too, now they exist
+        self.engine: Engine = open_engine(url)
+        create_tables(self.engine, *metadata.sorted_tables)
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
         self._cache: dict[str, RunState] = {}  # derived states, advanced event by event
         # statements built once: constructing SQLAlchemy expressions per event costs more than running them
@@ -137,17 +128,18 @@ class EventStore:
         workflow_text: str,
         model: str | None,
         run_id: str | None = None,
+        actor: str = "runtime",
         **details: Any,
     ) -> str:
-        """A new run with its RunCreated event; returns its id. ``details`` (the pinned policy, the recorded models
-        and budgets) go into the event as given; empty ones are left out."""
+        """A new run with its RunCreated event (appended by ``actor``); returns its id. ``details`` (the pinned
+        policy, the recorded models and budgets) go into the event as given; empty ones are left out."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         now = datetime.now(UTC)
         with self._lock, self.engine.begin() as db:
             db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
                                            updated_at=now, last_seq=0))  # fmt: skip
         payload = {"name": name, "workflow": workflow_text, "model": model} | {k: v for k, v in details.items() if v}
-        self.append(run_id, ev.RUN_CREATED, None, payload)
+        self.append(run_id, ev.RUN_CREATED, None, payload, actor=actor)
         return run_id
 
     def append(
@@ -210,7 +202,7 @@ class EventStore:
             if current is None:
                 db.execute(insert(leases).values(run_id=run_id, holder=holder, expires_at=expires))
                 return
-            until = _aware(current["expires_at"])
+            until = aware(current["expires_at"])
             if current["holder"] != holder and until > now:
                 raise LeaseHeld(
                     f"run {run_id} is being driven by {current['holder']} (its lease runs until "
@@ -258,7 +250,7 @@ class EventStore:
         now = datetime.now(UTC)
         with self.engine.connect() as db:
             rows = db.execute(select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc())).mappings().all()
-            live = {r.run_id for r in db.execute(select(leases)) if _aware(r.expires_at) > now}
+            live = {r.run_id for r in db.execute(select(leases)) if aware(r.expires_at) > now}
         listed = [dict(row) for row in rows]
         for row in listed:
             if row["status"] == RunStatus.RUNNING and row["id"] not in live:
@@ -303,33 +295,3 @@ def _event(r: Any) -> ev.Event:
         raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: not an event of a "
                            "known type with an object payload")  # fmt: skip
     return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], payload, at, r["actor"])
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _private_sqlite_file(database: str | None) -> None:
-    """The database holds every prompt, output and decision: readable by its owner only (0600)."""
-    if not database or database == ":memory:":
-        return
-    path = Path(database)
-    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        if not candidate.exists():
-            if candidate == path:
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-            continue
-        os.chmod(candidate, 0o600)
-
-
-def _sqlite_begin(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
-
-
-def _sqlite_pragmas(connection: Any, _: Any) -> None:
-    connection.isolation_level = None  # SQLAlchemy's begin event issues BEGIN IMMEDIATE instead of pysqlite
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()

@@ -18,6 +18,10 @@ Decl mcp_argument(Call, Key, Value)
   descr [doc("One argument value of the call, flattened: nested keys joined by '.', list items by index; booleans /true and /false, null /null.")]
   bound [/string, /string, fn:Union(/string, /number, /float64, /name)].
 
+Decl mcp_in_doubt(Call)
+  descr [doc("An identical call (same server, tool and arguments) was being forwarded when a guard stopped: the tool journal has its intent and no result, so it may or may not have taken effect.")]
+  bound [/string].
+
 Decl mcp_permitted(Call, Reason) descr [doc("A rule lets the call through.")] bound [/string, /string].
 Decl mcp_needs_approval(Call, Reason) descr [doc("An operator must approve the call first.")] bound [/string, /string].
 Decl mcp_denied(Call, Reason) descr [doc("The call is refused.")] bound [/string, /string].
@@ -32,6 +36,11 @@ mcp_needs_approval(C, Reason) :-
 mcp_needs_approval(C, Reason) :-
   mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T),
   Reason = fn:string:concat(S, "/", T, " changes things (it is not read-only): an operator approves it first").
+
+# -- the tool journal: a call that may already have taken effect is never repeated without an operator ----------
+mcp_needs_approval(C, Reason) :-
+  mcp_call(C, S, T, _, _), mcp_in_doubt(C),
+  Reason = fn:string:concat("an identical call to ", S, "/", T, " was being forwarded when the guard stopped: it may or may not have taken effect; approve to run it again").
 
 # -- one verdict per call: a denial wins, then an approval need, then a permit; nothing permits: denied ----------
 Decl mcp_has_denial(Call) descr [doc("Some rule denies the call.")] bound [/string].

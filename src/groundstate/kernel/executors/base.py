@@ -76,6 +76,7 @@ class Outcome:
     ok: bool
     output: str
     facts: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)  # extra facts for the kernel
+    replayed: bool = False  # the tool journal's recorded result of a call that already ran; nothing ran now
 
 
 Executor = Callable[[Action, Context], Outcome]

@@ -61,6 +61,9 @@ Decl model_fallback(Run, Agent, Model, Error)
 Decl memory_write(Run, Agent, Op, Key, Value)
   descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause.")]
   bound [/string, /string, /name, /string, /string].
+Decl tool_in_doubt(Run, Agent, Tool, Target)
+  descr [doc("The tool journal holds an intent without a result for this call: it was running when the driver stopped, so it may or may not have taken effect.")]
+  bound [/string, /string, /string, /string].
 Decl tool_content(Run, Agent, Seq, Text)
   descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs.")]
   bound [/string, /string, /number, /string].
@@ -130,6 +133,11 @@ needs_approval(R, A, /quality, Reason) :-
   !guard_disabled(/hard_error), hard_error(R, A, Message),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
 
+# -- on resume: a tool call in doubt (not a breaker one can disable: an effect must never repeat unasked) ----------
+needs_approval(R, A, /safety, Reason) :-
+  tool_in_doubt(R, A, Tool, Target),
+  Reason = fn:string:concat("Tool call in doubt: ", Tool, " on '", Target, "' of agent '", A, "' was running when the driver stopped; it may or may not have taken effect. Execute runs the agent again (calls that finished are not repeated; this one may run again), Skip or Abort leaves it as it is.").
+
 # -- post-flight: what the model sent besides its answer --------------------------------------------------------
 needs_approval(R, A, /quality, Reason) :-
   !guard_disabled(/refusal), finished(R, A), model_refused(R, A, Text),
@@ -142,13 +150,15 @@ needs_approval(R, A, /quality, Reason) :-
   Reason = fn:string:concat("Content filter: the provider stopped the answer of agent '", A, "'.").
 
 # -- which pause the operator sees: checkpoints and ranks --------------------------------------------------------
-# The runtime asks at three checkpoints: before an agent starts (/preflight), when the model requested a tool and it
-# has not run yet (/tool_call), and when the agent's invocation ended (/finished). It shows the pause these rules
+# The runtime asks at four checkpoints: before an agent starts (/preflight), when the model requested a tool and it
+# has not run yet (/tool_call), when the agent's invocation ended (/finished), and when a stopped driver's run is
+# resumed with a tool call in doubt (/resume). It shows the pause these rules
 # lead with and lists the rest; it never filters or orders approvals itself.
 Decl pause_checkpoint(Checkpoint, Category)
   descr [doc("Approvals of this category pause the run at this checkpoint.")] bound [/name, /name].
 pause_checkpoint(/preflight, /safety). pause_checkpoint(/preflight, /quality).
 pause_checkpoint(/tool_call, /safety).
+pause_checkpoint(/resume, /safety).
 pause_checkpoint(/finished, /safety). pause_checkpoint(/finished, /quality).
 Decl pause_rank(Category, Rank)
   descr [doc("Which category a pause leads with: the lowest rank.")] bound [/name, /number].

@@ -1,0 +1,46 @@
+"""groundstate.store — durable state shared by every process: operator accounts (and what their roles may do), the
+tool journal (exactly-once effects across crashes) and how the store's database is opened. The run store's event
+log still lives in ``runtime`` (docs/architecture.md).
+
+ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(token); who.require(ACT)
+"""
+
+from .access import ACT, ADMINISTER, SEE, may, roles
+from .database import aware, create_tables, open_engine, private_sqlite_file
+from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
+from .operators import (
+    FIRST_ADMIN,
+    TOKEN_ENV,
+    AccountRefused,
+    NotAuthenticated,
+    NotPermitted,
+    Operator,
+    Operators,
+    command_line_operator,
+    token_hash,
+)
+
+__all__ = [
+    "ACT",
+    "ADMINISTER",
+    "FIRST_ADMIN",
+    "SEE",
+    "TOKEN_ENV",
+    "AccountRefused",
+    "CallInDoubt",
+    "JournalEntry",
+    "NotAuthenticated",
+    "NotPermitted",
+    "Operator",
+    "Operators",
+    "ToolJournal",
+    "aware",
+    "call_digest",
+    "command_line_operator",
+    "create_tables",
+    "may",
+    "open_engine",
+    "private_sqlite_file",
+    "roles",
+    "token_hash",
+]

@@ -1,0 +1,70 @@
+"""Opening the store's database the same way everywhere (the run store, the guard's ledger, operator accounts, the
+tool journal): SQLite in WAL mode with a busy timeout and write transactions that take the lock at once, the file
+private to its owner; PostgreSQL as given. SQLite hands back naive datetimes for timezone-aware columns: ``aware``
+restores the UTC they were written in.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, Table, create_engine, event, inspect, text
+
+
+def open_engine(url: str) -> Engine:
+    """An engine for ``url``; a SQLite file is created readable by its owner only (0600), with its journal files."""
+    engine = create_engine(url, future=True)
+    if url.startswith("sqlite"):
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        private_sqlite_file(engine.url.database)
+    return engine
+
+
+def create_tables(engine: Engine, *tables: Table) -> None:
+    """Create ``tables`` if missing; a table written by an earlier version gets the columns added since (nullable),
+    so upgrading keeps every row."""
+    for table in tables:
+        table.create(engine, checkfirst=True)
+        present = {column["name"] for column in inspect(engine).get_columns(table.name)}
+        with engine.begin() as db:
+            for column in table.columns:
+                if column.name not in present:
+                    db.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} "
+                                    f"{column.type.compile(engine.dialect)}"))  # fmt: skip
+    if engine.dialect.name == "sqlite":
+        private_sqlite_file(engine.url.database)  # the -wal and -shm files too, now they exist
+
+
+def aware(moment: datetime) -> datetime:
+    """A datetime read back from the store, in UTC (SQLite returns it naive; it was written in UTC)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def private_sqlite_file(database: str | None) -> None:
+    """The database holds every prompt, output, decision and token hash: readable by its owner only (0600)."""
+    if not database or database == ":memory:":
+        return
+    path = Path(database)
+    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if not candidate.exists():
+            if candidate == path:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            continue
+        os.chmod(candidate, 0o600)
+
+
+def _sqlite_begin(connection: Any) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
+
+
+def _sqlite_pragmas(connection: Any, _: Any) -> None:
+    connection.isolation_level = None  # SQLAlchemy's begin event issues BEGIN IMMEDIATE instead of pysqlite
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")  # a second process waits for the lock instead of failing at once
+    cursor.close()

@@ -1,0 +1,153 @@
+"""The tool journal: every effect the runtime or the MCP guard carries out is written down before it runs (its
+intent) and after (its result), in the store's database, so that a process that dies never makes an effect happen
+twice without an operator's say.
+
+- A call whose result is journaled is not run again when its run resumes: the same call at the same place (scope,
+  position, digest of the exact call) gets the recorded result back.
+- A call with an intent and no result was in flight when its process died: it may or may not have taken effect.
+  It is *in doubt*; ``begin`` refuses it (``CallInDoubt``) and the caller turns it into a pause. An operator's
+  decision resolves it (``resolve``): from then on, the call may run again.
+
+Scopes name where a call happened: ``run:RUN/AGENT/EPOCH`` for a workflow agent's calls (the epoch changes when the
+operator retries the agent, not when a crashed driver is resumed), ``mcp:KEY`` for the guard's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text, insert, select, update
+
+from ..errors import ConflictError
+from .database import aware, create_tables, open_engine
+
+INTENT, DONE, RESOLVED = "intent", "done", "resolved"
+
+_TABLES = MetaData()
+entries = Table(
+    "tool_journal", _TABLES,
+    Column("scope", String(400), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("digest", String(80), primary_key=True),
+    Column("tool", String(200), nullable=False),
+    Column("arguments", Text, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("result", Text),  # JSON, once done
+    Column("holder", String(200), nullable=False),  # host:pid of the process that ran it
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("resolution", Text),  # who resolved an in-doubt call, and how
+)  # fmt: skip
+
+
+class CallInDoubt(ConflictError):
+    """A call was in flight when its process died (an intent without a result): it may or may not have taken
+    effect, and it is not run again until an operator decides."""
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journaled call."""
+
+    scope: str
+    position: int
+    digest: str
+    tool: str
+    arguments: str
+    state: str
+    result: dict[str, Any] | None
+    holder: str
+    started_at: datetime
+
+
+def call_digest(tool: str, arguments: Any) -> str:
+    """sha256 of the exact call (tool and arguments, keys sorted)."""
+    text = json.dumps([tool, arguments], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class ToolJournal:
+    """The journal in the store's database at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = open_engine(url)
+        create_tables(self.engine, entries)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+
+    def begin(self, scope: str, position: int, tool: str, arguments: Any) -> dict[str, Any] | None:
+        """Journal the intent of a call, or return its recorded result when it already ran; ``CallInDoubt`` when it
+        was in flight in a process that died. A resolved call's intent is written again (it may run)."""
+        digest = call_digest(tool, arguments)
+        key = (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
+        now = datetime.now(UTC)
+        with self.engine.begin() as db:
+            row = db.execute(select(entries).where(key)).mappings().first()
+            if row is not None and row["state"] == DONE:
+                recorded: dict[str, Any] = json.loads(row["result"])
+                return recorded
+            if row is not None and row["state"] == INTENT:
+                raise CallInDoubt(f"{tool} ({scope} #{position}) was started by {row['holder']} at "
+                                  f"{aware(row['started_at']):%H:%M:%S} UTC and never finished: it may or may not "
+                                  "have taken effect; an operator decides")  # fmt: skip
+            values = {"state": INTENT, "holder": self.holder, "started_at": now, "finished_at": None, "result": None}
+            if row is None:
+                text = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+                db.execute(insert(entries).values(scope=scope, position=position, digest=digest, tool=tool,
+                                                  arguments=text, **values))  # fmt: skip
+            else:
+                db.execute(update(entries).where(key).values(**values))
+        return None
+
+    def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
+        """Journal the result of a call begun with the same scope, position, tool and arguments."""
+        digest = call_digest(tool, arguments)
+        key = (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
+        with self.engine.begin() as db:
+            db.execute(update(entries).where(key).values(state=DONE, result=json.dumps(result, ensure_ascii=False),
+                                                         finished_at=datetime.now(UTC)))  # fmt: skip
+
+    def in_doubt(self, scope_prefix: str) -> list[JournalEntry]:
+        """The calls under ``scope_prefix`` with an intent and no result, oldest first."""
+        query = (select(entries).where(entries.c.scope.startswith(scope_prefix, autoescape=True),
+                                       entries.c.state == INTENT).order_by(entries.c.started_at))  # fmt: skip
+        with self.engine.connect() as db:
+            return [_entry(row) for row in db.execute(query).mappings()]
+
+    def doubts(self, scope_prefix: str, tool: str, arguments: Any) -> bool:
+        """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result)."""
+        query = select(entries.c.position).where(entries.c.scope.startswith(scope_prefix, autoescape=True),
+                                                 entries.c.digest == call_digest(tool, arguments),
+                                                 entries.c.state == INTENT).limit(1)  # fmt: skip
+        with self.engine.connect() as db:
+            return db.execute(query).first() is not None
+
+    def resolve(
+        self, scope_prefix: str, operator: str, decision: str, tool: str | None = None, arguments: Any = None
+    ) -> int:
+        """An operator decided about the in-doubt calls under ``scope_prefix`` (only those identical to ``tool`` with
+        ``arguments`` when a tool is given): they may run again. Their count."""
+        resolution = json.dumps({"operator": operator, "decision": decision, "at": datetime.now(UTC).isoformat()})
+        which = [entries.c.scope.startswith(scope_prefix, autoescape=True), entries.c.state == INTENT]
+        if tool is not None:
+            which.append(entries.c.digest == call_digest(tool, arguments))
+        with self.engine.begin() as db:
+            done = db.execute(update(entries).where(*which).values(state=RESOLVED, resolution=resolution))
+        return int(done.rowcount or 0)
+
+    def entries(self, scope_prefix: str) -> list[JournalEntry]:
+        """Every journaled call under ``scope_prefix``, oldest first."""
+        query = select(entries).where(entries.c.scope.startswith(scope_prefix, autoescape=True))
+        with self.engine.connect() as db:
+            return [_entry(row) for row in db.execute(query.order_by(entries.c.started_at)).mappings()]
+
+
+def _entry(row: Any) -> JournalEntry:
+    result = json.loads(row["result"]) if row["result"] else None
+    return JournalEntry(row["scope"], row["position"], row["digest"], row["tool"], row["arguments"], row["state"],
+                        result, row["holder"], aware(row["started_at"]))  # fmt: skip

@@ -1,0 +1,93 @@
+"""The tool journal in the MCP guard: a guard killed (SIGKILL) while it forwards a call leaves the call in doubt;
+after a restart, an identical call is held for an operator instead of running again — denied when nobody approves
+in time, run once more only when an operator approves (and then no longer in doubt)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from groundstate.config import default_db_url
+from groundstate.guard import Ledger
+from groundstate.store import ToolJournal
+
+from .test_mcp_guard import guarded
+
+SERVER = Path(__file__).with_name("effect_server.py")
+
+
+def test_a_call_in_flight_when_the_guard_dies_is_held_not_repeated(tmp_path: Path) -> None:
+    effects, pids = tmp_path / "effects.txt", tmp_path / "effects.pids"
+    config = f'[mcp]\napproval_timeout_sec = 2\n[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n'
+    arguments = {"path": str(effects)}
+    (tmp_path / "effects.slow").touch()  # the first call sleeps long enough to be killed mid-call
+
+    def kill_the_guard() -> None:
+        for _ in range(600):
+            if pids.exists() and pids.read_text():
+                guard, server = (int(pid) for pid in pids.read_text().split())
+                os.kill(guard, signal.SIGKILL)
+                time.sleep(0.5)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(server, signal.SIGKILL)  # the upstream the dead guard left behind
+                return
+            time.sleep(0.05)
+
+    async def first(client: ClientSession) -> Any:
+        killer = threading.Thread(target=kill_the_guard, daemon=True)
+        killer.start()
+        with pytest.raises(Exception):  # noqa: B017 - the guard died mid-call: the client's transport fails
+            await asyncio.wait_for(client.call_tool("lying__append", arguments), 20)
+        killer.join(5)
+        (tmp_path / "effects.slow").unlink()
+
+    with contextlib.suppress(Exception):  # the session's own shutdown fails too, with its guard gone
+        guarded(tmp_path, config, first)
+    assert effects.read_text() == "ran\n"
+    store = default_db_url(tmp_path / "home")
+    assert [(e.tool, e.state) for e in ToolJournal(store).in_doubt("mcp:")] == [("lying/append", "intent")]
+
+    async def again(client: ClientSession) -> str:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("lying__append", arguments)
+        return str(refused.value)
+
+    message = guarded(tmp_path, config, again)
+    assert "no operator approved the call within 2 s: an identical call to lying/append was being forwarded when " \
+           "the guard stopped: it may or may not have taken effect" in message  # fmt: skip
+    assert effects.read_text() == "ran\n"  # not run again
+    assert ToolJournal(store).in_doubt("mcp:")  # nobody decided: still in doubt
+
+    ledger = Ledger(store)
+
+    def approve() -> None:
+        for _ in range(200):
+            held = ledger.entries("held")
+            if held:
+                ledger.decide(held[0].id, True, "dana", held[0].digest)
+                return
+            time.sleep(0.05)
+
+    async def approved(client: ClientSession) -> str:
+        approver = threading.Thread(target=approve, daemon=True)
+        approver.start()
+        result = await client.call_tool("lying__append", arguments)
+        approver.join(5)
+        return result.content[0].text  # type: ignore[union-attr]
+
+    waiting = config.replace("approval_timeout_sec = 2", "approval_timeout_sec = 30")
+    assert guarded(tmp_path, waiting, approved) == "appended"  # the operator's choice: it runs once more
+    assert effects.read_text() == "ran\nran\n"
+    assert ToolJournal(store).in_doubt("mcp:") == []  # resolved by the approval
+    assert ledger.entries()[0].operator == "dana"
