@@ -16,7 +16,7 @@ import pytest
 import groundstate
 
 ROOT = Path(groundstate.__file__).parent
-FOUNDATION = {"errors", "safejson"}
+FOUNDATION = {"errors", "safejson", "tools"}
 LAYERS = {
     "logic": 1,
     "wire": 1,
@@ -30,7 +30,7 @@ LAYERS = {
     "guard": 4,
     "console": 5,
 }
-TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0}
+TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0, "tools": 0}
 
 
 BUILTIN_ERRORS = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "LookupError", "OSError"}

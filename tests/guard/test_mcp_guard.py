@@ -210,3 +210,45 @@ def test_a_ledger_from_an_earlier_version_keeps_its_decisions(tmp_path: Path) ->
     verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
     ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=30)
     assert [(e.call, e.reasons) for e in ledger.entries()] == [(verdict.call, verdict.reasons), (None, ["old"])]
+
+
+TOOLS_MODULE = '''
+import groundstate
+
+
+@groundstate.tool(read_only=True)
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+@groundstate.tool
+def note(text: str) -> str:
+    """Keep a note in the workspace."""
+    with open("notes.txt", "a") as file:
+        file.write(text + "\\n")
+    return "noted"
+'''
+
+
+def test_the_guard_serves_your_python_tools_under_the_same_policy(tmp_path: Path) -> None:
+    (tmp_path / "guard_tools.py").write_text(TOOLS_MODULE)
+    config = '[tools]\nmodules = ["guard_tools"]\n[mcp]\napproval_timeout_sec = 1\n'
+
+    async def use(client: ClientSession) -> tuple[list[Any], str, str, str]:
+        tools = (await client.list_tools()).tools
+        shouted = await client.call_tool("python__shout", {"text": "quiet"})
+        wrong = await client.call_tool("python__shout", {"text": 3})
+        with pytest.raises(MCPError) as held:
+            await client.call_tool("python__note", {"text": "hello"})
+        return (tools, shouted.content[0].text, wrong.content[0].text,  # type: ignore[union-attr]
+                str(held.value))  # fmt: skip
+
+    tools, shouted, wrong, held = guarded(tmp_path, config, use)
+    assert [(t.name, t.annotations.read_only_hint) for t in tools] == [("python__shout", True), ("python__note", False)]
+    assert tools[0].input_schema == {"properties": {"text": {"type": "string"}}, "required": ["text"],
+                                     "type": "object", "additionalProperties": False}  # fmt: skip
+    assert shouted == "QUIET"  # read-only: permitted, run in the sandbox
+    assert "text: Input should be a valid string" in wrong  # refused before the function ran
+    assert "python/note may destroy data" in held  # not read-only: held, and nobody approved in time
+    assert not (tmp_path / "home" / "mcp-workspace" / "notes.txt").exists()

@@ -25,6 +25,7 @@ from .project import (
     RoleConfig,
     SearchConfig,
     Store,
+    ToolsConfig,
     find_config,
     load_config,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "SearchConfig",
     "ShardProfile",
     "Store",
+    "ToolsConfig",
     "default_db_url",
     "effective",
     "find_config",

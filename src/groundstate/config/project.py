@@ -160,6 +160,15 @@ class McpConfig(BaseModel):
     approval_timeout_sec: float = Field(300.0, gt=0)  # a held call nobody approves in time is denied
 
 
+class ToolsConfig(BaseModel):
+    """``[tools]``: your own Python functions as tools (``@groundstate.tool``), for runs and ``mcp serve``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    modules: list[str] = Field(default_factory=list)  # imported by every entry point; they register their tools
+    path: list[Path] = Field(default_factory=list)  # where the modules are found (default: the file's directory)
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -185,6 +194,7 @@ class ProjectConfig(BaseModel):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     learned: LearnedConfig = Field(default_factory=LearnedConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
 
 
 class LoadedConfig:
@@ -241,6 +251,11 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
 
 def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
     """Paths in the file are relative to it; the files and directories it names must exist."""
+    config.tools.path = [p if p.is_absolute() else path.parent / p for p in config.tools.path] or [path.parent]
+    for directory in config.tools.path:
+        if not directory.is_dir():
+            raise ConfigFileError(f"{path}:{_line_of(text, ('tools', 'path'))}: tools.path: no such directory "
+                                  f"{directory}")  # fmt: skip
     if config.learned.path is not None and not config.learned.path.is_absolute():
         config.learned.path = path.parent / config.learned.path
     corpus = config.search.corpus

@@ -33,17 +33,18 @@ def serve(
 
     try:
         settings = load_config(config).config
-        if not settings.mcp.servers:
-            raise typer.BadParameter("the configuration names no [mcp.servers.NAME]; the guard has nothing to front")
+        if not settings.mcp.servers and not settings.tools.modules:
+            raise typer.BadParameter("the configuration names no [mcp.servers.NAME] and no [tools] modules; the guard "
+                                     "has nothing to front")  # fmt: skip
         store = settings.store.url or default_db_url(home())
         if http is None:
-            asyncio.run(serve_stdio(settings.mcp, store))
+            asyncio.run(serve_stdio(settings, store))
         else:
             host, _, port = http.rpartition(":")
             if not host or not port.isdigit():
                 raise typer.BadParameter("--http must be HOST:PORT")
             operators = Operators(store, first_admin_token=load_or_create_token(home())[0])
-            asyncio.run(serve_http(settings.mcp, store, host, int(port), operators))
+            asyncio.run(serve_http(settings, store, host, int(port), operators))
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None

@@ -22,11 +22,13 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from ..config import McpConfig
+from .. import tools
+from ..config import ProjectConfig, home
 from ..store import ACT, Operators, ToolJournal
+from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
-from .upstream import Upstreams, connect
+from .upstream import UpstreamError, Upstreams, connect
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
@@ -69,8 +71,8 @@ class Guard:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self.client = client  # who calls: the stdio parent, or the holder of the token over HTTP
-        for server, tools in upstreams.tools.items():
-            policy.add_tools(server, tools)
+        for server, listed in upstreams.tools.items():
+            policy.add_tools(server, listed)
 
     async def list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
         """Every upstream tool, namespaced ``SERVER__TOOL``."""
@@ -133,10 +135,21 @@ def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def _guard(config: McpConfig, store_url: str, client: str) -> AsyncIterator[tuple[Server, Upstreams]]:
-    """The upstreams connected and the MCP server over them, for as long as the block runs."""
+async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncIterator[tuple[Server, Upstreams]]:
+    """The upstreams connected (and your own Python tools, as the server ``python``) and the MCP server over them,
+    for as long as the block runs."""
+    config = settings.mcp
+    if local_tools.SERVER in config.servers:
+        raise UpstreamError(f"mcp.servers.{local_tools.SERVER}: the guard lists your own Python tools under that "
+                            "name; give the server another one")  # fmt: skip
+    if settings.tools.modules:
+        tools.load_modules(settings.tools.modules, settings.tools.path)
     async with contextlib.AsyncExitStack() as stack:
         upstreams = await connect(config.servers, stack)
+        if tools.REGISTRY:
+            upstreams.tools[local_tools.SERVER] = local_tools.listed()
+            workspace = home() / "mcp-workspace"  # the one place your tools may write
+            upstreams.sessions[local_tools.SERVER] = local_tools.LocalTools(workspace)
         ledger = Ledger(store_url)
         approvals = Approvals(ledger, config.approval_timeout_sec)
         guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, approvals, ToolJournal(store_url), client)
@@ -149,21 +162,21 @@ def _started(upstreams: Upstreams, where: str) -> None:
           file=sys.stderr, flush=True)  # fmt: skip
 
 
-async def serve_stdio(config: McpConfig, store_url: str) -> None:
+async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
     database at ``store_url``)."""
-    async with _guard(config, store_url, "stdio") as (server, upstreams):
+    async with _guard(settings, store_url, "stdio") as (server, upstreams):
         _started(upstreams, "stdio")
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(config: McpConfig, store_url: str, host: str, port: int, operators: Operators) -> None:
+async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: int, operators: Operators) -> None:
     """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp``; every request needs the token of an operator
     account whose role may act (a viewer's is a 403, no token or an unknown one a 401)."""
     import uvicorn
 
-    async with _guard(config, store_url, "http") as (server, upstreams):
+    async with _guard(settings, store_url, "http") as (server, upstreams):
         app = _bearer(server.streamable_http_app(host=host), operators)
         _started(upstreams, f"http://{host}:{port}/mcp")
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -22,11 +22,19 @@ class UpstreamError(ConfigurationError):
     """An upstream server could not be started, reached or initialised; the message names it."""
 
 
+class ToolCaller(Protocol):
+    """What the guard forwards a call to: an upstream's client session, or the local Python tools."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """The tool's result (an MCP CallToolResult)."""
+        ...
+
+
 @dataclass
 class Upstreams:
     """The connected servers: their sessions and tools, by server name."""
 
-    sessions: dict[str, ClientSession] = field(default_factory=dict)
+    sessions: dict[str, ToolCaller] = field(default_factory=dict)
     tools: dict[str, list[Any]] = field(default_factory=dict)
 
     def exposed(self) -> list[Any]:

@@ -109,7 +109,7 @@ def lint(kernel: Kernel, executors: Iterable[str]) -> list[Finding]:
         *_model_writable_findings(kernel),
         *_ambiguity_findings(routes, alias_rows),
         *_alias_findings(routes, aliases, known),
-        *_route_findings(derivable_actions(kernel), routes, aliases, known, set(executors)),
+        *_route_findings(derivable_actions(kernel), routes, aliases, known, set(executors), _routed_by_rules(kernel)),
     ]
 
 
@@ -145,7 +145,12 @@ def _alias_findings(routes: dict[str, list[str]], aliases: dict[str, str], known
 
 
 def _route_findings(
-    actions: dict[str, str], routes: dict[str, list[str]], aliases: dict[str, str], known: set[str], executors: set[str]
+    actions: dict[str, str],
+    routes: dict[str, list[str]],
+    aliases: dict[str, str],
+    known: set[str],
+    executors: set[str],
+    reported: frozenset[str] | set[str] = frozenset(),
 ) -> list[Finding]:
     found, reached = [], set()
     for action, where in sorted(actions.items()):
@@ -160,5 +165,15 @@ def _route_findings(
         if action not in actions and action not in known:
             found.append(Finding(WARNING, "unused-route", f"{action} has a route but nothing derives it"))
     found += [Finding(ERROR, "dead-executor", f"the executor {executor} is reached by no derivable action")
-              for executor in sorted(executors - reached)]  # fmt: skip
+              for executor in sorted(executors - reached - reported)]  # fmt: skip
     return found
+
+
+def _routed_by_rules(kernel: Kernel) -> set[str]:
+    """Executors a route *rule* names (``route(T, /python_tool) :- python_tool(T).``): their actions are reported
+    by the runtime when a run starts (its registered Python tools), so no fact names them here."""
+    named = set()
+    for rule in kernel.engine.analyzed.rules:
+        if rule.head.predicate == "route" and isinstance(rule.head.args[1], Const):
+            named.add(str(rule.head.args[1].value).lstrip("/"))
+    return named

@@ -6,6 +6,7 @@ import functools
 import json
 from typing import Any
 
+from .. import tools
 from ..packets import json_schema
 from .workflow import AgentSpec, Role, Workflow
 
@@ -17,6 +18,16 @@ TOOL_HELP = {
     "list_files": "list the workspace's files; argument: a directory or ''",
     "delete_file": "delete a file of the workspace; argument: its path",
 }
+
+
+def tool_help(tool: str) -> str:
+    """How the prompt describes a tool: the built-in ones' help, or a Python tool's docstring and argument schema."""
+    if tool in TOOL_HELP:
+        return TOOL_HELP[tool]
+    found = tools.REGISTRY.get(tool)
+    if found is None:
+        return "(no description)"
+    return f"{found.description.splitlines()[0]} argument: a JSON object of {json.dumps(found.schema)}"
 
 
 def system_prompt(workflow: Workflow, agent: AgentSpec, instructions: str | None = None) -> str:
@@ -37,7 +48,7 @@ def system_prompt(workflow: Workflow, agent: AgentSpec, instructions: str | None
         "",
         "[TOOLS]",
         'Call a tool by adding {"tool": NAME, "argument": ARGUMENT} to control_packet.tool_requests.',
-        *(f"- {tool}: {TOOL_HELP[tool]}" for tool in agent.tools),
+        *(f"- {tool}: {tool_help(tool)}" for tool in agent.tools),
         *(["(none)"] if not agent.tools else []),
         "",
         "[PIGGYBACK ENVELOPE]",

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import tools as python_tools
 from ..config import Price, ProjectConfig
 from ..errors import InputError, StoreError
 from ..kernel import (
@@ -177,6 +178,8 @@ class Runtime:
         self.search = search or configured_search(self.settings.search)  # what web_search searches
         self.memory = open_memory(self.settings.memory, store.engine)  # agents' long-term and vector memory
         self.journal = ToolJournal(store.url)  # every tool call: intent before, result after (exactly once)
+        if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
+            python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
         self.listeners: list[Callable[[ev.Event], None]] = []
 
     @property
@@ -723,6 +726,9 @@ class Runtime:
         config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
         kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+        mine = [(Name("/" + t),) for t in spec.tools if t in python_tools.REGISTRY]
+        if mine:  # your own Python tools: known actions, routed to the python_tool executor (routes.mg)
+            kernel.assert_facts("python_tool", *mine)
         learned = self.settings.learned
         if learned.file().exists():  # the project's learned rules: quarantined ones record, active ones act
             LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs, count="runs")

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from .. import tools as python_tools
 from ..errors import ConfigurationError
 from .state import RunState
 
@@ -200,8 +201,9 @@ def _agent_problems(workflow: Workflow, agent: AgentSpec, known: set[str], tools
             problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of the workflow")
         elif dependency == agent.id:
             problems.append(f"agent {agent.id!r} depends on itself")
-    problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(tools)})"
-                 for tool in agent.tools if tool not in tools]  # fmt: skip
+    known_tools = [*tools, *python_tools.REGISTRY]  # the built-in ones and your own (@groundstate.tool)
+    problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(known_tools)})"
+                 for tool in agent.tools if tool not in known_tools]  # fmt: skip
     role = workflow.role(agent.id)
     if role is None:
         prefixes = ", ".join(r.prefix for r in workflow.roles)

@@ -35,8 +35,15 @@ def interpreter_roots() -> list[str]:
 
 
 def command(
-    argv: Sequence[str], workspace: Path, *, writable_git: bool = False, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    workspace: Path,
+    *,
+    writable_git: bool = False,
+    env: Mapping[str, str] | None = None,
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
+    """The bwrap command line; ``read_only``: further host directories the program may read (a Python tool's module
+    and the groundstate package it imports), bound read-only at the same path."""
     args = ["bwrap", "--unshare-user", "--unshare-all", "--disable-userns", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL", "--clearenv"]  # fmt: skip
     for name, value in _environment(env).items():
@@ -52,6 +59,8 @@ def command(
         args += ["--ro-bind-try", path, path]
     for root in interpreter_roots():
         args += ["--ro-bind", root, root]
+    for readable in read_only:
+        args += ["--ro-bind", str(readable), str(readable)]
     args += ["--bind", str(workspace), INSIDE_WORKSPACE]
     git_dir = workspace / ".git"
     if not writable_git and git_dir.is_dir() and not git_dir.is_symlink():

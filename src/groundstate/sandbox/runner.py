@@ -66,13 +66,15 @@ class Sandbox:
         stdin: str | None = None,
         writable_git: bool = False,
         env: Mapping[str, str] | None = None,
+        read_only: Sequence[Path] = (),
     ) -> Completed:
-        """Run ``argv`` confined to ``workspace`` under ``limits``; the whole process tree is gone when this returns."""
+        """Run ``argv`` confined to ``workspace`` under ``limits``; the whole process tree is gone when this returns.
+        ``read_only``: host directories the program may also read (nothing else of the host is visible)."""
         if not argv:
             raise SandboxError("nothing to run")
         workspace = Path(workspace).resolve(strict=True)
         if self.confined:
-            full = bubblewrap.command(argv, workspace, writable_git=writable_git, env=env)
+            full = bubblewrap.command(argv, workspace, writable_git=writable_git, env=env, read_only=read_only)
             cwd = "/"
         else:
             full, cwd = list(argv), str(workspace)

@@ -22,6 +22,11 @@ known_action(/delegate_coder).      route(/delegate_coder, /delegate).
 known_action(/delegate_reviewer).   route(/delegate_reviewer, /delegate).
 known_action(/delegate_researcher). route(/delegate_researcher, /delegate).
 
+# Your own Python tools (@groundstate.tool): the runtime reports each one an agent may use as python_tool(/name);
+# they are known actions, carried out by the python_tool executor (sandboxed unless the tool says otherwise).
+known_action(T) :- python_tool(T).
+route(T, /python_tool) :- python_tool(T).
+
 # Aliases: other names models use for the same actions.
 action_alias(/fs_read, /read_file).
 action_alias(/fs_write, /write_file).

@@ -75,6 +75,9 @@ Decl user_question(ActionID, Question)
 Decl known_action(ActionType)
   descr [doc("An action type the system knows; requested actions of other types are denied.")]
   bound [/name].
+Decl python_tool(ActionType)
+  descr [doc("A Python function registered with @groundstate.tool that this kernel may route (reported by the runtime).")]
+  bound [/name].
 Decl route(ActionType, Executor)
   descr [doc("The router's table: which virtual-store executor carries out an action type.")]
   bound [/name, /name].
