@@ -252,3 +252,14 @@ def test_the_guard_serves_your_python_tools_under_the_same_policy(tmp_path: Path
     assert "text: Input should be a valid string" in wrong  # refused before the function ran
     assert "python/note may destroy data" in held  # not read-only: held, and nobody approved in time
     assert not (tmp_path / "home" / "mcp-workspace" / "notes.txt").exists()
+
+
+def test_an_upstream_that_does_not_start_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.broken]\ncommand = ["{sys.executable}", "-c", '
+                                               '"raise SystemExit(3)"]\n')  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=60,
+                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "error: mcp.servers.broken: cannot start or reach the server" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""  # stdout is the protocol's: nothing else goes there

@@ -1,10 +1,10 @@
 """groundstate.guard — one policy in front of the tools of agents people already run: ``groundstate mcp serve``
 fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the user's rules."""
 
+from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
 from .server import Approvals, Guard, serve_stdio
-from .upstream import SEPARATOR, UpstreamError, Upstreams, connect
 
 __all__ = [
     "APPROVED",

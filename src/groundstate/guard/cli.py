@@ -45,9 +45,19 @@ def serve(
                 raise typer.BadParameter("--http must be HOST:PORT")
             operators = Operators(store, first_admin_token=load_or_create_token(home())[0])
             asyncio.run(serve_http(settings, store, host, int(port), operators))
-    except GroundstateError as exc:
+    except* GroundstateError as group:  # the SDK's task groups wrap our refusals in exception groups
+        exc = _first(group)
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None
+
+
+def _first(group: BaseExceptionGroup[GroundstateError]) -> GroundstateError:
+    """The first refusal inside (nested) exception groups."""
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    assert isinstance(found, GroundstateError)
+    return found
 
 
 approvals_app = typer.Typer(help="Calls the MCP guard holds for an operator: list, approve, deny.",

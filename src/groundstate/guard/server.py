@@ -24,11 +24,11 @@ from mcp.shared.exceptions import MCPError
 
 from .. import tools
 from ..config import ProjectConfig, home
+from ..providers import UpstreamError, Upstreams, connect
 from ..store import ACT, Operators, ToolJournal
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
-from .upstream import UpstreamError, Upstreams, connect
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool

@@ -11,7 +11,7 @@ and retention.
 
 from ..errors import ExecutorError
 from .config import ContextBudgetError, CoreLimits, KernelConfig, ShardProfile, check_context
-from .executors import EXECUTORS, Action, Outcome
+from .executors import EXECUTORS, Action, Context, Outcome
 from .executors.http_search import HTTPSearch, SearchError
 from .executors.web import CorpusSearch
 from .explain import Explanation, explain, why
@@ -45,6 +45,7 @@ __all__ = [
     "ActionReport",
     "ArchivedAction",
     "ColdStorage",
+    "Context",
     "ContextBudgetError",
     "CoreLimits",
     "CorpusSearch",

@@ -5,7 +5,7 @@ async for event in StreamClient("https://api.openai.com/v1", api="openai-chat").
 
 The public face: the table of APIs, the streaming client with its retry policy, the normalised events every adapter
 emits, the error planes, the SSE parser, text conventions (``<think>`` tags, text tool calls), the local llama.cpp
-model, the SIGIL bridge and the gateway's typed chat request.
+model, the SIGIL bridge, the gateway's typed chat request, and MCP servers as upstreams (``connect``).
 """
 
 from .adapter import StreamAdapter
@@ -18,6 +18,7 @@ from .errors import ErrorRecord, classify, header_map
 from .gateway import Gateway
 from .gateway import serve as serve_gateway
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
+from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect
 from .metrics import ProviderMetrics, provider_of
 from .normalized import (
     FINISH_REASONS,
@@ -41,6 +42,7 @@ from .text_tools import UnknownStyle
 __all__ = [
     "APIS",
     "FINISH_REASONS",
+    "SEPARATOR",
     "ChatRequestError",
     "ErrorEvent",
     "ErrorRecord",
@@ -66,11 +68,15 @@ __all__ = [
     "ToolCall",
     "ToolCallDelta",
     "ToolCallStart",
+    "ToolCaller",
     "Truncated",
     "UnknownAPI",
     "UnknownStyle",
+    "UpstreamError",
+    "Upstreams",
     "Usage",
     "classify",
+    "connect",
     "default_model_path",
     "header_map",
     "merge_deltas",

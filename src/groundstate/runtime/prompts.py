@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from .. import tools
@@ -20,17 +21,22 @@ TOOL_HELP = {
 }
 
 
-def tool_help(tool: str) -> str:
-    """How the prompt describes a tool: the built-in ones' help, or a Python tool's docstring and argument schema."""
+def tool_help(tool: str, described: Mapping[str, str] | None = None) -> str:
+    """How the prompt describes a tool: the built-in ones' help, an MCP tool's description and schema (``described``,
+    from its server), or a Python tool's docstring and argument schema."""
     if tool in TOOL_HELP:
         return TOOL_HELP[tool]
+    if described and tool in described:
+        return described[tool]
     found = tools.REGISTRY.get(tool)
     if found is None:
         return "(no description)"
     return f"{found.description.splitlines()[0]} argument: a JSON object of {json.dumps(found.schema)}"
 
 
-def system_prompt(workflow: Workflow, agent: AgentSpec, instructions: str | None = None) -> str:
+def system_prompt(
+    workflow: Workflow, agent: AgentSpec, instructions: str | None = None, described: Mapping[str, str] | None = None
+) -> str:
     lines = [
         f"You are agent '{agent.id}' in the workflow '{workflow.name}'.",
         "",
@@ -48,7 +54,7 @@ def system_prompt(workflow: Workflow, agent: AgentSpec, instructions: str | None
         "",
         "[TOOLS]",
         'Call a tool by adding {"tool": NAME, "argument": ARGUMENT} to control_packet.tool_requests.',
-        *(f"- {tool}: {tool_help(tool)}" for tool in agent.tools),
+        *(f"- {tool}: {tool_help(tool, described)}" for tool in agent.agent_tools),
         *(["(none)"] if not agent.tools else []),
         "",
         "[PIGGYBACK ENVELOPE]",
@@ -73,7 +79,7 @@ def example(agent: AgentSpec, instructions: str) -> dict[str, Any]:
     task = " ".join(instructions.split())[:100]
     requests = [
         {"tool": tool, "argument": f"print({task!r})" if tool == "execute_python" else task}
-        for tool in agent.tools
+        for tool in agent.agent_tools
         if tool in instructions
     ]
     return {
@@ -107,7 +113,7 @@ def user_prompt(
 
 def envelope_schema(agent: AgentSpec) -> dict[str, Any]:
     """The schema for this agent's tools (shared: do not modify it)."""
-    return _envelope_schema(tuple(agent.tools))
+    return _envelope_schema(tuple(agent.agent_tools))
 
 
 @functools.cache

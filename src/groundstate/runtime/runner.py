@@ -26,6 +26,7 @@ from ..config import Price, ProjectConfig
 from ..errors import InputError, StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
+    EXECUTORS,
     ActionReport,
     ColdStorage,
     ContextBudgetError,
@@ -53,6 +54,7 @@ from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
 from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
+from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
@@ -70,7 +72,16 @@ from .state import (
     RunState,
 )
 from .store import EventStore, LeaseLost
-from .workflow import AgentSpec, Role, Workflow, parse_workflow, workflow_of
+from .workflow import (
+    AgentSpec,
+    Role,
+    Workflow,
+    WorkflowError,
+    agent_tool_name,
+    is_mcp_tool,
+    parse_workflow,
+    workflow_of,
+)
 
 HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
@@ -139,6 +150,8 @@ class RunContext:
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
     fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
     prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
+    mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
+    described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
 
 
 class Runtime:
@@ -178,6 +191,7 @@ class Runtime:
         self.search = search or configured_search(self.settings.search)  # what web_search searches
         self.memory = open_memory(self.settings.memory, store.engine)  # agents' long-term and vector memory
         self.journal = ToolJournal(store.url)  # every tool call: intent before, result after (exactly once)
+        self._mcp: McpTools | None = None  # the MCP servers workflow agents' tools come from, once needed
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
         self.listeners: list[Callable[[ev.Event], None]] = []
@@ -195,6 +209,11 @@ class Runtime:
         ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``); ``actor``:
         who created it (an operator's ``operator:NAME``), recorded on RunCreated."""
         workflow = parse_workflow(workflow_text, source, roles=self.roles)
+        servers = {tool[4:].split("/")[0] for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)}
+        unknown = sorted(servers - set(self.settings.mcp.servers))
+        if unknown:
+            raise WorkflowError(source, [f"mcp:{name}/...: the configuration has no [mcp.servers.{name}]"
+                                         for name in unknown])  # fmt: skip
         model = model or self.settings.models.default or "local"
         models = self._configured_models(workflow)
         if self._backend_factory is make_backend:  # refuse a bad spec now, not as a failed run
@@ -325,7 +344,18 @@ class Runtime:
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
+        refs = [tool for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)]
+        if refs:  # the MCP servers, connected once per process; a tool no server lists fails the run at start
+            ctx.mcp = self._mcp_tools()
+            ctx.mcp.check(refs)
+            ctx.described = {name: ctx.mcp.describe(name) for name in ctx.mcp.tools}
         return ctx
+
+    def _mcp_tools(self) -> McpTools:
+        """The configuration's MCP servers ([mcp.servers]), connected on first use."""
+        if self._mcp is None:
+            self._mcp = McpTools(self.settings.mcp.servers)
+        return self._mcp
 
     def _configured_models(self, workflow: Workflow) -> dict[str, str]:
         """The configuration's model for each agent that names none itself: ``models.agents``, else
@@ -426,7 +456,8 @@ class Runtime:
         """The upstream outputs the agent receives, fitted into what its context window leaves for them."""
         outputs = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
                    for u in spec.depends_on]  # fmt: skip
-        prompt = system_prompt(ctx.workflow, spec, instructions) + user_prompt(spec, instructions, [], remembered)
+        prompt = system_prompt(ctx.workflow, spec, instructions, ctx.described) + user_prompt(spec, instructions, [],
+                                                                                               remembered)  # fmt: skip
         headers = sum(len(f"\n\nOutput of {u}:\n") for u, _ in outputs)
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])
         return fit_upstream(outputs, upstream_room(profile, ctx.limits.context_window, len(prompt) + headers))
@@ -556,7 +587,8 @@ class Runtime:
         results go back to the model, until it answers without requesting tools or the rounds run out."""
         prompt = user_prompt(spec, instructions, upstream, remembered)
         invocation = Invocation(spec, update_validator(load_program(AGENT_POLICY).analyze()), envelope_schema(spec),
-                                [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions)},
+                                [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions,
+                                                                             ctx.described)},
                                  {"role": "user", "content": prompt}])  # fmt: skip
         invocation.journal_scope = journal_scope
         outcome = Outcome()
@@ -725,14 +757,18 @@ class Runtime:
         core = ctx.limits.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
         config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
-        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.tools])
+        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.agent_tools])
         mine = [(Name("/" + t),) for t in spec.tools if t in python_tools.REGISTRY]
         if mine:  # your own Python tools: known actions, routed to the python_tool executor (routes.mg)
             kernel.assert_facts("python_tool", *mine)
+        served = [(Name("/" + agent_tool_name(t)),) for t in spec.tools if is_mcp_tool(t)]
+        if served:  # MCP tools: known actions, routed to the mcp_tool executor (routes.mg)
+            kernel.assert_facts("mcp_tool", *served)
         learned = self.settings.learned
         if learned.file().exists():  # the project's learned rules: quarantined ones record, active ones act
             LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs, count="runs")
-        store = VirtualStore(kernel.workspace, search=self.search, max_output_chars=core.max_output_chars,
+        executors = {**EXECUTORS, "mcp_tool": ctx.mcp.execute} if ctx.mcp is not None else None
+        store = VirtualStore(kernel.workspace, executors, search=self.search, max_output_chars=core.max_output_chars,
                              total_memory_mb=core.max_total_memory_mb)  # fmt: skip
         cold = ColdStorage(ctx.recordings.parent / "kernel" / f"{spec.id}-actions.sqlite")  # retention's archive
         shard_type = spec.id.split("_", 1)[0]  # the agent's profile, never one its packets name

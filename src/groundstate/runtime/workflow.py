@@ -15,6 +15,7 @@ agents:
 from __future__ import annotations
 
 import heapq
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -54,9 +55,14 @@ class AgentSpec(BaseModel):
 
     id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     instructions: str = Field(min_length=1)
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)  # built-in, your own (@groundstate.tool), mcp:SERVER/TOOL
     depends_on: list[str] = Field(default_factory=list)
     model: str | None = None  # None: the workflow's (or the run's) model
+
+    @property
+    def agent_tools(self) -> list[str]:
+        """The tools under the names the agent and its kernel use (``SERVER__TOOL`` for MCP tools)."""
+        return [agent_tool_name(tool) for tool in self.tools]
 
     @field_validator("depends_on")
     @classmethod
@@ -131,6 +137,23 @@ def load_workflow(path: str | Path, roles: list[Role] | None = None) -> Workflow
     return parse_workflow(text, str(path), roles=roles)
 
 
+MCP_TOOL = re.compile(r"^mcp:([a-z][a-z0-9_]*)/([A-Za-z0-9_.\-]{1,64})$")
+
+
+def is_mcp_tool(ref: str) -> bool:
+    """Whether a workflow's tool entry names an MCP tool (``mcp:SERVER/TOOL``)."""
+    return MCP_TOOL.fullmatch(ref) is not None
+
+
+def agent_tool_name(ref: str) -> str:
+    """The name an agent (and its kernel) uses for a workflow's tool entry: an MCP tool's is ``SERVER__TOOL``
+    (lowercase, other characters as ``_``), as the guard lists it; others keep theirs."""
+    found = MCP_TOOL.fullmatch(ref)
+    if found is None:
+        return ref
+    return f"{found[1]}__{re.sub(r'[^a-z0-9_]', '_', found[2].lower())}"
+
+
 def parse_workflow(
     text: str, source: str = "<workflow>", tools: tuple[str, ...] = TOOLS, roles: list[Role] | None = None
 ) -> Workflow:
@@ -202,8 +225,8 @@ def _agent_problems(workflow: Workflow, agent: AgentSpec, known: set[str], tools
         elif dependency == agent.id:
             problems.append(f"agent {agent.id!r} depends on itself")
     known_tools = [*tools, *python_tools.REGISTRY]  # the built-in ones and your own (@groundstate.tool)
-    problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(known_tools)})"
-                 for tool in agent.tools if tool not in known_tools]  # fmt: skip
+    problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(known_tools)}, or mcp:SERVER/TOOL)"
+                 for tool in agent.tools if tool not in known_tools and not is_mcp_tool(tool)]  # fmt: skip
     role = workflow.role(agent.id)
     if role is None:
         prefixes = ", ".join(r.prefix for r in workflow.roles)

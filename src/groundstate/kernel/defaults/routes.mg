@@ -26,6 +26,10 @@ known_action(/delegate_researcher). route(/delegate_researcher, /delegate).
 # they are known actions, carried out by the python_tool executor (sandboxed unless the tool says otherwise).
 known_action(T) :- python_tool(T).
 route(T, /python_tool) :- python_tool(T).
+# MCP tools a workflow gives its agents (tools: [mcp:SERVER/TOOL]), reported as mcp_tool(/SERVER__TOOL): carried out
+# by the mcp_tool executor, which sends the call to the configured server.
+known_action(T) :- mcp_tool(T).
+route(T, /mcp_tool) :- mcp_tool(T).
 
 # Aliases: other names models use for the same actions.
 action_alias(/fs_read, /read_file).

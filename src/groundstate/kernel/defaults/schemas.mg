@@ -78,6 +78,9 @@ Decl known_action(ActionType)
 Decl python_tool(ActionType)
   descr [doc("A Python function registered with @groundstate.tool that this kernel may route (reported by the runtime).")]
   bound [/name].
+Decl mcp_tool(ActionType)
+  descr [doc("An MCP server's tool (SERVER__TOOL) a workflow gives the agent this kernel runs (reported by the runtime).")]
+  bound [/name].
 Decl route(ActionType, Executor)
   descr [doc("The router's table: which virtual-store executor carries out an action type.")]
   bound [/name, /name].

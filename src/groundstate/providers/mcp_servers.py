@@ -1,16 +1,13 @@
-"""The upstream MCP servers the guard fronts: started (stdio) or reached (streamable HTTP) with the official SDK's
-client, initialised, and their tools listed under namespaced names (``SERVER__TOOL``) so two servers' tools never
-collide and the policy always knows which server a call goes to."""
+"""MCP servers as upstreams — fronted by the guard, used by workflow agents (``tools: [mcp:git/git_status]``):
+started (stdio) or reached (streamable HTTP) with the official SDK's client, initialised, and their tools listed
+under namespaced names (``SERVER__TOOL``) so two servers' tools never collide and the policy always knows which
+server a call goes to. The SDK is imported when a server is connected, not with this package."""
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from ..config import McpServerConfig
 from ..errors import ConfigurationError
@@ -52,6 +49,10 @@ class Upstreams:
 
 async def connect(servers: dict[str, McpServerConfig], stack: contextlib.AsyncExitStack) -> Upstreams:
     """Start or reach every configured server (closed with ``stack``); UpstreamError names one that fails."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
     upstreams = Upstreams()
     for name, server in servers.items():
         try:
@@ -67,7 +68,15 @@ async def connect(servers: dict[str, McpServerConfig], stack: contextlib.AsyncEx
             await session.initialize()
             listed = await session.list_tools()
         except Exception as exc:  # the SDK raises many kinds; each is this server's failure to start
-            problem = f"{type(exc).__name__}: {exc}"
+            leaf = _first_leaf(exc)
+            problem = f"{type(leaf).__name__}: {leaf}"
             raise UpstreamError(f"mcp.servers.{name}: cannot start or reach the server: {problem}") from None
         upstreams.sessions[name], upstreams.tools[name] = session, list(listed.tools)
     return upstreams
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    """The first real error inside the SDK's task-group exception groups (the one worth naming)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
