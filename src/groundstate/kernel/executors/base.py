@@ -46,6 +46,8 @@ class Action:
 
 @dataclass
 class Context:
+    """What an executor works with: the workspace, the limits of the shard it runs for, and the sandbox."""
+
     workspace: Workspace
     timeout_s: float = 60.0
     memory_mb: int = 512
