@@ -4,6 +4,7 @@ every error an OpenAI-shaped body the SDK raises as its typed exception, and a s
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -39,11 +40,40 @@ def test_the_local_model_lists_itself_and_reports_usage(gateway_for: GatewayFor)
     assert all(chunk.usage is None for chunk in plain)  # usage only when asked for
 
 
+def test_the_local_model_calls_tools_under_their_schema(gateway_for: GatewayFor) -> None:
+    """Local mode: with tools offered, the model's output is constrained to calls of them (or an answer); the SDK
+    gets tool_calls whose arguments fit the function's parameters — whole and streamed."""
+    base_url, _ = gateway_for("local")
+    client: Any = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+    ask = [{"role": "user", "content": "What is the weather in Paris? Call get_weather."}]
+    reply = client.chat.completions.create(model="local", messages=ask, tools=WEATHER, tool_choice="required",
+                                           max_tokens=48)  # fmt: skip
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    [call] = choice.message.tool_calls
+    assert call.type == "function" and call.function.name == "get_weather" and call.id.startswith("call_")
+    arguments = json.loads(call.function.arguments)
+    assert isinstance(arguments, dict) and set(arguments) <= {"city"}  # what the schema allows, nothing else
+    if "city" in arguments:
+        assert isinstance(arguments["city"], str)
+    chunks = list(client.chat.completions.create(model="local", messages=ask, tools=WEATHER, tool_choice={
+        "type": "function", "function": {"name": "get_weather"}}, max_tokens=48, stream=True))  # fmt: skip
+    streamed = [c for chunk in chunks if chunk.choices for c in chunk.choices[0].delta.tool_calls or []]
+    assert [c.function.name for c in streamed] == ["get_weather"]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    answer = [*ask, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+              {"role": "tool", "tool_call_id": call.id, "content": "18 C and sunny"}]  # fmt: skip
+    final = client.chat.completions.create(model="local", messages=answer, tools=WEATHER, tool_choice="none",
+                                           max_tokens=16)  # fmt: skip
+    assert final.choices[0].message.tool_calls is None and final.choices[0].finish_reason in ("stop", "length")
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"n": 2}, "n: the local gateway generates one choice"),
-        ({"tools": WEATHER}, "tools: the local gateway does not support this parameter"),
+        ({"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": WEATHER},
+         "tool_choice: names a function that is not among the request's tools"),
         ({"logprobs": True}, "logprobs: the local gateway does not support this parameter"),
         ({"temperature": 5}, "temperature: Input should be less than or equal to 2"),
     ],

@@ -19,6 +19,7 @@ import httpx
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from ..wire import ByteVocabulary, Mode
+from . import local_tools
 from .apis import provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
@@ -244,14 +245,26 @@ class Gateway:
             await send_json(send, 400, error_body(str(exc)))
             return
         model = await self._local_model()
-        pieces, finish, counted = await self._generate(model, request)
+        try:
+            pieces, finish, counted = await self._generate(model, request)
+        except ValueError as exc:  # a tool's parameters llama.cpp cannot turn into a grammar
+            self.requests.labels("local", "400").inc()
+            await send_json(send, 400, error_body(f"tools: the local model cannot be constrained to them: {exc}"))
+            return
+        calls: list[dict[str, Any]] = []
+        if request.callable_tools:  # the answer was constrained: its content, or its calls
+            content, calls = local_tools.read_answer("".join(pieces))
+            pieces = [content] if content else []
+            finish = "tool_calls" if calls else finish
         self.requests.labels("local", "200").inc()
         base = {"id": f"chatcmpl-local-{time.time_ns()}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": model.path.name}  # fmt: skip
         if request.stream:
-            await stream_answer(send, base, pieces, finish, counted if request.include_usage else None)
+            await stream_answer(send, base, pieces, finish, counted if request.include_usage else None, calls)
         else:
-            message = {"role": "assistant", "content": "".join(pieces)}
+            message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces) if not calls else None}
+            if calls:
+                message["tool_calls"] = calls
             choice = {"index": 0, "message": message, "finish_reason": finish}
             await send_json(send, 200, {**base, "object": "chat.completion", "choices": [choice], "usage": counted})
 
@@ -266,10 +279,13 @@ class Gateway:
 
     async def _generate(self, model: LocalModel, request: ChatRequest) -> tuple[list[str], str | None, dict[str, int]]:
         """The completion's text pieces, finish reason and usage; its tokens are published as one SIGIL stream."""
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        messages = [m.as_prompt() for m in request.messages]
         options: dict[str, Any] = {"max_tokens": request.token_budget, "temperature": request.temperature}
         if request.json_schema:
             options["json_schema"] = request.json_schema
+        if request.callable_tools:
+            messages = [local_tools.instructions(request), *messages]
+            options["json_schema"] = local_tools.answer_schema(request)
         bridge = SigilBridge(model.vocabulary, next(self._streams))
         async with self._lock:  # one generation at a time: the model is not re-entrant
             tokens = await asyncio.to_thread(lambda: list(model.tokens(messages, **options)))

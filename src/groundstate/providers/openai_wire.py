@@ -35,13 +35,20 @@ def usage(prompt: int, completion: int) -> dict[str, int]:
 
 
 async def stream_answer(
-    send: Send, base: dict[str, Any], pieces: list[str], finish: str | None, counted: dict[str, int] | None
+    send: Send,
+    base: dict[str, Any],
+    pieces: list[str],
+    finish: str | None,
+    counted: dict[str, int] | None,
+    calls: list[dict[str, Any]] | None = None,
 ) -> None:
-    """The answer as OpenAI-style SSE: a role chunk, one chunk per piece, the finish, with ``counted`` a last chunk
-    carrying the usage and no choices (``stream_options.include_usage``), then ``[DONE]``."""
+    """The answer as OpenAI-style SSE: a role chunk, one chunk per piece (or per tool call), the finish, with
+    ``counted`` a last chunk carrying the usage and no choices (``stream_options.include_usage``), then ``[DONE]``."""
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
     chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
     chunks += [{**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    chunks += [{**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, **call}]},
+                                     "finish_reason": None}]} for i, call in enumerate(calls or [])]  # fmt: skip
     chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     if counted is not None:
         chunks.append({**base, "choices": [], "usage": counted})
