@@ -16,6 +16,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from ..runtime.conftest import envelope, sse
 from .conftest import GatewayFor, Script, free_port
 
 TOOLS_TRANSCRIPT = (Path(__file__).parent / "transcripts" / "openai-chat" / "parallel-split.sse").read_bytes()
@@ -72,8 +73,10 @@ def test_the_local_model_calls_tools_under_their_schema(gateway_for: GatewayFor)
     ("options", "message"),
     [
         ({"n": 2}, "n: the local gateway generates one choice"),
-        ({"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": WEATHER},
-         "tool_choice: names a function that is not among the request's tools"),
+        (
+            {"tool_choice": {"type": "function", "function": {"name": "nope"}}, "tools": WEATHER},
+            "tool_choice: names a function that is not among the request's tools",
+        ),
         ({"logprobs": True}, "logprobs: the local gateway does not support this parameter"),
         ({"temperature": 5}, "temperature: Input should be less than or equal to 2"),
     ],
@@ -126,3 +129,47 @@ def test_the_gateway_says_where_it_listens_and_what_it_serves(tmp_path: Path) ->
         process.wait(timeout=10)
     assert line.strip() == (f"gateway: http://127.0.0.1:{port}/v1 — a proxy to https://api.example (openai-chat); "
                             "/metrics with an operator's token")  # fmt: skip
+
+
+def test_the_packet_gate_passes_validated_surfaces_and_cuts_the_rest(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """``gateway --gate``: the client sees only the surface text of a reply whose control packet validated; a reply
+    that is not an envelope, or whose packet breaks the schema, is cut with an error the SDK raises."""
+    upstream, script = server
+    good = json.dumps(envelope("The answer is 42. [STATUS: SUCCESS]"))
+    broken = json.dumps({"control_packet": {"intent_classification": 5}, "surface_response": "The answer is 42."})
+    whole = json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": good},
+                                     "finish_reason": "stop"}]}).encode()  # fmt: skip
+    script.responses = [
+        (200, {}, sse(good)),
+        (200, {}, sse("Sure! The answer is 42.")),
+        (200, {}, sse(broken)),
+        (200, {"content-type": "application/json"}, whole),
+        (200, {"content-type": "application/json"}, whole.replace(b"control_packet", b"other")),
+    ]
+    base_url, _ = gateway_for(upstream, "--gate")
+    client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o", messages=HI, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == \
+        "The answer is 42. [STATUS: SUCCESS]"  # fmt: skip
+    for _ in range(2):  # prose instead of an envelope; a packet that does not validate
+        with pytest.raises(openai.APIError, match="broke the control-packet protocol and was cut") as cut:
+            for _chunk in client.chat.completions.create(model="gpt-4o", messages=HI, stream=True):
+                assert "42" not in (_chunk.choices[0].delta.content or "") if _chunk.choices else True
+        assert cut.value.body["code"] == "packet_gate"  # type: ignore[index]
+    reply = client.chat.completions.create(model="gpt-4o", messages=HI)
+    assert reply.choices[0].message.content == "The answer is 42. [STATUS: SUCCESS]"
+    with pytest.raises(openai.InternalServerError, match="was cut: surface_response came before control_packet") as \
+            refused:  # fmt: skip
+        client.chat.completions.create(model="gpt-4o", messages=HI)
+    assert refused.value.status_code == 502 and refused.value.body["code"] == "packet_gate"  # type: ignore[index]
+
+
+def test_the_packet_gate_is_refused_where_it_cannot_read_the_replies(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "groundstate", "gateway", "--upstream", "local", "--gate"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={"GROUNDSTATE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert done.returncode == 2 and "--gate reads openai-chat replies from an upstream, not the local model" in \
+        done.stderr  # fmt: skip

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 import uvicorn
@@ -141,11 +142,18 @@ def gateway(
     api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
     listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
     publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
+    gate: bool = typer.Option(
+        False,
+        "--gate",
+        help="Pass on only replies whose control packet validates (their "
+        "surface text); cut any other with an in-band error (openai-chat upstreams).",
+    ),
     config: Path | None = _CONFIG,
 ) -> None:
-    """An HTTP proxy for LLM SDKs: responses pass through unchanged and are published as SIGIL frames; GET /metrics
-    serves its Prometheus metrics (with the console token unless the configuration's metrics.open)."""
-    from ..providers import serve_gateway
+    """An HTTP proxy for LLM SDKs: responses pass through unchanged (with --gate: only the surface of replies whose
+    control packet validates) and are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an
+    operator's token unless the configuration's metrics.open)."""
+    from ..providers import GATED_APIS, serve_gateway
 
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
@@ -156,9 +164,24 @@ def gateway(
     mode = "the local model" if upstream == "local" else f"a proxy to {upstream} ({api})"
     published = f"; SIGIL frames on {publish}" if publish else ""
     metrics = "open" if reader is None else "with an operator's token"
-    console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}; /metrics {metrics}", markup=False,
+    gated = "; replies through the packet gate" if gate else ""
+    if gate and (upstream == "local" or api not in GATED_APIS):
+        typer.echo(f"error: --gate reads {', '.join(GATED_APIS)} replies from an upstream, not "
+                   f"{'the local model' if upstream == 'local' else api}", err=True)  # fmt: skip
+        raise typer.Exit(2)
+    factory = _packet_gate(settings.policy.kernel) if gate else None
+    console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}{gated}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
-    serve_gateway(upstream, api, host, int(port), publish, reader)
+    serve_gateway(upstream, api, host, int(port), publish, reader, factory)
+
+
+def _packet_gate(policy: list[Path]) -> Callable[[], Any]:
+    """A fresh packet gate per reply, checking updates against the kernel's schemas (and ``policy.kernel`` files)."""
+    from ..kernel import load_program, update_validator
+    from ..packets import PacketGate
+
+    validator = update_validator(load_program(policy).analyze())
+    return lambda: PacketGate(validator)
 
 
 def _metrics_reader(store_url: str) -> Callable[[str], bool]:

@@ -15,6 +15,7 @@ from .chat_request import ChatRequestError, parse_chat_request
 from .client import RetryPolicy, StreamClient
 from .conventions import TextConventions
 from .errors import ErrorRecord, classify, header_map
+from .gated import GATED_APIS, GateFactory, OutputGate
 from .gateway import Gateway
 from .gateway import serve as serve_gateway
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
@@ -42,16 +43,19 @@ from .text_tools import UnknownStyle
 __all__ = [
     "APIS",
     "FINISH_REASONS",
+    "GATED_APIS",
     "SEPARATOR",
     "ChatRequestError",
     "ErrorEvent",
     "ErrorRecord",
     "Event",
     "Finish",
+    "GateFactory",
     "Gateway",
     "GeneratedToken",
     "LocalModel",
     "LocalModelError",
+    "OutputGate",
     "ProviderAPI",
     "ProviderMetrics",
     "Refusal",

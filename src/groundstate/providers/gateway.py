@@ -19,8 +19,8 @@ import httpx
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from ..wire import ByteVocabulary, Mode
-from . import local_tools
-from .apis import provider_api
+from . import gated, local_tools
+from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import classify
@@ -52,9 +52,14 @@ class Gateway:
         api: str = "openai-chat",
         publish: str | None = None,
         metrics_reader: Callable[[str], bool] | None = None,
+        gate: gated.GateFactory | None = None,
     ) -> None:
         if upstream != "local":
             provider_api(api)  # an unknown API is refused here, naming the known ones
+        if gate is not None and (upstream == "local" or api not in gated.GATED_APIS):
+            raise UnknownAPI(f"the packet gate reads {', '.join(gated.GATED_APIS)} replies from an upstream; "
+                             f"not {'the local model' if upstream == 'local' else api}")  # fmt: skip
+        self.gate = gate  # each reply through a fresh packet gate (None: replies pass unchanged)
         self.upstream, self.api = upstream.rstrip("/"), api
         self.metrics_reader = metrics_reader
         self.registry = CollectorRegistry()
@@ -178,9 +183,14 @@ class Gateway:
         provider: str,
         adapter_type: Any,
     ) -> None:
-        """The upstream's response to the client unchanged, and to the subscribers as SIGIL."""
+        """The upstream's response to the client unchanged (or, gated, its surface text once the packet validated),
+        and to the subscribers as SIGIL."""
         assert self._http is not None
         async with self._http.stream(scope["method"], url, content=body, headers=headers) as response:
+            if self.gate is not None and response.status_code < 400:
+                self.requests.labels(self.api, str(response.status_code)).inc()
+                await self._relay_gated(response, body, send, bridge, model)
+                return
             await send({
                 "type": "http.response.start",
                 "status": response.status_code,
@@ -212,6 +222,32 @@ class Gateway:
                     self.publish(bridge.push(event))
             self.metrics.called(model, ok=not failed)
             self.publish(bridge.end())
+
+    async def _relay_gated(
+        self, response: httpx.Response, body: bytes, send: Send, bridge: SigilBridge, model: str
+    ) -> None:
+        """The reply through the packet gate (see ``gated``): streamed as gated chunks, or whole."""
+        assert self.gate is not None
+        try:
+            streamed = bool(json.loads(body).get("stream"))
+        except (ValueError, AttributeError):
+            streamed = False
+        if not streamed:
+            await gated.send_gated_whole(self.gate(), await response.aread(), send)
+            self.metrics.called(model, ok=True)
+            return
+        stream = gated.GatedStream(self.gate(), model, send)
+        await stream.start()
+        failed = False
+        async for data in response.aiter_raw():
+            for event in await stream.feed(data):
+                failed = self._count(model, event) or failed
+                self.publish(bridge.push(event) if self.sender is not None else b"")
+        for event in await stream.close():
+            failed = self._count(model, event) or failed
+            self.publish(bridge.push(event) if self.sender is not None else b"")
+        self.metrics.called(model, ok=not failed)
+        self.publish(bridge.end())
 
     def _count(self, model: str, event: Any) -> bool:
         """An event of a proxied stream in the metrics: tokens, in-stream errors. True for an error."""
@@ -300,9 +336,16 @@ class Gateway:
 
 
 def serve(
-    upstream: str, api: str, host: str, port: int, publish: str | None, metrics_reader: Callable[[str], bool] | None
+    upstream: str,
+    api: str,
+    host: str,
+    port: int,
+    publish: str | None,
+    metrics_reader: Callable[[str], bool] | None,
+    gate: gated.GateFactory | None = None,
 ) -> None:
-    """Serve the gateway until interrupted (``metrics_reader``: as for Gateway)."""
+    """Serve the gateway until interrupted (``metrics_reader``, ``gate``: as for Gateway)."""
     import uvicorn
 
-    uvicorn.run(Gateway(upstream, api, publish, metrics_reader), host=host, port=port, log_level="warning")
+    app = Gateway(upstream, api, publish, metrics_reader, gate)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,121 @@
+"""The gateway with the packet gate (``groundstate gateway --gate``): every reply must be a Piggyback envelope whose
+control packet validates before its surface response is passed on — the client receives the surface text only, as
+ordinary chat-completion chunks, and never a word of a reply that breaks the protocol.
+
+A reply the gate aborts (no control packet first, a packet that does not validate, an envelope cut short) ends the
+stream with an in-band error chunk (``{"error": {"type": "policy_violation", "code": "packet_gate", ...}}``), which
+the OpenAI SDKs raise as their API error; a non-streamed reply is answered with a 502 carrying the same error. The
+gate itself (``packets.PacketGate`` with the kernel's update checks) is handed in by the command line, so this
+module depends on no package above the providers.
+
+Only the OpenAI Chat Completions API is gated (its stream's text is what the gate reads); the command refuses
+``--gate`` with another API.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .normalized import TextDelta
+from .openai_chat import OpenAIChatAdapter
+from .openai_wire import Send, error_body, send_json
+
+GATED_APIS = ("openai-chat",)
+
+
+class Verdict(Protocol):
+    """What the gate decided about a whole reply."""
+
+    decision: str
+    reason: str | None
+
+
+class OutputGate(Protocol):
+    """A streaming gate: text in, the text that may be shown now out; ``close`` decides."""
+
+    def feed(self, text: str) -> list[str]:
+        """The surface text this piece releases."""
+        ...
+
+    def close(self) -> Verdict:
+        """The decision on the whole reply."""
+        ...
+
+
+GateFactory = Callable[[], OutputGate]
+
+
+def refusal(reason: str | None) -> dict[str, Any]:
+    """The error a client gets for a reply the gate refused."""
+    return error_body(f"the model's reply broke the control-packet protocol and was cut: {reason}",
+                      "policy_violation", "packet_gate")  # fmt: skip
+
+
+class GatedStream:
+    """One streamed reply through the gate: upstream SSE bytes in, gated chat-completion chunks out."""
+
+    def __init__(self, gate: OutputGate, model: str, send: Send) -> None:
+        self.gate, self.send = gate, send
+        self.adapter = OpenAIChatAdapter("openai")
+        self.base = {"id": f"chatcmpl-gated-{time.time_ns()}", "object": "chat.completion.chunk",
+                     "created": int(time.time()), "model": model}  # fmt: skip
+        self.events: list[Any] = []  # every normalised event, for the caller's metrics and subscribers
+
+    async def start(self) -> None:
+        """The response head and the role chunk."""
+        await self.send({"type": "http.response.start", "status": 200,
+                         "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+        await self._chunk({"role": "assistant", "content": ""}, None)
+
+    async def feed(self, data: bytes) -> list[Any]:
+        """Upstream bytes: the surface text they release is sent on; their events are returned."""
+        events = self.adapter.feed(data)
+        await self._pass(events)
+        return events
+
+    async def close(self) -> list[Any]:
+        """The end of the upstream stream: the finish, or the gate's refusal in band; then ``[DONE]``."""
+        events = self.adapter.close()
+        await self._pass(events)
+        verdict = self.gate.close()
+        if verdict.decision == "accepted":
+            await self._chunk({}, "stop")
+        else:
+            await self._write(refusal(verdict.reason))
+        await self.send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+        return events
+
+    async def _pass(self, events: list[Any]) -> None:
+        for event in events:
+            if isinstance(event, TextDelta):
+                for piece in self.gate.feed(event.text):
+                    await self._chunk({"content": piece}, None)
+
+    async def _chunk(self, delta: dict[str, Any], finish: str | None) -> None:
+        await self._write({**self.base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    async def _write(self, payload: dict[str, Any]) -> None:
+        await self.send({"type": "http.response.body", "body": b"data: " + json.dumps(payload).encode() + b"\n\n",
+                         "more_body": True})  # fmt: skip
+
+
+async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
+    """A non-streamed reply through the gate: its message content replaced by the released surface text, or a 502
+    with the refusal."""
+    try:
+        reply = json.loads(data)
+        message = reply["choices"][0]["message"]
+        text = message.get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        await send_json(send, 502, error_body("the upstream's reply is not a chat completion", "upstream_error"))
+        return
+    released = "".join(gate.feed(text))
+    verdict = gate.close()
+    if verdict.decision != "accepted":
+        await send_json(send, 502, refusal(verdict.reason))
+        return
+    message["content"] = released
+    await send_json(send, 200, reply)
