@@ -173,3 +173,33 @@ def test_the_packet_gate_is_refused_where_it_cannot_read_the_replies(tmp_path: P
                           env={"GROUNDSTATE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})  # fmt: skip
     assert done.returncode == 2 and "--gate reads openai-chat replies from an upstream, not the local model" in \
         done.stderr  # fmt: skip
+
+
+def test_reply_rules_cut_a_reply_before_any_of_its_surface(
+    tmp_path: Path, server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """``[gateway] rules``: the user's rules judge each validated packet before its surface is released."""
+    upstream, script = server
+    (tmp_path / "replies.mg").write_text(
+        'reply_refused("mutations need a human") :- reply_intent(/mutation, _, _, _).\n'
+        'reply_refused(R) :- reply_tool_request("delete_file", T), R = fn:string:concat("asks to delete ", T).\n'
+    )
+    (tmp_path / "groundstate.toml").write_text('[gateway]\nrules = ["replies.mg"]\n')
+    mutation = envelope("Deleted it all.")
+    mutation["control_packet"]["intent_classification"]["category"] = "/mutation"
+    deleting = envelope("Cleaning up.", [{"tool": "delete_file", "argument": "main.py"}])
+    script.responses = [(200, {}, sse(json.dumps(e))) for e in (mutation, deleting, envelope("Fine."))]
+    base_url, _ = gateway_for(upstream, "--gate")
+    client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    for reason in ("mutations need a human", "asks to delete main.py"):
+        seen: list[str] = []
+        with pytest.raises(openai.APIError, match=f"the reply rules refused it: {reason}"):
+            for chunk in client.chat.completions.create(model="m", messages=HI, stream=True):
+                seen += [chunk.choices[0].delta.content or ""] if chunk.choices else []
+        assert "".join(seen) == ""  # not a word of the refused reply
+    allowed = client.chat.completions.create(model="m", messages=HI, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in allowed if c.choices) == "Fine."
+    without = subprocess.run([sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream],
+                             capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                             env={"GROUNDSTATE_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert without.returncode == 2 and "[gateway] rules judge replies through the packet gate" in without.stderr

@@ -169,6 +169,14 @@ class ToolsConfig(BaseModel):
     path: list[Path] = Field(default_factory=list)  # where the modules are found (default: the file's directory)
 
 
+class GatewayConfig(BaseModel):
+    """``[gateway]``: what ``groundstate gateway --gate`` applies to the replies that pass through."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[Path] = Field(default_factory=list)  # .mg files: reply_refused(Reason) cuts a reply
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -195,6 +203,7 @@ class ProjectConfig(BaseModel):
     learned: LearnedConfig = Field(default_factory=LearnedConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
 
 
 class LoadedConfig:
@@ -267,12 +276,13 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
                 f"{path}:{_line_of(text, key)}: search.corpus: no such directory {config.search.corpus}"
             )
     for name, owner in (("guards", config.policy), ("patterns", config.policy), ("kernel", config.policy),
-                        ("policy", config.mcp)):  # fmt: skip
+                        ("policy", config.mcp), ("rules", config.gateway)):  # fmt: skip
         files: list[Path] = getattr(owner, name)
         files[:] = [file if file.is_absolute() else path.parent / file for file in files]
         for file in files:
             if not file.is_file():
-                key = ("mcp", "policy") if owner is config.mcp else ("policy", name)
+                section = "mcp" if owner is config.mcp else "gateway" if owner is config.gateway else "policy"
+                key = (section, name)
                 raise ConfigFileError(f"{path}:{_line_of(text, key)}: {'.'.join(key)}: no such file {file}")
 
 

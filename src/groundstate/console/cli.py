@@ -169,19 +169,28 @@ def gateway(
         typer.echo(f"error: --gate reads {', '.join(GATED_APIS)} replies from an upstream, not "
                    f"{'the local model' if upstream == 'local' else api}", err=True)  # fmt: skip
         raise typer.Exit(2)
-    factory = _packet_gate(settings.policy.kernel) if gate else None
+    if settings.gateway.rules and not gate:
+        typer.echo("error: the configuration's [gateway] rules judge replies through the packet gate: start the "
+                   "gateway with --gate", err=True)  # fmt: skip
+        raise typer.Exit(2)
+    factory = _packet_gate(settings.policy.kernel, settings.gateway.rules) if gate else None
     console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}{gated}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
     serve_gateway(upstream, api, host, int(port), publish, reader, factory)
 
 
-def _packet_gate(policy: list[Path]) -> Callable[[], Any]:
-    """A fresh packet gate per reply, checking updates against the kernel's schemas (and ``policy.kernel`` files)."""
+def _packet_gate(policy: list[Path], rules: list[Path]) -> Callable[[], Any]:
+    """A fresh packet gate per reply, checking updates against the kernel's schemas (and ``policy.kernel`` files),
+    then — with ``[gateway] rules`` — the reply rules, before any surface text is released."""
+    from ..guard import ReplyPolicy, RuledGate
     from ..kernel import load_program, update_validator
     from ..packets import PacketGate
 
     validator = update_validator(load_program(policy).analyze())
-    return lambda: PacketGate(validator)
+    if not rules:
+        return lambda: PacketGate(validator)
+    judged = ReplyPolicy(rules)
+    return lambda: RuledGate(PacketGate(validator), judged)
 
 
 def _metrics_reader(store_url: str) -> Callable[[str], bool]:

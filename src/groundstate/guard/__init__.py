@@ -1,9 +1,11 @@
 """groundstate.guard — one policy in front of the tools of agents people already run: ``groundstate mcp serve``
-fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the user's rules."""
+fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the user's rules; ``ReplyPolicy``
+applies the user's reply rules to what passes through ``groundstate gateway --gate``."""
 
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
+from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
 
 __all__ = [
@@ -19,6 +21,8 @@ __all__ = [
     "Guard",
     "Ledger",
     "McpPolicy",
+    "ReplyPolicy",
+    "RuledGate",
     "UpstreamError",
     "Upstreams",
     "Verdict",
