@@ -91,3 +91,26 @@ def test_a_call_in_flight_when_the_guard_dies_is_held_not_repeated(tmp_path: Pat
     assert effects.read_text() == "ran\nran\n"
     assert ToolJournal(store).in_doubt("mcp:") == []  # resolved by the approval
     assert ledger.entries()[0].operator == "dana"
+
+
+def test_a_call_sent_again_with_its_idempotency_key_gets_the_recorded_result(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    config = f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n'
+    arguments = {"path": str(effects)}
+    key: Any = {"groundstate/idempotency_key": "order-4711"}  # the SDK's meta type names only MCP's own keys
+    other: Any = {"groundstate/idempotency_key": "order-4712"}
+    empty: Any = {"groundstate/idempotency_key": ""}
+
+    async def use(client: ClientSession) -> list[str]:
+        first = await client.call_tool("lying__append", arguments, meta=key)
+        again = await client.call_tool("lying__append", arguments, meta=key)  # a retry: not run again
+        another = await client.call_tool("lying__append", arguments, meta=other)
+        with pytest.raises(MCPError, match="must be printable text"):
+            await client.call_tool("lying__append", arguments, meta=empty)
+        return [r.content[0].text for r in (first, again, another)]  # type: ignore[union-attr]
+
+    assert guarded(tmp_path, config, use) == ["appended", "appended", "appended"]
+    assert effects.read_text() == "ran\nran\n"  # the key's call ran once; another key's once
+    assert guarded(tmp_path, config, lambda client: client.call_tool("lying__append", arguments, meta=key)).content[
+        0].text == "appended"  # fmt: skip
+    assert effects.read_text() == "ran\nran\n"  # and not after the guard restarted either

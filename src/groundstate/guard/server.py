@@ -25,13 +25,15 @@ from mcp.shared.exceptions import MCPError
 from .. import tools
 from ..config import ProjectConfig, home
 from ..providers import UpstreamError, Upstreams, connect
-from ..store import ACT, Operators, ToolJournal
+from ..store import ACT, CallInDoubt, Operators, ToolJournal
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
+IDEMPOTENCY_KEY = "groundstate/idempotency_key"
+MAX_KEY_CHARS = 200
 MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
 
 
@@ -86,6 +88,7 @@ class Guard:
         server, tool = route
         arguments = dict(params.arguments or {})
         scope, named = f"mcp:{server}/", f"{server}/{tool}"  # where the journal keeps this server's calls
+        key = _idempotency_key(params)
         in_doubt = await asyncio.to_thread(self.journal.doubts, scope, named, arguments)
         try:
             verdict = self.policy.decide(server, tool, arguments, client=self.client, in_doubt=in_doubt)
@@ -105,15 +108,25 @@ class Guard:
                 raise MCPError(REFUSED, f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry))
         if verdict.decision == "deny":
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
-        return await self._forward(scope, entry, server, tool, arguments)
+        where = (f"{scope}key:{key}", 0) if key else (scope, entry)  # a client's key names the call across restarts
+        return await self._forward(where, server, tool, arguments)
 
     async def _forward(
-        self, scope: str, entry: int, server: str, tool: str, arguments: dict[str, Any]
+        self, where: tuple[str, int], server: str, tool: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
         """Forward a permitted call, journaled before (intent) and after (result): if the guard dies in between,
-        an identical call later is held for an operator instead of being run again unasked."""
+        an identical call later is held for an operator instead of being run again unasked. A call whose
+        idempotency key already has a result gets that result back, and nothing is forwarded."""
+        scope, entry = where
         named = f"{server}/{tool}"
-        await asyncio.to_thread(self.journal.begin, scope, entry, named, arguments)
+        try:
+            recorded = await asyncio.to_thread(self.journal.begin, scope, entry, named, arguments)
+        except CallInDoubt as exc:  # the same key, in flight when a guard died, and no operator has decided
+            raise MCPError(REFUSED, f"denied: {exc}") from None
+        if recorded is not None:
+            if "cut" in recorded:
+                raise MCPError(REFUSED, f"denied: this call ({named}) already ran; its result was too large to keep")
+            return types.CallToolResult.model_validate(recorded)
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
         except MCPError as exc:  # the upstream's own protocol error: it answered, so the call is settled
@@ -127,6 +140,18 @@ class Guard:
             recorded = {"is_error": result.is_error, "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}
         await asyncio.to_thread(self.journal.finish, scope, entry, named, arguments, recorded)
         return result
+
+
+def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
+    """The client's idempotency key (``_meta["groundstate/idempotency_key"]``): a call sent again with the same key
+    — after a crash, a timeout, a restart — gets the recorded result instead of running twice."""
+    value = (params.meta or {}).get(IDEMPOTENCY_KEY)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_KEY_CHARS or not value.isprintable():
+        raise MCPError(UNKNOWN_TOOL, f"_meta.{IDEMPOTENCY_KEY} must be printable text of 1 to {MAX_KEY_CHARS} "
+                                     "characters")  # fmt: skip
+    return value
 
 
 def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
