@@ -7,6 +7,7 @@ where its value came from. The packages that act on a key read it from here; not
 from .effective import effective, render
 from .home import TOKEN_FILE, default_db_url, home, load_or_create_token
 from .limits import DEFAULT_SHARDS, ContextWindow, CoreLimits, KernelConfig, ShardProfile
+from .options import CONFIG_OPTION, DB_OPTION
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
@@ -32,6 +33,8 @@ from .project import (
 )
 
 __all__ = [
+    "CONFIG_OPTION",
+    "DB_OPTION",
     "DEFAULT_SHARDS",
     "ENVIRONMENT",
     "FILE_NAME",

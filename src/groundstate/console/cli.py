@@ -14,7 +14,7 @@ import uvicorn
 from rich.console import Console
 from rich.live import Live
 
-from ..config import default_db_url, load_config
+from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
@@ -33,8 +33,6 @@ from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
 console = Console()
-_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
-                       "./groundstate.toml).")  # fmt: skip
 DEMO = EXAMPLES / "market-brief.yaml"
 
 
@@ -51,10 +49,8 @@ def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback by default)."),
     port: int = typer.Option(8765, "--port", help="Port."),
-    db: str | None = typer.Option(
-        None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in $GROUNDSTATE_HOME)."
-    ),
-    config: Path | None = _CONFIG,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Serve the operator console and its API."""
     runtime = configured_runtime(db, config)
@@ -72,10 +68,8 @@ def demo(
     ),
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without the console."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
-    db: str | None = typer.Option(
-        None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in $GROUNDSTATE_HOME)."
-    ),
-    config: Path | None = _CONFIG,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
     if decide is not None and decide not in DECISIONS:
@@ -148,7 +142,7 @@ def gateway(
         help="Pass on only replies whose control packet validates (their "
         "surface text); cut any other with an in-band error (openai-chat upstreams).",
     ),
-    config: Path | None = _CONFIG,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """An HTTP proxy for LLM SDKs: responses pass through unchanged (with --gate: only the surface of replies whose
     control packet validates) and are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an

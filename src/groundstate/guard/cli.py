@@ -8,14 +8,12 @@ from pathlib import Path
 
 import typer
 
-from ..config import default_db_url, home, load_config, load_or_create_token
+from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config, load_or_create_token
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, Operators, command_line_operator
 from .ledger import HELD, Ledger
 
 app = typer.Typer(help="MCP: one policy over every tool call of the agents you already run.", no_args_is_help=True)
-_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
-                       "./groundstate.toml).")  # fmt: skip
 
 
 _HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /mcp (an operator account's "
@@ -24,7 +22,7 @@ _HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /
 
 @app.command()
 def serve(
-    config: Path | None = _CONFIG,
+    config: Path | None = CONFIG_OPTION,
     http: str | None = _HTTP,
 ) -> None:
     """Serve MCP on stdio in front of the configuration's [mcp.servers]; every tools/call is decided by the policy
@@ -62,8 +60,6 @@ def _first(group: BaseExceptionGroup[GroundstateError]) -> GroundstateError:
 
 approvals_app = typer.Typer(help="Calls the MCP guard holds for an operator: list, approve, deny.",
                             no_args_is_help=True)  # fmt: skip
-_DB = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
-                   "$GROUNDSTATE_HOME).")  # fmt: skip
 
 
 def _store(db: str | None, config: Path | None) -> str:
@@ -73,8 +69,8 @@ def _store(db: str | None, config: Path | None) -> str:
 @approvals_app.command("list")
 def list_calls(
     every: bool = typer.Option(False, "--all", help="Every decision, not only the held calls."),
-    db: str | None = _DB,
-    config: Path | None = _CONFIG,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """The calls waiting for an operator (with --all: every decision), newest first, one JSON object per line."""
     try:
@@ -101,13 +97,17 @@ _DIGEST = typer.Option(None, "--digest", help="The call's digest, as listed: ref
 
 
 @approvals_app.command("approve")
-def approve(entry_id: int, digest: str | None = _DIGEST, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def approve(
+    entry_id: int, digest: str | None = _DIGEST, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION
+) -> None:
     """Let a held call through (once; refused if it expired or was decided), as the operator whose token is in
     $GROUNDSTATE_TOKEN (else the state directory's console.token)."""
     _decide(entry_id, True, digest, db, config)
 
 
 @approvals_app.command("deny")
-def deny(entry_id: int, digest: str | None = _DIGEST, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def deny(
+    entry_id: int, digest: str | None = _DIGEST, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION
+) -> None:
     """Refuse a held call (as the operator whose token is in $GROUNDSTATE_TOKEN, else console.token)."""
     _decide(entry_id, False, digest, db, config)

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from ..config import CONFIG_OPTION, DB_OPTION
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator
 from .configured import configured_runtime
@@ -25,8 +26,6 @@ from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
 console = Console()
-_DB = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
-                   "$GROUNDSTATE_HOME).")  # fmt: skip
 
 
 def lease_seconds() -> float:
@@ -40,10 +39,6 @@ def lease_seconds() -> float:
     if not 0.5 <= value <= 3600:
         raise typer.BadParameter(f"GROUNDSTATE_LEASE_SECONDS={raw!r}: give a number of seconds from 0.5 to 3600")
     return value
-
-
-_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
-                       "./groundstate.toml).")  # fmt: skip
 
 
 def _runtime(db: str | None, concurrency: int = 4, config: Path | None = None) -> Runtime:
@@ -132,12 +127,12 @@ def run(
         "--model",
         help="local, local:PATH.gguf or API:MODEL@URL (default: the configuration's models.default, else local).",
     ),
-    db: str | None = _DB,
+    db: str | None = DB_OPTION,
     decide: str | None = typer.Option(None, "--decide", help="Decide every pause without asking: retry|skip|abort."),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for --decide retry."),
     max_decisions: int = typer.Option(3, "--max-decisions", min=1, help="How many pauses --decide may handle."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Agents that may run at the same time."),
-    config: Path | None = _CONFIG,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
     if decide is not None and decide not in DECISIONS:
@@ -155,7 +150,7 @@ def run(
 
 
 @runs_app.command("list")
-def list_runs(db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Every run, newest first."""
     try:
         rows = _runtime(db, config=config).store.runs()
@@ -169,9 +164,9 @@ def list_runs(db: str | None = _DB, config: Path | None = _CONFIG) -> None:
 @runs_app.command("show")
 def show(
     run_id: str,
-    db: str | None = _DB,
+    db: str | None = DB_OPTION,
     events: bool = typer.Option(False, "--events", help="Print the log."),
-    config: Path | None = _CONFIG,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """A run's DAG, its pause, and (with --events) its event log as JSON lines."""
     try:
@@ -196,8 +191,8 @@ def decide_command(
     run_id: str,
     action: str = typer.Argument(..., help="retry, skip or abort"),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for the paused agent."),
-    db: str | None = _DB,
-    config: Path | None = _CONFIG,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Decide a paused run (then `groundstate runs resume ID`), as the operator whose token is in
     $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log."""
@@ -214,8 +209,8 @@ def decide_command(
 @runs_app.command("repin")
 def repin(
     run_id: str,
-    db: str | None = _DB,
-    config: Path | None = _CONFIG,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Pin a paused, pending or failed run to the configuration's current policy (guard files, patterns, roles,
     limits); recorded as a PolicyRepinned event with the previous digest and the admin who re-pinned (the token in
@@ -233,7 +228,7 @@ def repin(
 
 
 @runs_app.command("resume")
-def resume(run_id: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def resume(run_id: str, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Continue a run after a decision, a crash or a failure, from its last consistent state (exit 4 if another
     process is driving it). The run keeps its pinned policy, roles, limits and models (`runs repin` changes them)."""
     try:

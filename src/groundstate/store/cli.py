@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import typer
 
-from ..config import default_db_url, home, load_config
+from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
 from .access import ADMINISTER, SEE
 from .operators import Operator, Operators, command_line_operator
@@ -18,10 +18,6 @@ from .operators import Operator, Operators, command_line_operator
 T = TypeVar("T")
 app = typer.Typer(help="Operator accounts: viewers see, operators decide, admins manage accounts and policy.",
                   no_args_is_help=True)  # fmt: skip
-_DB = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
-                   "$GROUNDSTATE_HOME).")  # fmt: skip
-_CONFIG = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
-                       "./groundstate.toml).")  # fmt: skip
 _ROLE = typer.Option("operator", "--role", help="viewer, operator or admin.")
 
 
@@ -37,35 +33,35 @@ def _as(action: str, db: str | None, config: Path | None, change: Callable[[Oper
 
 
 @app.command("list")
-def list_accounts(db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def list_accounts(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Every account (name, role, created when and by whom), one JSON object per line; never a token."""
     for account in _as(SEE, db, config, lambda operators, _: operators.list()):
         typer.echo(json.dumps(account.to_json()))
 
 
 @app.command("add")
-def add(name: str, role: str = _ROLE, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def add(name: str, role: str = _ROLE, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Create an account and print its token (shown this once; the store keeps only its hash)."""
     account, token = _as(ADMINISTER, db, config, lambda operators, who: operators.add(name, role, who))
     typer.echo(f"operator {account.name} ({account.role}) created; token (shown once): {token}")
 
 
 @app.command("role")
-def set_role(name: str, role: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def set_role(name: str, role: str, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Change an account's role (the last admin stays an admin)."""
     account = _as(ADMINISTER, db, config, lambda operators, who: operators.set_role(name, role, who))
     typer.echo(f"operator {account.name} is now {account.role}")
 
 
 @app.command("rotate")
-def rotate(name: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def rotate(name: str, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """A new token for an account (your own, or any as an admin); the old token and its sessions stop working."""
     token = _as(SEE, db, config, lambda operators, who: operators.rotate(name, who))
     typer.echo(f"operator {name}: new token (shown once): {token}")
 
 
 @app.command("remove")
-def remove(name: str, db: str | None = _DB, config: Path | None = _CONFIG) -> None:
+def remove(name: str, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Remove an account; its token stops working at once (the last admin cannot be removed)."""
     _as(ADMINISTER, db, config, lambda operators, who: operators.remove(name, who))
     typer.echo(f"operator {name} removed")

@@ -1,0 +1,11 @@
+"""The two options every command that touches state takes, declared once: ``--config`` (the project configuration)
+and ``--db`` (the store, over the configuration's ``store.url``)."""
+
+from __future__ import annotations
+
+import typer
+
+CONFIG_OPTION = typer.Option(None, "--config", help="The project configuration (default: $GROUNDSTATE_CONFIG or "
+                             "./groundstate.toml).")  # fmt: skip
+DB_OPTION = typer.Option(None, "--db", help="Database URL (default: the configuration's store.url, else SQLite in "
+                         "$GROUNDSTATE_HOME).")  # fmt: skip
