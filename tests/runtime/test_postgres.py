@@ -17,6 +17,7 @@ import pytest
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import DecisionError, Runtime
 from groundstate.runtime.store import EventStore
+from groundstate.store import AccountRefused, CallInDoubt, Operators, ToolJournal
 
 from .conftest import Script, envelope
 from .test_run_memory import remember_and_recall
@@ -99,3 +100,27 @@ def test_runs_pauses_and_racing_decisions_on_postgres(postgres: str, tmp_path: P
 def test_memory_persists_across_runs_on_postgres(postgres: str, tmp_path: Path, model: tuple[str, Script]) -> None:
     url, script = model
     remember_and_recall(url, script, postgres, tmp_path / "home")
+
+
+def test_operator_accounts_and_the_tool_journal_on_postgres(postgres: str) -> None:
+    operators = Operators(postgres, first_admin_token="pg-first")
+    admin = operators.authenticate("pg-first")
+    assert admin is not None and admin.role == "admin"
+    dana, token = operators.add("dana_pg", "viewer", admin)
+    assert operators.authenticate(token) == dana
+    with pytest.raises(AccountRefused, match="already an operator"):
+        operators.add("dana_pg", "viewer", admin)
+    operators.remove("dana_pg", admin)
+    assert operators.authenticate(token) is None
+
+    journal = ToolJournal(postgres)
+    assert journal.begin("run:pg_%/a/1", 1, "write_file", {"target": "x"}) is None  # % and _ are not wildcards
+    journal.finish("run:pg_%/a/1", 1, "write_file", {"target": "x"}, {"ok": True, "output": "done"})
+    assert journal.begin("run:pg_%/a/1", 1, "write_file", {"target": "x"}) == {"ok": True, "output": "done"}
+    assert journal.begin("run:pg_%/a/1", 2, "run_tests", {"target": ""}) is None
+    assert journal.in_doubt("run:pgX") == [] and [e.tool for e in journal.in_doubt("run:pg_%/")] == ["run_tests"]
+    assert journal.doubts("run:pg_%/", "run_tests", {"target": ""})
+    with pytest.raises(CallInDoubt, match="never finished"):
+        journal.begin("run:pg_%/a/1", 2, "run_tests", {"target": ""})
+    assert journal.resolve("run:pg_%/a/", "operator:dana", "retry") == 1
+    assert journal.begin("run:pg_%/a/1", 2, "run_tests", {"target": ""}) is None  # resolved: it may run again
