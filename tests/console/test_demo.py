@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from groundstate.config import default_db_url
+from groundstate.runtime.store import EventStore
+
 
 def test_demo_runs_offline_pauses_and_completes_with_decide(tmp_path: Path) -> None:
     with socket.socket() as probe:
@@ -26,3 +29,5 @@ def test_demo_runs_offline_pauses_and_completes_with_decide(tmp_path: Path) -> N
     assert "a console token was created" in done.stdout
     assert "QUALITY PAUSE" in done.stdout and "Protocol violation: agent 'research_market'" in done.stdout
     assert f"run {link.group(2)}: completed" in done.stdout
+    events = EventStore(default_db_url(tmp_path / "home")).events(link.group(2))
+    assert [e.actor for e in events if e.type == "ApprovalDecided"] == ["operator:admin"]  # the console.token's account

@@ -28,7 +28,7 @@ from ..runtime import (
     home,
     workflow_of,
 )
-from ..store import SEE, Operators
+from ..store import ACT, SEE, Operators, command_line_operator
 from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
@@ -101,7 +101,7 @@ def demo(
                 live.console.print(card)
             if decide is not None and decisions < 3:
                 decisions += 1
-                runtime.decide(run_id, decide, new, actor="demo")
+                runtime.decide(run_id, decide, new, actor=command_line_operator(runtime.store.url, ACT).actor)
                 state = asyncio.run(runtime.drive(run_id))
                 continue
             if decide is not None:
