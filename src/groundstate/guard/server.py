@@ -14,7 +14,9 @@ import asyncio
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -58,6 +60,40 @@ class Approvals:
         return entry.status if entry is not None else EXPIRED
 
 
+@dataclass(frozen=True)
+class _Call:
+    """One tools/call as the guard handles it: where it goes, with what, and the client's idempotency key."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    key: str | None
+
+    @property
+    def scope(self) -> str:
+        """Where the journal keeps this server's calls."""
+        return f"mcp:{self.server}/"
+
+    @property
+    def named(self) -> str:
+        """The journal's name for the tool."""
+        return f"{self.server}/{self.tool}"
+
+    def where(self, entry: int) -> tuple[str, int]:
+        """The journal's (scope, position): the client's key names the call across restarts, else the ledger row."""
+        return (f"{self.scope}key:{self.key}", 0) if self.key else (self.scope, entry)
+
+
+@dataclass
+class _Admitted:
+    """What admission decided: the verdict, its ledger row, whether it was in doubt, a permit's journal answer."""
+
+    verdict: Verdict
+    entry: int
+    in_doubt: bool
+    recorded: dict[str, Any] | CallInDoubt | None = None
+
+
 class Guard:
     """The guard's two handlers over connected upstreams, a policy and the approvals waiting."""
 
@@ -72,6 +108,7 @@ class Guard:
     ) -> None:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
+        self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
         self.client = client  # who calls: the stdio parent, or the holder of the token over HTTP
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed)
@@ -85,44 +122,58 @@ class Guard:
         route = self.upstreams.route(params.name)
         if route is None:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
-        server, tool = route
-        arguments = dict(params.arguments or {})
-        scope, named = f"mcp:{server}/", f"{server}/{tool}"  # where the journal keeps this server's calls
-        key = _idempotency_key(params)
-        in_doubt = await asyncio.to_thread(self.journal.doubts, scope, named, arguments)
-        try:
-            verdict = self.policy.decide(server, tool, arguments, client=self.client, in_doubt=in_doubt)
+        call = _Call(*route, dict(params.arguments or {}), _idempotency_key(params))
+        try:  # one hop to a worker thread: the journal's doubts, the decision, the ledger's row, a permit's intent
+            admitted = await asyncio.to_thread(self._admit, call)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
-        entry = await asyncio.to_thread(self.ledger.record, server, tool, arguments, self.client, verdict,
-                                        self.approvals.timeout)  # fmt: skip
+        verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
             ended = await self.approvals.wait(entry)
-            if in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
+            if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
                 decided = await asyncio.to_thread(self.ledger.get, entry)
                 operator = (decided.operator if decided else None) or "operator"
-                await asyncio.to_thread(self.journal.resolve, scope, operator, ended, named, arguments)
+                await asyncio.to_thread(self.journal.resolve, call.scope, operator, ended, call.named, call.arguments)
             if ended != APPROVED:
                 why = ("an operator denied the call" if ended == DENIED else
                        f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
                 raise MCPError(REFUSED, f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry))
+            admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
-        where = (f"{scope}key:{key}", 0) if key else (scope, entry)  # a client's key names the call across restarts
-        return await self._forward(where, server, tool, arguments)
+        return await self._forward(call, entry, admitted.recorded)
+
+    def _admit(self, call: _Call) -> _Admitted:
+        """In a worker thread: whether an identical call is in doubt, the policy's verdict (one decision at a time),
+        its row in the ledger, and — for a permitted call — its intent in the journal (or its recorded result)."""
+        in_doubt = self.journal.doubts(call.scope, call.named, call.arguments)
+        with self._deciding:
+            verdict = self.policy.decide(call.server, call.tool, call.arguments, client=self.client, in_doubt=in_doubt)
+        entry = self.ledger.record(call.server, call.tool, call.arguments, self.client, verdict, self.approvals.timeout)
+        admitted = _Admitted(verdict, entry, in_doubt)
+        if verdict.decision == "permit":
+            admitted.recorded = self._begin(call, entry)
+        return admitted
+
+    def _begin(self, call: _Call, entry: int) -> dict[str, Any] | CallInDoubt | None:
+        """The call's intent in the journal: None, or its recorded result (an idempotency key seen before), or the
+        doubt about it (that key's call was in flight when a guard died)."""
+        scope, position = call.where(entry)
+        try:
+            return self.journal.begin(scope, position, call.named, call.arguments)
+        except CallInDoubt as exc:
+            return exc
 
     async def _forward(
-        self, where: tuple[str, int], server: str, tool: str, arguments: dict[str, Any]
+        self, call: _Call, entry: int, recorded: dict[str, Any] | CallInDoubt | None
     ) -> types.CallToolResult:
-        """Forward a permitted call, journaled before (intent) and after (result): if the guard dies in between,
+        """Forward a permitted call whose intent is journaled, and journal its result: if the guard dies in between,
         an identical call later is held for an operator instead of being run again unasked. A call whose
         idempotency key already has a result gets that result back, and nothing is forwarded."""
-        scope, entry = where
-        named = f"{server}/{tool}"
-        try:
-            recorded = await asyncio.to_thread(self.journal.begin, scope, entry, named, arguments)
-        except CallInDoubt as exc:  # the same key, in flight when a guard died, and no operator has decided
-            raise MCPError(REFUSED, f"denied: {exc}") from None
+        server, tool, arguments, named = call.server, call.tool, call.arguments, call.named
+        scope, entry = call.where(entry)
+        if isinstance(recorded, CallInDoubt):  # the same key, in flight when a guard died, and nobody decided
+            raise MCPError(REFUSED, f"denied: {recorded}")
         if recorded is not None:
             if "cut" in recorded:
                 raise MCPError(REFUSED, f"denied: this call ({named}) already ran; its result was too large to keep")

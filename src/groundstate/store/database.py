@@ -29,6 +29,8 @@ def create_tables(engine: Engine, *tables: Table) -> None:
     so upgrading keeps every row."""
     for table in tables:
         table.create(engine, checkfirst=True)
+        for index in table.indexes:  # an index added since the table was created
+            index.create(engine, checkfirst=True)
         present = {column["name"] for column in inspect(engine).get_columns(table.name)}
         with engine.begin() as db:
             for column in table.columns:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text, insert, select, update
+from sqlalchemy import Column, DateTime, Index, Integer, MetaData, String, Table, Text, insert, select, update
 
 from ..errors import ConflictError
 from .database import aware, create_tables, open_engine
@@ -43,6 +43,7 @@ entries = Table(
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
     Column("resolution", Text),  # who resolved an in-doubt call, and how
+    Index("tool_journal_by_state", "state", "digest"),  # calls in doubt, found without reading every finished one
 )  # fmt: skip
 
 
