@@ -4,16 +4,22 @@ client with an operator's token lists and calls through it; without a token, a 4
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from groundstate.config import default_db_url
 from groundstate.store import Operators
@@ -21,8 +27,27 @@ from groundstate.store import Operators
 from .test_mcp_guard import TIME
 
 
+def approve_when_held(home: Path, token: str) -> None:
+    """In the background: approve the first held call with `groundstate approvals`, as the token's operator."""
+    env = {**os.environ, "GROUNDSTATE_HOME": str(home / "home"), "GROUNDSTATE_TOKEN": token}
+    for _ in range(300):
+        listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list"], cwd=home, env=env,
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        if listed.stdout.strip():
+            held = json.loads(listed.stdout.splitlines()[0])
+            approve = ["approvals", "approve", str(held["id"]), "--digest", held["digest"]]
+            subprocess.run([sys.executable, "-m", "groundstate", *approve], cwd=home, env=env, check=True,
+                           capture_output=True, timeout=60)  # fmt: skip
+            return
+        time.sleep(0.2)
+
+
 def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> None:
-    (tmp_path / "groundstate.toml").write_text(TIME)
+    (tmp_path / "mine.mg").write_text(
+        'mcp_denied(C, "no questions about Pyongyang") :- mcp_argument(C, "timezone", "Asia/Pyongyang").\n'
+        'mcp_needs_approval(C, "conversions need a look") :- mcp_call(C, "time", "convert_time", _, _).\n'
+    )
+    (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["mine.mg"]\napproval_timeout_sec = 60\n')
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -49,7 +74,10 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         seen = httpx.post(url, json={}, headers={"Authorization": f"Bearer {viewer}"}, timeout=5)
         assert seen.status_code == 403 and "'vic' is a viewer, who may not act" in seen.json()["error"]
 
-        async def use() -> tuple[list[str], str]:
+        _, olga = operators.add("olga", "operator", admin)
+        approver = threading.Thread(target=approve_when_held, args=(tmp_path, olga), daemon=True)
+
+        async def use() -> tuple[list[str], str, Any, str]:
             headers = {"Authorization": f"Bearer {token}"}
             async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
                     streamable_http_client(url, http_client=http) as streams, \
@@ -57,14 +85,23 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
                 await client.initialize()
                 tools = [tool.name for tool in (await client.list_tools()).tools]
                 result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
-                return tools, result.content[0].text  # type: ignore[union-attr]
+                with pytest.raises(MCPError) as denied:
+                    await client.call_tool("time__get_current_time", {"timezone": "Asia/Pyongyang"})
+                approver.start()  # an operator approves the held conversion with the CLI, as olga
+                conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
+                converted = await client.call_tool("time__convert_time", conversion)
+                return tools, result.content[0].text, denied.value, converted.content[0].text  # type: ignore[union-attr]
 
-        tools, text = asyncio.run(asyncio.wait_for(use(), 60))
+        tools, text, denied, converted = asyncio.run(asyncio.wait_for(use(), 90))
         assert tools == ["time__get_current_time", "time__convert_time"] and '"timezone": "UTC"' in text
+        assert "denied by policy: no questions about Pyongyang" in str(denied)
+        assert 'mcp_argument("' in denied.error.data["why"]  # the derivation travels with the refusal
+        assert '"Europe/Paris"' in converted  # held, approved by olga, forwarded once
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list", "--all"], cwd=tmp_path,
                                 env={"GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True, text=True,
                                 timeout=60)  # fmt: skip
         assert '"client": "http"' in listed.stdout and '"status": "permit"' in listed.stdout
+        assert '"status": "approved"' in listed.stdout and '"operator": "olga"' in listed.stdout
     finally:
         server.terminate()
         server.wait(timeout=10)
