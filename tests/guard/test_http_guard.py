@@ -100,7 +100,7 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list", "--all"], cwd=tmp_path,
                                 env={"GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True, text=True,
                                 timeout=60)  # fmt: skip
-        assert '"client": "http"' in listed.stdout and '"status": "permit"' in listed.stdout
+        assert '"client": "mcp over http as operator:admin"' in listed.stdout and '"status": "permit"' in listed.stdout
         assert '"status": "approved"' in listed.stdout and '"operator": "olga"' in listed.stdout
     finally:
         server.terminate()

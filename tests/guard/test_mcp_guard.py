@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import Tool, ToolAnnotations
 
-from groundstate.config import ConfigFileError, load_config, load_or_create_token
+from groundstate.config import ConfigFileError, default_db_url, load_config, load_or_create_token
 from groundstate.guard import ApprovalRefused, Approvals, Ledger, McpPolicy, call_digest
 from groundstate.store import Operators
 
@@ -57,6 +57,8 @@ def test_tools_are_listed_per_server_and_read_only_calls_pass(tmp_path: Path) ->
     tools, text = guarded(tmp_path, TIME, use)
     assert tools == ["time__get_current_time", "time__convert_time"]
     assert '"timezone": "Europe/Paris"' in text
+    [entry] = Ledger(default_db_url(tmp_path / "home")).entries()
+    assert (entry.client, entry.status) == ("mcp over stdio", "permit")  # the name the client gave, and the transport
 
 
 def test_a_user_rule_denies_with_reasons_and_derivation(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from .policy import ArgumentsTooLarge, McpPolicy, Verdict
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
+OPERATOR_STATE = "groundstate_operator"  # where the HTTP transport leaves the authenticated account for the handler
 MAX_KEY_CHARS = 200
 MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
 
@@ -68,6 +69,7 @@ class _Call:
     tool: str
     arguments: dict[str, Any]
     key: str | None
+    client: str  # who calls (see Guard._client_of)
 
     @property
     def scope(self) -> str:
@@ -109,7 +111,7 @@ class Guard:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
-        self.client = client  # who calls: the stdio parent, or the holder of the token over HTTP
+        self.client = client  # the transport: stdio, or http (where each request names its operator account)
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed)
 
@@ -117,12 +119,12 @@ class Guard:
         """Every upstream tool, namespaced ``SERVER__TOOL``."""
         return types.ListToolsResult(tools=self.upstreams.exposed())
 
-    async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         """Decide, then forward, hold or refuse."""
         route = self.upstreams.route(params.name)
         if route is None:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
-        call = _Call(*route, dict(params.arguments or {}), _idempotency_key(params))
+        call = _Call(*route, dict(params.arguments or {}), _idempotency_key(params), self._client_of(ctx))
         try:  # one hop to a worker thread: the journal's doubts, the decision, the ledger's row, a permit's intent
             admitted = await asyncio.to_thread(self._admit, call)
         except ArgumentsTooLarge as exc:
@@ -143,13 +145,22 @@ class Guard:
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
         return await self._forward(call, entry, admitted.recorded)
 
+    def _client_of(self, ctx: Any) -> str:
+        """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
+        (its ``clientInfo``), the transport, and over HTTP the operator account whose token it sent."""
+        info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)
+        name = str(getattr(info, "name", "") or "an unnamed client")[:80]
+        state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
+        account = state.get(OPERATOR_STATE) if isinstance(state, dict) else None
+        return f"{name} over {self.client}" + (f" as operator:{account}" if account else "")
+
     def _admit(self, call: _Call) -> _Admitted:
         """In a worker thread: whether an identical call is in doubt, the policy's verdict (one decision at a time),
         its row in the ledger, and — for a permitted call — its intent in the journal (or its recorded result)."""
         in_doubt = self.journal.doubts(call.scope, call.named, call.arguments)
         with self._deciding:
-            verdict = self.policy.decide(call.server, call.tool, call.arguments, client=self.client, in_doubt=in_doubt)
-        entry = self.ledger.record(call.server, call.tool, call.arguments, self.client, verdict, self.approvals.timeout)
+            verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client, in_doubt=in_doubt)
+        entry = self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict, self.approvals.timeout)
         admitted = _Admitted(verdict, entry, in_doubt)
         if verdict.decision == "permit":
             admitted.recorded = self._begin(call, entry)
@@ -265,6 +276,8 @@ def _bearer(app: Any, operators: Operators) -> Any:
         if scope["type"] == "http":
             sent = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
             who = operators.authenticate(sent.removeprefix("Bearer ").strip()) if sent.startswith("Bearer ") else None
+            if who is not None and who.may(ACT):
+                scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account
             if who is None or not who.may(ACT):
                 status, error = (
                     (401, "missing or wrong token (Authorization: Bearer <an operator's token>)")
