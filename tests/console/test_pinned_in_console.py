@@ -1,6 +1,7 @@
 """The issue's scenario, through the console: a run created under a custom safety rule pauses on a forbidden write;
 the console is restarted without that rule in its configuration, the operator executes (retry) there, and the
-identical write pauses again — nothing is written."""
+agent's next forbidden write — another call, which the operator's approval of the first does not cover — pauses
+again: the pinned rule still holds, and nothing is written."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def wait_for_pause(api: httpx.Client, run_id: str) -> dict[str, Any]:
 def test_a_custom_rule_holds_after_execute_in_a_restarted_console(tmp_path: Path, model: tuple[str, Script]) -> None:
     url, script = model
     script.answers = {"writer_a": [envelope("Writing.", [{"tool": "write_file", "argument": "secret-plan.txt",
-                                                          "content": "the plan"}])]}  # fmt: skip
+                                                          "content": "the plan"}]),
+                                   envelope("Writing.", [{"tool": "write_file", "argument": "secret-notes.txt",
+                                                          "content": "the notes"}])]}  # fmt: skip
     (tmp_path / "patterns.json").write_text(json.dumps([{
         "id": "no_secret_files", "name": "No secret files", "trigger_event": "ToolCall", "category": "safety",
         "condition": 'tool_call(Run, Agent, Seq, /write_file, T), :string:contains(T, "secret")',
@@ -50,5 +53,5 @@ def test_a_custom_rule_holds_after_execute_in_a_restarted_console(tmp_path: Path
         time.sleep(0.5)
         run = wait_for_pause(api, run_id)
         assert run["pause"]["reason"] == REASON and run["pause"]["category"] == "safety"
-    assert len(script.requests) == 2  # the identical write was asked for again, and held again
+    assert len(script.requests) == 2  # asked again; the new write was held like the first
     assert not list((console.home / "runs" / run_id / "workspace").glob("secret*"))

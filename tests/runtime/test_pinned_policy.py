@@ -50,7 +50,8 @@ def test_a_custom_rule_still_applies_after_a_decision_and_a_resume_elsewhere(
     tmp_path: Path, model: tuple[str, Script]
 ) -> None:
     url, script = model
-    script.answers = {"coder_x": [envelope("Writing.", SECRET_WRITE)]}  # the identical write, every attempt
+    other_write = [{"tool": "write_file", "argument": "secret-notes.txt", "content": "more"}]
+    script.answers = {"coder_x": [envelope("Writing.", SECRET_WRITE), envelope("Writing.", other_write)]}
     creator = runtime_for(tmp_path, url, custom_patterns(tmp_path))
     run_id = creator.create(FLOW, "pinned.yaml", "scripted")
     state = asyncio.run(creator.drive(run_id))
@@ -60,11 +61,11 @@ def test_a_custom_rule_still_applies_after_a_decision_and_a_resume_elsewhere(
 
     elsewhere = runtime_for(tmp_path, url, None)  # another process, started without the patterns file
     assert "no_secret_files" not in {p.id for p in elsewhere.policy.patterns}
-    elsewhere.decide(run_id, "retry")
+    elsewhere.decide(run_id, "retry")  # approves the held write, that exact call only
     state = asyncio.run(elsewhere.drive(run_id))
     assert state.status == "awaiting_approval" and state.pause is not None and state.pause.reason == REASON
     workspace = elsewhere.home / "runs" / run_id / "workspace"
-    assert not (workspace / "secret-plan.txt").exists()  # the write never ran
+    assert not (workspace / "secret-notes.txt").exists()  # the pinned rule held the new write: it never ran
 
 
 def test_a_user_patterns_file_adds_to_the_shipped_guards(tmp_path: Path, model: tuple[str, Script]) -> None:

@@ -75,7 +75,12 @@ def test_a_call_in_flight_when_the_driver_dies_pauses_the_resumed_run(
     script.answers = {"writer_x": [envelope("working", [appends(sleep=60)]), envelope("done [STATUS: SUCCESS]")]}
     child, db = start(tmp_path, url)
     journal = ToolJournal(db)
-    kill_when(child, lambda: journal.in_doubt("run:") and EventStore(db).runs(), "its tool call")
+
+    def mid_call() -> bool:  # journaled, and the program has had its effect (it sleeps now)
+        runs = EventStore(db).runs()
+        return bool(runs) and bool(journal.in_doubt("run:")) and effects(tmp_path, runs[0]["id"]) == ["ran"]
+
+    kill_when(child, mid_call, "its tool call")
     store = EventStore(db)
     run_id = store.runs()[0]["id"]
     assert effects(tmp_path, run_id) == ["ran"]

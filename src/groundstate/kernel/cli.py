@@ -110,7 +110,7 @@ REPL_HELP = """commands:
 def _request(text: str) -> Request:
     """``--request 'TYPE TARGET [PAYLOAD]'``; the type with or without its leading slash (write_file, /write_file)."""
     kind, *rest = shlex.split(text) or [""]
-    return Request("/" + kind.lstrip("/"), *rest)
+    return Request("/" + kind.lstrip("/"), rest[0] if rest else "", " ".join(rest[1:]))
 
 
 def _configured_kernel(workspace: Path, config: Path | None, policy: list[Path]) -> Kernel:

@@ -41,6 +41,7 @@ _STALE = (
     "current_time(_)",
     "requested_action(_, _, _, _)",
     "request_consumed(_)",
+    "request_approved(_)",
 )
 
 
@@ -54,6 +55,7 @@ class Request:
     type: str  # a name constant: "/read_file" (always with the leading slash, like every name in the kernel)
     target: str = ""
     payload: str = ""
+    operator_approved: bool = False  # an operator approved this exact call (``request_approved``): set by the runtime
 
     def __post_init__(self) -> None:
         if not _ACTION_TYPE.fullmatch(self.type):
@@ -149,6 +151,8 @@ class Shards:
                 request_id = Name(f"/request/{next(self._requests)}")
                 self.request_ids.append(str(request_id))
                 tx.assert_("requested_action", (request_id, Name(request.type), request.target, request.payload))
+                if request.operator_approved:
+                    tx.assert_("request_approved", (request_id,))
             if self.memory is not None:
                 self.memory.stage(self.kernel, tx, packet.memory_operations)
 

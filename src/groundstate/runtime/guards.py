@@ -26,7 +26,7 @@ ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
-    "upstream_truncated", "agent_usage", "tool_in_doubt",
+    "upstream_truncated", "agent_usage", "tool_in_doubt", "current_call", "approved_reason",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -157,10 +157,22 @@ class GuardKernel:
         return self.pause(agent, "preflight")
 
     def tool_call(
-        self, agent: str, seq: int, tool: str, argument: str, content: str | None = None
+        self,
+        agent: str,
+        seq: int,
+        tool: str,
+        argument: str,
+        content: str | None = None,
+        approved: list[tuple[str, str]] | None = None,
     ) -> PauseDecision | None:
-        """A requested call, before it runs: its tool, argument and (for writes) content become facts."""
+        """A requested call, before it runs: its tool, argument and (for writes) content become facts, and it is the
+        ``current_call``. ``approved``: it is identical to a call an operator let through by retrying the pause that
+        held it, and these (category, reason) are what they saw then (``approved_reason``)."""
         with self.kernel.transaction() as tx:
+            tx.retract("current_call", *self.kernel.query(f'current_call("{self.run_id}", "{_quoted(agent)}", _)'))
+            tx.assert_("current_call", (self.run_id, agent, seq))
+            for category, reason in approved or []:
+                tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
             tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
             if content is not None:
                 text, digest = _bounded(content)

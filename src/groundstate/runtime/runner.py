@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ from .state import (
     NodeStatus,
     RunEnded,
     RunState,
+    tool_call_digest,
 )
 from .store import EventStore, LeaseLost
 from .workflow import (
@@ -706,6 +707,8 @@ class Runtime:
         event gets its ToolResult. False when a guard paused the run (the calls were not run)."""
         agent = invocation.spec.id
         calls: list[int] = []
+        approvals = list(self.store.state(ctx.run_id).approved_calls.get(agent, []))  # each lets one call through
+        checked: list[Request] = []  # the requests, those an operator approved marked so for the constitution
         for request in requests:
             tool = request.type.lstrip("/")
             argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
@@ -713,7 +716,13 @@ class Runtime:
                                                           "payload": request.payload})  # fmt: skip
             calls.append(call.seq)
             content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
-            pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content)
+            digest = tool_call_digest({"tool": tool, "target": request.target, "payload": request.payload})
+            approved = next((a for a in approvals if a.digest == digest), None)
+            if approved is not None:
+                approvals.remove(approved)
+            checked.append(replace(request, operator_approved=True) if approved is not None else request)
+            pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
+                                         approved.reasons if approved is not None else None)  # fmt: skip
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
                     self._emit(ctx, ev.TOOL_RESULT, agent, {
@@ -726,7 +735,7 @@ class Runtime:
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
-        reports = shards.step_gated(gated, requests)
+        reports = shards.step_gated(gated, checked)
         outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
         by_source = {r.source: r for r in reports}
         results: list[tuple[str, ActionReport | None]] = []

@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..errors import StoreError
+from ..store import call_digest
 from . import run_events as ev
 
 
@@ -136,6 +137,16 @@ class Pause:
     hint: str
     seq: int  # the ApprovalRequested event
     others: list[str] = field(default_factory=list)  # further reasons derived at the same checkpoint
+    held_call: int | None = None  # the ToolCall the pause holds (a /tool_call pause)
+    approvals: list[tuple[str, str]] = field(default_factory=list)  # (category, reason) of every reason shown
+
+
+@dataclass(frozen=True)
+class ApprovedCall:
+    """A call an operator let through: its digest and the reasons they saw when it was held."""
+
+    digest: str
+    reasons: list[tuple[str, str]]  # (category, reason)
 
 
 @dataclass
@@ -162,6 +173,8 @@ class RunState:
     running_seconds: float = 0.0  # time spent running (not pending, paused or failed) before running_since
     running_since: datetime | None = None  # when the run last started running, while it runs
     notes: dict[str, str] = field(default_factory=dict)  # the run's working memory: agents' `note` operations
+    approved_calls: dict[str, list[ApprovedCall]] = field(default_factory=dict)  # agent -> calls an operator
+    # approved by retrying the pause that held them; each lets one identical call through, once
 
     def wall_seconds(self, now: datetime) -> float:
         """How long the run has been running, pauses and failures excluded."""
@@ -267,7 +280,12 @@ def _tool_call(_state: RunState, event: ev.Event, node: Invocation | None) -> No
                            "payload": p.get("payload", "")})  # fmt: skip
 
 
-def _tool_result(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def tool_call_digest(call: dict[str, Any]) -> str:
+    """The digest of a tool call as the model made it (tool, target, payload): what an approval is bound to."""
+    return call_digest(str(call["tool"]), {"target": call.get("target", ""), "payload": call.get("payload", "")})
+
+
+def _tool_result(state: RunState, event: ev.Event, node: Invocation | None) -> None:
     if node is None:
         return
     p = event.payload
@@ -275,6 +293,10 @@ def _tool_result(_state: RunState, event: ev.Event, node: Invocation | None) -> 
         if call["seq"] == p["call"]:
             call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
                         reason=p.get("reason"))  # fmt: skip
+            approved = state.approved_calls.get(node.agent, [])
+            used = next((a for a in approved if a.digest == tool_call_digest(call)), None)
+            if p.get("decision") == "/permit" and used is not None:
+                approved.remove(used)  # the approval was used
 
 
 def _count_usage(state: RunState, event: ev.Event) -> None:
@@ -313,7 +335,9 @@ def _approval_requested(state: RunState, event: ev.Event, node: Invocation | Non
     _count_usage(state, event)
     p = event.payload
     others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
-    state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others))
+    shown = [(str(r["category"]), str(r["reason"])) for r in p.get("reasons", [])] or [(p["category"], p["reason"])]
+    state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others,
+                              p.get("held_call"), shown))  # fmt: skip
     if node is not None:
         node.output = p.get("output", node.output)
         node.thinking = p.get("thinking", node.thinking)
@@ -321,6 +345,12 @@ def _approval_requested(state: RunState, event: ev.Event, node: Invocation | Non
 
 def _approval_decided(state: RunState, event: ev.Event, node: Invocation | None) -> None:
     p = event.payload
+    decided = next((x for x in state.pauses if x.seq == p["pause"]), None)
+    if decided is not None and decided.held_call is not None and p["decision"] == "retry" and node is not None:
+        held = next((c for c in node.tools if c["seq"] == decided.held_call), None)
+        if held is not None:  # the operator saw this exact call and let the agent go on: it may run, once
+            approved = ApprovedCall(tool_call_digest(held), decided.approvals)
+            state.approved_calls.setdefault(node.agent, []).append(approved)
     state.pauses = [x for x in state.pauses if x.seq != p["pause"]]
     if node is not None and p["decision"] == "retry" and p.get("instructions"):
         node.instructions = p["instructions"]

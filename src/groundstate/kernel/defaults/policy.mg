@@ -54,6 +54,12 @@ is_alias(A) :- action_alias(A, _).
 resolved_action(T, T) :- known_action(T), !is_alias(T).
 resolved_action(A, T) :- action_alias(A, T).
 
+Decl approved_action(ActionID)
+  descr [doc("Approved: by the user (user_approved), or because it answers a request an operator approved as that exact call (request_approved, reported by the runtime).")]
+  bound [/name].
+approved_action(A) :- user_approved(A).
+approved_action(A) :- action_source(A, S), request_approved(S).
+
 Decl requires_user_approval(ActionID, Reason)
   descr [doc("The action may run only after the user approves it.")] bound [/name, /string].
 requires_user_approval(A, "deleting a file") :- pending_action(A, Type, _, _, _), resolved_action(Type, /delete_file).
@@ -84,7 +90,7 @@ denied(A, "the target is outside the workspace") :-
 denied(A, "the target is not a valid workspace path") :-
   pending_action(A, Type, Target, _, _), resolved_action(Type, T), path_action(T), workspace_path(Target, /invalid).
 denied(A, Reason) :-
-  requires_user_approval(A, R), !user_approved(A), Reason = fn:string:concat("requires user approval: ", R).
+  requires_user_approval(A, R), !approved_action(A), Reason = fn:string:concat("requires user approval: ", R).
 
 Decl has_denial(ActionID) descr [doc("At least one reason to refuse.")].
 has_denial(A) :- denied(A, _).
@@ -101,7 +107,7 @@ Decl action_blocked(ActionID, Reason) descr [doc("Denied, with the reason.")] bo
 action_blocked(A, R) :- permission_check_result(A, /deny, R, _).
 Decl awaiting_approval(ActionID, Reason)
   descr [doc("Denied only until the user approves.")] bound [/name, /string].
-awaiting_approval(A, R) :- requires_user_approval(A, R), !user_approved(A).
+awaiting_approval(A, R) :- requires_user_approval(A, R), !approved_action(A).
 
 # -- the router's view ----------------------------------------------------------------------------------
 Decl route_for(ActionID, Executor)

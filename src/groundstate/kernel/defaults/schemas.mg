@@ -50,6 +50,9 @@ Decl pending_action(ActionID, ActionType, Target, Payload, Millis)
 Decl action_source(ActionID, Source)
   descr [doc("Where a pending action came from: /current_intent (the intent's verb) or the /request/N it answers.")]
   bound [/name, /name].
+Decl request_approved(RequestID)
+  descr [doc("An operator approved this exact request: the runtime reports it for a call identical to one the operator let through by retrying the pause that held it. Never assertable from mangle_updates.")]
+  bound [/name].
 Decl user_approved(ActionID)
   descr [doc("The user approved an action that required approval.")].
 Decl routing_result(ActionID, Status, Details, Millis)

@@ -61,6 +61,11 @@ Decl model_fallback(Run, Agent, Model, Error)
 Decl memory_write(Run, Agent, Op, Key, Value)
   descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause.")]
   bound [/string, /string, /name, /string, /string].
+Decl current_call(Run, Agent, Seq)
+  descr [doc("The tool call being checked at the /tool_call checkpoint.")] bound [/string, /string, /number].
+Decl approved_reason(Run, Agent, Seq, Category, Reason)
+  descr [doc("Call Seq is identical (tool, target, content) to one an operator let through by retrying the pause that held it, and this is a reason they saw then; each such approval serves one call, once.")]
+  bound [/string, /string, /number, /name, /string].
 Decl tool_in_doubt(Run, Agent, Tool, Target)
   descr [doc("The tool journal holds an intent without a result for this call: it was running when the driver stopped, so it may or may not have taken effect.")]
   bound [/string, /string, /string, /string].
@@ -167,7 +172,14 @@ pause_rank(/quality, 2).
 
 Decl pauses_now(Run, Agent, Checkpoint, Category, Reason)
   descr [doc("An approval that pauses the run at this checkpoint.")] bound [/string, /string, /name, /name, /string].
-pauses_now(R, A, C, Category, Reason) :- needs_approval(R, A, Category, Reason), pause_checkpoint(C, Category).
+pauses_now(R, A, C, Category, Reason) :-
+  needs_approval(R, A, Category, Reason), pause_checkpoint(C, Category), !excused(R, A, C, Category, Reason).
+Decl excused(Run, Agent, Checkpoint, Category, Reason)
+  descr [doc("An operator already approved this reason: for the call being checked at /tool_call, and afterwards (the same reason derived again once the approved call ran) at the agent's other checkpoints.")]
+  bound [/string, /string, /name, /name, /string].
+excused(R, A, /tool_call, Category, Reason) :- current_call(R, A, Seq), approved_reason(R, A, Seq, Category, Reason).
+excused(R, A, C, Category, Reason) :-
+  pause_checkpoint(C, Category), C != /tool_call, approved_reason(R, A, _, Category, Reason).
 
 Decl leading_rank(Run, Agent, Checkpoint, Rank)
   descr [doc("The lowest rank among the approvals pausing at this checkpoint.")]
