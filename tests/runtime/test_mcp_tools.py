@@ -77,3 +77,39 @@ def test_unknown_mcp_servers_and_tools_are_refused_with_the_reason(tmp_path: Pat
     run_id = runtime.create(FLOW.replace("git_status", "git_push"), "flow.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "failed" and "no configured MCP server lists mcp:git/git_push" in (state.outcome or "")
+
+
+def test_a_writing_mcp_tool_waits_for_the_operator_like_in_the_guard(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a")
+    script.by_round = True
+    add = {"tool": "git__git_add", "argument": json.dumps({"repo_path": str(repo), "files": ["a.txt"]})}
+    script.answers = {"writer_x": [envelope("staging", [add]), envelope("done [STATUS: SUCCESS]")]}
+    runtime = runtime_for(tmp_path, url, repo)
+    run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_add"), "flow.yaml", "scripted")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and state.pause.category == "safety"
+    assert state.pause.reason.startswith("The MCP tool git/git_add is not marked read-only: an operator approves")
+    staged = ["git", "-C", str(repo), "diff", "--cached", "--name-only"]
+    assert subprocess.run(staged, capture_output=True, text=True).stdout == ""  # held: nothing ran
+    runtime.decide(run_id, "retry", actor="operator:olga")  # approves that exact call
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    assert subprocess.run(staged, capture_output=True, text=True).stdout.split() == ["a.txt"]
+
+
+def test_disabling_mcp_writes_lets_the_workflows_mcp_tools_run(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a")
+    add = {"tool": "git__git_add", "argument": json.dumps({"repo_path": str(repo), "files": ["a.txt"]})}
+    script.by_round = True
+    script.answers = {"writer_x": [envelope("staging", [add]), envelope("done [STATUS: SUCCESS]")]}
+    runtime = runtime_for(tmp_path, url, repo)
+    runtime = Runtime(runtime.store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url),
+                      settings=runtime.settings.model_copy(update={"policy": runtime.settings.policy.model_copy(
+                          update={"disable_guards": ["mcp_writes"]})}))  # fmt: skip
+    run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_add"), "flow.yaml", "scripted")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"  # no pause: the project trusts its tools

@@ -125,6 +125,14 @@ class GuardKernel:
                 else:
                     tx.assert_("run_budget", (self.run_id, Name("/" + kind), math.ceil(limit)))
 
+    def mcp_tools(self, tools: list[tuple[str, str, str, bool]]) -> None:
+        """The MCP tools the run's agents may use: (agent's name for it, server, tool, read-only as the server says)."""
+        with self.kernel.transaction() as tx:
+            for name, server, tool, read_only in tools:
+                tx.assert_("mcp_tool_of", (Name("/" + name), server, tool))
+                if read_only:
+                    tx.assert_("mcp_tool_read_only", (Name("/" + name),))
+
     def add_agent(self, workflow: Workflow, agent_id: str) -> None:
         with self.kernel.transaction() as tx:
             self._agent_facts(tx, workflow, agent_id)

@@ -51,6 +51,11 @@ class McpTools:
             listed = ", ".join(sorted(f"mcp:{s}/{t.name}" for s, t in self.tools.values()))
             raise McpToolsError(f"no configured MCP server lists {', '.join(missing)} (listed: {listed or 'none'})")
 
+    def listed(self) -> list[tuple[str, str, str, bool]]:
+        """Every connected tool: (the agent's name for it, server, tool, whether the server marks it read-only)."""
+        return [(name, server, tool.name, bool(tool.annotations and tool.annotations.read_only_hint))
+                for name, (server, tool) in self.tools.items()]  # fmt: skip
+
     def describe(self, name: str) -> str:
         """The tool's description and input schema, for the agent's prompt."""
         server, tool = self.tools[name]

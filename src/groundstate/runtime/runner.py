@@ -350,6 +350,8 @@ class Runtime:
             ctx.mcp = self._mcp_tools()
             ctx.mcp.check(refs)
             ctx.described = {name: ctx.mcp.describe(name) for name in ctx.mcp.tools}
+            given = {agent_tool_name(ref) for ref in refs}  # the workflow's MCP tools, not every one a server lists
+            ctx.guards.mcp_tools([tool for tool in ctx.mcp.listed() if tool[0] in given])
         return ctx
 
     def _mcp_tools(self) -> McpTools:

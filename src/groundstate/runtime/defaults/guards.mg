@@ -61,6 +61,11 @@ Decl model_fallback(Run, Agent, Model, Error)
 Decl memory_write(Run, Agent, Op, Key, Value)
   descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause.")]
   bound [/string, /string, /name, /string, /string].
+Decl mcp_tool_of(Tool, Server, Name)
+  descr [doc("An MCP tool a workflow gives its agents (tools: [mcp:SERVER/NAME]), under the name the agent calls it by.")]
+  bound [/name, /string, /string].
+Decl mcp_tool_read_only(Tool)
+  descr [doc("Its server marks the MCP tool read-only (readOnlyHint).")] bound [/name].
 Decl current_call(Run, Agent, Seq)
   descr [doc("The tool call being checked at the /tool_call checkpoint.")] bound [/string, /string, /number].
 Decl approved_reason(Run, Agent, Seq, Category, Reason)
@@ -106,6 +111,7 @@ Decl shipped_guard(Name) descr [doc("A breaker this file ships, by name.")] boun
 shipped_guard(/context_drought). shipped_guard(/semantic_null). shipped_guard(/protocol_violation).
 shipped_guard(/hard_error). shipped_guard(/refusal). shipped_guard(/native_tool_call). shipped_guard(/content_filter).
 shipped_guard(/token_budget). shipped_guard(/time_budget). shipped_guard(/wall_time_budget). shipped_guard(/cost_budget).
+shipped_guard(/mcp_writes).
 Decl guard_disabled(Name) descr [doc("A shipped breaker the configuration disabled (policy.disable_guards).")]
   bound [/name].
 
@@ -137,6 +143,11 @@ needs_approval(R, A, /quality, Reason) :-
 needs_approval(R, A, /quality, Reason) :-
   !guard_disabled(/hard_error), hard_error(R, A, Message),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
+
+# -- MCP tools in workflows: as the MCP guard's shipped policy, a tool that is not read-only waits for an operator --
+needs_approval(R, A, /safety, Reason) :-
+  !guard_disabled(/mcp_writes), tool_call(R, A, _, Tool, _), mcp_tool_of(Tool, Server, Name), !mcp_tool_read_only(Tool),
+  Reason = fn:string:concat("The MCP tool ", Server, "/", Name, " is not marked read-only: an operator approves the call first.").
 
 # -- on resume: a tool call in doubt (not a breaker one can disable: an effect must never repeat unasked) ----------
 needs_approval(R, A, /safety, Reason) :-
