@@ -103,7 +103,7 @@ Decl needs_approval(Run, Agent, Category, Reason)
   bound [/string, /string, /name, /string].
 Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card.")] bound [/name, /string].
 recovery_hint(/quality, "Check the instructions or the data sources, then retry, skip or abort.").
-recovery_hint(/safety, "A dangerous action was stopped before it ran. Change the instructions, skip or abort.").
+recovery_hint(/safety, "A dangerous action was stopped before it ran. Execute lets a held call run once, exactly as it was asked; or change the instructions, skip or abort.").
 
 # Each shipped breaker below has a name; a configuration disables one only explicitly (policy.disable_guards), which
 # adds guard_disabled(/name) to the run's pinned rules.
