@@ -144,9 +144,11 @@ def gateway(
     ),
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """An HTTP proxy for LLM SDKs: responses pass through unchanged (with --gate: only the surface of replies whose
-    control packet validates) and are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an
-    operator's token unless the configuration's metrics.open)."""
+    """An OpenAI-compatible gateway for LLM SDKs: a proxy to a provider, or the local model.
+
+    Responses pass through unchanged (with --gate: only the surface of replies whose control packet validates) and
+    are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an operator's token unless the
+    configuration's metrics.open)."""
     from ..providers import GATED_APIS, serve_gateway
 
     host, _, port = listen.rpartition(":")
