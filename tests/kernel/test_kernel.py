@@ -82,8 +82,9 @@ def test_explanations_reach_asserted_facts(tmp_path: Path) -> None:
     assert tree["fact"].startswith("permission_check_result(/action/1, /deny") and "policy.mg" in tree["how"]
     flat = json.dumps(tree)
     assert '"fact": "pending_action(/action/1, /delete_file, \\"a.txt\\", \\"\\", 1)", "how": "asserted"' in flat
-    assert "!user_approved(/action/1)" in flat
+    assert "!approved_action(/action/1)" in flat  # neither the user nor an operator's approval of the request
     assert why(kernel, "user_approved(/action/1)").how == "does not hold"
+    assert why(kernel, "approved_action(/action/1)").how == "does not hold"
 
 
 def groundstate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
