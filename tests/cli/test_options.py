@@ -129,9 +129,11 @@ def test_run_max_decisions(tmp_path: Path, model: tuple[str, Script]) -> None:
     script.answers = {"writer_a": [agent_envelope("Nothing. [STATUS: NULL]")]}
     (tmp_path / "flow.yaml").write_text("name: m\nagents:\n  - id: writer_a\n    instructions: Write.\n")
     env = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"} | {"GROUNDSTATE_HOME": str(tmp_path)}
-    done = groundstate("run", "flow.yaml", "--model", f"openai-chat:m@{url}", "--decide", "retry",
-                       "--max-decisions", "2", cwd=tmp_path, env=env)  # fmt: skip
+    (tmp_path / "new.txt").write_text("Write anything at all.")  # a retry with new instructions may help: it goes on
+    done = groundstate("run", "flow.yaml", "--model", f"openai-chat:m@{url}", "--decide", "retry", "--instructions",
+                       "new.txt", "--max-decisions", "2", cwd=tmp_path, env=env)  # fmt: skip
     assert done.returncode == 3 and len(script.requests) == 3  # the first attempt and two retries, then it stops
+    assert "stopped after 2 decisions (--max-decisions 2)" in done.stdout
 
 
 def test_serve_host(tmp_path: Path) -> None:

@@ -18,13 +18,13 @@ from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
-    DECISIONS,
     FINISHED,
     RunState,
     Runtime,
     approval_card,
     configured_runtime,
     dag_view,
+    decision_problem,
     home,
     workflow_of,
 )
@@ -72,9 +72,7 @@ def demo(
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
-    if decide is not None and decide not in DECISIONS:
-        console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
-        raise typer.Exit(2)
+    _check_decision(decide, instructions)
     runtime = configured_runtime(db, config)
     server, token = _server(runtime, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -120,6 +118,14 @@ def demo(
             pass
     server.should_exit = True
     raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
+
+
+def _check_decision(decide: str | None, instructions: Path | None) -> None:
+    """Exit 2 with the reason when ``--decide``/``--instructions`` cannot be used as given (``decision_problem``)."""
+    problem = decision_problem(decide, instructions is not None)
+    if problem is not None:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+        raise typer.Exit(2)
 
 
 def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> RunState:

@@ -36,7 +36,7 @@ from .run_events import (
     TOOL_RESULT,
     Event,
 )
-from .runner import DECISIONS, DecisionError, Runtime
+from .runner import DECISIONS, DecisionError, Runtime, decision_problem
 from .state import (
     ABORTED,
     AWAITING_APPROVAL,
@@ -118,6 +118,7 @@ __all__ = [
     "approval_card",
     "configured_runtime",
     "dag_view",
+    "decision_problem",
     "default_db_url",
     "home",
     "load_patterns",

@@ -19,8 +19,8 @@ from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .home import home
 from .run_events import Event
-from .runner import DECISIONS, Runtime
-from .state import AWAITING_APPROVAL, COMPLETED, RunState
+from .runner import Runtime, decision_problem
+from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
 from .store import LeaseHeld
 from .workflow import load_workflow, workflow_of
 
@@ -53,7 +53,15 @@ def _failed(error: GroundstateError) -> int:
 
 
 def _exit_code(state: RunState) -> int:
-    return 0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1
+    """0 completed with output, 1 completed with nothing produced (every agent skipped) or failed or aborted, 3
+    paused."""
+    if state.status == COMPLETED:
+        return 0 if _produced(state) else 1
+    return 3 if state.status == AWAITING_APPROVAL else 1
+
+
+def _produced(state: RunState) -> bool:
+    return any(node.status == SUCCEEDED for node in state.nodes.values())
 
 
 def _drive(
@@ -77,7 +85,7 @@ def _drive_live(
 ) -> int:  # fmt: skip
     state = runtime.store.state(run_id)
     depends = {a.id: a.depends_on for a in workflow_of(state).agents}
-    decisions = 0
+    decisions, previous = 0, None  # how many pauses --decide answered; the last one's (agent, reason)
     with Live(dag_view(state, depends), console=console, refresh_per_second=4, transient=False) as live:
 
         def refresh(_: Event) -> None:
@@ -93,20 +101,45 @@ def _drive_live(
             card = approval_card(state)
             if card is not None:
                 console.print(card)
-            if decide is not None and decisions < max_decisions:
+            pause = (state.pause.agent, state.pause.reason) if state.pause else None
+            stop = _why_stop(decide, instructions, decisions, max_decisions, pause, previous)
+            if stop is None and decide is not None:
                 choice, new = decide, instructions
-            elif decide is None and sys.stdin.isatty():
+            elif stop is None and sys.stdin.isatty():
                 choice, new = _ask(state)
             else:
-                console.print(f"paused; decide with: groundstate runs decide {run_id} retry|skip|abort")
+                console.print(f"{stop or 'paused'}; decide with: groundstate runs decide {run_id} retry|skip|abort",
+                              markup=False, highlight=False)  # fmt: skip
                 break
+            previous = pause
             decisions += 1
             runtime.decide(run_id, choice, new, command_line_operator(runtime.store.url, ACT).actor)
             if choice == "abort":
                 state = runtime.store.state(run_id)
                 break
-    console.print(f"run {run_id}: {state.status}")
+    nothing = state.status == COMPLETED and not _produced(state)
+    console.print(f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
+                                                      if nothing else ""), markup=False, highlight=False)  # fmt: skip
     return _exit_code(state)
+
+
+def _why_stop(
+    decide: str | None,
+    instructions: str | None,
+    decisions: int,
+    most: int,
+    pause: tuple[str | None, str] | None,
+    previous: tuple[str | None, str] | None,
+) -> str | None:
+    """Why ``--decide`` answers no more pauses (None: it goes on, or there is no --decide)."""
+    if decide is None:
+        return None if sys.stdin.isatty() else "paused"
+    if decisions >= most:
+        return f"stopped after {decisions} decisions (--max-decisions {most})"
+    if decide == "retry" and instructions is None and pause is not None and pause == previous:
+        return (f"stopped: agent {pause[0]!r} paused again for the same reason after a retry with unchanged "
+                "instructions, so another would too — give --instructions, or decide skip or abort")  # fmt: skip
+    return None
 
 
 def _ask(state: RunState) -> tuple[str, str | None]:
@@ -135,9 +168,7 @@ def run(
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
-    if decide is not None and decide not in DECISIONS:
-        console.print(f"error: --decide must be one of {', '.join(DECISIONS)}")
-        raise typer.Exit(2)
+    _check_decision(decide, instructions)
     try:
         runtime = _runtime(db, concurrency, config)
         load_workflow(workflow, runtime.roles)
@@ -147,6 +178,14 @@ def run(
     console.print(f"run {run_id} (state in {home()})")
     text = instructions.read_text(encoding="utf-8") if instructions else None
     raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions))
+
+
+def _check_decision(decision: str | None, instructions: Path | None) -> None:
+    """Exit 2 with the reason when the decision options cannot be used as given (see ``decision_problem``)."""
+    problem = decision_problem(decision, instructions is not None)
+    if problem is not None:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+        raise typer.Exit(2)
 
 
 @runs_app.command("list")
@@ -196,6 +235,7 @@ def decide_command(
 ) -> None:
     """Decide a paused run (then `groundstate runs resume ID`), as the operator whose token is in
     $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log."""
+    _check_decision(action, instructions)
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
         runtime = _runtime(db, config=config)

@@ -88,6 +88,19 @@ HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for 
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
 DECISIONS = ("retry", "skip", "abort")
+
+
+def decision_problem(decision: str | None, instructions: bool) -> str | None:
+    """What is wrong with a decision given on the command line (None: nothing): an unknown one, or new instructions
+    with anything but a retry — they would be ignored, so they are refused."""
+    if decision is not None and decision not in DECISIONS:
+        return f"--decide must be one of {', '.join(DECISIONS)}"
+    if instructions and decision != "retry":
+        given = f"--decide {decision}" if decision else "no --decide"
+        return f"--instructions are for a retried agent (--decide retry), not {given}"
+    return None
+
+
 _STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
 _BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
 MAX_ERROR_CHARS = 2000
