@@ -296,6 +296,7 @@ def test_serve_starts_runs_on_the_configured_default_model(tmp_path: Path, model
             time.sleep(0.1)
         assert run["model"] == f"openai-chat:m@{url}" and run["status"] == "completed"
         assert [agent for agent, _ in script.requests] == ["writer_a"]
+        assert [row["run_id"] for row in client.get("/api/runs").json()] == [run_id]  # the same name as POST's
     finally:
         server.terminate()
         server.wait(timeout=10)

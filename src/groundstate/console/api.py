@@ -66,9 +66,9 @@ class NewRun(BaseModel):
 
 @router.get("/runs")
 def api_runs(ops: Ops) -> list[dict[str, Any]]:
-    """Every run, newest first."""
-    return [{**row, "created_at": str(row["created_at"]), "updated_at": str(row["updated_at"])}
-            for row in ops.runtime.store.runs()]  # fmt: skip
+    """Every run, newest first (``run_id``, as ``POST /api/runs`` and ``/api/approvals`` name it)."""
+    return [{"run_id": row["id"], **{k: v for k, v in row.items() if k != "id"}, "created_at": str(row["created_at"]),
+             "updated_at": str(row["updated_at"])} for row in ops.runtime.store.runs()]  # fmt: skip
 
 
 @router.post("/runs", status_code=201)
