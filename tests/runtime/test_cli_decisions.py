@@ -4,6 +4,7 @@ a run that completes with every agent skipped says so and exits 1."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,3 +56,16 @@ def test_a_run_with_every_agent_skipped_is_not_a_success(tmp_path: Path, model: 
     done = groundstate(tmp_path, "run", "flow.yaml", "--model", f"openai-chat:m@{url}", "--decide", "skip")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "completed — but no agent produced output (every one was skipped)" in done.stdout
+
+
+def test_runs_show_prints_each_agents_output_and_json(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, script = model
+    script.answers = {"writer_a": [envelope("The brief: storage grows 18% a year. [STATUS: SUCCESS]")]}
+    (tmp_path / "flow.yaml").write_text(FLOW)
+    done = groundstate(tmp_path, "run", "flow.yaml", "--model", f"openai-chat:m@{url}")
+    run_id = done.stdout.split()[1]
+    shown = groundstate(tmp_path, "runs", "show", run_id)
+    assert "writer_a (succeeded, attempt 1):" in shown.stdout and "storage grows 18% a year" in shown.stdout
+    summary = json.loads(groundstate(tmp_path, "runs", "show", run_id, "--json").stdout)
+    assert summary["status"] == "completed" and summary["pause"] is None
+    assert summary["agents"]["writer_a"]["output"].startswith("The brief: storage grows 18% a year.")

@@ -132,6 +132,9 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     assert early.returncode == 4 and "is being driven by" in early.stdout  # the dead driver's lease still holds
     time.sleep(3.5)
     assert store.runs()[0]["status"] == "interrupted"  # its lease expired: nobody drives it
+    listed = subprocess.run([sys.executable, "-m", "groundstate", "runs", "list", "--db", db], env={**env,
+                            "COLUMNS": "300"}, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert f"interrupted — its driver is gone; resume with: groundstate runs resume {run_id}" in listed.stdout
     resumed = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
     state = asyncio.run(resumed.drive(run_id))
     assert state.status == "completed"

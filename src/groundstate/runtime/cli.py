@@ -21,7 +21,7 @@ from .home import home
 from .run_events import Event
 from .runner import Runtime, decision_problem
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
-from .store import LeaseHeld
+from .store import INTERRUPTED, LeaseHeld
 from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
@@ -197,7 +197,9 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
         raise typer.Exit(_failed(exc)) from None
     for row in rows:
         paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}" if row["pause_reason"] else ""
-        console.print(f"{row['id']}  {row['name']}  {row['status']}{paused}", markup=False, highlight=False)
+        gone = f" — its driver is gone; resume with: groundstate runs resume {row['id']}" if row["status"] == \
+            INTERRUPTED else ""  # fmt: skip
+        console.print(f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}", markup=False, highlight=False)
 
 
 @runs_app.command("show")
@@ -205,9 +207,11 @@ def show(
     run_id: str,
     db: str | None = DB_OPTION,
     events: bool = typer.Option(False, "--events", help="Print the log."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run (status, agents and their outputs) as JSON."),
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """A run's DAG, its pause, and (with --events) its event log as JSON lines."""
+    """A run's DAG, each agent's latest output and its pause; --json the same as one JSON object, --events the log
+    as JSON lines."""
     try:
         runtime = _runtime(db, config=config)
         state = runtime.store.state(run_id)
@@ -217,12 +221,35 @@ def show(
         for event in runtime.store.events(run_id):
             typer.echo(json.dumps(event.to_json(), ensure_ascii=False))
         return
+    if as_json:
+        typer.echo(json.dumps(_run_json(state), ensure_ascii=False))
+        return
     depends = {a.id: a.depends_on for a in workflow_of(state).agents}
     console.print(dag_view(state, depends))
     console.print(usage_line(state), markup=False, highlight=False)
+    for agent, node in state.nodes.items():
+        if node.output or node.error:
+            console.print(f"\n{agent} ({node.status}, attempt {node.attempts}):", markup=False, highlight=False)
+            console.print(_bounded(node.output or f"error: {node.error}"), markup=False, highlight=False)
     card = approval_card(state)
     if card is not None:
         console.print(card)
+
+
+def _bounded(text: str, most: int = 4000) -> str:
+    return text if len(text) <= most else text[:most] + f"\n[… {len(text) - most} more characters: --json shows all]"
+
+
+def _run_json(state: RunState) -> dict[str, object]:
+    """The run as ``runs show --json`` prints it: status, model, usage, each agent's status, attempts, output and
+    error, and the open pause."""
+    pause = state.pause
+    return {"run_id": state.run_id, "name": state.name, "status": str(state.status), "model": state.model,
+            "usage": state.usage,
+            "agents": {agent: {"status": str(node.status), "attempts": node.attempts, "output": node.output,
+                               "error": node.error} for agent, node in state.nodes.items()},
+            "pause": None if pause is None else {"agent": pause.agent, "category": pause.category,
+                                                 "reason": pause.reason, "others": pause.others}}  # fmt: skip
 
 
 @runs_app.command("decide")
