@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import uuid
 from dataclasses import dataclass
 from importlib import resources
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..kernel import Kernel, PolicyInvariantError, explain
+from ..kernel import PolicyInvariantError, explain
 from ..logic import Float, Name
+from .judged import OneAtATime
 
 MAX_ARGUMENT_FACTS = 256  # flattened argument values reported per call; beyond, the call is refused
 MAX_VALUE_CHARS = 16_000
@@ -51,9 +51,8 @@ class McpPolicy:
     """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
 
     def __init__(self, files: list[Path] | None = None) -> None:
-        self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-mcp-")  # the kernel needs one; unused
-        self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *(files or [])], shipped=False)
-        self._previous: list[tuple[str, tuple[Any, ...]]] = []  # the last call's facts, retracted with the next
+        self._calls = OneAtATime([shipped_rules(), *(files or [])], "groundstate-mcp-")
+        self.kernel = self._calls.kernel
 
     def add_tools(self, server: str, tools: list[Any]) -> None:
         """Report an upstream server's tools and what their annotations say."""
@@ -79,12 +78,7 @@ class McpPolicy:
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
-        with self.kernel.transaction() as tx:
-            for predicate, row in self._previous:
-                tx.retract(predicate, row)
-            for predicate, row in facts:
-                tx.assert_(predicate, row)
-        self._previous = facts
+        self._calls.judge(facts)
         rows = self.kernel.query(f'mcp_verdict("{call}", D, R)')
         if len(rows) != 1:
             raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the rules "

@@ -9,13 +9,12 @@ the number of facts per reply is bounded by the packet's own limits (its tool re
 
 from __future__ import annotations
 
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..kernel import Kernel
 from ..logic import Float, Name
+from .judged import OneAtATime
 
 
 def shipped_rules() -> Path:
@@ -27,19 +26,12 @@ class ReplyPolicy:
     """The user's reply rules in a kernel of their own; ``refusals(packet)`` is what they derive for one reply."""
 
     def __init__(self, files: list[Path]) -> None:
-        self._workspace = tempfile.TemporaryDirectory(prefix="groundstate-replies-")  # the kernel needs one; unused
-        self.kernel = Kernel(Path(self._workspace.name), extra_sources=[shipped_rules(), *files], shipped=False)
-        self._previous: list[tuple[str, tuple[Any, ...]]] = []
+        self._replies = OneAtATime([shipped_rules(), *files], "groundstate-replies-")
+        self.kernel = self._replies.kernel
 
     def refusals(self, result: Any) -> list[str]:
         """The reasons the rules derive for refusing this reply (a ``PacketResult`` with a validated packet)."""
-        facts = _facts(result)
-        with self.kernel.transaction() as tx:
-            for predicate, row in self._previous:
-                tx.retract(predicate, row)
-            for predicate, row in facts:
-                tx.assert_(predicate, row)
-        self._previous = facts
+        self._replies.judge(_facts(result))
         return sorted(str(reason) for (reason,) in self.kernel.query("reply_refused(R)"))
 
 
