@@ -197,7 +197,7 @@ def _packet_gate(policy: list[Path], rules: list[Path]) -> Callable[[], Any]:
 
 def _metrics_reader(store_url: str) -> Callable[[str], bool]:
     """Whether a bearer token is an operator account's that may see (the console's accounts, in the store)."""
-    operators = Operators(store_url, first_admin_token=load_or_create_token(home())[0])
+    operators = Operators.of_home(store_url)
 
     def may_see(token: str) -> bool:
         who = operators.authenticate(token)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import typer
 
-from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config, load_or_create_token
+from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
+from ..providers import first_error
 from ..store import ACT, Operators, command_line_operator
 from .ledger import HELD, Ledger
 
@@ -41,21 +42,13 @@ def serve(
             host, _, port = http.rpartition(":")
             if not host or not port.isdigit():
                 raise typer.BadParameter("--http must be HOST:PORT")
-            operators = Operators(store, first_admin_token=load_or_create_token(home())[0])
+            operators = Operators.of_home(store)
             asyncio.run(serve_http(settings, store, host, int(port), operators))
     except* GroundstateError as group:  # the SDK's task groups wrap our refusals in exception groups
-        exc = _first(group)
+        exc = first_error(group)
+        assert isinstance(exc, GroundstateError)  # except* caught only these
         typer.echo(f"error: {exc}", err=True)  # stdout is the protocol's channel: messages go to stderr
         raise typer.Exit(exit_code(exc)) from None
-
-
-def _first(group: BaseExceptionGroup[GroundstateError]) -> GroundstateError:
-    """The first refusal inside (nested) exception groups."""
-    found: BaseException = group
-    while isinstance(found, BaseExceptionGroup):
-        found = found.exceptions[0]
-    assert isinstance(found, GroundstateError)
-    return found
 
 
 approvals_app = typer.Typer(help="Calls the MCP guard holds for an operator: list, approve, deny.",

@@ -19,7 +19,7 @@ from .gated import GATED_APIS, GateFactory, OutputGate
 from .gateway import Gateway
 from .gateway import serve as serve_gateway
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
-from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect
+from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect, first_error
 from .metrics import ProviderMetrics, provider_of
 from .normalized import (
     FINISH_REASONS,
@@ -82,6 +82,7 @@ __all__ = [
     "classify",
     "connect",
     "default_model_path",
+    "first_error",
     "header_map",
     "merge_deltas",
     "parse_chat_request",

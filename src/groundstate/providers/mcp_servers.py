@@ -68,15 +68,15 @@ async def connect(servers: dict[str, McpServerConfig], stack: contextlib.AsyncEx
             await session.initialize()
             listed = await session.list_tools()
         except Exception as exc:  # the SDK raises many kinds; each is this server's failure to start
-            leaf = _first_leaf(exc)
+            leaf = first_error(exc)
             problem = f"{type(leaf).__name__}: {leaf}"
             raise UpstreamError(f"mcp.servers.{name}: cannot start or reach the server: {problem}") from None
         upstreams.sessions[name], upstreams.tools[name] = session, list(listed.tools)
     return upstreams
 
 
-def _first_leaf(error: BaseException) -> BaseException:
-    """The first real error inside the SDK's task-group exception groups (the one worth naming)."""
+def first_error(error: BaseException) -> BaseException:
+    """The first real error inside the SDK's (nested) task-group exception groups: the one worth naming."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return error

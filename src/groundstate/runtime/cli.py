@@ -103,14 +103,11 @@ def _drive_live(
                 console.print(card)
             pause = (state.pause.agent, state.pause.reason) if state.pause else None
             stop = _why_stop(decide, instructions, decisions, max_decisions, pause, previous)
-            if stop is None and decide is not None:
-                choice, new = decide, instructions
-            elif stop is None and sys.stdin.isatty():
-                choice, new = _ask(state)
-            else:
-                console.print(f"{stop or 'paused'}; decide with: groundstate runs decide {run_id} retry|skip|abort",
+            if stop is not None:
+                console.print(f"{stop}; decide with: groundstate runs decide {run_id} retry|skip|abort",
                               markup=False, highlight=False)  # fmt: skip
                 break
+            choice, new = (decide, instructions) if decide is not None else _ask(state)
             previous = pause
             decisions += 1
             runtime.decide(run_id, choice, new, command_line_operator(runtime.store.url, ACT).actor)
@@ -131,7 +128,7 @@ def _why_stop(
     pause: tuple[str | None, str] | None,
     previous: tuple[str | None, str] | None,
 ) -> str | None:
-    """Why ``--decide`` answers no more pauses (None: it goes on, or there is no --decide)."""
+    """Why the pause is left for later (None: ``--decide`` answers it, or, on a terminal, the operator is asked)."""
     if decide is None:
         return None if sys.stdin.isatty() else "paused"
     if decisions >= most:

@@ -109,6 +109,13 @@ class Operators:
         if first_admin_token is not None:
             self._adopt_first_admin(first_admin_token)
 
+    @classmethod
+    def of_home(cls, url: str) -> Operators:
+        """The accounts at ``url``, with the state directory's ``console.token`` (created if missing) as the first
+        admin when there is no account yet — what every command that serves (mcp serve --http, gateway) starts
+        with."""
+        return cls(url, first_admin_token=load_or_create_token(home())[0])
+
     def authenticate(self, token: str | None) -> Operator | None:
         """The account whose token this is, or None."""
         if not token:
