@@ -85,7 +85,7 @@ class ToolJournal:
         """Journal the intent of a call, or return its recorded result when it already ran; ``CallInDoubt`` when it
         was in flight in a process that died. A resolved call's intent is written again (it may run)."""
         digest = call_digest(tool, arguments)
-        key = (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
+        key = _key(scope, position, digest)
         now = datetime.now(UTC)
         with self.engine.begin() as db:
             row = db.execute(select(entries).where(key)).mappings().first()
@@ -107,8 +107,7 @@ class ToolJournal:
 
     def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""
-        digest = call_digest(tool, arguments)
-        key = (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
+        key = _key(scope, position, call_digest(tool, arguments))
         with self.engine.begin() as db:
             db.execute(update(entries).where(key).values(state=DONE, result=json.dumps(result, ensure_ascii=False),
                                                          finished_at=datetime.now(UTC)))  # fmt: skip
@@ -146,6 +145,11 @@ class ToolJournal:
         query = select(entries).where(entries.c.scope.startswith(scope_prefix, autoescape=True))
         with self.engine.connect() as db:
             return [_entry(row) for row in db.execute(query.order_by(entries.c.started_at)).mappings()]
+
+
+def _key(scope: str, position: int, digest: str) -> Any:
+    """The row of one call: where it happened, its place there, the exact call."""
+    return (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
 
 
 def _entry(row: Any) -> JournalEntry:
