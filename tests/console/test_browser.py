@@ -24,7 +24,7 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
     shot(page, "runs-empty")
     page.select_option("select[name=example]", "market-brief")
     page.click("text=Start a run")
-    card = page.locator("#approval")
+    card = page.locator(".card.approval")
     expect(card).to_be_visible(timeout=120_000)  # the page follows the run live
     expect(card).to_have_attribute("data-category", "quality")
     expect(card.locator(".reason").first).to_contain_text(
@@ -45,10 +45,10 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
 
     sign_in(page, console, "dana", "operator")  # the decision is the signed-in account's
     page.goto(f"{console.url}/runs/{run_id}")
-    page.fill("#instructions", "Use web_search to find the 2025 market size for home battery storage.")
+    page.fill(".card.approval .instructions", "Use web_search to find the 2025 market size for home battery storage.")
     page.click("button.execute")
     expect(page.locator("#run-status")).to_have_text("completed", timeout=180_000)
-    expect(page.locator("#approval")).to_have_count(0)
+    expect(page.locator(".card.approval")).to_have_count(0)
     expect(page.locator(".node.succeeded")).to_have_count(3)
     expect(page.locator(".pane[data-agent=research_market] details.tool").first).to_contain_text("web_search")
     shot(page, "run-completed")
@@ -74,9 +74,9 @@ def test_skip_then_abort(page: Page, console: Console, model: tuple[str, Script]
         time.sleep(0.1)
     assert [(a["run_id"], a["agent"], a["category"]) for a in approvals] == [(run_id, "research_a", "quality")]
     page.goto(f"{console.url}/runs/{run_id}")
-    expect(page.locator("#approval .reason").first).to_contain_text("agent 'research_a'", timeout=30_000)
+    expect(page.locator(".card.approval .reason").first).to_contain_text("agent 'research_a'", timeout=30_000)
     page.click("button.skip")
-    expect(page.locator("#approval .reason").first).to_contain_text("Context drought: agent 'writer_b'",
+    expect(page.locator(".card.approval .reason").first).to_contain_text("Context drought: agent 'writer_b'",
                                                                   timeout=30_000)  # fmt: skip
     expect(page.locator(".node.skipped")).to_have_count(1)
     page.click("button.abort")
@@ -117,9 +117,9 @@ def test_safety_and_quality_cards_look_different(page: Page, console: Console, m
                       "research_a": [envelope("From memory. [STATUS: SUCCESS]")]}  # fmt: skip
     safety_run = start(console, DANGER, f"openai-chat:scripted@{url}")
     page.goto(f"{console.url}/runs/{safety_run}")
-    card = page.locator("#approval")
+    card = page.locator(".card.approval")
     expect(card).to_have_attribute("data-category", "safety", timeout=30_000)
-    expect(card.locator("h2")).to_have_text("Safety pause")
+    expect(card.locator("h2")).to_contain_text("Safety pause")
     expect(card.locator(".reason").first).to_have_text("The agent asked to delete a file.")
     safety_border = card.evaluate("e => getComputedStyle(e).borderColor")
     shot(page, "run-safety-pause")
@@ -127,7 +127,7 @@ def test_safety_and_quality_cards_look_different(page: Page, console: Console, m
     quality_run = start(console, BRANCH, f"openai-chat:scripted@{url}")
     page.goto(f"{console.url}/runs/{quality_run}")
     expect(card).to_have_attribute("data-category", "quality", timeout=30_000)
-    expect(card.locator("h2")).to_have_text("Quality pause")
+    expect(card.locator("h2")).to_contain_text("Quality pause")
     assert card.evaluate("e => getComputedStyle(e).borderColor") != safety_border
     why = console.api().get(f"/api/runs/{safety_run}/why").json()
     assert json.dumps(why).count("tool_call(") >= 1

@@ -45,13 +45,14 @@ def test_a_custom_rule_holds_after_execute_in_a_restarted_console(tmp_path: Path
     with serving(tmp_path, "--config", "strict.toml") as console:
         api = console.api()
         run_id = api.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
-        assert wait_for_pause(api, run_id)["pause"]["reason"] == REASON
+        [held] = wait_for_pause(api, run_id)["pauses"]
+        assert held["reason"] == REASON
     with serving(tmp_path, "--config", "plain.toml") as console:  # the rule is not in this console's configuration
         api = console.api(console.account("dana", "operator"))
-        decided = api.post(f"/api/runs/{run_id}/decision", json={"decision": "retry"})
+        decided = api.post(f"/api/runs/{run_id}/decision", json={"pause": held["pause"], "decision": "retry"})
         assert decided.status_code == 200, decided.text
         time.sleep(0.5)
-        run = wait_for_pause(api, run_id)
-        assert run["pause"]["reason"] == REASON and run["pause"]["category"] == "safety"
+        [again] = wait_for_pause(api, run_id)["pauses"]
+        assert again["reason"] == REASON and again["category"] == "safety" and again["pause"] != held["pause"]
     assert len(script.requests) == 2  # asked again; the new write was held like the first
     assert not list((console.home / "runs" / run_id / "workspace").glob("secret*"))

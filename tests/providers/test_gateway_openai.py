@@ -167,6 +167,32 @@ def test_the_packet_gate_passes_validated_surfaces_and_cuts_the_rest(
     assert refused.value.status_code == 502 and refused.value.body["code"] == "packet_gate"  # type: ignore[index]
 
 
+def test_a_reply_cut_at_the_token_limit_reads_as_a_cut_off_through_the_gate(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """The upstream stopped at its output-token limit mid-envelope: the client is told that, in the words the
+    runtime's pause uses for the same cut-off (providers.CUT_OFF), not that the protocol was broken."""
+    from groundstate.providers import CUT_OFF
+
+    from ..runtime.test_reason_ranking import CUT_OFF as PAUSE_REASON
+    from ..runtime.test_reason_ranking import cut_short
+
+    upstream, script = server
+    half = cut_short(json.dumps(envelope("The market is worth " + "a lot " * 40)))
+    whole = json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": '{"control_packet": {'},
+                                     "finish_reason": "length"}]}).encode()  # fmt: skip
+    script.responses = [(200, {}, half), (200, {"content-type": "application/json"}, whole)]
+    base_url, _ = gateway_for(upstream, "--gate")
+    client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+    with pytest.raises(openai.APIError, match=f"the model's reply {CUT_OFF}") as cut:
+        list(client.chat.completions.create(model="gpt-4o", messages=HI, stream=True))
+    assert cut.value.body["code"] == "max_tokens"  # type: ignore[index]
+    with pytest.raises(openai.InternalServerError, match=f"the model's reply {CUT_OFF}"):
+        client.chat.completions.create(model="gpt-4o", messages=HI)
+    assert CUT_OFF in PAUSE_REASON  # the runtime's pause for the same cut-off says the same
+
+
 def test_the_packet_gate_is_refused_where_it_cannot_read_the_replies(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "groundstate", "gateway", "--upstream", "local", "--gate"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path,

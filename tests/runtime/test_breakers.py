@@ -50,7 +50,8 @@ def test_a_semantic_null_fails_the_agent_with_its_reason_and_hint(tmp_path: Path
     failed = failed_before_the_pause(runtime, run_id)
     assert failed.payload["error"].startswith("Semantic null: agent 'research_a'")
     assert (
-        failed.payload["recovery_hint"].startswith("Check the instructions") and failed.payload["category"] == "quality"
+        failed.payload["recovery_hint"].startswith("The agent found nothing: give it a better source")
+        and failed.payload["category"] == "quality"
     )
     assert state.pause is not None and state.pause.reason.startswith("Semantic null")  # not the generic pattern
     assert GENERIC in state.pause.others  # which is listed beside it

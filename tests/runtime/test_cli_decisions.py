@@ -67,5 +67,5 @@ def test_runs_show_prints_each_agents_output_and_json(tmp_path: Path, model: tup
     shown = groundstate(tmp_path, "runs", "show", run_id)
     assert "writer_a (succeeded, attempt 1):" in shown.stdout and "storage grows 18% a year" in shown.stdout
     summary = json.loads(groundstate(tmp_path, "runs", "show", run_id, "--json").stdout)
-    assert summary["status"] == "completed" and summary["pause"] is None
+    assert summary["status"] == "completed" and summary["pauses"] == []
     assert summary["agents"]["writer_a"]["output"].startswith("The brief: storage grows 18% a year.")

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from ..runtime import AWAITING_APPROVAL
+from ..runtime import AWAITING_APPROVAL, pauses_json
 from ..store import ACT, ADMINISTER, SEE, Operator
 from .operations import Operations, operations
 from .security import operator_of
-from .views import pauses_json, run_json, why_json
+from .views import run_json, why_json
 
 router = APIRouter(prefix="/api")
 Ops = Annotated[Operations, Depends(operations)]
@@ -23,10 +23,11 @@ Who = Annotated[Operator, Depends(operator_of)]
 
 
 class Decision(BaseModel):
-    """An operator's decision on a run's current pause (recorded as the authenticated operator's: a body naming
-    someone else is refused, not ignored)."""
+    """An operator's decision on one open pause of a run, named by its id (``pause``); recorded as the
+    authenticated operator's: a body naming someone else is refused, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
+    pause: int  # the open pause this answers (its id in the run's "pauses" and in /api/approvals)
     decision: str
     instructions: str | None = None
 
@@ -109,15 +110,16 @@ async def api_stream(run_id: str, request: Request, ops: Ops, after: int = 0) ->
 
 @router.post("/runs/{run_id}/decision")
 async def api_decide(run_id: str, body: Decision, ops: Ops, who: Who) -> dict[str, Any]:
-    """Decide the run's current pause (retry, skip or abort)."""
-    return run_json(ops.decide(run_id, body.decision, body.instructions, who))
+    """Decide one open pause of the run (retry, skip or abort); 409 when it is no longer open."""
+    return run_json(ops.decide(run_id, body.pause, body.decision, body.instructions, who))
 
 
 @router.get("/approvals")
 def api_approvals(ops: Ops) -> list[dict[str, Any]]:
-    """Every pause waiting for a decision, across runs."""
+    """Every pause waiting for a decision, across runs (the inbox): each with its run, id, agent, category,
+    reason, hint, derivation and age."""
     waiting = [row["id"] for row in ops.runtime.store.runs() if row["status"] == AWAITING_APPROVAL]
-    return [pause for run_id in waiting for pause in pauses_json(run_id, ops.runtime.store.state(run_id))]
+    return [pause for run_id in waiting for pause in pauses_json(ops.runtime.store.state(run_id))]
 
 
 @router.get("/runs/{run_id}/why")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -12,21 +11,20 @@ from typing import Any
 import typer
 import uvicorn
 from rich.console import Console
-from rich.live import Live
 
 from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, load_config
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
     FINISHED,
+    Autopilot,
     RunState,
     Runtime,
-    approval_card,
+    TerminalDriver,
     configured_runtime,
-    dag_view,
     decision_problem,
     home,
-    workflow_of,
+    say,
 )
 from ..store import ACT, SEE, Operators, command_line_operator
 from .app import EXAMPLES, create_app
@@ -34,6 +32,7 @@ from .auth import load_or_create_token
 
 console = Console()
 DEMO = EXAMPLES / "market-brief.yaml"
+DEMO_DECISIONS = 3  # how many pauses demo --decide answers
 
 
 def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str]:
@@ -55,7 +54,7 @@ def serve(
     """Serve the operator console and its API."""
     runtime = configured_runtime(db, config)
     server, _ = _server(runtime, host, port)
-    console.print(f"console: http://{host}:{port}/  (API docs: /api/docs)")
+    say(console, f"console: http://{host}:{port}/  (API docs: /api/docs)")
     server.run()
 
 
@@ -85,32 +84,21 @@ def demo(
     text = DEMO.read_text(encoding="utf-8")
     run_id = runtime.create(text, str(DEMO), model)
     link = f"http://127.0.0.1:{port}/login?token={token}&next=/runs/{run_id}"
-    console.print(f"demo run {run_id}; console: {link}", markup=False, highlight=False)
-    depends = {a.id: a.depends_on for a in workflow_of(runtime.store.state(run_id)).agents}
-    new = instructions.read_text(encoding="utf-8") if instructions else None
-    decisions = 0
-    with Live(dag_view(runtime.store.state(run_id), depends), console=console, refresh_per_second=4) as live:
-        runtime.listeners.append(lambda _: live.update(dag_view(runtime.store.state(run_id), depends)))
-        state = asyncio.run(runtime.drive(run_id))
-        while state.status == AWAITING_APPROVAL:
-            live.update(dag_view(state, depends))
-            card = approval_card(state)
-            if card is not None:
-                live.console.print(card)
-            if decide is not None and decisions < 3:
-                decisions += 1
-                runtime.decide(run_id, decide, new, actor=command_line_operator(runtime.store.url, ACT).actor)
-                state = asyncio.run(runtime.drive(run_id))
-                continue
-            if decide is not None:
-                break
-            live.console.print(f"paused: decide in the console — {link}", markup=False, highlight=False)
+    say(console, f"demo run {run_id}; console: {link}")
+    driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor)
+    if decide is not None:
+        new = instructions.read_text(encoding="utf-8") if instructions else None
+        state = driver.drive(Autopilot(decide, new, DEMO_DECISIONS), None)
+    else:
+        state = driver.segment()
+        while state.status == AWAITING_APPROVAL:  # the console decides; its process (this one) drives the run on
+            driver.cards(state)
+            say(console, f"paused: decide in the console — {link}")
             state = _wait(runtime, run_id, lambda s: s.status != AWAITING_APPROVAL)
             state = _wait(runtime, run_id, lambda s: s.status in FINISHED or s.status == AWAITING_APPROVAL)
-        live.update(dag_view(state, depends))
-    console.print(f"run {run_id}: {state.status}")
+    say(console, f"run {run_id}: {state.status}")
     if decide is None:
-        console.print(f"the console stays up at {link} — Ctrl+C to stop", markup=False, highlight=False)
+        say(console, f"the console stays up at {link} — Ctrl+C to stop")
         try:
             while thread.is_alive():
                 time.sleep(0.5)

@@ -72,13 +72,14 @@ class Operations:
         self.drive(run_id)
         return run_id
 
-    def decide(self, run_id: str, decision: str, instructions: str | None, operator: Operator) -> RunState:
-        """The operator's decision on the run's current pause; the run goes on in this process if it runs again."""
+    def decide(self, run_id: str, pause: int, decision: str, instructions: str | None, operator: Operator) -> RunState:
+        """The operator's decision on the run's open pause ``pause``; 409 saying why when it is no longer open. The
+        run goes on in this process if it runs again."""
         if decision not in DECISIONS:
             raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
         self.state(run_id)
         try:
-            state = self.runtime.decide(run_id, decision, instructions or None, actor=operator.actor)
+            state = self.runtime.decide(run_id, decision, instructions or None, actor=operator.actor, pause=pause)
         except DecisionError as exc:
             raise HTTPException(409, str(exc)) from None
         if state.status == RUNNING:

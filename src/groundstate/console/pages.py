@@ -8,15 +8,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from ..runtime import usage_line
+from ..runtime import age, attempts_of, current_instructions, usage_line
 from ..store import ACT, Operator
+from .graph import dag_svg
 from .operations import Operations, operations
 from .security import Secrets, checked_form, local, logged_in, operator_of, secrets_of
-from .views import instructions_of, layers, why_json
+from .views import layers, why_json
 
 HERE = Path(str(resources.files("groundstate.console")))
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -72,18 +73,35 @@ async def start_page(request: Request, ops: Ops, who: Who) -> Response:
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: str, ops: Ops, fragment: bool = False) -> HTMLResponse:
-    """One run: its DAG, the pause card, recent events (``fragment`` for the live refresh)."""
+    """One run: its open pauses as cards, its DAG, each agent's attempts, recent events (``fragment`` for the
+    live refresh)."""
+    return _run_page(request, run_id, ops, "run_fragment.html" if fragment else "run.html")
+
+
+def _run_page(request: Request, run_id: str, ops: Ops, name: str, notice: str = "", status: int = 200) -> HTMLResponse:
     state = ops.state(run_id)
-    name = "run_fragment.html" if fragment else "run.html"
-    return _page(request, name, run=state, layers=layers(state), instructions=instructions_of(state),
-                 events=ops.runtime.store.events(run_id)[-40:], usage=usage_line(state))  # fmt: skip
+    events = ops.runtime.store.events(run_id)
+    response = _page(request, name, run=state, graph=dag_svg(state, layers(state)), attempts=attempts_of(events),
+                     instructions=current_instructions(state), events=events[-40:], usage=usage_line(state), age=age,
+                     notice=notice)  # fmt: skip
+    response.status_code = status
+    return response
 
 
 @router.post("/runs/{run_id}/decide")
 async def decide_page(request: Request, run_id: str, ops: Ops, who: Who) -> Response:
-    """The pause card's buttons (the decision is recorded as the logged-in operator's)."""
+    """A pause card's buttons: the decision answers the pause the card showed (recorded as the logged-in
+    operator's); a pause decided meanwhile is refused on the run's page, saying how it was decided."""
     form = await checked_form(request)
-    ops.decide(run_id, str(form.get("decision", "")), str(form.get("instructions", "")), who)
+    pause = str(form.get("pause", ""))
+    if not pause.isdigit():
+        raise HTTPException(422, "the form names no pause: reload the run's page and decide from its card")
+    try:
+        ops.decide(run_id, int(pause), str(form.get("decision", "")), str(form.get("instructions", "")), who)
+    except HTTPException as exc:
+        if exc.status_code != 409:
+            raise
+        return _run_page(request, run_id, ops, "run.html", f"Not applied: {exc.detail}", 409)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 

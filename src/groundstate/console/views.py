@@ -5,18 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..runtime import APPROVAL_REQUESTED, Event, RunState, workflow_of
-
-
-def instructions_of(state: RunState) -> dict[str, str]:
-    """Each agent's current instructions: the operator's edit, or the workflow's."""
-    specs = {a.id: a.instructions for a in workflow_of(state).agents}
-    return {agent: node.instructions or specs.get(agent, "") for agent, node in state.nodes.items()}
+from ..runtime import APPROVAL_REQUESTED, Event, RunState, current_instructions, pauses_json, workflow_of
 
 
 def run_json(state: RunState) -> dict[str, Any]:
-    """The run as the API returns it."""
-    instructions = instructions_of(state)
+    """The run as the API returns it: every open pause in ``pauses`` (a decision names one by its ``pause`` id)."""
+    instructions = current_instructions(state)
     usage = {**state.usage, "running_seconds": round(state.wall_seconds(datetime.now(UTC)), 3)}
     return {
         "run_id": state.run_id, "name": state.name, "status": state.status, "model": state.model,
@@ -25,16 +19,8 @@ def run_json(state: RunState) -> dict[str, Any]:
                       "status_tag": n.status_tag,
                       "instructions": instructions[a], "tools": n.tools, "error": n.error}
                   for a, n in state.nodes.items()},
-        "pause": None if state.pause is None else {
-            "agent": state.pause.agent, "category": state.pause.category, "reason": state.pause.reason,
-            "hint": state.pause.hint, "others": state.pause.others, "seq": state.pause.seq},
+        "pauses": pauses_json(state),
     }  # fmt: skip
-
-
-def pauses_json(run_id: str, state: RunState) -> list[dict[str, Any]]:
-    """The pauses waiting for a decision."""
-    return [{"run_id": run_id, "agent": p.agent, "category": p.category, "reason": p.reason, "hint": p.hint,
-             "seq": p.seq} for p in state.pauses]  # fmt: skip
 
 
 def why_json(events: list[Event]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from .bridge import SigilBridge
 from .chat_request import ChatRequestError, parse_chat_request
 from .client import RetryPolicy, StreamClient
 from .conventions import TextConventions
-from .errors import ErrorRecord, classify, header_map
+from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
 from .gateway import Gateway
 from .gateway import serve as serve_gateway
@@ -42,6 +42,7 @@ from .text_tools import UnknownStyle
 
 __all__ = [
     "APIS",
+    "CUT_OFF",
     "FINISH_REASONS",
     "GATED_APIS",
     "SEPARATOR",

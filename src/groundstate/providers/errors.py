@@ -23,6 +23,7 @@ AUTH, QUOTA, RATE, OVERLOAD, REQUEST, SERVER, CONTENT_FILTER, AMBIGUOUS = (
 )  # fmt: skip
 RETRYABLE = {AUTH: False, QUOTA: False, REQUEST: False, CONTENT_FILTER: False, RATE: True, OVERLOAD: True, SERVER: True}
 MAX_EVIDENCE = 2000  # characters of the raw body kept as evidence
+CUT_OFF = "reached the model's output-token limit and was cut off before it ended"  # one wording, whatever the path
 
 
 @dataclass

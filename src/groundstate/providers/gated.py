@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .normalized import TextDelta
+from .errors import CUT_OFF
+from .normalized import Finish, TextDelta
 from .openai_chat import OpenAIChatAdapter
 from .openai_wire import Send, error_body, send_json
 
@@ -48,8 +49,11 @@ class OutputGate(Protocol):
 GateFactory = Callable[[], OutputGate]
 
 
-def refusal(reason: str | None) -> dict[str, Any]:
-    """The error a client gets for a reply the gate refused."""
+def refusal(reason: str | None, cut_off: bool = False) -> dict[str, Any]:
+    """The error a client gets for a reply the gate refused; a reply the upstream ended at its output-token limit
+    (``cut_off``) says so, in the words every other path uses, instead of the broken envelope that followed."""
+    if cut_off:
+        return error_body(f"the model's reply {CUT_OFF}", "policy_violation", "max_tokens")
     return error_body(f"the model's reply broke the control-packet protocol and was cut: {reason}",
                       "policy_violation", "packet_gate")  # fmt: skip
 
@@ -63,6 +67,7 @@ class GatedStream:
         self.base = {"id": f"chatcmpl-gated-{time.time_ns()}", "object": "chat.completion.chunk",
                      "created": int(time.time()), "model": model}  # fmt: skip
         self.events: list[Any] = []  # every normalised event, for the caller's metrics and subscribers
+        self.cut_off = False  # the upstream said it stopped at the output-token limit
 
     async def start(self) -> None:
         """The response head and the role chunk."""
@@ -84,12 +89,13 @@ class GatedStream:
         if verdict.decision == "accepted":
             await self._chunk({}, "stop")
         else:
-            await self._write(refusal(verdict.reason))
+            await self._write(refusal(verdict.reason, self.cut_off))
         await self.send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
         return events
 
     async def _pass(self, events: list[Any]) -> None:
         for event in events:
+            self.cut_off = self.cut_off or (isinstance(event, Finish) and event.reason == "length")
             if isinstance(event, TextDelta):
                 for piece in self.gate.feed(event.text):
                     await self._chunk({"content": piece}, None)
@@ -109,13 +115,14 @@ async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
         reply = json.loads(data)
         message = reply["choices"][0]["message"]
         text = message.get("content") or ""
+        cut_off = reply["choices"][0].get("finish_reason") == "length"
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         await send_json(send, 502, error_body("the upstream's reply is not a chat completion", "upstream_error"))
         return
     released = "".join(gate.feed(text))
     verdict = gate.close()
     if verdict.decision != "accepted":
-        await send_json(send, 502, refusal(verdict.reason))
+        await send_json(send, 502, refusal(verdict.reason, cut_off))
         return
     message["content"] = released
     await send_json(send, 200, reply)

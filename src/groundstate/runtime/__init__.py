@@ -10,11 +10,13 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 """
 
 from ..errors import StoreError
+from .attempts import Attempt, attempts_of
 from .backends import ModelSpecError, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .home import default_db_url, home
+from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
 from .run_events import (
     AGENT_COMPLETED,
@@ -58,6 +60,7 @@ from .state import (
     RunStatus,
 )
 from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
+from .terminal import Autopilot, TerminalDriver, say
 from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
 
 __all__ = [
@@ -92,6 +95,8 @@ __all__ = [
     "TOOL_CALL",
     "TOOL_RESULT",
     "AgentSpec",
+    "Attempt",
+    "Autopilot",
     "CortexError",
     "DecisionError",
     "Event",
@@ -112,11 +117,15 @@ __all__ = [
     "Runtime",
     "StoreCorrupt",
     "StoreError",
+    "TerminalDriver",
     "UnknownRun",
     "Workflow",
     "WorkflowError",
+    "age",
     "approval_card",
+    "attempts_of",
     "configured_runtime",
+    "current_instructions",
     "dag_view",
     "decision_problem",
     "default_db_url",
@@ -125,6 +134,9 @@ __all__ = [
     "load_workflow",
     "make_backend",
     "parse_workflow",
+    "pause_json",
+    "pauses_json",
+    "say",
     "usage_line",
     "workflow_of",
 ]

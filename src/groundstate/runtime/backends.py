@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..errors import ConfigurationError
 from ..providers import (
     APIS,
+    CUT_OFF,
     ErrorEvent,
     ErrorRecord,
     Finish,
@@ -141,7 +142,7 @@ class LocalBackend:
 
 
 def _length_error(name: str, limit: int) -> Piece:
-    record = ErrorRecord("request", name, None, "max_tokens", f"the output reached {limit} tokens and was cut off",
+    record = ErrorRecord("request", name, None, "max_tokens", f"the answer {CUT_OFF} ({limit} tokens)",
                          False, None, None)  # fmt: skip
     return Piece(error=record)
 

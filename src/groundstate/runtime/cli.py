@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.live import Live
 
 from ..config import CONFIG_OPTION, DB_OPTION
 from ..errors import GroundstateError, exit_code
@@ -18,10 +15,11 @@ from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_lin
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .home import home
-from .run_events import Event
+from .pauses import age, pauses_json
 from .runner import Runtime, decision_problem
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
 from .store import INTERRUPTED, LeaseHeld
+from .terminal import Autopilot, TerminalDriver, ask_in_terminal, say
 from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
@@ -72,82 +70,18 @@ def _drive(
     max_decisions: int,
     resume_failed: bool = False,
 ) -> int:
-    """Drive with a live view; at each pause ask the operator (or apply --decide)."""
+    """Drive with a live view; each open pause is answered by --decide or asked on the terminal (left for later
+    when stdin is not one)."""
     try:
-        return _drive_live(runtime, run_id, decide, instructions, max_decisions, resume_failed)
+        driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor)
+        autopilot = Autopilot(decide, instructions, max_decisions) if decide is not None else None
+        state = driver.drive(autopilot, ask_in_terminal(console), resume_failed)
     except (LeaseHeld, NotAuthenticated, NotPermitted) as exc:
         return _failed(exc)
-
-
-def _drive_live(
-    runtime: Runtime, run_id: str, decide: str | None, instructions: str | None, max_decisions: int,
-    resume_failed: bool,
-) -> int:  # fmt: skip
-    state = runtime.store.state(run_id)
-    depends = {a.id: a.depends_on for a in workflow_of(state).agents}
-    decisions, previous = 0, None  # how many pauses --decide answered; the last one's (agent, reason)
-    with Live(dag_view(state, depends), console=console, refresh_per_second=4, transient=False) as live:
-
-        def refresh(_: Event) -> None:
-            live.update(dag_view(runtime.store.state(run_id), depends))
-
-        runtime.listeners.append(refresh)
-        while True:
-            state = asyncio.run(runtime.drive(run_id, resume_failed=resume_failed))
-            resume_failed = False
-            live.update(dag_view(state, depends))
-            if state.status != AWAITING_APPROVAL:
-                break
-            card = approval_card(state)
-            if card is not None:
-                console.print(card)
-            pause = (state.pause.agent, state.pause.reason) if state.pause else None
-            stop = _why_stop(decide, instructions, decisions, max_decisions, pause, previous)
-            if stop is not None:
-                console.print(f"{stop}; decide with: groundstate runs decide {run_id} retry|skip|abort",
-                              markup=False, highlight=False)  # fmt: skip
-                break
-            choice, new = (decide, instructions) if decide is not None else _ask(state)
-            previous = pause
-            decisions += 1
-            runtime.decide(run_id, choice, new, command_line_operator(runtime.store.url, ACT).actor)
-            if choice == "abort":
-                state = runtime.store.state(run_id)
-                break
     nothing = state.status == COMPLETED and not _produced(state)
-    console.print(f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
-                                                      if nothing else ""), markup=False, highlight=False)  # fmt: skip
+    say(console, f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
+                                                     if nothing else ""))  # fmt: skip
     return _exit_code(state)
-
-
-def _why_stop(
-    decide: str | None,
-    instructions: str | None,
-    decisions: int,
-    most: int,
-    pause: tuple[str | None, str] | None,
-    previous: tuple[str | None, str] | None,
-) -> str | None:
-    """Why the pause is left for later (None: ``--decide`` answers it, or, on a terminal, the operator is asked)."""
-    if decide is None:
-        return None if sys.stdin.isatty() else "paused"
-    if decisions >= most:
-        return f"stopped after {decisions} decisions (--max-decisions {most})"
-    if decide == "retry" and instructions is None and pause is not None and pause == previous:
-        return (f"stopped: agent {pause[0]!r} paused again for the same reason after a retry with unchanged "
-                "instructions, so another would too — give --instructions, or decide skip or abort")  # fmt: skip
-    return None
-
-
-def _ask(state: RunState) -> tuple[str, str | None]:
-    from rich.prompt import Prompt
-
-    choice = Prompt.ask("decision", choices=["retry", "edit", "skip", "abort"], default="retry", console=console)
-    if choice != "edit":
-        return choice, None
-    node = state.nodes.get(state.pause.agent or "") if state.pause else None
-    current = node.instructions if node and node.instructions else ""
-    return "retry", Prompt.ask("new instructions", default=current or None, console=console)
 
 
 def run(
@@ -193,10 +127,12 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     for row in rows:
-        paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}" if row["pause_reason"] else ""
+        more = f" (+{row['open_pauses'] - 1} more open: groundstate runs pauses {row['id']})" \
+            if row["open_pauses"] > 1 else ""  # fmt: skip
+        paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}{more}" if row["pause_reason"] else ""
         gone = f" — its driver is gone; resume with: groundstate runs resume {row['id']}" if row["status"] == \
             INTERRUPTED else ""  # fmt: skip
-        console.print(f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}", markup=False, highlight=False)
+        say(console, f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}")
 
 
 @runs_app.command("show")
@@ -228,9 +164,8 @@ def show(
         if node.output or node.error:
             console.print(f"\n{agent} ({node.status}, attempt {node.attempts}):", markup=False, highlight=False)
             console.print(_bounded(node.output or f"error: {node.error}"), markup=False, highlight=False)
-    card = approval_card(state)
-    if card is not None:
-        console.print(card)
+    for pause in state.pauses:
+        console.print(approval_card(pause, state.run_id))
 
 
 def _bounded(text: str, most: int = 4000) -> str:
@@ -239,14 +174,39 @@ def _bounded(text: str, most: int = 4000) -> str:
 
 def _run_json(state: RunState) -> dict[str, object]:
     """The run as ``runs show --json`` prints it: status, model, usage, each agent's status, attempts, output and
-    error, and the open pause."""
-    pause = state.pause
+    error, and every open pause (as the API's ``pauses``)."""
     return {"run_id": state.run_id, "name": state.name, "status": str(state.status), "model": state.model,
             "usage": state.usage,
             "agents": {agent: {"status": str(node.status), "attempts": node.attempts, "output": node.output,
                                "error": node.error} for agent, node in state.nodes.items()},
-            "pause": None if pause is None else {"agent": pause.agent, "category": pause.category,
-                                                 "reason": pause.reason, "others": pause.others}}  # fmt: skip
+            "pauses": pauses_json(state)}  # fmt: skip
+
+
+@runs_app.command("pauses")
+def list_pauses(
+    run_id: str | None = typer.Argument(None, help="One run's pauses (default: every run's, the inbox)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line, as GET /api/approvals."),
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
+) -> None:
+    """Every open pause, oldest run first: its id (what `runs decide --pause` names), agent, category, age and
+    reason."""
+    try:
+        runtime = _runtime(db, config=config)
+        ids = [run_id] if run_id else [r["id"] for r in reversed(runtime.store.runs())
+                                       if r["status"] == AWAITING_APPROVAL]  # fmt: skip
+        states = [runtime.store.state(i) for i in ids]
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
+    for state in states:
+        for pause in state.pauses:
+            if as_json:
+                typer.echo(json.dumps(pauses_json(state)[state.pauses.index(pause)], ensure_ascii=False))
+            else:
+                say(console, f"{state.run_id}  pause {pause.id}  {pause.agent or '-'}  {pause.category}  "
+                             f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
+    if not as_json and not any(state.pauses for state in states):
+        say(console, "no open pause" + (f" in run {run_id}" if run_id else ""))
 
 
 @runs_app.command("decide")
@@ -254,20 +214,27 @@ def decide_command(
     run_id: str,
     action: str = typer.Argument(..., help="retry, skip or abort"),
     instructions: Path | None = typer.Option(None, "--instructions", help="New instructions for the paused agent."),
+    pause: int | None = typer.Option(
+        None, "--pause", help="The open pause to decide, by id (`runs pauses` lists them); needed if several."
+    ),
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """Decide a paused run (then `groundstate runs resume ID`), as the operator whose token is in
-    $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log."""
+    """Decide an open pause of a run (then `groundstate runs resume ID`), as the operator whose token is in
+    $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log. A
+    pause that is no longer open is refused, saying how it was decided."""
     _check_decision(action, instructions)
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
         runtime = _runtime(db, config=config)
         who = command_line_operator(runtime.store.url, ACT)
-        state = runtime.decide(run_id, action, text, who.actor)
+        before = runtime.store.state(run_id)
+        answered = pause if pause is not None else (before.pause.id if len(before.pauses) == 1 and before.pause
+                                                    else None)  # fmt: skip
+        state = runtime.decide(run_id, action, text, who.actor, pause=pause)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
-    console.print(f"run {run_id}: {action} recorded; the run is {state.status}")
+    say(console, f"run {run_id}: {action} recorded for pause {answered}; the run is {state.status}")
 
 
 @runs_app.command("repin")

@@ -9,7 +9,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .state import RunState
+from .pauses import age
+from .state import Pause, RunState
 
 STYLES = {"pending": "dim", "running": "yellow", "succeeded": "green", "failed": "red", "paused": "bold magenta",
           "skipped": "cyan"}  # fmt: skip
@@ -30,15 +31,12 @@ def dag_view(state: RunState, depends: dict[str, list[str]]) -> Table:
     return table
 
 
-def approval_card(state: RunState) -> Panel | None:
-    """The terminal card for the run's current pause (None when nothing waits)."""
-    pause = state.pause
-    if pause is None:
-        return None
+def approval_card(pause: Pause, run_id: str, now: datetime | None = None) -> Panel:
+    """The terminal card of one open pause: its id (what a decision names), agent, age, reasons and hint."""
     style = "red" if pause.category == "safety" else "yellow"
-    title = "SAFETY PAUSE" if pause.category == "safety" else "QUALITY PAUSE"
+    title = f"{'SAFETY' if pause.category == 'safety' else 'QUALITY'} PAUSE {pause.id} of {run_id}"
     body = Group(
-        Text(f"agent: {pause.agent or '—'}", style="bold"),
+        Text(f"agent: {pause.agent or '—'} · waiting {age(pause, now)}", style="bold"),
         Text(pause.reason),  # model-influenced text is rendered as plain text, never as markup
         *(Text(f"also: {other}") for other in pause.others),
         Text(pause.hint, style="italic"),

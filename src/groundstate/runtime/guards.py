@@ -26,7 +26,7 @@ ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
-    "upstream_truncated", "agent_usage", "tool_in_doubt", "current_call", "approved_reason",
+    "upstream_truncated", "agent_usage", "tool_in_doubt", "current_call", "approved_reason", "error_kind",
 )  # fmt: skip
 MAX_FACT_TEXT = 2000  # characters of a refusal or tool name kept in a fact (the recording keeps the stream)
 MAX_CONTENT_TEXT = 16_000  # characters of an output or a write's content kept in a fact; beyond, a digest of it all
@@ -45,6 +45,7 @@ class PauseDecision:
 
     first: Approval
     approvals: list[Approval]
+    hint: str = ""  # what the operator can do (``pause_hint``: the leading cause's hint, else the category's)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,6 @@ class GuardKernel:
         compiled.write_text(policy.compiled_patterns, encoding="utf-8")
         self.run_id = run_id
         self.kernel = Kernel(workspace, extra_sources=[guards, compiled])
-        self.hints = {str(c): str(h) for c, h in self.kernel.query("recovery_hint(C, H)")}
         with self.kernel.transaction() as tx:
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
                 for tool in role.mandatory_tools:
@@ -206,9 +206,10 @@ class GuardKernel:
         error: str | None,
         answer: Answer | None = None,
         spent: Spent | None = None,
+        error_kind: str = "failure",
     ) -> PauseDecision | None:
         """The invocation ended: its outcome, what the model sent (``answer``) and what the run has spent become
-        facts."""
+        facts; a hard ``error`` with its kind (``error_kind``: transport, timeout, cut_off, ...)."""
         with self.kernel.transaction() as tx:
             if answer is not None:
                 self._answer(tx, agent, answer)
@@ -221,6 +222,7 @@ class GuardKernel:
                 tx.assert_("tool_executed", (self.run_id, agent, Name("/" + tool)))
             if error is not None:
                 tx.assert_("hard_error", (self.run_id, agent, error))
+                tx.assert_("error_kind", (self.run_id, agent, Name("/" + error_kind)))
             tx.assert_("finished", (self.run_id, agent))
         return self.pause(agent, "finished")
 
@@ -277,16 +279,17 @@ class GuardKernel:
         [(_, _, _, category, reason)] = leading
         rows = self.kernel.query(f"pauses_now({who}, C, R)")
         approvals = [Approval(str(c).lstrip("/"), r) for _, _, _, c, r in rows]
-        return PauseDecision(Approval(str(category).lstrip("/"), reason), approvals)
+        hints = self.kernel.query(f"pause_hint({who}, H)")
+        if len(hints) != 1:
+            raise PolicyInvariantError(f"pause_hint/4 derived {len(hints)} hints for {agent} at /{checkpoint}; the "
+                                       "rules must give exactly one")  # fmt: skip
+        return PauseDecision(Approval(str(category).lstrip("/"), reason), approvals, str(hints[0][3]))
 
     def why(self, agent: str, approval: Approval) -> dict[str, Any]:
         """The rules and facts that derived this pause, as a tree (kept in the event: it outlives the process)."""
         reason = approval.reason.replace("\\", "\\\\").replace('"', '\\"')
         pattern = f'needs_approval("{self.run_id}", "{_quoted(agent)}", /{approval.category}, "{reason}")'
         return why(self.kernel, pattern).to_json()
-
-    def hint(self, category: str) -> str:
-        return self.hints.get("/" + category, "")
 
     def interrupts(self) -> list[tuple[str, str]]:
         return [(a, r) for _, a, r in self.kernel.query(f'interrupt("{self.run_id}", A, R)')]

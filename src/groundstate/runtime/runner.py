@@ -68,6 +68,7 @@ from .state import (
     SUCCEEDED,
     TERMINAL,
     NodeStatus,
+    Pause,
     RunEnded,
     RunState,
     tool_call_digest,
@@ -117,6 +118,7 @@ class Outcome:
     bypass: str | None = None
     executed: list[str] = field(default_factory=list)
     error: str | None = None
+    error_kind: str = "failure"  # what kind of hard error (the guards' error_kind: transport, timeout, cut_off, ...)
     paused: bool = False
     thinking: str = ""  # reasoning (streamed, and the packets' traces): shown collapsed, never as the answer
     signals: Signals = field(default_factory=Signals)
@@ -437,7 +439,7 @@ class Runtime:
         except Exception as exc:
             error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
             self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
-            pause = ctx.guards.finished(agent, "missing", None, [], error, Answer())
+            pause = ctx.guards.finished(agent, "missing", None, [], error, Answer(), error_kind="internal")
             if pause:
                 self._request_approval(ctx, agent, pause, "finished", "", failed=True)
 
@@ -504,7 +506,7 @@ class Runtime:
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
                       self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
         pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                    answer, spent)  # fmt: skip
+                                    answer, spent, error_kind=outcome.error_kind)  # fmt: skip
         if outcome.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
             self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
                                                      "usage": usage, **answered})  # fmt: skip
@@ -575,7 +577,7 @@ class Runtime:
         derive. ``held_call`` is the ToolCall the pause holds (it answers that call: nothing ran)."""
         if not failed:
             self._emit(ctx, ev.AGENT_FAILED, agent, {
-                "error": error or pause.first.reason, "recovery_hint": ctx.guards.hint(pause.first.category),
+                "error": error or pause.first.reason, "recovery_hint": pause.hint,
                 "category": pause.first.category, "output": output, **({"usage": usage} if usage else {}),
                 **(answered or {})})  # fmt: skip
             pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
@@ -583,7 +585,7 @@ class Runtime:
             return
         first, approvals = pause.first, pause.approvals
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
-            "category": first.category, "reason": first.reason, "hint": ctx.guards.hint(first.category),
+            "category": first.category, "reason": first.reason, "hint": pause.hint,
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
             "thinking": thinking, "why": ctx.guards.why(agent, first),
             **({"held_call": held_call} if held_call is not None else {}),
@@ -614,7 +616,7 @@ class Runtime:
             try:
                 check_context(profile, "\n".join(m["content"] for m in invocation.messages))
             except ContextBudgetError as exc:
-                outcome.error = f"the prompt is too long: {exc}"
+                outcome.error, outcome.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
                 return outcome
             path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
             gated = await self._stream_round(ctx, invocation, path, outcome, profile.max_execution_time_sec)
@@ -623,6 +625,7 @@ class Runtime:
             valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
             if problems:
                 outcome.error = "the model's tool requests are malformed: " + "; ".join(problems)
+                outcome.error_kind = "tool_requests"
                 return outcome
             requests = [Request.of(r) for r in valid]
             if not requests or round_number == self.max_rounds:
@@ -657,6 +660,7 @@ class Runtime:
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
             self.metrics.stream_aborts.inc()
             outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
+            outcome.error_kind = "packet"
             outcome.surface = "".join(invocation.raw)[:2000]
             return None
         outcome.surface = gated.surface
@@ -700,12 +704,15 @@ class Runtime:
         except TimeoutError:
             self._count_call(backend.name, None, "timeout")
             late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
+            outcome.error_kind = "timeout"
             return late, answered
         except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
             self._count_call(backend.name, None, "backend")
+            outcome.error_kind = "backend"
             return f"the model backend failed: {type(exc).__name__}: {exc}", answered
         self._count_call(backend.name, error, None)
         if error is not None:
+            outcome.error_kind = error_kind(error)
             return f"the model failed ({error.plane}): {error.message}", answered
         return None, answered
 
@@ -800,23 +807,30 @@ class Runtime:
         return Shards(kernel, store, cold=cold, metrics=self.metrics, shard_type=shard_type, journal=journal)
 
     # -- the operator ------------------------------------------------------------------------------------
-    def decide(self, run_id: str, decision: str, instructions: str | None = None, actor: str = "operator") -> RunState:
-        """Apply the operator's decision to the run's current pause. Refused unless the run awaits approval."""
+    def decide(
+        self,
+        run_id: str,
+        decision: str,
+        instructions: str | None = None,
+        actor: str = "operator",
+        pause: int | None = None,
+    ) -> RunState:
+        """Apply the operator's decision to the open pause ``pause`` (its id: ``Pause.id``). Without an id, only a
+        run with exactly one open pause can be decided. DecisionError when the run is not awaiting approval, the id
+        names no open pause (one already decided is named as such), or several are open and none is named."""
         if decision not in DECISIONS:
             raise DecisionError(f"unknown decision {decision!r}: use retry, skip or abort")
 
         def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
-            if state.status != AWAITING_APPROVAL or state.pause is None:
-                raise DecisionError(f"run {run_id} is {state.status}, not awaiting approval: nothing to decide")
-            pause = state.pause
-            payload = {"decision": decision, "pause": pause.seq, "reason": pause.reason}
+            answered = _answered(state, pause)
+            payload = {"decision": decision, "pause": answered.seq, "reason": answered.reason}
             if instructions and decision == "retry":
                 payload["instructions"] = instructions
-            out: list[tuple[str, str | None, dict[str, Any]]] = [(ev.APPROVAL_DECIDED, pause.agent, payload)]
-            if decision == "skip" and pause.agent:
-                out.append((ev.AGENT_SKIPPED, pause.agent, {"by": actor}))
+            out: list[tuple[str, str | None, dict[str, Any]]] = [(ev.APPROVAL_DECIDED, answered.agent, payload)]
+            if decision == "skip" and answered.agent:
+                out.append((ev.AGENT_SKIPPED, answered.agent, {"by": actor}))
             if decision == "abort":
-                out.append((ev.RUN_ABORTED, pause.agent, {"reason": f"aborted by {actor}"}))
+                out.append((ev.RUN_ABORTED, answered.agent, {"reason": f"aborted by {actor}"}))
             return out
 
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
@@ -847,6 +861,39 @@ class Runtime:
             with contextlib.suppress(StoreError):
                 self.store.release_lease(run_id, holder)
         return self.store.state(run_id)
+
+
+def error_kind(error: ErrorRecord) -> str:
+    """The kind of a provider's error, as the guards rank it: the output-token limit, no connection at all (no
+    HTTP status: the request never got an answer), or an error the provider answered with."""
+    if error.code in ("max_tokens", "length"):
+        return "cut_off"
+    if error.status is None and error.evidence.get("exception"):
+        return "transport"
+    return "provider"
+
+
+def _answered(state: RunState, pause: int | None) -> Pause:
+    """The open pause a decision answers (DecisionError saying why there is none)."""
+    if pause is not None:
+        found = state.open_pause(pause)
+        if found is not None and state.status == AWAITING_APPROVAL:
+            return found
+        if pause in state.decided:
+            raise DecisionError(f"pause {pause} of run {state.run_id} is no longer open: {state.decided[pause]}")
+        raise DecisionError(f"run {state.run_id} has no open pause {pause}{_open_ones(state)}")
+    if state.status != AWAITING_APPROVAL or not state.pauses:
+        raise DecisionError(f"run {state.run_id} is {state.status}, not awaiting approval: nothing to decide")
+    if len(state.pauses) > 1:
+        raise DecisionError(f"run {state.run_id} has {len(state.pauses)} open pauses{_open_ones(state)}; name the "
+                            "one you decide")  # fmt: skip
+    return state.pauses[0]
+
+
+def _open_ones(state: RunState) -> str:
+    if not state.pauses or state.status != AWAITING_APPROVAL:
+        return f" (it is {state.status}: no pause is open)"
+    return " (open: " + ", ".join(f"{p.id} for {p.agent or 'the run'}" for p in state.pauses) + ")"
 
 
 def _summary(results: list[tuple[str, ActionReport | None]]) -> str:

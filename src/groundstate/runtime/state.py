@@ -139,6 +139,13 @@ class Pause:
     others: list[str] = field(default_factory=list)  # further reasons derived at the same checkpoint
     held_call: int | None = None  # the ToolCall the pause holds (a /tool_call pause)
     approvals: list[tuple[str, str]] = field(default_factory=list)  # (category, reason) of every reason shown
+    at: datetime | None = None  # when it was asked for
+    why: dict[str, Any] | None = None  # the derivation of the reason it leads with (rules and facts)
+
+    @property
+    def id(self) -> int:
+        """How a decision names the pause it answers: the sequence number of its ApprovalRequested event."""
+        return self.seq
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,7 @@ class RunState:
     notes: dict[str, str] = field(default_factory=dict)  # the run's working memory: agents' `note` operations
     approved_calls: dict[str, list[ApprovedCall]] = field(default_factory=dict)  # agent -> calls an operator
     # approved by retrying the pause that held them; each lets one identical call through, once
+    decided: dict[int, str] = field(default_factory=dict)  # pause id -> how it was decided ("retry by ... at ...")
 
     def wall_seconds(self, now: datetime) -> float:
         """How long the run has been running, pauses and failures excluded."""
@@ -183,8 +191,12 @@ class RunState:
 
     @property
     def pause(self) -> Pause | None:
-        """The approval the operator decides next."""
+        """The oldest open pause (a run may have several: ``pauses``; a decision names the one it answers)."""
         return self.pauses[0] if self.pauses else None
+
+    def open_pause(self, pause_id: int) -> Pause | None:
+        """The open pause with this id, if it is still open."""
+        return next((p for p in self.pauses if p.id == pause_id), None)
 
     def admit(self, event_type: str, agent: str | None = None, payload: dict[str, Any] | None = None) -> None:
         """Refuse (EventRefused) an event that has no edge from the current statuses; return if it may follow."""
@@ -337,7 +349,7 @@ def _approval_requested(state: RunState, event: ev.Event, node: Invocation | Non
     others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
     shown = [(str(r["category"]), str(r["reason"])) for r in p.get("reasons", [])] or [(p["category"], p["reason"])]
     state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others,
-                              p.get("held_call"), shown))  # fmt: skip
+                              p.get("held_call"), shown, event.at, p.get("why")))  # fmt: skip
     if node is not None:
         node.output = p.get("output", node.output)
         node.thinking = p.get("thinking", node.thinking)
@@ -352,6 +364,7 @@ def _approval_decided(state: RunState, event: ev.Event, node: Invocation | None)
             approved = ApprovedCall(tool_call_digest(held), decided.approvals)
             state.approved_calls.setdefault(node.agent, []).append(approved)
     state.pauses = [x for x in state.pauses if x.seq != p["pause"]]
+    state.decided[p["pause"]] = f"{p['decision']} by {event.actor} at {event.at:%Y-%m-%d %H:%M:%S} UTC"
     if node is not None and p["decision"] == "retry" and p.get("instructions"):
         node.instructions = p["instructions"]
     if not state.pauses and p["decision"] in ("retry", "skip"):
@@ -363,6 +376,15 @@ def _outcome(key: str) -> Callable[[RunState, ev.Event, Invocation | None], None
         state.outcome = event.payload.get(key)
 
     return record
+
+
+def _aborted(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    """The run ends: its reason is the outcome, and the pauses still open are closed with it."""
+    _outcome("reason")(state, event, node)
+    for pause in state.pauses:
+        when = f"{event.at:%Y-%m-%d %H:%M:%S} UTC"
+        state.decided[pause.seq] = f"closed when the run was aborted by {event.actor} at {when}"
+    state.pauses = []
 
 
 _RECORDS: dict[str, Callable[[RunState, ev.Event, Invocation | None], None]] = {
@@ -379,6 +401,6 @@ _RECORDS: dict[str, Callable[[RunState, ev.Event, Invocation | None], None]] = {
     ev.APPROVAL_DECIDED: _approval_decided,
     ev.RUN_COMPLETED: _outcome("summary"),
     ev.RUN_FAILED: _outcome("error"),
-    ev.RUN_ABORTED: _outcome("reason"),
+    ev.RUN_ABORTED: _aborted,
     ev.POLICY_REPINNED: _repinned,
 }

@@ -56,6 +56,7 @@ runs = Table(
     Column("last_seq", Integer, nullable=False),
     Column("paused_agent", String(200)),
     Column("pause_reason", Text),
+    Column("open_pauses", Integer),  # how many pauses wait for a decision (NULL in rows written before it)
 )
 events = Table(
     "events",
@@ -118,7 +119,8 @@ class EventStore:
             update(runs)
             .where(runs.c.id == bindparam("rid"))
             .values(status=bindparam("status"), last_seq=bindparam("last_seq"), updated_at=bindparam("updated_at"),
-                    paused_agent=bindparam("paused_agent"), pause_reason=bindparam("pause_reason"))
+                    paused_agent=bindparam("paused_agent"), pause_reason=bindparam("pause_reason"),
+                    open_pauses=bindparam("open_pauses"))
         )  # fmt: skip
 
     # -- writing -------------------------------------------------------------------------------------
@@ -186,7 +188,8 @@ class EventStore:
                 db.execute(self._update_run, {
                     "rid": run_id, "status": state.status, "last_seq": state.last_seq, "updated_at": appended[-1].at,
                     "paused_agent": state.pause.agent if state.pause else None,
-                    "pause_reason": state.pause.reason if state.pause else None})  # fmt: skip
+                    "pause_reason": state.pause.reason if state.pause else None,
+                    "open_pauses": len(state.pauses)})  # fmt: skip
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
 
@@ -253,6 +256,8 @@ class EventStore:
             live = {r.run_id for r in db.execute(select(leases)) if aware(r.expires_at) > now}
         listed = [dict(row) for row in rows]
         for row in listed:
+            if row["open_pauses"] is None:  # written before the count was kept: its leading pause, if any
+                row["open_pauses"] = 1 if row["status"] == RunStatus.AWAITING_APPROVAL else 0
             if row["status"] == RunStatus.RUNNING and row["id"] not in live:
                 row["status"] = INTERRUPTED
         return listed

@@ -5,7 +5,7 @@
   if (!section || !window.EventSource) return;
   const run = section.dataset.run;
   let editing = false, pending = false;
-  section.addEventListener("input", (e) => { if (e.target.id === "instructions") editing = true; });
+  section.addEventListener("input", (e) => { if (e.target.classList.contains("instructions")) editing = true; });
   async function refresh() {
     if (pending) return;
     pending = true;

@@ -32,6 +32,9 @@ Decl tool_executed(Run, Agent, Tool)
 Decl hard_error(Run, Agent, Message)
   descr [doc("The invocation failed: provider error, rejected packet, timeout, crash.")]
   bound [/string, /string, /string].
+Decl error_kind(Run, Agent, Kind)
+  descr [doc("What kind of failure the hard error is, as the runtime saw it: /transport (the model could not be reached), /timeout (no answer in time), /cut_off (the output-token limit), /provider (the provider answered with an error), /backend (the model backend crashed), /packet (the reply broke the control-packet protocol), /tool_requests (malformed tool requests), /prompt_too_long, /internal.")]
+  bound [/string, /string, /name].
 Decl event(Run, Seq, Type, Agent)
   descr [doc("The run's events of the types some cortex pattern triggers on (/agent_failed, /tool_call, ...).")]
   bound [/string, /number, /name, /string].
@@ -101,7 +104,11 @@ Decl run_cost_budget(Run, Limit)
 Decl needs_approval(Run, Agent, Category, Reason)
   descr [doc("The run pauses: the operator must retry, skip or abort.")]
   bound [/string, /string, /name, /string].
-Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card.")] bound [/name, /string].
+Decl paused_for(Run, Agent, Category, Cause, Reason)
+  descr [doc("A reason to pause with its cause (/cut_off, /transport, /semantic_null, ...): the cause ranks the reason (cause_rank) and chooses its recovery hint (cause_hint). Every shipped breaker derives this; a rule of yours may too, or derive needs_approval alone (ranked after every shipped cause).")]
+  bound [/string, /string, /name, /name, /string].
+needs_approval(R, A, Category, Reason) :- paused_for(R, A, Category, _, Reason).
+Decl recovery_hint(Category, Hint) descr [doc("Shown on the approval card when its cause has no hint of its own.")] bound [/name, /string].
 recovery_hint(/quality, "Check the instructions or the data sources, then retry, skip or abort.").
 recovery_hint(/safety, "A dangerous action was stopped before it ran. Execute lets a held call run once, exactly as it was asked; or change the instructions, skip or abort.").
 
@@ -111,7 +118,7 @@ Decl shipped_guard(Name) descr [doc("A breaker this file ships, by name.")] boun
 shipped_guard(/context_drought). shipped_guard(/semantic_null). shipped_guard(/protocol_violation).
 shipped_guard(/hard_error). shipped_guard(/refusal). shipped_guard(/native_tool_call). shipped_guard(/content_filter).
 shipped_guard(/token_budget). shipped_guard(/time_budget). shipped_guard(/wall_time_budget). shipped_guard(/cost_budget).
-shipped_guard(/mcp_writes).
+shipped_guard(/mcp_writes). shipped_guard(/cut_off).
 Decl guard_disabled(Name) descr [doc("A shipped breaker the configuration disabled (policy.disable_guards).")]
   bound [/name].
 
@@ -125,43 +132,61 @@ usable_upstream(R, A) :- upstream_output(R, A, _, /content).
 Decl upstream_produced_files(Run, Agent) descr [doc("Upstream agents left files.")] bound [/string, /string].
 upstream_produced_files(R, A) :- upstream_files(R, A, N), N > 0.
 
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /context_drought, Reason) :-
   !guard_disabled(/context_drought), preflight(R, A), has_upstream(R, A), !usable_upstream(R, A), !upstream_produced_files(R, A),
   Reason = fn:string:concat("Context drought: agent '", A, "' would start, but its upstream agents provided no usable data (empty, [STATUS: NULL] or skipped).").
 
 # -- post-flight: semantic null, protocol violation, hard errors ------------------------------------------------
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /semantic_null, Reason) :-
   !guard_disabled(/semantic_null), finished(R, A), status_tag(R, A, /null),
   Reason = fn:string:concat("Semantic null: agent '", A, "' reported [STATUS: NULL] (it found no data).").
 
 Decl bypassed(Run, Agent) descr [doc("The agent justified not using its mandatory tool.")] bound [/string, /string].
 bypassed(R, A) :- bypass(R, A, _).
-needs_approval(R, A, /quality, Reason) :-
-  !guard_disabled(/protocol_violation), finished(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
+Decl failed_hard(Run, Agent) descr [doc("The attempt ended in a hard error: whatever it did not do, the error is the cause.")] bound [/string, /string].
+failed_hard(R, A) :- hard_error(R, A, _).
+paused_for(R, A, /quality, /protocol_violation, Reason) :-
+  !guard_disabled(/protocol_violation), finished(R, A), !failed_hard(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' did not execute ", fn:name:to_string(Tool), " (its role requires it) and gave no [BYPASS: ...] justification.").
 
-needs_approval(R, A, /quality, Reason) :-
-  !guard_disabled(/hard_error), hard_error(R, A, Message),
+paused_for(R, A, /quality, Cause, Reason) :-
+  !guard_disabled(/hard_error), hard_error(R, A, Message), !cut_off(R, A), failure_cause(R, A, Cause),
   Reason = fn:string:concat("Execution failure in agent '", A, "': ", Message).
+Decl failure_cause(Run, Agent, Cause)
+  descr [doc("The cause a hard error is ranked by: its kind, or /failure when the runtime named none.")]
+  bound [/string, /string, /name].
+failure_cause(R, A, Kind) :- hard_error(R, A, _), error_kind(R, A, Kind).
+Decl has_error_kind(Run, Agent) descr [doc("The runtime named the hard error's kind.")] bound [/string, /string].
+has_error_kind(R, A) :- error_kind(R, A, _).
+failure_cause(R, A, /failure) :- hard_error(R, A, _), !has_error_kind(R, A).
+
+# -- post-flight: the answer was cut off at the output-token limit (the same reason whichever path it came by: the
+# local model's limit, a provider's finish_reason "length", a gateway in between) ----------------------------------
+Decl cut_off(Run, Agent) descr [doc("The answer reached the model's output-token limit before it ended.")] bound [/string, /string].
+cut_off(R, A) :- finish_reason(R, A, /length).
+cut_off(R, A) :- error_kind(R, A, /cut_off).
+paused_for(R, A, /quality, /cut_off, Reason) :-
+  !guard_disabled(/cut_off), finished(R, A), cut_off(R, A),
+  Reason = fn:string:concat("Cut off: the answer of agent '", A, "' reached the model's output-token limit and was cut off before it ended.").
 
 # -- MCP tools in workflows: as the MCP guard's shipped policy, a tool that is not read-only waits for an operator --
-needs_approval(R, A, /safety, Reason) :-
+paused_for(R, A, /safety, /mcp_write, Reason) :-
   !guard_disabled(/mcp_writes), tool_call(R, A, _, Tool, _), mcp_tool_of(Tool, Server, Name), !mcp_tool_read_only(Tool),
   Reason = fn:string:concat("The MCP tool ", Server, "/", Name, " is not marked read-only: an operator approves the call first.").
 
 # -- on resume: a tool call in doubt (not a breaker one can disable: an effect must never repeat unasked) ----------
-needs_approval(R, A, /safety, Reason) :-
+paused_for(R, A, /safety, /in_doubt, Reason) :-
   tool_in_doubt(R, A, Tool, Target),
   Reason = fn:string:concat("Tool call in doubt: ", Tool, " on '", Target, "' of agent '", A, "' was running when the driver stopped; it may or may not have taken effect. Execute runs the agent again (calls that finished are not repeated; this one may run again), Skip or Abort leaves it as it is.").
 
 # -- post-flight: what the model sent besides its answer --------------------------------------------------------
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /refusal, Reason) :-
   !guard_disabled(/refusal), finished(R, A), model_refused(R, A, Text),
   Reason = fn:string:concat("Refusal: the model of agent '", A, "' refused: ", Text).
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /native_tool_call, Reason) :-
   !guard_disabled(/native_tool_call), finished(R, A), native_tool_call(R, A, Tool),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' called ", Tool, " as a native tool call; tools are requested in control_packet.tool_requests, so it did not run.").
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /content_filter, Reason) :-
   !guard_disabled(/content_filter), finished(R, A), finish_reason(R, A, /content_filter),
   Reason = fn:string:concat("Content filter: the provider stopped the answer of agent '", A, "'.").
 
@@ -206,29 +231,85 @@ leading_categories(R, A, C, Categories) :-
 Decl leading_reasons(Run, Agent, Checkpoint, Category, Reasons)
   descr [doc("The reasons of the leading category, in order.")] bound [/string, /string, /name, /name, fn:List(/string)].
 leading_reasons(R, A, C, Category, Reasons) :-
-  leading_categories(R, A, C, Categories), Category = fn:list:get(Categories, 0), lead_candidate(R, A, C, Category, Reason)
+  leading_categories(R, A, C, Categories), Category = fn:list:get(Categories, 0), lead_rank(R, A, C, Category, Rank),
+  reason_rank(R, A, C, Category, Reason, Rank)
   |> do fn:group_by(R, A, C, Category), let Reasons = fn:collect(Reason).
 
-# Within the leading category, a reason of the guards' own rules leads over a cortex pattern's (a generic "an agent
-# failed" pattern must not hide the breaker that tripped); a pattern's reason leads only where it is alone.
-Decl own_reason(Run, Agent, Checkpoint, Category, Reason)
-  descr [doc("A pausing approval derived by a guard rule, not by a cortex pattern.")]
-  bound [/string, /string, /name, /name, /string].
-own_reason(R, A, C, Category, Reason) :- pauses_now(R, A, C, Category, Reason), !pattern_approval(R, A, Category, Reason).
-Decl has_own_reason(Run, Agent, Checkpoint, Category)
-  descr [doc("Some guard rule's approval pauses here in this category.")] bound [/string, /string, /name, /name].
-has_own_reason(R, A, C, Category) :- own_reason(R, A, C, Category, _).
-Decl lead_candidate(Run, Agent, Checkpoint, Category, Reason)
-  descr [doc("A reason the pause may lead with: the guards' own, else the patterns'.")]
-  bound [/string, /string, /name, /name, /string].
-lead_candidate(R, A, C, Category, Reason) :- own_reason(R, A, C, Category, Reason).
-lead_candidate(R, A, C, Category, Reason) :-
-  pauses_now(R, A, C, Category, Reason), !has_own_reason(R, A, C, Category).
+# Within the leading category, the most specific cause leads: a transport failure, a timeout or a cut-off before a
+# generic failure; a breaker's reason before one of your rules that names no cause; a cortex pattern's (a generic
+# "an agent failed") last, so it never hides the breaker that tripped. Ties read in order of their text.
+Decl cause_rank(Cause, Rank)
+  descr [doc("How specific a cause is: the lowest rank leads the pause. Add causes of your own with their rank.")]
+  bound [/name, /number].
+cause_rank(/transport, 1). cause_rank(/timeout, 1). cause_rank(/cut_off, 1). cause_rank(/in_doubt, 1).
+cause_rank(/refusal, 2). cause_rank(/content_filter, 2). cause_rank(/budget, 2). cause_rank(/provider, 2).
+cause_rank(/backend, 2). cause_rank(/prompt_too_long, 2). cause_rank(/mcp_write, 3).
+cause_rank(/packet, 3). cause_rank(/tool_requests, 3). cause_rank(/internal, 3). cause_rank(/failure, 3).
+cause_rank(/native_tool_call, 4). cause_rank(/semantic_null, 4). cause_rank(/context_drought, 4).
+cause_rank(/protocol_violation, 5).
+Decl causeless_rank(Source, Rank)
+  descr [doc("The rank of a reason no rule gave a cause: /rule (a needs_approval rule of yours), /pattern (a cortex pattern).")]
+  bound [/name, /number].
+causeless_rank(/rule, 6). causeless_rank(/pattern, 9).
+Decl has_cause(Run, Agent, Category, Reason) descr [doc("Some rule gave this reason a cause.")]
+  bound [/string, /string, /name, /string].
+has_cause(R, A, Category, Reason) :- paused_for(R, A, Category, _, Reason).
+Decl reason_rank(Run, Agent, Checkpoint, Category, Reason, Rank)
+  descr [doc("A pausing reason with the rank of its cause.")] bound [/string, /string, /name, /name, /string, /number].
+reason_rank(R, A, C, Category, Reason, Rank) :-
+  pauses_now(R, A, C, Category, Reason), paused_for(R, A, Category, Cause, Reason), cause_rank(Cause, Rank).
+reason_rank(R, A, C, Category, Reason, Rank) :-
+  pauses_now(R, A, C, Category, Reason), !has_cause(R, A, Category, Reason), !pattern_approval(R, A, Category, Reason),
+  causeless_rank(/rule, Rank).
+reason_rank(R, A, C, Category, Reason, Rank) :-
+  pauses_now(R, A, C, Category, Reason), !has_cause(R, A, Category, Reason), pattern_approval(R, A, Category, Reason),
+  causeless_rank(/pattern, Rank).
+Decl lead_rank(Run, Agent, Checkpoint, Category, Rank)
+  descr [doc("The lowest rank among the reasons pausing in this category.")] bound [/string, /string, /name, /name, /number].
+lead_rank(R, A, C, Category, Rank) :-
+  reason_rank(R, A, C, Category, _, N) |> do fn:group_by(R, A, C, Category), let Rank = fn:min(N).
 Decl pause_leads_with(Run, Agent, Checkpoint, Category, Reason)
   descr [doc("The approval a pause leads with (its card, its hint, its explanation): exactly one per pausing checkpoint.")]
   bound [/string, /string, /name, /name, /string].
 pause_leads_with(R, A, C, Category, Reason) :-
   leading_reasons(R, A, C, Category, Reasons), Reason = fn:list:get(Reasons, 0).
+
+# -- the recovery hint: derived from the cause the pause leads with (and the agent's role), else its category's ----
+Decl cause_hint(Cause, Hint) descr [doc("What the operator can do about a pause with this cause.")] bound [/name, /string].
+cause_hint(/transport, "The model could not be reached: check that it runs at the address in the error (or that the network allows it), then Execute to try again.").
+cause_hint(/timeout, "The model did not answer in time: use a faster model or raise max_execution_time_sec in the agent's shard profile ([limits]), then Execute.").
+cause_hint(/cut_off, "Ask for a shorter answer in the instructions (e.g. 'at most five sentences'), or use a model with a higher output limit, then Execute.").
+cause_hint(/provider, "The provider refused the request (the error says why: key, quota, rate, model name): fix that, then Execute.").
+cause_hint(/backend, "The model backend crashed: check the model file or server, then Execute.").
+cause_hint(/packet, "The reply broke the control-packet protocol: Execute to ask again, or use a model that follows JSON schemas.").
+cause_hint(/prompt_too_long, "The prompt does not fit the context window: shorten the instructions or the upstream outputs, then Execute; or Skip.").
+cause_hint(/semantic_null, "The agent found nothing: give it a better source or more specific instructions, then Execute; or Skip to go on without it.").
+cause_hint(/context_drought, "Its upstream agents handed on nothing usable: Execute to try it anyway, Skip it, or go back and fix them.").
+cause_hint(/refusal, "The model refused: rephrase the instructions, then Execute; or Skip.").
+cause_hint(/content_filter, "The provider's content filter stopped the answer: rephrase the instructions, then Execute; or Skip.").
+cause_hint(/budget, "The run's budget is spent: raise it in the configuration ([budgets]) and re-pin the run (groundstate runs repin), or Abort.").
+cause_hint(/native_tool_call, "The model called a tool natively; tools are requested in the control packet: Execute to ask again, or use a model that follows the protocol.").
+cause_hint(/in_doubt, "Check whether the call took effect (its target), then Execute to run the agent again, or Skip to leave it as it is.").
+Decl hint_candidate(Run, Agent, Checkpoint, Hint)
+  descr [doc("A hint for the cause the pause leads with.")] bound [/string, /string, /name, /string].
+Decl lead_cause(Run, Agent, Checkpoint, Cause)
+  descr [doc("The cause of the reason the pause leads with.")] bound [/string, /string, /name, /name].
+lead_cause(R, A, C, Cause) :- pause_leads_with(R, A, C, Category, Reason), paused_for(R, A, Category, Cause, Reason).
+hint_candidate(R, A, C, Hint) :-
+  lead_cause(R, A, C, /protocol_violation), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool),
+  Named = fn:string:replace(fn:name:to_string(Tool), "/", "", 1),
+  Hint = fn:string:concat("Name ", Named, " in the instructions (e.g. 'Use ", Named, " to find ...') so the agent runs it, then Execute; or Skip.").
+hint_candidate(R, A, C, Hint) :- lead_cause(R, A, C, Cause), cause_hint(Cause, Hint).
+Decl has_hint(Run, Agent, Checkpoint) descr [doc("The leading cause has a hint of its own.")] bound [/string, /string, /name].
+has_hint(R, A, C) :- hint_candidate(R, A, C, _).
+Decl hint_options(Run, Agent, Checkpoint, Hints)
+  descr [doc("The hints the pause may show, in order.")] bound [/string, /string, /name, fn:List(/string)].
+hint_options(R, A, C, Hints) :- hint_candidate(R, A, C, Hint) |> do fn:group_by(R, A, C), let Hints = fn:collect(Hint).
+Decl pause_hint(Run, Agent, Checkpoint, Hint)
+  descr [doc("The recovery hint a pause shows: its leading cause's, else its category's (recovery_hint).")]
+  bound [/string, /string, /name, /string].
+pause_hint(R, A, C, Hint) :- hint_options(R, A, C, Hints), Hint = fn:list:get(Hints, 0).
+pause_hint(R, A, C, Hint) :- pause_leads_with(R, A, C, Category, _), !has_hint(R, A, C), recovery_hint(Category, Hint).
 
 # -- helpers for cortex conditions ------------------------------------------------------------------------------
 Decl privilege_escalation(Code) descr [doc("Code that tries to gain privileges.")] bound [/string].
@@ -248,15 +329,15 @@ Decl spawn_agent(Run, PatternID, Trigger)
   descr [doc("A cortex pattern adds its agent to the run (once).")] bound [/string, /string, /string].
 
 # Budgets: the attempt that takes the run past one of its budgets pauses it.
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /budget, Reason) :-
   !guard_disabled(/token_budget), finished(R, A), run_usage(R, Tokens, _), run_budget(R, /max_tokens, Max), Tokens > Max,
   Reason = fn:string:concat("The run's token budget is spent: ", Tokens, " tokens used of ", Max, ".").
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /budget, Reason) :-
   !guard_disabled(/time_budget), finished(R, A), run_usage(R, _, Seconds), run_budget(R, /max_model_seconds, Max), Seconds > Max,
   Reason = fn:string:concat("The run's time budget is spent: ", Seconds, " s in attempts of ", Max, " s.").
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /budget, Reason) :-
   !guard_disabled(/wall_time_budget), finished(R, A), run_wall(R, Seconds), run_budget(R, /max_wall_seconds, Max), Seconds > Max,
   Reason = fn:string:concat("The run's wall-time budget is spent: running for ", Seconds, " s of ", Max, " s.").
-needs_approval(R, A, /quality, Reason) :-
+paused_for(R, A, /quality, /budget, Reason) :-
   !guard_disabled(/cost_budget), finished(R, A), run_cost(R, Cost), run_cost_budget(R, Max), Cost > Max,
   Reason = fn:string:concat("The run's cost budget is spent: ", Cost, " of ", Max, ".").
