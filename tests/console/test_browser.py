@@ -31,7 +31,7 @@ def test_recovery_flow_in_the_browser_on_the_local_model(page: Page, console: Co
         "Protocol violation: agent 'research_market' did not execute /web_search"
     )
     expect(card.locator(".agent")).to_contain_text("research_market")
-    expect(card.locator(".hint")).to_contain_text("retry, skip or abort")
+    expect(card.locator(".hint")).to_contain_text("Name web_search in the instructions")
     shot(page, "run-paused")
     run_id = page.url.rsplit("/", 1)[1]
 

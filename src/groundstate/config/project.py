@@ -177,6 +177,33 @@ class GatewayConfig(BaseModel):
     rules: list[Path] = Field(default_factory=list)  # .mg files: reply_refused(Reason) cuts a reply
 
 
+class NotifyConfig(BaseModel):
+    """``[notify]``: a webhook told (a signed JSON POST, retried) when a run pauses, completes, fails or is
+    aborted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    webhook: str | None = Field(None, pattern=r"^https?://")  # where notifications are posted (None: none are)
+    secret_env: str = Field("GROUNDSTATE_WEBHOOK_SECRET", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # holds the HMAC key
+    events: list[Literal["paused", "completed", "failed", "aborted"]] = Field(
+        default_factory=lambda: ["paused", "completed", "failed", "aborted"]
+    )  # which notifications are sent
+    max_attempts: int = Field(5, ge=1, le=20)  # deliveries of one notification before it is given up
+    backoff_sec: float = Field(1.0, gt=0, le=600)  # the wait before the first retry; each next one doubles it
+    timeout_sec: float = Field(10.0, gt=0, le=120)  # one attempt's limit
+    console_url: str | None = Field(None, pattern=r"^https?://")  # notifications link to the run's page here
+
+
+class ApprovalsConfig(BaseModel):
+    """``[approvals]``: what happens to a run's pause nobody decides in time (``groundstate serve`` applies it;
+    ``approvals.mg`` decides: a safety pause aborts the run, a quality pause gets ``default_decision``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_sec: float | None = Field(None, gt=0)  # None: pauses wait for an operator for ever
+    default_decision: Literal["skip", "abort"] = "abort"  # for a quality pause that timed out
+
+
 class MetricsConfig(BaseModel):
     """``[metrics]``: the Prometheus ``/metrics`` endpoint of ``serve``, ``demo`` and ``gateway``."""
 
@@ -204,6 +231,8 @@ class ProjectConfig(BaseModel):
     mcp: McpConfig = Field(default_factory=McpConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
 
 
 class LoadedConfig:
