@@ -177,6 +177,10 @@ class GatewayConfig(BaseModel):
     rules: list[Path] = Field(default_factory=list)  # .mg files: reply_refused(Reason) cuts a reply
 
 
+NotificationKind = Literal["paused", "completed", "failed", "aborted"]
+NOTIFICATION_KINDS: tuple[NotificationKind, ...] = ("paused", "completed", "failed", "aborted")
+
+
 class NotifyConfig(BaseModel):
     """``[notify]``: a webhook told (a signed JSON POST, retried) when a run pauses, completes, fails or is
     aborted."""
@@ -185,9 +189,7 @@ class NotifyConfig(BaseModel):
 
     webhook: str | None = Field(None, pattern=r"^https?://")  # where notifications are posted (None: none are)
     secret_env: str = Field("GROUNDSTATE_WEBHOOK_SECRET", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # holds the HMAC key
-    events: list[Literal["paused", "completed", "failed", "aborted"]] = Field(
-        default_factory=lambda: ["paused", "completed", "failed", "aborted"]
-    )  # which notifications are sent
+    events: list[NotificationKind] = Field(default_factory=lambda: list(NOTIFICATION_KINDS))  # which are sent
     max_attempts: int = Field(5, ge=1, le=20)  # deliveries of one notification before it is given up
     backoff_sec: float = Field(1.0, gt=0, le=600)  # the wait before the first retry; each next one doubles it
     timeout_sec: float = Field(10.0, gt=0, le=120)  # one attempt's limit

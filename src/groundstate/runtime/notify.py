@@ -78,7 +78,7 @@ class Webhook:
         secret = os.environ.get(config.secret_env, "")
         if not secret:
             raise ConfigurationError(f"notify.webhook is set but ${config.secret_env} is empty: give the webhook's "
-                                     "signing secret in that environment variable (notify.secret_env names it)")  # fmt: skip
+                                     "signing secret in it (notify.secret_env names the variable)")  # fmt: skip
         return cls(config, secret.encode(), name_of)
 
     def __call__(self, event: ev.Event) -> None:
@@ -98,9 +98,9 @@ class Webhook:
         message: dict[str, Any] = {"event": kind, "run_id": event.run_id, "run": self.name_of(event.run_id),
                                    "seq": event.seq, "at": event.at.isoformat(), "agent": event.agent}  # fmt: skip
         if kind == "paused":
+            others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p.get("reason")]
             message["pause"] = {"pause": event.seq, "category": p.get("category"), "reason": p.get("reason"),
-                                "hint": p.get("hint"),
-                                "others": [r["reason"] for r in p.get("reasons", []) if r["reason"] != p.get("reason")]}  # fmt: skip
+                                "hint": p.get("hint"), "others": others}  # fmt: skip
         elif kind == "completed":
             message["summary"] = p.get("summary")
         else:

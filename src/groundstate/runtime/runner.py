@@ -56,6 +56,7 @@ from .cortex import load_patterns
 from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
+from .notify import Webhook
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .run_memory import open_memory
@@ -74,6 +75,8 @@ from .state import (
     tool_call_digest,
 )
 from .store import EventStore, LeaseLost
+from .timeouts import ACTOR as TIMEOUT_ACTOR
+from .timeouts import expired
 from .workflow import (
     AgentSpec,
     Role,
@@ -211,6 +214,14 @@ class Runtime:
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
         self.listeners: list[Callable[[ev.Event], None]] = []
+        self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name)
+        if self.notifier is not None:  # [notify] webhook: told of pauses, completions, failures, aborts
+            self.listeners.append(self.notifier)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Before the process exits: wait (up to ``timeout`` seconds) for notifications still being delivered."""
+        if self.notifier is not None:
+            self.notifier.flush(timeout)
 
     @property
     def roles(self) -> list[Role] | None:
@@ -835,9 +846,28 @@ class Runtime:
 
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
             self.run_metrics.observe(event)
+            for listener in self.listeners:
+                listener(event)
             if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
                 self.journal.resolve(f"run:{run_id}/{event.agent}/", actor, decision)
         return self.store.state(run_id)
+
+    def expire_pauses(self, now: datetime | None = None) -> list[tuple[str, int, str]]:
+        """Decide every open pause that has waited longer than ``[approvals] timeout_sec`` as approvals.mg says (a
+        safety pause aborts its run, a quality pause gets ``default_decision``), as the actor
+        ``policy:approval_timeout``; (run, pause, decision) for each. A pause decided meanwhile is left alone."""
+        approvals = self.settings.approvals
+        if approvals.timeout_sec is None:
+            return []
+        waiting = [self.store.state(row["id"]) for row in self.store.runs() if row["status"] == AWAITING_APPROVAL]
+        due = expired([(state.run_id, pause) for state in waiting for pause in state.pauses], approvals.timeout_sec,
+                      approvals.default_decision, now or datetime.now(UTC))  # fmt: skip
+        decided = []
+        for run_id, pause, decision in due:
+            with contextlib.suppress(DecisionError, RunEnded):  # decided, or the run aborted, meanwhile
+                self.decide(run_id, decision, actor=TIMEOUT_ACTOR, pause=pause)
+                decided.append((run_id, pause, decision))
+        return decided
 
     def repin(self, run_id: str, actor: str = "operator") -> RunState:
         """Pin the run to this runtime's policy (its configuration's guard files, patterns, roles and limits), as a
