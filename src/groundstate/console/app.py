@@ -6,12 +6,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from ..runtime import Runtime
+from ..runtime import RUNNING, Runtime
 from ..store import Operators
 from . import api, pages, security
 from .operations import EXAMPLES, Operations
@@ -22,8 +26,19 @@ __all__ = ["EXAMPLES", "create_app"]
 def create_app(runtime: Runtime, token: str) -> FastAPI:
     """The console for ``runtime``: ``token`` (the state directory's ``console.token``) is its key and becomes the
     first admin account; every request is authenticated to an operator account (see ``security``)."""
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(_expire_pauses(app.state.operations))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            await asyncio.to_thread(runtime.close)  # notifications still being delivered
+
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
-                  redoc_url=None)  # fmt: skip
+                  redoc_url=None, lifespan=lifespan)  # fmt: skip
     app.mount("/static", StaticFiles(directory=str(pages.HERE / "static")), name="static")
     metrics_open = (security.METRICS,) if runtime.settings.metrics.open else ()
     operators = Operators(runtime.store.url, first_admin_token=token)
@@ -38,3 +53,22 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
         return PlainTextResponse(runtime.run_metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+async def _expire_pauses(ops: Operations) -> None:
+    """``[approvals] timeout_sec``: every few seconds, the pauses that waited too long get their decision (the
+    runtime asks approvals.mg which); a run that goes on is driven here, like one an operator decided."""
+    timeout = ops.runtime.settings.approvals.timeout_sec
+    if timeout is None:
+        return
+    interval = min(max(timeout / 4, 0.5), 5.0)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            decided = await asyncio.to_thread(ops.runtime.expire_pauses)
+        except Exception as exc:  # a store hiccup must not end the sweeps; the next one tries again
+            print(f"approval timeouts: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        for run_id, _, _ in decided:
+            if ops.runtime.store.state(run_id).status == RUNNING:
+                ops.drive(run_id)

@@ -105,6 +105,7 @@ def demo(
         except KeyboardInterrupt:
             pass
     server.should_exit = True
+    runtime.close()  # notifications ([notify]) still being delivered
     raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
 
 

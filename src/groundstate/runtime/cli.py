@@ -78,6 +78,8 @@ def _drive(
         state = driver.drive(autopilot, ask_in_terminal(console), resume_failed)
     except (LeaseHeld, NotAuthenticated, NotPermitted) as exc:
         return _failed(exc)
+    finally:
+        runtime.close()  # notifications ([notify]) still being delivered
     nothing = state.status == COMPLETED and not _produced(state)
     say(console, f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
                                                      if nothing else ""))  # fmt: skip
@@ -232,6 +234,7 @@ def decide_command(
         answered = pause if pause is not None else (before.pause.id if len(before.pauses) == 1 and before.pause
                                                     else None)  # fmt: skip
         state = runtime.decide(run_id, action, text, who.actor, pause=pause)
+        runtime.close()  # an abort's notification ([notify]) is delivered before the command exits
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     say(console, f"run {run_id}: {action} recorded for pause {answered}; the run is {state.status}")

@@ -1,0 +1,159 @@
+"""``[notify]``: a webhook hears of pauses, completions, failures and aborts — each a JSON POST signed with
+HMAC-SHA256 over "timestamp.body" (checked here with hmac, independently of the code that signs), retried with
+backoff on a 5xx or no connection under the same delivery id, not retried on another 4xx, given up after
+``max_attempts``; only the configured ``events`` are sent; a webhook without its secret is refused at start."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.config import ProjectConfig
+from groundstate.errors import ConfigurationError
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.runner import Runtime
+from groundstate.runtime.store import EventStore
+
+from ..loopback import Reply, loopback
+from .conftest import Script
+from .test_open_pauses import DONE, NULL, TWO_WRITERS
+
+SECRET = "s3cret-for-tests"
+
+
+class Receiver:
+    """A webhook receiver on loopback: answers each POST with the next status of ``statuses`` (the last repeats)."""
+
+    def __init__(self) -> None:
+        self.statuses: list[int] = [200]
+        self.delay = 0.0
+        self.posts: list[tuple[dict[str, str], bytes]] = []
+        self.lock = threading.Lock()
+
+    def respond(self, _path: str, headers: dict[str, str], body: bytes) -> Reply:
+        with self.lock:
+            self.posts.append(({k.lower(): v for k, v in headers.items()}, body))
+            status = self.statuses[min(len(self.posts) - 1, len(self.statuses) - 1)]
+        return Reply(status, {"content-type": "application/json"}, b"{}", delay=self.delay)
+
+    def verified(self) -> list[dict[str, Any]]:
+        """Every post whose signature checks out, as JSON (a post that does not check out fails the test)."""
+        out = []
+        for headers, body in self.posts:
+            stamp, digest = (part.split("=", 1)[1] for part in headers["x-groundstate-signature"].split(","))
+            expected = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+            assert hmac.compare_digest(digest, expected), "a post whose signature does not check out"
+            assert abs(int(stamp) - time.time()) < 60
+            out.append({**json.loads(body), "_delivery": headers["x-groundstate-delivery"]})
+        return out
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, Receiver]]:
+    hook = Receiver()
+    with loopback(hook.respond) as url:
+        yield url, hook
+
+
+def runtime_for(tmp_path: Path, model_url: str, notify: dict[str, Any]) -> Runtime:
+    settings = ProjectConfig.model_validate({"notify": notify})
+    return Runtime(EventStore(f"sqlite:///{tmp_path / 'n.db'}"), tmp_path, settings=settings,
+                   backend=HTTPBackend("openai-chat", "m", model_url))  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDSTATE_WEBHOOK_SECRET", SECRET)
+
+
+def test_pauses_and_an_abort_are_posted_signed_and_retried_after_a_500(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    url, hook = receiver
+    hook.statuses = [500, 200]  # the first delivery fails once, then everything is accepted
+    model[1].answers = {"writer_a": [NULL], "writer_b": [NULL]}
+    runtime = runtime_for(tmp_path, model[0], {"webhook": url, "backoff_sec": 0.05,
+                                               "console_url": "https://console.example/"})  # fmt: skip
+    run_id = runtime.create(TWO_WRITERS)
+    state = asyncio.run(runtime.drive(run_id))
+    runtime.decide(run_id, "abort", actor="operator:dana", pause=state.pauses[0].id)
+    runtime.close()
+    posts = hook.verified()
+    assert [p["event"] for p in posts] == ["paused", "paused", "paused", "aborted"]  # the first one twice
+    assert posts[0]["_delivery"] == posts[1]["_delivery"] and len({p["_delivery"] for p in posts}) == 3
+    paused = {p["agent"]: p for p in posts[1:3]}
+    assert set(paused) == {"writer_a", "writer_b"}
+    for agent, post in paused.items():
+        assert post["run_id"] == run_id and post["run"] == "two-writers"
+        assert post["pause"]["reason"].startswith(f"Semantic null: agent '{agent}'")
+        assert post["link"] == f"https://console.example/runs/{run_id}#pause-{post['pause']['pause']}"
+    assert posts[3]["reason"] == "aborted by operator:dana"
+
+
+def test_only_the_configured_events_are_sent(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    url, hook = receiver
+    model[1].answers = {"writer_a": [NULL, DONE], "writer_b": [DONE]}
+    runtime = runtime_for(tmp_path, model[0], {"webhook": url, "events": ["completed"]})
+    run_id = runtime.create(TWO_WRITERS)
+    state = asyncio.run(runtime.drive(run_id))
+    runtime.decide(run_id, "retry", pause=state.pauses[0].id)
+    asyncio.run(runtime.drive(run_id))
+    runtime.close()
+    posts = hook.verified()
+    assert [p["event"] for p in posts] == ["completed"]  # the pause was not sent
+    assert posts[0]["summary"] == {"writer_a": "succeeded", "writer_b": "succeeded"}
+
+
+def test_a_delivery_is_given_up_after_max_attempts_and_a_4xx_is_not_retried(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    url, hook = receiver
+    model[1].answers = {"writer_a": [DONE], "writer_b": [DONE]}
+    hook.statuses = [503]
+    runtime = runtime_for(tmp_path, model[0], {"webhook": url, "max_attempts": 3, "backoff_sec": 0.01})
+    asyncio.run(runtime.drive(runtime.create(TWO_WRITERS)))
+    runtime.close()
+    assert len(hook.posts) == 3 and runtime.notifier is not None
+    assert [(d.kind, error) for d, error in runtime.notifier.given_up] == [("completed", "HTTP 503")]
+    hook.posts.clear()
+    hook.statuses = [403]
+    asyncio.run(runtime.drive(runtime.create(TWO_WRITERS)))
+    runtime.close()
+    assert len(hook.posts) == 1  # the receiver refuses it: asking again would not help
+
+
+def test_an_attempt_longer_than_timeout_sec_fails_and_is_retried(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    url, hook = receiver
+    hook.delay = 1.0
+    model[1].answers = {"writer_a": [DONE], "writer_b": [DONE]}
+    runtime = runtime_for(tmp_path, model[0], {"webhook": url, "timeout_sec": 0.2, "max_attempts": 2,
+                                               "backoff_sec": 0.01})  # fmt: skip
+    asyncio.run(runtime.drive(runtime.create(TWO_WRITERS)))
+    runtime.close()
+    assert runtime.notifier is not None
+    [(_, error)] = runtime.notifier.given_up
+    assert error.startswith("ReadTimeout")
+
+
+def test_a_webhook_without_its_secret_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: tuple[str, Script]
+) -> None:
+    monkeypatch.delenv("GROUNDSTATE_WEBHOOK_SECRET")
+    with pytest.raises(ConfigurationError, match=r"\$GROUNDSTATE_WEBHOOK_SECRET is empty"):
+        runtime_for(tmp_path, model[0], {"webhook": "http://127.0.0.1:9/hook"})
+    monkeypatch.setenv("TEAM_HOOK_KEY", SECRET)  # secret_env names another variable
+    runtime = runtime_for(tmp_path, model[0], {"webhook": "http://127.0.0.1:9/hook", "secret_env": "TEAM_HOOK_KEY"})
+    assert runtime.notifier is not None and runtime.notifier.secret == SECRET.encode()
