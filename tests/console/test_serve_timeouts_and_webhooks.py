@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ..runtime.conftest import Script
 from ..loopback import loopback
+from ..runtime.conftest import Script
 from ..runtime.test_notify import SECRET, Receiver
 from ..runtime.test_open_pauses import NULL, TWO_WRITERS
 from .conftest import serving

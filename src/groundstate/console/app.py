@@ -26,6 +26,7 @@ __all__ = ["EXAMPLES", "create_app"]
 def create_app(runtime: Runtime, token: str) -> FastAPI:
     """The console for ``runtime``: ``token`` (the state directory's ``console.token``) is its key and becomes the
     first admin account; every request is authenticated to an operator account (see ``security``)."""
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         sweeper = asyncio.create_task(_expire_pauses(app.state.operations))
