@@ -84,6 +84,7 @@ class TerminalDriver:
         return state
 
     def view(self) -> Table:
+        """The run's DAG as it stands in the store."""
         return dag_view(self.runtime.store.state(self.run_id), self.depends)
 
     def cards(self, state: RunState) -> None:
