@@ -41,7 +41,7 @@ def paused_together(runtime: Runtime, script: Script) -> str:
 def test_both_pauses_are_open_each_with_its_own_id(runtime: Runtime, model: tuple[str, Script]) -> None:
     run_id = paused_together(runtime, model[1])
     state = runtime.store.state(run_id)
-    assert sorted(p.agent for p in state.pauses) == ["writer_a", "writer_b"]
+    assert sorted(str(p.agent) for p in state.pauses) == ["writer_a", "writer_b"]
     assert len({p.id for p in state.pauses}) == 2
     for pause in state.pauses:
         assert pause.reason.startswith(f"Semantic null: agent '{pause.agent}'")
