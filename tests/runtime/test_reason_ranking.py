@@ -115,7 +115,7 @@ def test_a_cause_of_your_own_can_lead_and_a_causeless_rule_follows_the_shipped_o
 KINDS = ["transport", "timeout", "cut_off", "provider", "backend", "packet", "tool_requests", "internal"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tag=st.sampled_from(["success", "null", "missing"]), bypass=st.booleans(), searched=st.booleans(),
        kind=st.sampled_from([None, *KINDS]),
        finish=st.sampled_from([None, "stop", "length", "content_filter"]))  # fmt: skip

@@ -81,6 +81,8 @@ class TerminalDriver:
             finally:
                 self.runtime.listeners.remove(refresh)
             live.update(dag_view(state, self.depends))
+        if not self.console.is_terminal:
+            self.console.line()  # rich ends a live view without a newline when it is not on a terminal
         return state
 
     def view(self) -> Table:

@@ -143,8 +143,9 @@ paused_for(R, A, /quality, /semantic_null, Reason) :-
 
 Decl bypassed(Run, Agent) descr [doc("The agent justified not using its mandatory tool.")] bound [/string, /string].
 bypassed(R, A) :- bypass(R, A, _).
-Decl failed_hard(Run, Agent) descr [doc("The attempt ended in a hard error: whatever it did not do, the error is the cause.")] bound [/string, /string].
+Decl failed_hard(Run, Agent) descr [doc("The attempt ended in a hard error or was cut off: whatever it did not do, that is the cause.")] bound [/string, /string].
 failed_hard(R, A) :- hard_error(R, A, _).
+failed_hard(R, A) :- cut_off(R, A).
 paused_for(R, A, /quality, /protocol_violation, Reason) :-
   !guard_disabled(/protocol_violation), finished(R, A), !failed_hard(R, A), run_agent(R, A, Role), mandatory_tool(Role, Tool), !tool_executed(R, A, Tool), !bypassed(R, A),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' did not execute ", fn:name:to_string(Tool), " (its role requires it) and gave no [BYPASS: ...] justification.").
@@ -245,8 +246,8 @@ cause_rank(/transport, 1). cause_rank(/timeout, 1). cause_rank(/cut_off, 1). cau
 cause_rank(/refusal, 2). cause_rank(/content_filter, 2). cause_rank(/budget, 2). cause_rank(/provider, 2).
 cause_rank(/backend, 2). cause_rank(/prompt_too_long, 2). cause_rank(/mcp_write, 3).
 cause_rank(/packet, 3). cause_rank(/tool_requests, 3). cause_rank(/internal, 3). cause_rank(/failure, 3).
-cause_rank(/native_tool_call, 4). cause_rank(/semantic_null, 4). cause_rank(/context_drought, 4).
-cause_rank(/protocol_violation, 5).
+cause_rank(/native_tool_call, 4). cause_rank(/protocol_violation, 4). cause_rank(/context_drought, 4).
+cause_rank(/semantic_null, 5).  # an agent that did not run its mandatory tool and found nothing: the first is why
 Decl causeless_rank(Source, Rank)
   descr [doc("The rank of a reason no rule gave a cause: /rule (a needs_approval rule of yours), /pattern (a cortex pattern).")]
   bound [/name, /number].
