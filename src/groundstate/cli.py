@@ -8,58 +8,124 @@ than an error (a rejected packet: 1, a paused run: 3) return their code themselv
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from . import __version__
-from .config.cli import app as config_app
-from .console.cli import demo as demo_command
-from .console.cli import gateway as gateway_command
-from .console.cli import serve as serve_command
 from .errors import GroundstateError, exit_code
-from .guard.cli import app as mcp_app
-from .guard.cli import approvals_app
-from .kernel.cli import app as kernel_app
-from .logic.cli import app as logic_app
-from .packets import UpdateValidator
-from .packets.cli import app as packets_app
-from .packets.cli import use_validators
-from .providers.cli import app as providers_app
-from .runtime.cli import run as run_command
-from .runtime.cli import runs_app
-from .store.cli import app as operators_app
-from .wire.cli import app as wire_app
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A subcommand whose module is imported only when it runs (or its own help is asked for): a command group (a
+    ``typer.Typer``) or a single command (a function), with the one line the top-level help shows for it."""
+
+    module: str
+    attribute: str
+    help: str
+    setup: Callable[[], None] | None = None  # run once the module is imported
+    hidden: bool = False  # another name for a command the help already lists
+
+    def load(self, name: str) -> Any:
+        """The click command, built from the module's Typer app or function."""
+        target: Any = getattr(importlib.import_module(self.module), self.attribute)
+        if self.setup is not None:
+            self.setup()
+        holder = typer.Typer(add_completion=False)  # as if registered on the top level: the same command it was
+        if isinstance(target, typer.Typer):
+            holder.add_typer(target, name=name)
+        else:
+            holder.command(name=name)(target)
+            holder.callback()(_nothing)  # keeps a single command a subcommand
+        group: Any = typer.main.get_command(holder)
+        return _plain(group.commands[name])
+
+
+def _plain(command: Any) -> Any:
+    """Help and usage errors in click's plain format for the command and every subcommand: rich's formatting costs
+    a tenth of a second on each start (bench/cli)."""
+    command.rich_markup_mode = None
+    for sub in getattr(command, "commands", {}).values():
+        _plain(sub)
+    return command
+
+
+def _nothing() -> None:
+    """(The holder group's callback.)"""
+
+
+def _kernel_validators() -> None:
+    """``groundstate packets`` checks updates against the kernel's shipped schemas (the packets package cannot
+    import the kernel, a layer above it: the command line hands it over)."""
+    from .packets.cli import use_validators
+
+    def validator(allow: list[str] | None) -> Any:
+        from .kernel import load_program, update_validator
+
+        return update_validator(load_program([]).analyze(), allow)
+
+    use_validators(validator)
+
+
+# fmt: off
+COMMANDS: dict[str, Lazy] = {
+    "logic": Lazy("groundstate.logic.cli", "app", "The Mangle-dialect logic engine."),
+    "wire": Lazy("groundstate.wire.cli", "app", "SIGIL: the binary wire format for token streams."),
+    "sigil": Lazy("groundstate.wire.cli", "app", "SIGIL: the binary wire format for token streams.", hidden=True),
+    "providers": Lazy("groundstate.providers.cli", "app", "Provider streams: parse and inspect."),
+    "packets": Lazy("groundstate.packets.cli", "app", "Control packets (v1.2.0): schema, validation, the streaming "
+                    "gate.", setup=_kernel_validators),
+    "kernel": Lazy("groundstate.kernel.cli", "app", "The agent kernel: step, lint, repl."),
+    "runs": Lazy("groundstate.runtime.cli", "runs_app", "Runs: list, show, decide, repin, resume."),
+    "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml)."),
+    "mcp": Lazy("groundstate.guard.cli", "app", "MCP: one policy over every tool call of the agents you already run."),
+    "approvals": Lazy("groundstate.guard.cli", "approvals_app", "Calls the MCP guard holds for an operator: list, "
+                      "approve, deny."),
+    "operators": Lazy("groundstate.store.cli", "app", "Operator accounts: viewers see, operators decide, admins "
+                      "manage accounts and policy."),
+    "run": Lazy("groundstate.runtime.cli", "run", "Run a workflow; pauses ask the operator (retry / edit and retry "
+                "/ skip / abort)."),
+    "serve": Lazy("groundstate.console.cli", "serve", "Serve the operator console and its API."),
+    "demo": Lazy("groundstate.console.cli", "demo", "Run the bundled workflow (research -> analyze -> writer) on the "
+                 "local model with the console beside it."),
+    "gateway": Lazy("groundstate.console.cli", "gateway", "An OpenAI-compatible gateway for LLM SDKs: a proxy to a "
+                    "provider, or the local model."),
+}
+# fmt: on
+
+
+class LazyCommands(TyperGroup):
+    """The top-level group: each subcommand's module is imported when that subcommand runs, so ``groundstate wire
+    decode`` never pays for FastAPI, SQLAlchemy or the runtime; the top-level help is drawn from ``COMMANDS``."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every subcommand, in the help's order."""
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The subcommand, its module imported now."""
+        entry = COMMANDS.get(cmd_name)
+        return entry.load(cmd_name) if entry is not None else None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands and their one-line help, without importing any of them."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry.help) for name, entry in COMMANDS.items() if not entry.hidden])
+
 
 app = typer.Typer(
+    cls=LazyCommands,
     help="groundstate: a deterministic integrity layer for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
-app.add_typer(logic_app, name="logic")
-app.add_typer(wire_app, name="wire")
-app.add_typer(providers_app, name="providers")
-app.add_typer(packets_app, name="packets")
-app.add_typer(kernel_app, name="kernel")
-app.add_typer(runs_app, name="runs")
-app.add_typer(config_app, name="config")
-app.add_typer(mcp_app, name="mcp")
-app.add_typer(approvals_app, name="approvals")
-app.add_typer(operators_app, name="operators")
-app.command(name="run")(run_command)
-app.command(name="serve")(serve_command)
-app.command(name="demo")(demo_command)
-app.command(name="gateway")(gateway_command)
-
-
-def _kernel_validator(allow: list[str] | None) -> UpdateValidator:
-    """``groundstate packets`` checks updates against the kernel's shipped schemas."""
-    from .kernel import load_program, update_validator
-
-    return update_validator(load_program([]).analyze(), allow)
-
-
-use_validators(_kernel_validator)
 
 
 def _version(value: bool) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import typer
 from typer.core import TyperOption
 
@@ -35,8 +36,10 @@ def test_every_configuration_key_is_exercised_by_a_test() -> None:
 def options(command: Any, path: str = "groundstate") -> list[tuple[str, list[str]]]:
     """(command path, the option's names) of every option of every command (typer's own click types)."""
     found = []
-    for name, sub in getattr(command, "commands", {}).items():
-        found += options(sub, f"{path} {name}")
+    if hasattr(command, "list_commands"):  # a group (the top level loads its groups lazily: ask for each)
+        context = click.Context(command)
+        for name in command.list_commands(context):
+            found += options(command.get_command(context, name), f"{path} {name}")
     for param in command.params:
         if isinstance(param, TyperOption) and "--help" not in param.opts:
             found += [(path, [*param.opts, *param.secondary_opts])]

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crc32c import crc32c
-
 from .constants import CRC_BYTES, DEFAULT_MAX_PAYLOAD, FRAME_START, VERSION
+from .crc import crc32c
 from .varint import INCOMPLETE, OVERFLOW, decode_varint, encode_varint
 
 
