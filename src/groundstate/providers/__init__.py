@@ -6,21 +6,22 @@ async for event in StreamClient("https://api.openai.com/v1", api="openai-chat").
 The public face: the table of APIs, the streaming client with its retry policy, the normalised events every adapter
 emits, the error planes, the SSE parser, text conventions (``<think>`` tags, text tool calls), the local llama.cpp
 model, the SIGIL bridge, the gateway's typed chat request, and MCP servers as upstreams (``connect``).
+
+The heavy parts — the HTTP client (httpx), the gateway, the chat request's model (pydantic), MCP, the metrics
+(prometheus_client) — are imported on first use (``__getattr__``), so a command that only reads recorded streams
+starts without them (bench/cli).
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .adapter import StreamAdapter
 from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
 from .bridge import SigilBridge
-from .chat_request import ChatRequestError, parse_chat_request
-from .client import RetryPolicy, StreamClient
 from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
-from .gateway import Gateway
-from .gateway import serve as serve_gateway
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
-from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect, first_error
-from .metrics import ProviderMetrics, provider_of
 from .normalized import (
     FINISH_REASONS,
     ErrorEvent,
@@ -39,6 +40,36 @@ from .normalized import (
 )
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import UnknownStyle
+
+_LAZY = {
+    "ChatRequestError": ("chat_request", "ChatRequestError"),
+    "parse_chat_request": ("chat_request", "parse_chat_request"),
+    "RetryPolicy": ("client", "RetryPolicy"), "StreamClient": ("client", "StreamClient"),
+    "Gateway": ("gateway", "Gateway"), "serve_gateway": ("gateway", "serve"),
+    "SEPARATOR": ("mcp_servers", "SEPARATOR"), "ToolCaller": ("mcp_servers", "ToolCaller"),
+    "UpstreamError": ("mcp_servers", "UpstreamError"), "Upstreams": ("mcp_servers", "Upstreams"),
+    "connect": ("mcp_servers", "connect"), "first_error": ("mcp_servers", "first_error"),
+    "ProviderMetrics": ("metrics", "ProviderMetrics"), "provider_of": ("metrics", "provider_of"),
+}  # fmt: skip
+
+if TYPE_CHECKING:
+    from .chat_request import ChatRequestError, parse_chat_request
+    from .client import RetryPolicy, StreamClient
+    from .gateway import Gateway
+    from .gateway import serve as serve_gateway
+    from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect, first_error
+    from .metrics import ProviderMetrics, provider_of
+
+
+def __getattr__(name: str) -> Any:
+    """A heavy part of the face, imported now (and kept, so this runs once per name)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "APIS",
