@@ -33,10 +33,16 @@ def commands(workdir: Path) -> list[tuple[str, list[str], str]]:
                    capture_output=True)  # fmt: skip
     program = workdir / "path.mg"
     program.write_text("edge(1, 2). edge(2, 3).\npath(X, Y) :- edge(X, Y).\npath(X, Z) :- edge(X, Y), path(Y, Z).\n")
+    minimal = workdir / "minimal.py"  # the smallest typer program with a command that takes a file: typer's own cost
+    minimal.write_text("from pathlib import Path\nimport typer\napp = typer.Typer(add_completion=False)\n"
+                       "@app.command()\ndef decode(file: Path, jsonl: bool = False) -> None:\n    print(file.name)\n"
+                       "@app.callback()\ndef main() -> None:\n    pass\napp()\n")  # fmt: skip
     gs = [PY, "-m", "groundstate"]
     return [
         ("python -c pass", [PY, "-c", "pass"], ""),
         ("python -c 'import typer' (the floor)", [PY, "-c", "import typer"], ""),
+        ("a minimal typer app: one command, one file argument", [PY, str(minimal), "decode", str(recording)],
+         "hello.sigil"),
         ("groundstate --help", [*gs, "--help"], "Commands"),
         ("groundstate sigil --help", [*gs, "sigil", "--help"], "decode"),
         (f"groundstate sigil decode ({recording.stat().st_size}-byte file)", [*gs, "sigil", "decode", str(recording)],
