@@ -22,6 +22,7 @@ from .ast import (
 )
 from .errors import ParseError, Position
 from .gcpause import gc_paused
+from .ground import boundaries_hold, merged, split_ground_facts
 from .lexer import BYTES, EOF, FLOAT, IDENT, INT, KEYWORD, NAME, PUNCT, STRING, VAR, Lexer, Token
 
 T = TypeVar("T")
@@ -292,7 +293,17 @@ def parse_unit(text: str, source: str = "<input>") -> SourceUnit:
     """Parse one file; raises ParseError (and nothing else) on malformed input."""
     if not isinstance(text, str):
         raise TypeError("program text must be a str")
-    with gc_paused():
+    split = split_ground_facts(text, source)
+    if split is not None:  # many lines that are plain facts: those without the tokenizer (logic/ground.py)
+        rest, facts = split
+        try:
+            with gc_paused():
+                unit = Parser(rest, source).parse_unit()
+        except ParseError:
+            unit = None
+        if unit is not None and boundaries_hold(unit, rest, [line for line, _ in facts]):
+            return merged(unit, facts)
+    with gc_paused():  # the full parser, and its own diagnostics
         return Parser(text, source).parse_unit()
 
 
