@@ -157,3 +157,49 @@ def test_a_webhook_without_its_secret_is_refused(
     monkeypatch.setenv("TEAM_HOOK_KEY", SECRET)  # secret_env names another variable
     runtime = runtime_for(tmp_path, model[0], {"webhook": "http://127.0.0.1:9/hook", "secret_env": "TEAM_HOOK_KEY"})
     assert runtime.notifier is not None and runtime.notifier.secret == SECRET.encode()
+
+
+def test_a_notification_a_stopped_process_left_is_sent_by_the_next_one(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    """The notification is a row of the store's outbox before it is sent: a process that stopped before sending
+    leaves it pending, and the next process with the webhook sends it, under the same delivery id."""
+    url, hook = receiver
+    model[1].answers = {"writer_a": [NULL], "writer_b": [NULL]}
+    first = runtime_for(tmp_path, model[0], {"webhook": url})
+    assert first.notifier is not None
+    first.notifier._queue = lambda delivery: None  # type: ignore[method-assign]  # it stops before it sends
+    run_id = first.create(TWO_WRITERS)
+    asyncio.run(first.drive(run_id))
+    assert hook.posts == []
+    assert first.notifier.outbox is not None
+    pending = first.notifier.outbox.pending(url)
+    assert [kind for _, kind, _ in pending] == ["paused", "paused"]
+    second = runtime_for(tmp_path, model[0], {"webhook": url})  # starts: sends what was left
+    second.close()
+    posts = hook.verified()
+    assert sorted(p["_delivery"] for p in posts) == sorted(delivery for delivery, _, _ in pending)
+    assert {p["run_id"] for p in posts} == {run_id}
+    assert second.notifier is not None and second.notifier.outbox is not None
+    assert {second.notifier.outbox.status(d) for d, _, _ in pending} == {("delivered", 1, None)}
+    third = runtime_for(tmp_path, model[0], {"webhook": url})
+    third.close()
+    assert len(hook.posts) == 2  # delivered ones are not sent again
+
+
+def test_a_notification_another_live_process_holds_is_not_sent_twice(
+    tmp_path: Path, model: tuple[str, Script], receiver: tuple[str, Receiver]
+) -> None:
+    url, hook = receiver
+    runtime = runtime_for(tmp_path, model[0], {"webhook": url})
+    assert runtime.notifier is not None and runtime.notifier.outbox is not None
+    outbox = runtime.notifier.outbox
+    outbox.add("held-elsewhere", "paused", url, b'{"event": "paused"}')
+    assert outbox.claim("held-elsewhere", 60)  # another process is sending it
+    assert runtime.notifier.resume() == 0 and not outbox.claim("held-elsewhere", 60)
+    outbox.add("lapsed", "paused", url, b'{"event": "paused"}')
+    assert outbox.claim("lapsed", -1)  # its process died: the claim has lapsed
+    assert runtime.notifier.resume() == 1
+    runtime.close()
+    assert [p["_delivery"] for p in hook.verified()] == ["lapsed"]
+    assert outbox.status("held-elsewhere") == ("pending", 0, None) and outbox.status("lapsed") == ("delivered", 1, None)

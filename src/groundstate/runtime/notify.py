@@ -8,7 +8,8 @@ a 5xx, 408 or 429) is retried with doubling waits from ``backoff_sec``, at most 
 same ``X-Groundstate-Delivery`` id so a receiver can drop duplicates; another 4xx is not retried.
 
 Deliveries go out from a background thread, in order, so no driver waits on a slow receiver; ``flush`` waits for
-them before a command exits.
+them before a command exits. Each notification is first a row of the store's outbox (``outbox.py``): one a stopped
+process did not send is sent by the next process that starts with the webhook (``resume``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import httpx
 from ..config import NotifyConfig
 from ..errors import ConfigurationError
 from . import run_events as ev
+from .outbox import DELIVERED, GIVEN_UP, Outbox
 
 SIGNATURE = "X-Groundstate-Signature"
 DELIVERY = "X-Groundstate-Delivery"
@@ -59,7 +61,7 @@ class Webhook:
     """The runtime's listener that posts notifications to ``[notify] webhook``."""
 
     def __init__(self, config: NotifyConfig, secret: bytes, name_of: Callable[[str], str],
-                 sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+                 sleep: Callable[[float], None] = time.sleep, outbox: Outbox | None = None) -> None:  # fmt: skip
         if config.webhook is None:
             raise ConfigurationError("notify: no webhook is configured")
         self.config, self.url, self.secret = config, config.webhook, secret
@@ -68,9 +70,12 @@ class Webhook:
         self.pending: queue.Queue[Delivery] = queue.Queue()
         self.thread: threading.Thread | None = None
         self.given_up: list[tuple[Delivery, str]] = []  # deliveries that failed every attempt, and the last error
+        self.outbox = outbox  # where each notification is kept until it is delivered or given up
 
     @classmethod
-    def configured(cls, config: NotifyConfig, name_of: Callable[[str], str]) -> Webhook | None:
+    def configured(
+        cls, config: NotifyConfig, name_of: Callable[[str], str], outbox: Outbox | None = None
+    ) -> Webhook | None:
         """The configuration's webhook (None when none is set); ConfigurationError when its secret is missing —
         unsigned notifications would let anyone who knows the URL forge a pause."""
         if config.webhook is None:
@@ -79,7 +84,7 @@ class Webhook:
         if not secret:
             raise ConfigurationError(f"notify.webhook is set but ${config.secret_env} is empty: give the webhook's "
                                      "signing secret in it (notify.secret_env names the variable)")  # fmt: skip
-        return cls(config, secret.encode(), name_of)
+        return cls(config, secret.encode(), name_of, outbox=outbox)
 
     def __call__(self, event: ev.Event) -> None:
         """A run event: queued for delivery when it is one of the configured kinds."""
@@ -87,6 +92,19 @@ class Webhook:
         if kind is None or kind not in self.config.events:
             return
         delivery = Delivery(kind, json.dumps(self.message(kind, event), ensure_ascii=False).encode(), uuid.uuid4().hex)
+        if self.outbox is not None:
+            self.outbox.add(delivery.id, kind, self.url, delivery.body)
+        self._queue(delivery)
+
+    def resume(self) -> int:
+        """Queue the outbox's pending notifications to this webhook that no live process holds (left by a process
+        that stopped before it sent them); how many."""
+        left = self.outbox.pending(self.url) if self.outbox is not None else []
+        for delivery, kind, body in left:
+            self._queue(Delivery(kind, body, delivery))
+        return len(left)
+
+    def _queue(self, delivery: Delivery) -> None:
         self.pending.put(delivery)
         if self.thread is None or not self.thread.is_alive():
             self.thread = threading.Thread(target=self._work, name="groundstate-webhook", daemon=True)
@@ -122,6 +140,11 @@ class Webhook:
                 self.pending.all_tasks_done.wait(left)
         return True
 
+    def _budget(self) -> float:
+        """How long every attempt at one notification may take: its claim lasts that long, and a little more."""
+        waits = sum(self.config.backoff_sec * float(2**k) for k in range(self.config.max_attempts - 1))
+        return float(waits + self.config.max_attempts * self.config.timeout_sec + 5.0)
+
     def _work(self) -> None:
         while True:
             try:
@@ -134,7 +157,9 @@ class Webhook:
                 self.pending.task_done()
 
     def _deliver(self, delivery: Delivery) -> None:
-        error = ""
+        if self.outbox is not None and not self.outbox.claim(delivery.id, self._budget()):
+            return  # delivered or given up meanwhile, or another live process is sending it
+        error, attempt = "", 0
         for attempt in range(self.config.max_attempts):
             if attempt:
                 self.sleep(self.config.backoff_sec * 2 ** (attempt - 1))
@@ -147,9 +172,13 @@ class Webhook:
                 error = f"{type(exc).__name__}: {exc}"
                 continue
             if answer.status_code < 300:
+                if self.outbox is not None:
+                    self.outbox.close(delivery.id, DELIVERED, attempt + 1, None)
                 return
             error = f"HTTP {answer.status_code}"
             if answer.status_code < 500 and answer.status_code not in RETRIED_STATUSES:
                 break  # the receiver refuses it: another attempt would be refused too
         self.given_up.append((delivery, error))
+        if self.outbox is not None:
+            self.outbox.close(delivery.id, GIVEN_UP, attempt + 1, error)
         log.warning("webhook %s: gave up on the %s notification %s (%s)", self.url, delivery.kind, delivery.id, error)

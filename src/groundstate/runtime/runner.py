@@ -57,6 +57,7 @@ from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, gua
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
+from .outbox import Outbox
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .run_memory import open_memory
@@ -214,9 +215,11 @@ class Runtime:
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
         self.listeners: list[Callable[[ev.Event], None]] = []
-        self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name)
+        self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name,
+                                           Outbox(store.engine) if self.settings.notify.webhook else None)  # fmt: skip
         if self.notifier is not None:  # [notify] webhook: told of pauses, completions, failures, aborts
             self.listeners.append(self.notifier)
+            self.notifier.resume()  # what a stopped process left unsent
 
     def close(self, timeout: float = 30.0) -> None:
         """Before the process exits: wait (up to ``timeout`` seconds) for notifications still being delivered."""
