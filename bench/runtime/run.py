@@ -88,11 +88,16 @@ def main() -> None:
         peer = time.perf_counter() - started
         print(f"plain asyncio (peer)    {peer:8.4f} s   {peer / nodes * 1000:7.4f} ms/node   no store, no guards")
 
-        other = store.create_run("bench", "name: bench\n", None)
+        other = store.create_run("bench", "name: bench\nagents:\n  - id: writer_0\n    instructions: x\n", None)
+        store.append(other, "NodeCreated", None, {"agent": "writer_0"})
+        store.append(other, "RunStarted", None, {})
+        store.append(other, "AgentStarted", "writer_0", {"attempt": 1})  # the events a running agent's calls make
         count = 2000 if args.quick else 10000
         started = time.perf_counter()
-        for i in range(count):
-            store.append(other, "ToolCall", "writer_0", {"tool": "web_search", "target": str(i), "payload": ""})
+        for i in range(count // 2):
+            call = store.append(other, "ToolCall", "writer_0", {"tool": "web_search", "target": str(i), "payload": ""})
+            store.append(other, "ToolResult", "writer_0", {"call": call.seq, "tool": "web_search", "status": "/success",
+                                                           "output": ""})  # fmt: skip
         rate = count / (time.perf_counter() - started)
         print(f"events into SQLite      {rate:8.0f} events/s (one transaction each, WAL)")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groundstate.logic import AnalysisError, Engine, EvaluationError, FactError, Float, List, Name, Program
 
@@ -209,3 +211,17 @@ def test_unsorted_retrieval_returns_the_same_facts() -> None:
     engine.assert_facts("edge", [(3, 1), (1, 2), (2, 3)])
     assert sorted(engine.facts("path", sort=False)) == engine.facts("path")
     assert sorted(engine.query("path(1, X)", sort=False)) == engine.query("path(1, X)") == [(1, 1), (1, 2), (1, 3)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), max_size=30),
+       st.dictionaries(st.integers(0, 2), st.integers(0, 3), max_size=3))  # fmt: skip
+def test_lookup_by_value_finds_what_the_parsed_query_finds(
+    rows: list[tuple[int, int, int]], bound: dict[int, int]
+) -> None:
+    """``Engine.lookup`` (values by column, no pattern to parse: what the runtime's guards use) answers as
+    ``query`` does for the same pattern."""
+    engine = Engine(Program.parse("Decl t(A, B, C) bound [/number, /number, /number].\nu(A, B, C) :- t(A, B, C).\n"))
+    engine.assert_facts("t", rows)
+    pattern = "u(" + ", ".join(str(bound[i]) if i in bound else "_" for i in range(3)) + ")"
+    assert sorted(engine.lookup("u", bound)) == engine.query(pattern)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LimitError, PolicyError
-from ..logic import AnalyzedProgram, Engine, LogicError, Name, Program, Stats, to_value
+from ..logic import AnalyzedProgram, Engine, LogicError, Name, Program, Stats, sort_facts, to_value
 from ..packets import UpdateValidator
 from .config import KernelConfig
 from .workspace import Workspace
@@ -226,6 +226,12 @@ class Kernel:
     def query(self, pattern: str) -> list[Row]:
         """The rows matching ``pattern`` (an atom such as ``permitted(A)``), derived facts included."""
         return self.engine.query(pattern)
+
+    def match(self, predicate: str, *leading: Any, at: dict[int, Any] | None = None, sort: bool = False) -> list[Row]:
+        """The rows of ``predicate`` whose first columns are ``leading`` (and whose column N is ``at[N]``), derived
+        facts included — ``query`` without parsing a pattern; in the engine's order with ``sort``."""
+        rows = self.engine.lookup(predicate, {**dict(enumerate(leading)), **(at or {})})
+        return sort_facts(rows) if sort else rows
 
     def holds(self, pattern: str) -> bool:
         """Whether at least one row matches ``pattern``."""

@@ -27,7 +27,7 @@ from .errors import (
 from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
 from .parser import parse_atom, parse_unit
 from .program import Program
-from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, to_value
+from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
 
 __all__ = [
     "CONSTRUCTORS",
@@ -68,5 +68,6 @@ __all__ = [
     "parse_atom",
     "parse_ground_fact",
     "parse_unit",
+    "sort_facts",
     "to_value",
 ]

@@ -146,8 +146,6 @@ class Engine:
             raise FactError(f"could not find predicate {atom.predicate} to query")
         if relation.arity != len(atom.args):
             raise FactError(f"{atom.predicate} has {relation.arity} arguments, the query gives {len(atom.args)}")
-        if self.pending:
-            self.evaluate()
         bound: dict[int, Any] = {}
         first: dict[str, int] = {}
         same: list[tuple[int, int]] = []
@@ -161,14 +159,27 @@ class Engine:
                     first[arg.name] = i
             else:
                 bound[i] = _constant(arg)
-        if bound:
-            columns = tuple(sorted(bound))
-            key = bound[columns[0]] if len(columns) == 1 else tuple(bound[c] for c in columns)
-            candidates: Iterable[Fact] = relation.index(columns).get(key, ())
-        else:
-            candidates = relation.facts
-        found = [f for f in candidates if all(f[i] == f[j] for i, j in same)] if same else list(candidates)
+        found = self.lookup(atom.predicate, bound)
+        if same:
+            found = [f for f in found if all(f[i] == f[j] for i, j in same)]
         return sort_facts(found) if sort else found
+
+    def lookup(self, predicate: str, bound: dict[int, Any]) -> list[Fact]:
+        """The facts of ``predicate`` whose columns ``bound`` (position → value) hold those values, through the
+        relation's index on exactly those columns, unsorted — what ``query`` does once the pattern is parsed, for
+        callers that have the values already (the runtime's guards ask dozens of these per agent)."""
+        relation = self.relations.get(predicate)
+        if relation is None:
+            raise FactError(f"could not find predicate {predicate}")
+        if any(not 0 <= column < relation.arity for column in bound):
+            raise FactError(f"{predicate} has {relation.arity} arguments: no column {sorted(bound)}")
+        if self.pending:
+            self.evaluate()
+        if not bound:
+            return list(relation.facts)
+        columns = tuple(sorted(bound))
+        key = bound[columns[0]] if len(columns) == 1 else tuple(bound[c] for c in columns)
+        return list(relation.index(columns).get(key, ()))
 
     def facts(self, predicate: str, *, sort: bool = True) -> list[Fact]:
         """Every fact of ``predicate``, sorted unless ``sort=False`` (sorting a large relation costs more than

@@ -177,7 +177,7 @@ class GuardKernel:
         ``current_call``. ``approved``: it is identical to a call an operator let through by retrying the pause that
         held it, and these (category, reason) are what they saw then (``approved_reason``)."""
         with self.kernel.transaction() as tx:
-            tx.retract("current_call", *self.kernel.query(f'current_call("{self.run_id}", "{_quoted(agent)}", _)'))
+            tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
             tx.assert_("current_call", (self.run_id, agent, seq))
             for category, reason in approved or []:
                 tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
@@ -254,32 +254,29 @@ class GuardKernel:
         for predicate, row in (("run_usage", (spent.tokens, math.ceil(spent.seconds))),
                                ("run_cost", (Float(round(spent.cost, 6)),)),
                                ("run_wall", (math.ceil(spent.wall_seconds),))):  # fmt: skip
-            rest = ", _" * len(row)
-            tx.retract(predicate, *self.kernel.query(f'{predicate}("{self.run_id}"{rest})'))
+            tx.retract(predicate, *self.kernel.match(predicate, self.run_id))
             tx.assert_(predicate, (self.run_id, *row))
 
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
         """Retract the agent's previous attempt: its facts and its events."""
-        who = f'"{self.run_id}", "{_quoted(agent)}"'
-        for predicate in ATTEMPT_FACTS:
-            rest = ", _" * (self.kernel.engine.relations[predicate].arity - 2)
-            tx.retract(predicate, *self.kernel.query(f"{predicate}({who}{rest})"))  # indexed: no scan of the run
-        tx.retract("event", *self.kernel.query(f'event("{self.run_id}", _, _, "{_quoted(agent)}")'))
+        for predicate in ATTEMPT_FACTS:  # looked up through the (run, agent) index: no scan of the run, no parsing
+            tx.retract(predicate, *self.kernel.match(predicate, self.run_id, agent))
+        tx.retract("event", *self.kernel.match("event", self.run_id, at={3: agent}))
 
     # -- what the rules say ------------------------------------------------------------------------------
     def pause(self, agent: str, checkpoint: str) -> PauseDecision | None:
         """The pause guards.mg derives for this agent at this checkpoint, or None when the run goes on."""
-        who = f'"{self.run_id}", "{_quoted(agent)}", /{checkpoint}'
-        leading = self.kernel.query(f"pause_leads_with({who}, C, R)")
+        where = (self.run_id, agent, Name("/" + checkpoint))
+        leading = self.kernel.match("pause_leads_with", *where, sort=True)
         if not leading:
             return None
         if len(leading) != 1:
             raise PolicyInvariantError(f"pause_leads_with/5 derived {len(leading)} approvals for {agent} at "
                                        f"/{checkpoint}; the rules must lead with exactly one")  # fmt: skip
         [(_, _, _, category, reason)] = leading
-        rows = self.kernel.query(f"pauses_now({who}, C, R)")
+        rows = self.kernel.match("pauses_now", *where, sort=True)
         approvals = [Approval(str(c).lstrip("/"), r) for _, _, _, c, r in rows]
-        hints = self.kernel.query(f"pause_hint({who}, H)")
+        hints = self.kernel.match("pause_hint", *where, sort=True)
         if len(hints) != 1:
             raise PolicyInvariantError(f"pause_hint/4 derived {len(hints)} hints for {agent} at /{checkpoint}; the "
                                        "rules must give exactly one")  # fmt: skip
@@ -292,10 +289,10 @@ class GuardKernel:
         return why(self.kernel, pattern).to_json()
 
     def interrupts(self) -> list[tuple[str, str]]:
-        return [(a, r) for _, a, r in self.kernel.query(f'interrupt("{self.run_id}", A, R)')]
+        return [(a, r) for _, a, r in self.kernel.match("interrupt", self.run_id, sort=True)]
 
     def spawns(self) -> list[tuple[str, str]]:
-        return [(p, a) for _, p, a in self.kernel.query(f'spawn_agent("{self.run_id}", P, A)')]
+        return [(p, a) for _, p, a in self.kernel.match("spawn_agent", self.run_id, sort=True)]
 
 
 def _quoted(text: str) -> str:

@@ -509,8 +509,8 @@ class Runtime:
         """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
         written first), fail it or pause."""
         agent, usage = spec.id, outcome.usage()
-        earlier = self.store.state(ctx.run_id).usage  # the run's earlier attempts, from its log (read first:
-        total = {key: earlier[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
+        before = self.store.state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
+        total = {key: before.usage[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
         answered: dict[str, Any] = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
         if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
             answered["archived"] = outcome.archived
@@ -518,7 +518,7 @@ class Runtime:
                         tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory),
                         (outcome.input_tokens, outcome.output_tokens, round(usage["seconds"] * 1000)))  # fmt: skip
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
-                      self.store.state(ctx.run_id).wall_seconds(datetime.now(UTC)))  # fmt: skip
+                      before.wall_seconds(datetime.now(UTC)))  # fmt: skip
         pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
                                     answer, spent, error_kind=outcome.error_kind)  # fmt: skip
         if outcome.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
