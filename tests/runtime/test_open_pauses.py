@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from groundstate.runtime import DecisionError, attempts_of
 from groundstate.runtime.runner import Runtime
 
 from .conftest import Script, envelope
+from .test_cli_decisions import groundstate
 
 TWO_WRITERS = """
 name: two-writers
@@ -90,14 +88,6 @@ def test_each_attempt_keeps_its_own_output_and_the_pause_that_ended_it(
     assert first.output.startswith("Nothing to write.") and second.output.startswith("Written.")
     assert first.pause is not None and first.pause["reason"].startswith("Semantic null")
     assert first.decision == "retry by operator:dana" and second.pause is None
-
-
-def groundstate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "100"}
-    env.pop("GROUNDSTATE_CONFIG", None)
-    env.pop("GROUNDSTATE_TOKEN", None)
-    return subprocess.run([sys.executable, "-m", "groundstate", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
 
 
 def test_the_cli_lists_every_open_pause_and_decides_each_by_id(tmp_path: Path, model: tuple[str, Script]) -> None:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
-from ..runtime import AWAITING_APPROVAL, pauses_json
+from ..runtime import pauses_json
 from ..store import ACT, ADMINISTER, SEE, Operator
 from .operations import Operations, operations
 from .security import operator_of
@@ -118,8 +118,7 @@ async def api_decide(run_id: str, body: Decision, ops: Ops, who: Who) -> dict[st
 def api_approvals(ops: Ops) -> list[dict[str, Any]]:
     """Every pause waiting for a decision, across runs (the inbox): each with its run, id, agent, category,
     reason, hint, derivation and age."""
-    waiting = [row["id"] for row in ops.runtime.store.runs() if row["status"] == AWAITING_APPROVAL]
-    return [pause for run_id in waiting for pause in pauses_json(ops.runtime.store.state(run_id))]
+    return [pause for state in ops.runtime.store.awaiting() for pause in pauses_json(state)]
 
 
 @router.get("/runs/{run_id}/why")

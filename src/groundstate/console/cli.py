@@ -21,8 +21,8 @@ from ..runtime import (
     RunState,
     Runtime,
     TerminalDriver,
+    check_decision_options,
     configured_runtime,
-    decision_problem,
     home,
     say,
 )
@@ -71,7 +71,7 @@ def demo(
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
-    _check_decision(decide, instructions)
+    check_decision_options(console, decide, instructions)
     runtime = configured_runtime(db, config)
     server, token = _server(runtime, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -107,14 +107,6 @@ def demo(
     server.should_exit = True
     runtime.close()  # notifications ([notify]) still being delivered
     raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
-
-
-def _check_decision(decide: str | None, instructions: Path | None) -> None:
-    """Exit 2 with the reason when ``--decide``/``--instructions`` cannot be used as given (``decision_problem``)."""
-    problem = decision_problem(decide, instructions is not None)
-    if problem is not None:
-        console.print(f"error: {problem}", markup=False, highlight=False)
-        raise typer.Exit(2)
 
 
 def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> RunState:

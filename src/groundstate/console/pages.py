@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from ..runtime import AWAITING_APPROVAL, age, attempts_of, current_instructions, usage_line
+from ..runtime import age, attempts_of, current_instructions, usage_line
 from ..store import ACT, Operator
 from .graph import dag_svg
 from .operations import Operations, operations
@@ -61,8 +61,7 @@ def runs_page(request: Request, ops: Ops) -> HTMLResponse:
     """The inbox (every open pause, across runs), every run, and the form that starts a bundled example."""
     examples = [p.stem for p in ops.examples()]
     runs = ops.runtime.store.runs()
-    waiting = [ops.runtime.store.state(row["id"]) for row in runs if row["status"] == AWAITING_APPROVAL]
-    inbox = [(state, pause) for state in reversed(waiting) for pause in state.pauses]  # oldest run first
+    inbox = [(state, pause) for state in reversed(ops.runtime.store.awaiting(runs)) for pause in state.pauses]
     return _page(request, "runs.html", runs=runs, examples=examples, inbox=inbox, age=age)
 
 

@@ -38,7 +38,7 @@ from .run_events import (
     TOOL_RESULT,
     Event,
 )
-from .runner import DECISIONS, DecisionError, Runtime, decision_problem
+from .runner import DECISIONS, DecisionError, Runtime
 from .state import (
     ABORTED,
     AWAITING_APPROVAL,
@@ -60,7 +60,7 @@ from .state import (
     RunStatus,
 )
 from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
-from .terminal import Autopilot, TerminalDriver, say
+from .terminal import Autopilot, TerminalDriver, check_decision_options, say
 from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
 
 __all__ = [
@@ -124,10 +124,10 @@ __all__ = [
     "age",
     "approval_card",
     "attempts_of",
+    "check_decision_options",
     "configured_runtime",
     "current_instructions",
     "dag_view",
-    "decision_problem",
     "default_db_url",
     "home",
     "load_patterns",

@@ -16,10 +16,10 @@ from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .home import home
 from .pauses import age, pauses_json
-from .runner import Runtime, decision_problem
+from .runner import Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
 from .store import INTERRUPTED, LeaseHeld
-from .terminal import Autopilot, TerminalDriver, ask_in_terminal, say
+from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say
 from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
@@ -101,7 +101,7 @@ def run(
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
-    _check_decision(decide, instructions)
+    check_decision_options(console, decide, instructions)
     try:
         runtime = _runtime(db, concurrency, config)
         load_workflow(workflow, runtime.roles)
@@ -111,14 +111,6 @@ def run(
     console.print(f"run {run_id} (state in {home()})")
     text = instructions.read_text(encoding="utf-8") if instructions else None
     raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions))
-
-
-def _check_decision(decision: str | None, instructions: Path | None) -> None:
-    """Exit 2 with the reason when the decision options cannot be used as given (see ``decision_problem``)."""
-    problem = decision_problem(decision, instructions is not None)
-    if problem is not None:
-        console.print(f"error: {problem}", markup=False, highlight=False)
-        raise typer.Exit(2)
 
 
 @runs_app.command("list")
@@ -195,18 +187,17 @@ def list_pauses(
     reason."""
     try:
         runtime = _runtime(db, config=config)
-        ids = [run_id] if run_id else [r["id"] for r in reversed(runtime.store.runs())
-                                       if r["status"] == AWAITING_APPROVAL]  # fmt: skip
-        states = [runtime.store.state(i) for i in ids]
+        states = [runtime.store.state(run_id)] if run_id else list(reversed(runtime.store.awaiting()))
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     for state in states:
+        if as_json:
+            for pause_row in pauses_json(state):
+                typer.echo(json.dumps(pause_row, ensure_ascii=False))
+            continue
         for pause in state.pauses:
-            if as_json:
-                typer.echo(json.dumps(pauses_json(state)[state.pauses.index(pause)], ensure_ascii=False))
-            else:
-                say(console, f"{state.run_id}  pause {pause.id}  {pause.agent or '-'}  {pause.category}  "
-                             f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
+            say(console, f"{state.run_id}  pause {pause.id}  {pause.agent or '-'}  {pause.category}  "
+                         f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
     if not as_json and not any(state.pauses for state in states):
         say(console, "no open pause" + (f" in run {run_id}" if run_id else ""))
 
@@ -225,15 +216,14 @@ def decide_command(
     """Decide an open pause of a run (then `groundstate runs resume ID`), as the operator whose token is in
     $GROUNDSTATE_TOKEN (else the state directory's console.token, the first admin); recorded in the event log. A
     pause that is no longer open is refused, saying how it was decided."""
-    _check_decision(action, instructions)
+    check_decision_options(console, action, instructions)
     text = instructions.read_text(encoding="utf-8") if instructions else None
     try:
         runtime = _runtime(db, config=config)
         who = command_line_operator(runtime.store.url, ACT)
-        before = runtime.store.state(run_id)
-        answered = pause if pause is not None else (before.pause.id if len(before.pauses) == 1 and before.pause
-                                                    else None)  # fmt: skip
+        only = runtime.store.state(run_id).pause if pause is None else None  # the one decide answers unnamed
         state = runtime.decide(run_id, action, text, who.actor, pause=pause)
+        answered = pause if pause is not None else only.id if only is not None else None
         runtime.close()  # an abort's notification ([notify]) is delivered before the command exits
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None

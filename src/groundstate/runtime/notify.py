@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from sqlalchemy import Engine
 
 from ..config import NotifyConfig
 from ..errors import ConfigurationError
@@ -74,17 +75,18 @@ class Webhook:
 
     @classmethod
     def configured(
-        cls, config: NotifyConfig, name_of: Callable[[str], str], outbox: Outbox | None = None
+        cls, config: NotifyConfig, name_of: Callable[[str], str], engine: Engine | None = None
     ) -> Webhook | None:
-        """The configuration's webhook (None when none is set); ConfigurationError when its secret is missing —
-        unsigned notifications would let anyone who knows the URL forge a pause."""
+        """The configuration's webhook (None when none is set), its outbox in ``engine``'s database;
+        ConfigurationError when its secret is missing — unsigned notifications would let anyone who knows the URL
+        forge a pause."""
         if config.webhook is None:
             return None
         secret = os.environ.get(config.secret_env, "")
         if not secret:
             raise ConfigurationError(f"notify.webhook is set but ${config.secret_env} is empty: give the webhook's "
                                      "signing secret in it (notify.secret_env names the variable)")  # fmt: skip
-        return cls(config, secret.encode(), name_of, outbox=outbox)
+        return cls(config, secret.encode(), name_of, outbox=Outbox(engine) if engine is not None else None)
 
     def __call__(self, event: ev.Event) -> None:
         """A run event: queued for delivery when it is one of the configured kinds."""

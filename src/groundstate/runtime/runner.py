@@ -57,7 +57,6 @@ from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, gua
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
-from .outbox import Outbox
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .run_memory import open_memory
@@ -216,7 +215,7 @@ class Runtime:
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
         self.listeners: list[Callable[[ev.Event], None]] = []
         self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name,
-                                           Outbox(store.engine) if self.settings.notify.webhook else None)  # fmt: skip
+                                           store.engine)  # fmt: skip
         if self.notifier is not None:  # [notify] webhook: told of pauses, completions, failures, aborts
             self.listeners.append(self.notifier)
             self.notifier.resume()  # what a stopped process left unsent
@@ -862,7 +861,7 @@ class Runtime:
         approvals = self.settings.approvals
         if approvals.timeout_sec is None:
             return []
-        waiting = [self.store.state(row["id"]) for row in self.store.runs() if row["status"] == AWAITING_APPROVAL]
+        waiting = self.store.awaiting()
         due = expired([(state.run_id, pause) for state in waiting for pause in state.pauses], approvals.timeout_sec,
                       approvals.default_decision, now or datetime.now(UTC))  # fmt: skip
         decided = []

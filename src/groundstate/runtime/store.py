@@ -262,6 +262,12 @@ class EventStore:
                 row["status"] = INTERRUPTED
         return listed
 
+    def awaiting(self, rows: list[dict[str, Any]] | None = None) -> list[RunState]:
+        """The state of every run awaiting approval, newest first (from ``rows``, a ``runs()`` listing the caller
+        already has, else from a new one)."""
+        listed = self.runs() if rows is None else rows
+        return [self.state(row["id"]) for row in listed if row["status"] == RunStatus.AWAITING_APPROVAL]
+
     def _state(self, db: Any, run_id: str) -> RunState:
         history = self._events(db, run_id, 0)
         try:

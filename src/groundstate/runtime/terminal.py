@@ -12,18 +12,29 @@ import asyncio
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import typer
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from .display import approval_card, dag_view
 from .pauses import current_instructions
-from .runner import Runtime
+from .runner import Runtime, decision_problem
 from .state import AWAITING_APPROVAL, Pause, RunState
 from .workflow import workflow_of
 
 Asker = Callable[[RunState, Pause], "tuple[str, str | None] | None"]  # a decision and new instructions, or None
+
+
+def check_decision_options(console: Console, decision: str | None, instructions: Path | None) -> None:
+    """Exit 2 with the reason when ``--decide`` (or a decision argument) and ``--instructions`` cannot be used as
+    given (``decision_problem``): the same check for ``run``, ``demo`` and ``runs decide``."""
+    problem = decision_problem(decision, instructions is not None)
+    if problem is not None:
+        console.print(f"error: {problem}", markup=False, highlight=False)
+        raise typer.Exit(2)
 
 
 def say(console: Console, text: str) -> None:

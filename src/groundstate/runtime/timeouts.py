@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from functools import cache
 from importlib import resources
 
 from ..logic import Engine, Name, Program
@@ -17,8 +18,11 @@ from .state import Pause
 ACTOR = "policy:approval_timeout"
 
 
-def _source() -> str:
-    return (resources.files("groundstate.runtime") / "defaults" / "approvals.mg").read_text(encoding="utf-8")
+@cache
+def _program() -> Program:
+    """approvals.mg, parsed once per process (the console asks every few seconds)."""
+    source = (resources.files("groundstate.runtime") / "defaults" / "approvals.mg").read_text(encoding="utf-8")
+    return Program.parse(source, source="approvals.mg")
 
 
 def expired(
@@ -27,15 +31,13 @@ def expired(
     """(run, pause id, decision) for each of ``pauses`` (run, pause) the rules say has expired."""
     if not pauses:
         return []
-    engine = Engine(Program.parse(_source(), source="approvals.mg"))
+    engine = Engine(_program())
     engine.assert_facts("approval_timeout", [(math.ceil(timeout_sec),)])
     engine.assert_facts("default_decision", [(Name("/" + default_decision),)])
     engine.assert_facts("open_pause", [(run_id, pause.id, Name("/" + pause.category),
                                         int((now - pause.at).total_seconds()) if pause.at is not None else 0)
                                        for run_id, pause in pauses])  # fmt: skip
     engine.evaluate()
-    return [(str(run), int(pause), _bare(decision)) for run, pause, decision in engine.query("expired(R, P, D)")]
-
-
-def _bare(value: object) -> str:
-    return (value.text if isinstance(value, Name) else str(value)).removeprefix("/")
+    return [
+        (str(run), int(pause), str(decision).lstrip("/")) for run, pause, decision in engine.query("expired(R, P, D)")
+    ]
