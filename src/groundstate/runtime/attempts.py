@@ -102,8 +102,7 @@ def _paused(found: dict[str, list[Attempt]], event: ev.Event) -> None:
     if attempt is None or attempt.pause is not None or attempt.decision is not None:  # a pre-flight pause
         attempt = Attempt(0, status="not started")
         found.setdefault(event.agent or "", []).append(attempt)
-    _ended("paused")(found, event)
-    attempt.status, attempt.pause = "paused", pause
+    attempt.status, attempt.pause = "paused", pause  # its AgentFailed, just before, recorded the error and usage
     attempt.output = str(p.get("output") or attempt.output)  # what the attempt said before it paused
     attempt.thinking = str(p.get("thinking") or attempt.thinking)
 
