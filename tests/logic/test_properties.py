@@ -80,11 +80,25 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
         order.append(pred)
     if draw(st.booleans()):
         source = draw(st.sampled_from([p for p in order if arity[p] == 2]))
-        reducer = draw(st.sampled_from(["fn:count()", "fn:sum(Y)", "fn:max(Y)", "fn:min(Y)"]))
-        rules.append((f"agg(X, N) :- {source}(X, Y) |> do fn:group_by(X), let N = {reducer}.", [], []))
-        rules.append(("post(X)", ["f(X)", "!agg(X, 1)"], []))
-        arity["agg"], arity["post"] = 2, 1
+        reducer = draw(st.sampled_from(REDUCED))
+        body = [f"{source}(X, Y)"]
+        if draw(st.booleans()):  # a second atom, its wildcard projected away: a row may have several derivations
+            body.append(f"{draw(st.sampled_from([p for p in order if arity[p] == 2]))}(Y, _)")
+        if draw(st.booleans()):  # a negation: an inserted fact takes rows away
+            body.append(f"!{draw(st.sampled_from([p for p in order if arity[p] == 1] or ['f']))}(Y)")
+        if draw(st.booleans()):
+            reducer += ", let M = fn:count()"
+            head = "agg(X, N, M)"
+        else:
+            head = "agg(X, N)"
+        rules.append((f"{head} :- {', '.join(body)} |> do fn:group_by(X), let N = {reducer}.", [], []))
+        rules.append(("post(X)", ["f(X)", "!" + head.replace("N", "1").replace("M", "_")], []))
+        rules.append(("sizes(N, C) :- " + head.replace("X", "_") + " |> do fn:group_by(N), let C = fn:count().", [], []))
+        arity["agg"], arity["post"], arity["sizes"] = head.count(",") + 1, 1, 2
     return GeneratedProgram(arity, rules)
+
+
+REDUCED = ["fn:count()", "fn:sum(Y)", "fn:max(Y)", "fn:min(Y)", "fn:collect(Y)", "fn:collect_distinct(Y)"]
 
 
 edges = st.sets(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=12)

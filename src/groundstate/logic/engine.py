@@ -8,19 +8,22 @@ over a changed predicate are recomputed. The result is always the one evaluating
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GroundstateError
 from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
-from .ast import Apply, Atom, Const, Negation, Term, Var
+from .ast import Apply, Atom, Clause, Const, Negation, Term, Var
 from .builtins import FUNCTIONS, BuiltinError, ValueLimitError
 from .codegen import CALL, FACTS, INDEX, SCAN, SEED, CompiledRule, compile_rule
 from .errors import EvaluationError, EvaluationLimitError, FactError
 from .gcpause import gc_paused
+from .grouped import GroupedRows, Journal
 from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
 from .program import Program
@@ -42,7 +45,13 @@ class Stats:
     seconds: float = 0.0
     strata_recomputed: int = 0
     strata_updated: int = 0
-    facts: dict[str, int] = field(default_factory=dict)
+    counts: Callable[[], dict[str, int]] | None = field(default=None, repr=False)
+
+    @property
+    def facts(self) -> dict[str, int]:
+        """Facts per predicate after the evaluation, counted when asked (counting every relation after each
+        evaluation would cost a one-call decision more than deriving it)."""
+        return self.counts() if self.counts is not None else {}
 
 
 class Engine:
@@ -69,11 +78,28 @@ class Engine:
         self._toggled: dict[str, set[Fact]] = {}
         self._compiled: dict[tuple[int, Seed | None], CompiledRule] = self.analyzed.plans
         self._variants: dict[int, list[tuple[str, str, CompiledRule]]] = {}
+        self._negated: dict[int, set[str]] = {}  # per stratum (by id): the predicates its rules negate
+        self._shared_columns: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}  # see _blocks_stored
+        heads = [rule.head.predicate for rule in self.analyzed.rules]
+        single = {predicate for predicate in heads if heads.count(predicate) == 1}
+        self._grouped: dict[int, GroupedRows] = {}  # per aggregating rule kept by group (its index), once evaluated
+        self._groupable = [
+            all(GroupedRows.eligible(rule, single) for rule in s.rules) and all(not self.base.get(p) for p in s.predicates)
+            for s in self.analyzed.strata
+        ]  # strata of aggregating rules alone whose heads have no asserted facts: maintained group by group
+        self._journal: Journal | None = None  # while a supposition is open: each group's state before it changed
         self._externals: dict[str, External] = {}
         self._needs_full = True
         self._created = 0
         self.stats = Stats()
         self._reads = [self._stratum_reads(s) for s in self.analyzed.strata]
+        self._members = [frozenset(s.predicates) for s in self.analyzed.strata]
+        self._readers: dict[str, list[int]] = {}  # predicate -> the strata whose rules read it
+        for number, reads in enumerate(self._reads):
+            for predicate in reads:
+                self._readers.setdefault(predicate, []).append(number)
+        self._stratum_number = {id(s): i for i, s in enumerate(self.analyzed.strata)}
+        self._seeds: dict[int, list[tuple[Rule, int, str, bool]]] = {}  # per stratum: (rule, literal, predicate, negated?)
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -117,25 +143,73 @@ class Engine:
         """Whether asserted or retracted facts are waiting for an evaluation."""
         return self._needs_full or any(self._toggled.values())
 
-    def evaluate(self, *, full: bool = False) -> Stats:
-        """Bring derived facts up to date: incrementally after the first call, unless ``full``."""
+    def evaluate(self, *, full: bool = False, changes: Changes | None = None) -> Stats:
+        """Bring derived facts up to date: incrementally after the first call, unless ``full``. ``changes``, for an
+        incremental evaluation, receives what it inserted and deleted per predicate (what ``supposing`` undoes)."""
         started = time.perf_counter()
         self._created = 0
         self.stats = Stats()
         try:
             with gc_paused():
                 if full or self._needs_full:
+                    if changes is not None:
+                        raise FactError("a full evaluation does not record its changes")
                     self._evaluate_full()
                 else:
-                    self._evaluate_incremental()
+                    self._evaluate_incremental({} if changes is None else changes)
         except BaseException:
             self._needs_full = True  # the store is half-updated: the next evaluate() starts afresh
             raise
         self._toggled = {}
         self.stats.created = self._created
         self.stats.seconds = time.perf_counter() - started
-        self.stats.facts = {name: len(rel) for name, rel in sorted(self.relations.items())}
+        counts = {name: len(rel) for name, rel in sorted(self.relations.items())} if self.stats.mode == "full" else None
+        self.stats.counts = (lambda: counts) if counts is not None else self._counts
         return self.stats
+
+    @contextmanager
+    def supposing(self, facts: Mapping[str, Iterable[Iterable[Any]]]) -> Iterator[Stats]:
+        """What the rules derive if ``facts`` (predicate → rows) held, for the length of the ``with`` block; after it
+        the engine is exactly as before — the facts and everything derived from them gone, anything they blocked
+        back — without a second evaluation: the evaluation's own record of what it changed is undone.
+
+        This is the decision path's core (one tools/call's facts asserted, the verdict read, the facts gone): the
+        consequences are derived incrementally from the supposed facts alone, and the retraction costs set
+        operations, not a delete-rederive pass. Facts that already held are not supposed (and stay after)."""
+        if self.pending:
+            self.evaluate()
+        added: dict[str, set[Fact]] = {}
+        self._journal = []
+        try:
+            for predicate, rows in facts.items():
+                fresh = {fact for fact in self._convert(predicate, rows) if fact not in self.base[predicate]}
+                if fresh:
+                    self.base[predicate] |= fresh
+                    self._toggled[predicate] = set(fresh)
+                    added[predicate] = fresh
+            changes: Changes = {}
+            self.evaluate(changes=changes)
+        except BaseException:
+            self._undo_supposed(added, {})
+            raise
+        try:
+            yield self.stats
+        finally:
+            self._undo_supposed(added, changes)
+
+    def _undo_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
+        """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
+        the aggregating rules it touched."""
+        journal, self._journal = self._journal or [], None
+        for grouped, key, rows, head, totals in reversed(journal):
+            grouped.restore(key, rows, head, totals)
+        for predicate, fresh in added.items():
+            self.base[predicate] -= fresh
+        for predicate, (inserted, deleted) in changes.items():
+            relation = self.relations[predicate]
+            relation.remove(inserted)
+            relation.add(deleted)
+        self._toggled = {}
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
         """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending
@@ -235,10 +309,11 @@ class Engine:
             self._compiled[key] = plan
         return plan
 
-    def _run(self, rule: Rule, seed: Seed | None = None, seed_facts: Iterable[Fact] = ()) -> set[Fact]:
-        return self._execute(self._plan(rule, seed), seed_facts)
+    def _run(self, rule: Rule, seed: Seed | None = None, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
+        return self._execute(self._plan(rule, seed), seed_facts, raw)
 
-    def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = ()) -> set[Fact]:
+    def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
+        """The plan's head facts (``raw``: an aggregating rule's body rows, before grouping)."""
         rule = plan.rule
         args: list[Any] = []
         for source in plan.sources:
@@ -259,7 +334,7 @@ class Engine:
                 args.append(fn)
         try:
             result = plan.function(*args)
-            if plan.row_vars or (rule.aggregates and plan.seed is None):
+            if not raw and (plan.row_vars or (rule.aggregates and plan.seed is None)):
                 result = aggregate(rule, plan.row_vars, result)
         except ValueLimitError as exc:
             raise EvaluationLimitError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
@@ -312,7 +387,7 @@ class Engine:
         delta: dict[str, set[Fact]] = {}
         for rule in stratum.rules:
             if rule.aggregates:
-                self._collect(delta, rule.head.predicate, self._run(rule))
+                self._collect(delta, rule.head.predicate, self._aggregate_all(rule, stratum))
         self._insert_delta(delta)
         delta = {}
         for rule in stratum.rules:
@@ -360,9 +435,11 @@ class Engine:
             bucket |= fresh
 
     # -- incremental maintenance ----------------------------------------------------------------------
-    def _evaluate_incremental(self) -> None:
+    def _counts(self) -> dict[str, int]:
+        return {name: len(rel) for name, rel in sorted(self.relations.items())}
+
+    def _evaluate_incremental(self, changes: Changes) -> None:
         self.stats.mode = "incremental"
-        changes: Changes = {}
         base_ins: dict[str, set[Fact]] = {}
         base_del: dict[str, set[Fact]] = {}
         for pred, toggled in self._toggled.items():
@@ -372,20 +449,151 @@ class Engine:
                 base_ins[pred] = ins
             if len(ins) != len(toggled):
                 base_del[pred] = toggled - ins
-        for i, stratum in enumerate(self.analyzed.strata):
-            reads = self._reads[i]
-            touched = any(p in base_ins or p in base_del for p in stratum.predicates) or any(
-                p in changes for p in reads
-            )
-            if not touched:
-                continue
-            if stratum.aggregates:
+        strata = self.analyzed.strata
+        due = sorted({self.analyzed.stratum_of[p] for p in (*base_ins, *base_del)})  # a heap: lowest stratum first
+        done: set[str] = set()  # predicates whose changes have been passed up to their readers
+        while due:
+            i = heapq.heappop(due)
+            if due and due[0] == i:
+                continue  # queued twice: the second pop handles it
+            stratum, reads = strata[i], self._reads[i]
+            if stratum.aggregates and self._groups_kept(i, stratum):
+                self._update_groups(stratum, reads, changes)
+            elif stratum.aggregates:
                 self._recompute(stratum, changes)
+            elif not stratum.rules:
+                self._base_changed(stratum, changes, base_ins, base_del)
             else:
                 self._delete_rederive(stratum, reads, changes, base_ins, base_del)
+            for predicate in changes.keys() - done:
+                done.add(predicate)
+                for reader in self._readers.get(predicate, ()):
+                    if reader > i:  # a recursive stratum reads its own predicates: it has run
+                        heapq.heappush(due, reader)
+
+    # -- aggregating rules, group by group ------------------------------------------------------------
+    def _aggregate_all(self, rule: Rule, stratum: Stratum) -> set[Fact]:
+        """Every head of an aggregating rule from all its rows; the rows kept by group where the stratum allows."""
+        if not self._groupable[self._stratum_number[id(stratum)]]:
+            self._grouped.pop(rule.index, None)
+            return self._run(rule)
+        plan = self._plan(rule, None)
+        grouped = self._grouped.get(rule.index) or GroupedRows(plan.rule, plan.row_vars)
+        self._grouped.pop(rule.index, None)  # kept only once rebuilt: a failure below leaves it out
+        heads = self._grouped_call(grouped.rebuild, self._execute(plan, raw=True), rule)
+        self._grouped[rule.index] = grouped
+        return heads
+
+    def _groups_kept(self, number: int, stratum: Stratum) -> bool:
+        """Whether the stratum's groups are kept and still all its heads (nobody asserted one of its facts)."""
+        return (
+            self._groupable[number]
+            and all(rule.index in self._grouped for rule in stratum.rules)
+            and not any(self.base.get(predicate) for predicate in stratum.predicates)
+        )
+
+    def _update_groups(self, stratum: Stratum, reads: set[str], changes: Changes) -> None:
+        """An aggregating stratum after its body predicates changed: the rows each change added (seeded from the
+        facts that came, in the new state) and removed (seeded from the facts that went, in the old state, then
+        checked gone), handed to the groups they belong to; only those groups' heads change."""
+        self.stats.strata_updated += 1
+        lower = {p: changes[p] for p in reads if p in changes}
+        losing = any(dels for _, dels in lower.values()) or any(
+            lower[p][INSERTED] for p in self._negated_in(stratum) if p in lower
+        )
+        for rule in stratum.rules:
+            grouped = self._grouped[rule.index]
+            grouped.journal = self._journal
+            added = self._seeded_rows(rule, stratum, lower, positive=INSERTED, negated=DELETED)
+            removed: set[Fact] = set()
+            if losing:
+                for pred, (ins, dels) in lower.items():  # the old state, for what held before
+                    self.relations[pred].remove(ins)
+                    self.relations[pred].add(dels)
+                try:
+                    removed = self._seeded_rows(rule, stratum, lower, positive=DELETED, negated=INSERTED)
+                finally:
+                    for pred, (ins, dels) in lower.items():
+                        self.relations[pred].remove(dels)
+                        self.relations[pred].add(ins)
+                if removed:  # rows another derivation still gives (a wildcard's other value) stay
+                    removed -= self._execute(self._row_check(rule), removed)
+            inserted, deleted = self._grouped_call(grouped.change, added, rule, removed)
+            grouped.journal = None
+            relation = self.relations[rule.head.predicate]
+            relation.remove(deleted)
+            self._insert(rule.head.predicate, inserted)
+            if inserted or deleted:
+                changes[rule.head.predicate] = (inserted, deleted)
+
+    def _seeded_rows(self, rule: Rule, stratum: Stratum, lower: Changes, positive: int, negated: int) -> set[Fact]:
+        """The aggregating rule's body rows that use a fact of ``lower[p][positive]`` or, under '!', of
+        ``lower[p][negated]``."""
+        rows: set[Fact] = set()
+        for seeded_rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+            change = lower.get(predicate) if seeded_rule is rule else None
+            facts = change[negated if is_negation else positive] if change is not None else None
+            if facts:
+                rows |= self._run(rule, Seed(SEED_NEGATIVE if is_negation else SEED_POSITIVE, i), facts, raw=True)
+        return rows
+
+    def _row_check(self, rule: Rule) -> CompiledRule:
+        """A plan that keeps the given body rows of an aggregating rule that still hold."""
+        key = (rule.index, Seed(SEED_HEAD, -2))
+        plan = self._compiled.get(key)
+        if plan is None:
+            aggregating = self._plan(rule, None)
+            body = aggregating.rule.body  # wildcards of a one-atom body are named there, as in its rows
+            head = Atom("__row", tuple(Var(name, rule.head.pos) for name in aggregating.row_vars), rule.head.pos)
+            check = Rule(rule.index, Clause(head, body, None, rule.clause.pos))
+            plan = self._compiled[key] = compile_rule(check, Seed(SEED_HEAD), self.predicates)
+        return plan
+
+    def _grouped_call(self, function: Callable[..., Any], rows: Any, rule: Rule, *more: Any) -> Any:
+        """A GroupedRows step, its reducers' errors reported as the clause's, like a whole-rule evaluation's."""
+        try:
+            return function(rows, *more)
+        except ValueLimitError as exc:
+            raise EvaluationLimitError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
+        except BuiltinError as exc:
+            raise EvaluationError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
+
+    def _negated_in(self, stratum: Stratum) -> set[str]:
+        negated = self._negated.get(id(stratum))
+        if negated is None:
+            negated = self._negated[id(stratum)] = {
+                lit.atom.predicate for rule in stratum.rules for lit in rule.body if isinstance(lit, Negation)
+            }
+        return negated
+
+    def _stratum_seeds(self, stratum: Stratum) -> list[tuple[Rule, int, str, bool]]:
+        """(rule, literal, predicate, negated?) for every stored atom of the stratum's rule bodies."""
+        seeds = self._seeds.get(id(stratum))
+        if seeds is None:
+            seeds = self._seeds[id(stratum)] = [
+                (rule, i, lit.predicate if isinstance(lit, Atom) else lit.atom.predicate, isinstance(lit, Negation))
+                for rule in stratum.rules
+                for i, lit in enumerate(rule.body)
+                if isinstance(lit, Atom | Negation)
+            ]
+        return seeds
 
     def _stratum_reads(self, stratum: Stratum) -> set[str]:
         return {p for rule in stratum.rules for p, _ in rule.body_predicates() if p in self.relations}
+
+    def _base_changed(
+        self, stratum: Stratum, changes: Changes, base_ins: dict[str, set[Fact]], base_del: dict[str, set[Fact]]
+    ) -> None:
+        """A stratum without rules holds its asserted facts alone: they change as the base did."""
+        self.stats.strata_updated += 1
+        for pred in stratum.predicates:
+            inserted, deleted = base_ins.get(pred, set()), base_del.get(pred, set())
+            if deleted:
+                self.relations[pred].remove(deleted)
+            if inserted:
+                self._insert(pred, inserted)
+            if inserted or deleted:
+                changes[pred] = (inserted, deleted)
 
     def _delete_rederive(
         self,
@@ -399,6 +607,12 @@ class Engine:
         self.stats.strata_updated += 1
         members = set(stratum.predicates)
         lower = {p: changes[p] for p in reads if p in changes}
+        if not self._may_lose(stratum, lower, members, base_del):
+            # only insertions reach this stratum (a supposed call's facts, new observations): no DRed pass
+            for pred, facts in self._insert_new(stratum, lower, members, base_ins, {}).items():
+                if facts:
+                    changes[pred] = (facts, set())
+            return
         overdeleted = self._overdelete(stratum, lower, members, base_del)
         for pred, gone in overdeleted.items():
             if gone:
@@ -410,6 +624,39 @@ class Engine:
             added = inserted.get(pred, set()) - overdeleted[pred]
             if gone or added:
                 changes[pred] = (added, gone)
+
+    def _may_lose(self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]) -> bool:
+        """Whether any fact of the stratum can lose a derivation: a retracted base fact of its own, a lower fact
+        gone, or a lower fact inserted where one of its rules negates it."""
+        if any(base_del.get(pred) for pred in members) or any(dels for _, dels in lower.values()):
+            return True
+        for rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+            if is_negation and predicate in lower and lower[predicate][INSERTED]:
+                if self._blocks_stored(rule, i, lower[predicate][INSERTED]):
+                    return True
+        return False
+
+    def _blocks_stored(self, rule: Rule, literal: int, inserted: set[Fact]) -> bool:
+        """Whether a fact inserted under the rule's ``!`` at ``literal`` may take away a stored head: only a head
+        carrying the inserted fact's values where the two share a variable can, so when the rule's head relation
+        holds none with those values, nothing is lost (a new call's facts never block an older call's verdict)."""
+        shared = self._shared_columns.get((rule.index, literal))
+        if shared is None:
+            negated = rule.body[literal]
+            assert isinstance(negated, Negation)
+            head = {arg.name: column for column, arg in enumerate(rule.head.args) if isinstance(arg, Var)}
+            shared = self._shared_columns[(rule.index, literal)] = tuple(
+                (position, head[arg.name])
+                for position, arg in enumerate(negated.atom.args)
+                if isinstance(arg, Var) and arg.name != "_" and arg.name in head
+            )
+        if not shared:
+            return True
+        index = self.relations[rule.head.predicate].index(tuple(column for _, column in shared))
+        if len(shared) == 1:
+            [(position, _)] = shared
+            return any(fact[position] in index for fact in inserted)
+        return any(tuple(fact[position] for position, _ in shared) in index for fact in inserted)
 
     def _overdelete(
         self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]
@@ -477,13 +724,14 @@ class Engine:
     ) -> None:
         """Run every rule from what the lower strata changed: a positive atom from its predicate's
         ``lower[p][positive]`` facts, a negated atom from ``lower[p][negated]`` (INSERTED or DELETED)."""
-        for rule in stratum.rules:
-            for i, lit in enumerate(rule.body):
-                if isinstance(lit, Atom) and lit.predicate in lower and lower[lit.predicate][positive]:
-                    self._merge(heads, rule, self._run(rule, Seed(SEED_POSITIVE, i), lower[lit.predicate][positive]))
-                elif isinstance(lit, Negation) and lit.atom.predicate in lower and lower[lit.atom.predicate][negated]:
-                    seed = lower[lit.atom.predicate][negated]
-                    self._merge(heads, rule, self._run(rule, Seed(SEED_NEGATIVE, i), seed))
+        for rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+            change = lower.get(predicate)
+            if change is None:
+                continue
+            facts = change[negated if is_negation else positive]
+            if facts:
+                kind = SEED_NEGATIVE if is_negation else SEED_POSITIVE
+                self._merge(heads, rule, self._run(rule, Seed(kind, i), facts))
 
     @staticmethod
     def _merge(heads: dict[str, set[Fact]], rule: Rule, found: set[Fact]) -> None:
