@@ -1,10 +1,13 @@
 """A kernel that judges one thing at a time — a tools/call, a reply — over rule files alone (``shipped=False``):
-each thing's facts replace the previous one's in one transaction, so the rules see exactly one and the kernel does
-not grow with the traffic."""
+each thing's facts are supposed for the length of its judgement (``Kernel.supposing``), so the rules see exactly one
+thing, the kernel never grows with the traffic, and the judgement costs one incremental evaluation from the thing's
+own facts — the decision path."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +17,14 @@ Facts = list[tuple[str, tuple[Any, ...]]]
 
 
 class OneAtATime:
-    """The rules in ``sources`` in a kernel of their own; ``judge(facts)`` makes ``facts`` the current thing's."""
+    """The rules in ``sources`` in a kernel of their own; ``judging(facts)`` holds while a thing is judged."""
 
     def __init__(self, sources: list[Path], prefix: str) -> None:
         self._workspace = tempfile.TemporaryDirectory(prefix=prefix)  # the kernel needs a workspace; it is unused
         self.kernel = Kernel(Path(self._workspace.name), extra_sources=sources, shipped=False)
-        self._previous: Facts = []  # the last thing's facts, retracted with the next
 
-    def judge(self, facts: Facts) -> None:
-        """Retract the previous thing's facts and assert these, in one evaluation."""
-        with self.kernel.transaction() as tx:
-            for predicate, row in self._previous:
-                tx.retract(predicate, row)
-            for predicate, row in facts:
-                tx.assert_(predicate, row)
-        self._previous = facts
+    @contextmanager
+    def judging(self, facts: Facts) -> Iterator[Kernel]:
+        """The kernel while ``facts`` are the current thing's: read its verdict inside the block."""
+        with self.kernel.supposing(facts) as kernel:
+            yield kernel

@@ -68,7 +68,8 @@ class McpPolicy:
 
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False) -> Verdict:
         """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
-        is decided on its own: its facts replace the previous call's in one transaction (one evaluation).
+        is decided on its own: its facts are supposed for the length of the decision (the decision path: one
+        incremental evaluation from them, undone after).
         ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
         digest = call_digest(server, tool, arguments)
@@ -78,17 +79,17 @@ class McpPolicy:
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
-        self._calls.judge(facts)
-        rows = self.kernel.query(f'mcp_verdict("{call}", D, R)')
-        if len(rows) != 1:
-            raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the rules "
-                                       "must derive exactly one")  # fmt: skip
-        [(_, decision, reasons)] = rows
-        kind, first = str(decision).lstrip("/"), str(reasons[0])
-        quoted = first.replace("\\", "\\\\").replace('"', '\\"')
-        # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are its
-        # record (deriving the tree costs ten times the decision)
-        why = explain(self.kernel, f'mcp_decision("{call}", {decision}, "{quoted}")') if kind != "permit" else ""
+        with self._calls.judging(facts) as kernel:
+            rows = kernel.match("mcp_verdict", call)
+            if len(rows) != 1:
+                raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the "
+                                           "rules must derive exactly one")  # fmt: skip
+            [(_, decision, reasons)] = rows
+            kind, first = str(decision).lstrip("/"), str(reasons[0])
+            quoted = first.replace("\\", "\\\\").replace('"', '\\"')
+            # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are
+            # its record (deriving the tree costs ten times the decision: docs/benchmarks.md)
+            why = explain(kernel, f'mcp_decision("{call}", {decision}, "{quoted}")') if kind != "permit" else ""
         return Verdict(call, kind, [str(r) for r in reasons], digest, why)
 
 

@@ -31,8 +31,8 @@ class ReplyPolicy:
 
     def refusals(self, result: Any) -> list[str]:
         """The reasons the rules derive for refusing this reply (a ``PacketResult`` with a validated packet)."""
-        self._replies.judge(_facts(result))
-        return sorted(str(reason) for (reason,) in self.kernel.query("reply_refused(R)"))
+        with self._replies.judging(_facts(result)) as kernel:
+            return [str(reason) for (reason,) in kernel.match("reply_refused", sort=True)]
 
 
 def _facts(result: Any) -> list[tuple[str, tuple[Any, ...]]]:

@@ -1,8 +1,9 @@
 """Why a fact holds: the rule that derived it and the facts that rule used, down to asserted facts.
 
-Each rule body gets a *witness* rule whose head lists every body variable; evaluating the witnesses once over
-the kernel's facts (in a separate engine, so the kernel is untouched) yields, for a derived fact, a complete
-instantiation of a rule body that derives it — negation, comparisons and built-ins included.
+For a derived fact, each rule that could derive it is run seeded with the fact itself (``Engine.derivations``):
+the first instantiation of its body, every variable bound, is the derivation shown — negation, comparisons and
+built-ins included. Nothing is evaluated beyond the facts the tree shows, so explaining a decision costs about as
+much as deciding it, and it runs against the kernel's current facts (a supposed call's included).
 """
 
 from __future__ import annotations
@@ -11,23 +12,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..logic import (
+    Apply,
     Atom,
-    Clause,
     Comparison,
     Const,
-    Engine,
     Negation,
-    Program,
-    SourceUnit,
     Term,
     Var,
     display,
     display_fact,
     parse_atom,
+    sort_facts,
 )
 from .kernel import Kernel
 
-WITNESS = "explain_witness_"
 
 
 @dataclass
@@ -67,22 +65,6 @@ class _Explainer:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.rules = [r for r in kernel.engine.analyzed.rules if r.transform is None]
-        self._witnesses: Engine | None = None
-
-    def witnesses(self) -> Engine:
-        if self._witnesses is None:
-            clauses = [
-                Clause(Atom(f"{WITNESS}{r.index}", tuple(Var(n, r.head.pos) for n in _variables(r.body)), r.head.pos),
-                       r.body, None, r.head.pos)
-                for r in self.rules
-            ]  # fmt: skip
-            program = self.kernel.program + Program([SourceUnit("<explain>", clauses=clauses)])
-            engine = Engine(program, externals=self.kernel._externals, check_bounds=False)
-            for predicate, facts in self.kernel.engine.base.items():
-                engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
-            engine.evaluate()
-            self._witnesses = engine
-        return self._witnesses
 
     def explain(self, predicate: str, fact: tuple[Any, ...], depth: int, seen: set[str]) -> Explanation:
         shown = display_fact(predicate, fact)
@@ -91,11 +73,9 @@ class _Explainer:
         if shown in seen or depth <= 0:
             return Explanation(shown, "derived (not expanded further)")
         for rule in (r for r in self.rules if r.head.predicate == predicate):
-            names = _variables(rule.body)
-            for row in self.witnesses().facts(f"{WITNESS}{rule.index}"):
+            names = tuple(_variables(rule.body))
+            for row in self.kernel.engine.derivations(rule, fact, names)[:1]:
                 binding = dict(zip(names, row, strict=True))
-                if tuple(_value(arg, binding) for arg in rule.head.args) != fact:
-                    continue
                 where = f"{rule.head.pos.source}:{rule.head.pos.line}"
                 node = Explanation(shown, f"derived by the rule at {where}")
                 for literal in rule.body:
@@ -109,7 +89,11 @@ class _Explainer:
             info = self.kernel.engine.predicates.get(literal.predicate)
             if info is not None and info.external:
                 return Explanation(pattern, "external predicate")
-            rows = self.kernel.query(pattern)
+            if any(isinstance(a, Apply) for a in literal.args):  # a computed argument: the engine evaluates it
+                rows = self.kernel.query(pattern)
+            else:
+                bound = {i: _value(a, binding) for i, a in enumerate(literal.args) if _known(a, binding)}
+                rows = sort_facts(self.kernel.engine.lookup(literal.predicate, bound))
             return self.explain(literal.predicate, rows[0], depth, seen) if rows else Explanation(pattern, "?")
         if isinstance(literal, Negation):
             return Explanation("!" + _render(literal.atom, binding), "no such fact")
@@ -137,6 +121,11 @@ def _variables(body: tuple[Any, ...]) -> list[str]:
             visit(literal.left)
             visit(literal.right)
     return names
+
+
+def _known(term: Term, binding: dict[str, Any]) -> bool:
+    """Whether the term's value is known from the binding (a constant, or a bound variable)."""
+    return isinstance(term, Const) or (isinstance(term, Var) and term.name in binding)
 
 
 def _value(term: Term, binding: dict[str, Any]) -> Any:

@@ -201,6 +201,28 @@ class Kernel:
             callback()
         return self.last_stats
 
+    @contextmanager
+    def supposing(self, facts: Iterable[tuple[str, Iterable[Any]]]) -> Iterator[Kernel]:
+        """The kernel as if ``facts`` (predicate, row) held, for one question — a tools/call's permission, a reply's
+        refusal — and exactly as before once the ``with`` block ends. This is the decision path: no transaction, no
+        OODA turn, one incremental evaluation from the supposed facts and its changes undone after (see
+        ``Engine.supposing``). Bounded like a transaction by ``max_facts_in_kernel``."""
+        rows: dict[str, list[Row]] = {}
+        for predicate, row in facts:
+            rows.setdefault(predicate, []).append(tuple(row))
+        limit = self.config.core_limits.max_facts_in_kernel
+        if self.fact_count() + sum(map(len, rows.values())) > limit:
+            raise KernelLimitError(
+                f"the supposed facts would bring the kernel to more than {limit} facts "
+                "(core_limits.max_facts_in_kernel)"
+            )
+        if self._externals_changed:
+            self.last_stats = self.engine.evaluate(full=True)
+            self._externals_changed = False
+        with self.engine.supposing(rows) as stats:
+            self.last_stats = stats
+            yield self
+
     def assert_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
         """Assert ``rows`` of ``predicate`` and bring derived facts up to date."""
         with self.transaction() as tx:

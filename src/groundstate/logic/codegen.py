@@ -209,7 +209,11 @@ def _comparator(op: str) -> Callable[[Any, Any], bool]:
     return check
 
 
-def compile_rule(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInfo]) -> CompiledRule:
+def compile_rule(
+    rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInfo], output: tuple[Term, ...] | None = None
+) -> CompiledRule:
+    """The rule as one Python function over its sources; ``output`` replaces the head's terms as what each match
+    yields (an explanation asks for every body variable of the matches that derive a given head)."""
     gen = _Gen(predicates)
     body = rule.body
     if rule.aggregates and len(body) == 1 and isinstance(body[0], Atom):
@@ -238,20 +242,22 @@ def compile_rule(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateI
         gen.literal(body[i])
     row_vars: tuple[str, ...] = ()
     transform = rule.transform
-    if transform is not None and transform.group_by is not None:
+    if output is not None:
+        output_code = "(" + "".join(gen.expr(a) + ", " for a in output) + ")"
+    elif transform is not None and transform.group_by is not None:
         row_vars = tuple(sorted(gen.refs))
-        output = "(" + "".join(gen.refs[v] + ", " for v in row_vars) + ")"
+        output_code = "(" + "".join(gen.refs[v] + ", " for v in row_vars) + ")"
     else:
         if transform is not None:
             for let in transform.lets:
                 name = gen.fresh("v")
                 gen.clauses.append(f"for {name} in [{gen.expr(let.expr)}]")
                 gen.refs[let.var.name] = name
-        output = "(" + "".join(gen.expr(a) + ", " for a in rule.head.args) + ")"
+        output_code = "(" + "".join(gen.expr(a) + ", " for a in rule.head.args) + ")"
     if not gen.clauses or not gen.clauses[0].startswith("for "):
         gen.clauses.insert(0, "for _ in ONE")
     params = ", ".join(f"s{i}" for i in range(len(gen.sources)))
-    code = f"def rule({params}):\n    return {{{output}\n        " + "\n        ".join(gen.clauses) + "}\n"
+    code = f"def rule({params}):\n    return {{{output_code}\n        " + "\n        ".join(gen.clauses) + "}\n"
     scope = dict(gen.namespace)
     exec(compile(code, f"<rule {rule.index}>", "exec"), scope)
     return CompiledRule(rule, seed, gen.sources, scope["rule"], code, row_vars)

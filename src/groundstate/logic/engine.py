@@ -32,6 +32,7 @@ from .values import sort_facts, to_value
 
 External = Callable[..., Any]
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
+SeedPlan = tuple[Rule, int, str, bool, CompiledRule]  # rule, body literal, its predicate, negated?, seeded plan
 INSERTED, DELETED = 0, 1
 
 
@@ -79,6 +80,7 @@ class Engine:
         self._compiled: dict[tuple[int, Seed | None], CompiledRule] = self.analyzed.plans
         self._variants: dict[int, list[tuple[str, str, CompiledRule]]] = {}
         self._negated: dict[int, set[str]] = {}  # per stratum (by id): the predicates its rules negate
+        self._derivation_plans: dict[tuple[int, tuple[str, ...]], CompiledRule] = {}  # see derivations()
         self._shared_columns: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}  # see _blocks_stored
         heads = [rule.head.predicate for rule in self.analyzed.rules]
         single = {predicate for predicate in heads if heads.count(predicate) == 1}
@@ -99,7 +101,8 @@ class Engine:
             for predicate in reads:
                 self._readers.setdefault(predicate, []).append(number)
         self._stratum_number = {id(s): i for i, s in enumerate(self.analyzed.strata)}
-        self._seeds: dict[int, list[tuple[Rule, int, str, bool]]] = {}  # per stratum: (rule, literal, predicate, negated?)
+        self._seeds: dict[int, list[SeedPlan]] = {}  # per stratum (by id), see _stratum_seeds
+        self._inputs: dict[int, list[tuple[str, Any, tuple[int, ...]]]] = {}  # per plan (by id), see _execute
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -113,6 +116,7 @@ class Engine:
         assert info.modes is not None
         outputs = info.modes.count("-")
         self._externals[predicate] = _wrap_external(predicate, function, outputs)
+        self._inputs.clear()  # plans resolved the previous function
 
     def assert_facts(self, predicate: str, rows: Iterable[Iterable[Any]]) -> int:
         """Add base facts; returns how many were new. Takes effect at the next evaluate()."""
@@ -255,6 +259,19 @@ class Engine:
         key = bound[columns[0]] if len(columns) == 1 else tuple(bound[c] for c in columns)
         return list(relation.index(columns).get(key, ()))
 
+    def derivations(self, rule: Rule, fact: Fact, variables: tuple[str, ...]) -> list[Fact]:
+        """The values of ``variables`` in each instantiation of ``rule``'s body (over the current facts) that derives
+        ``fact``, sorted: what an explanation shows, found from the fact itself rather than by evaluating every
+        rule's instantiations (``rule`` has no transform; ``variables`` are its body's)."""
+        if self.pending:
+            self.evaluate()
+        key = (rule.index, variables)
+        plan = self._derivation_plans.get(key)
+        if plan is None:
+            terms = tuple(Var(name, rule.head.pos) for name in variables)
+            plan = self._derivation_plans[key] = compile_rule(rule, Seed(SEED_HEAD), self.predicates, output=terms)
+        return sort_facts(self._execute(plan, [fact]))
+
     def facts(self, predicate: str, *, sort: bool = True) -> list[Fact]:
         """Every fact of ``predicate``, sorted unless ``sort=False`` (sorting a large relation costs more than
         deriving it); evaluates pending changes first."""
@@ -315,23 +332,19 @@ class Engine:
     def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
         """The plan's head facts (``raw``: an aggregating rule's body rows, before grouping)."""
         rule = plan.rule
+        inputs = self._inputs.get(id(plan))
+        if inputs is None:
+            inputs = self._inputs[id(plan)] = [self._input(plan, source) for source in plan.sources]
         args: list[Any] = []
-        for source in plan.sources:
-            kind = source.kind
+        for kind, target, columns in inputs:
             if kind == SEED:
                 args.append(seed_facts)
-            elif kind in (SCAN, FACTS):
-                args.append(self.relations[source.predicate].facts)
             elif kind == INDEX:
-                args.append(self.relations[source.predicate].index(source.columns))
+                args.append(target.index(columns))
+            elif kind == CALL:
+                args.append(target)
             else:
-                assert kind == CALL
-                fn = self._externals.get(source.predicate)
-                if fn is None:
-                    raise EvaluationError(
-                        f"external predicate {source.predicate} has no registered function", rule.clause.pos
-                    )
-                args.append(fn)
+                args.append(target.facts)
         try:
             result = plan.function(*args)
             if not raw and (plan.row_vars or (rule.aggregates and plan.seed is None)):
@@ -341,6 +354,19 @@ class Engine:
         except (BuiltinError, _ExternalError) as exc:
             raise EvaluationError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
         return result
+
+    def _input(self, plan: CompiledRule, source: Any) -> tuple[str, Any, tuple[int, ...]]:
+        """Where a plan's source comes from in this engine: its relation (facts or an index) or external."""
+        if source.kind == CALL:
+            fn = self._externals.get(source.predicate)
+            if fn is None:
+                raise EvaluationError(
+                    f"external predicate {source.predicate} has no registered function", plan.rule.clause.pos
+                )
+            return CALL, fn, ()
+        if source.kind == SEED:
+            return SEED, None, ()
+        return source.kind, self.relations[source.predicate], source.columns
 
     def _recursive_variants(self, stratum: Stratum) -> list[tuple[str, str, CompiledRule]]:
         """(body predicate, head predicate, plan seeded from that body atom) for every recursive atom."""
@@ -451,7 +477,6 @@ class Engine:
                 base_del[pred] = toggled - ins
         strata = self.analyzed.strata
         due = sorted({self.analyzed.stratum_of[p] for p in (*base_ins, *base_del)})  # a heap: lowest stratum first
-        done: set[str] = set()  # predicates whose changes have been passed up to their readers
         while due:
             i = heapq.heappop(due)
             if due and due[0] == i:
@@ -465,11 +490,11 @@ class Engine:
                 self._base_changed(stratum, changes, base_ins, base_del)
             else:
                 self._delete_rederive(stratum, reads, changes, base_ins, base_del)
-            for predicate in changes.keys() - done:
-                done.add(predicate)
-                for reader in self._readers.get(predicate, ()):
-                    if reader > i:  # a recursive stratum reads its own predicates: it has run
-                        heapq.heappush(due, reader)
+            for predicate in stratum.predicates:  # what this stratum changed wakes the strata that read it
+                if predicate in changes:
+                    for reader in self._readers.get(predicate, ()):
+                        if reader > i:  # a recursive stratum reads its own predicates: it has run
+                            heapq.heappush(due, reader)
 
     # -- aggregating rules, group by group ------------------------------------------------------------
     def _aggregate_all(self, rule: Rule, stratum: Stratum) -> set[Fact]:
@@ -530,11 +555,11 @@ class Engine:
         """The aggregating rule's body rows that use a fact of ``lower[p][positive]`` or, under '!', of
         ``lower[p][negated]``."""
         rows: set[Fact] = set()
-        for seeded_rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+        for seeded_rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
             change = lower.get(predicate) if seeded_rule is rule else None
             facts = change[negated if is_negation else positive] if change is not None else None
             if facts:
-                rows |= self._run(rule, Seed(SEED_NEGATIVE if is_negation else SEED_POSITIVE, i), facts, raw=True)
+                rows |= self._execute(plan, facts, raw=True)
         return rows
 
     def _row_check(self, rule: Rule) -> CompiledRule:
@@ -566,15 +591,19 @@ class Engine:
             }
         return negated
 
-    def _stratum_seeds(self, stratum: Stratum) -> list[tuple[Rule, int, str, bool]]:
-        """(rule, literal, predicate, negated?) for every stored atom of the stratum's rule bodies."""
+    def _stratum_seeds(self, stratum: Stratum) -> list[SeedPlan]:
+        """(rule, literal, predicate, negated?, the rule's plan seeded there) for every stored atom of the stratum's
+        rule bodies, compiled once: a decision runs a dozen of these, and finding each plan cost more than running
+        it."""
         seeds = self._seeds.get(id(stratum))
         if seeds is None:
             seeds = self._seeds[id(stratum)] = [
-                (rule, i, lit.predicate if isinstance(lit, Atom) else lit.atom.predicate, isinstance(lit, Negation))
+                (rule, i, lit.atom.predicate, True, self._plan(rule, Seed(SEED_NEGATIVE, i)))
+                if isinstance(lit, Negation)
+                else (rule, i, lit.predicate, False, self._plan(rule, Seed(SEED_POSITIVE, i)))
                 for rule in stratum.rules
                 for i, lit in enumerate(rule.body)
-                if isinstance(lit, Atom | Negation)
+                if isinstance(lit, Negation) or (isinstance(lit, Atom) and lit.predicate in self.relations)
             ]
         return seeds
 
@@ -608,10 +637,7 @@ class Engine:
         members = set(stratum.predicates)
         lower = {p: changes[p] for p in reads if p in changes}
         if not self._may_lose(stratum, lower, members, base_del):
-            # only insertions reach this stratum (a supposed call's facts, new observations): no DRed pass
-            for pred, facts in self._insert_new(stratum, lower, members, base_ins, {}).items():
-                if facts:
-                    changes[pred] = (facts, set())
+            self._insert_only(stratum, lower, base_ins, changes)
             return
         overdeleted = self._overdelete(stratum, lower, members, base_del)
         for pred, gone in overdeleted.items():
@@ -625,12 +651,44 @@ class Engine:
             if gone or added:
                 changes[pred] = (added, gone)
 
+    def _insert_only(self, stratum: Stratum, lower: Changes, base_ins: dict[str, set[Fact]], changes: Changes) -> None:
+        """Only insertions reach this stratum (a supposed call's facts, new observations): what they derive is
+        inserted, up to the fixpoint, with no delete-rederive pass."""
+        delta: dict[str, set[Fact]] = {}
+        relations = self.relations
+        for pred in stratum.predicates:
+            fresh = base_ins.get(pred)
+            if fresh:
+                delta[pred] = fresh - relations[pred].facts
+        for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
+            change = lower.get(predicate)
+            if change is not None and change[DELETED if is_negation else INSERTED]:
+                found = self._execute(plan, change[DELETED if is_negation else INSERTED])
+                if found:
+                    head = rule.head.predicate
+                    found -= relations[head].facts
+                    if head in delta:
+                        delta[head] |= found
+                    else:
+                        delta[head] = found
+        for pred, facts in delta.items():
+            self._insert(pred, facts)
+        inserted = self._fixpoint(stratum, delta, track=True) if stratum.recursive else delta
+        for pred, facts in inserted.items():
+            if facts:
+                changes[pred] = (facts, set())
+
     def _may_lose(self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]) -> bool:
         """Whether any fact of the stratum can lose a derivation: a retracted base fact of its own, a lower fact
         gone, or a lower fact inserted where one of its rules negates it."""
-        if any(base_del.get(pred) for pred in members) or any(dels for _, dels in lower.values()):
-            return True
-        for rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+        if base_del:
+            for pred in members:
+                if base_del.get(pred):
+                    return True
+        for _, dels in lower.values():
+            if dels:
+                return True
+        for rule, i, predicate, is_negation, _ in self._stratum_seeds(stratum):
             if is_negation and predicate in lower and lower[predicate][INSERTED]:
                 if self._blocks_stored(rule, i, lower[predicate][INSERTED]):
                     return True
@@ -724,14 +782,13 @@ class Engine:
     ) -> None:
         """Run every rule from what the lower strata changed: a positive atom from its predicate's
         ``lower[p][positive]`` facts, a negated atom from ``lower[p][negated]`` (INSERTED or DELETED)."""
-        for rule, i, predicate, is_negation in self._stratum_seeds(stratum):
+        for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
             change = lower.get(predicate)
             if change is None:
                 continue
             facts = change[negated if is_negation else positive]
             if facts:
-                kind = SEED_NEGATIVE if is_negation else SEED_POSITIVE
-                self._merge(heads, rule, self._run(rule, Seed(kind, i), facts))
+                self._merge(heads, rule, self._execute(plan, facts))
 
     @staticmethod
     def _merge(heads: dict[str, set[Fact]], rule: Rule, found: set[Fact]) -> None:

@@ -134,6 +134,15 @@ class GroupedRows:
             self.journal.append((self, key, None if group is None else set(group), self.heads.get(key),
                                  None if group is None else list(self.totals.get(key, []))))  # fmt: skip
 
+    def _arguments(self, let_index: int, rows: list[Row]) -> list[Row]:
+        """A reducer's argument tuple for each row (read straight from the row where they are variables)."""
+        args = self._lets[let_index].expr.args
+        if all(isinstance(a, Var) for a in args):
+            columns = [self.position[a.name] for a in args]  # type: ignore[union-attr]
+            return [tuple(row[c] for c in columns) for row in rows]
+        names = self.position.items()
+        return [tuple(evaluate_term(a, {n: row[j] for n, j in names}) for a in args) for row in rows]
+
     def _values(self, expr_index: int, rows: Iterable[Row]) -> list[Any]:
         """One reducer's argument for each row."""
         expr = self._lets[expr_index].expr
@@ -166,10 +175,8 @@ class GroupedRows:
             elif function == "fn:sum" and totals[i] is not None:
                 env[let.var.name] = totals[i]
             elif function in REDUCERS:
-                members = members if members is not None else sort_facts(group)
-                arg_rows = [tuple(evaluate_term(a, {n: row[j] for n, j in self.position.items()}) for a in let.expr.args)
-                            for row in members]  # fmt: skip
-                env[let.var.name] = REDUCERS[function][1](arg_rows)
+                members = members if members is not None else (list(group) if len(group) == 1 else sort_facts(group))
+                env[let.var.name] = REDUCERS[function][1](self._arguments(i, members))
             else:
                 env[let.var.name] = evaluate_term(let.expr, env)
         return tuple(evaluate_term(a, env) for a in self.rule.head.args)

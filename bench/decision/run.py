@@ -1,0 +1,187 @@
+"""One permission decision for one tool call: groundstate's decision path versus regopy (OPA's Rego in C++) on the
+same policy (policy.mg on top of the MCP guard's shipped mcp.mg; policy.rego with mcp.mg's rules written in Rego),
+the same inputs, every answer checked equal.
+
+    python bench/decision/run.py            # 10,000 decisions per row, best and median of 3 runs
+    python bench/decision/run.py --quick    # 2,000, one run
+
+Rows:
+- groundstate decision path: the call's facts supposed in the guard's kernel, the verdict (decision and every
+  reason) read, the facts gone (``Kernel.supposing``) — what OPA's ``opa bench`` measures for a query.
+- groundstate MCP guard decide: ``McpPolicy.decide`` whole, as ``groundstate mcp serve`` calls it: the digest of
+  the exact arguments, the arguments flattened to facts, the decision path, and for a refusal or a held call its
+  derivation tree (what "why was this denied" shows).
+- derivation only: the derivation tree of the refusals and held calls, alone.
+- regopy: ``set_input`` and ``query`` of the verdict, output parsed.
+OPA's own figure (Go, its published ``opa bench`` of an RBAC allow) is 35.8 µs median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from regopy import Interpreter
+
+from groundstate.guard.policy import McpPolicy, call_digest
+from groundstate.kernel import explain
+
+HERE = Path(__file__).parent
+USERS = ["alice", "bob", "carol", "dave", "mallory"]
+TOOLS = {"git": ["git_status", "git_log", "git_add", "git_commit", "git_reset"], "time": ["get_current_time"]}
+READ_ONLY = {"git_status", "git_log", "get_current_time"}
+
+
+def inputs(count: int, seed: int = 3) -> list[dict[str, Any]]:
+    """Calls from every user to every tool, some on a repository under /etc."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        server = rng.choice(sorted(TOOLS))
+        path = rng.choice(["/srv/repo", "/srv/repo", "/srv/repo", "/home/u/project", "/home/u/project", "/etc/secrets"])
+        out.append({"server": server, "tool": rng.choice(TOOLS[server]), "client": rng.choice(USERS),
+                    "arguments": {"repo_path": path}})  # fmt: skip
+    return out
+
+
+def guard() -> McpPolicy:
+    policy = McpPolicy([HERE / "policy.mg"])
+    for server, tools in TOOLS.items():
+        hints = [SimpleNamespace(name=t, annotations=SimpleNamespace(read_only_hint=t in READ_ONLY,
+                                                                     destructive_hint=t not in READ_ONLY))
+                 for t in tools]  # fmt: skip
+        policy.add_tools(server, hints)
+    return policy
+
+
+def decision_path(policy: McpPolicy) -> Callable[[dict[str, Any]], tuple[str, list[str]]]:
+    """The call's facts supposed, the verdict read."""
+    kernel = policy.kernel
+
+    def decide(call: dict[str, Any]) -> tuple[str, list[str]]:
+        name = f"call-{uuid.uuid4().hex[:12]}"
+        facts = [("mcp_call", (name, call["server"], call["tool"], "sha256:-", call["client"])),
+                 *(("mcp_argument", (name, key, value)) for key, value in call["arguments"].items())]  # fmt: skip
+        with kernel.supposing(facts):
+            [(_, decision, reasons)] = kernel.match("mcp_verdict", name)
+        return str(decision).lstrip("/"), [str(r) for r in reasons]
+
+    return decide
+
+
+def guard_decide(policy: McpPolicy) -> Callable[[dict[str, Any]], tuple[str, list[str]]]:
+    def decide(call: dict[str, Any]) -> tuple[str, list[str]]:
+        verdict = policy.decide(call["server"], call["tool"], call["arguments"], call["client"])
+        return verdict.decision, verdict.reasons
+
+    return decide
+
+
+def derivation_only(policy: McpPolicy) -> Callable[[dict[str, Any]], tuple[str, list[str]]]:
+    """The tree alone, over a call already supposed (timed inside the supposition)."""
+    kernel = policy.kernel
+
+    def tree(call: dict[str, Any]) -> tuple[str, list[str]]:
+        name = "call-tree"
+        facts = [("mcp_call", (name, call["server"], call["tool"], "sha256:-", call["client"])),
+                 *(("mcp_argument", (name, key, value)) for key, value in call["arguments"].items())]  # fmt: skip
+        with kernel.supposing(facts):
+            [(_, decision, reasons)] = kernel.match("mcp_verdict", name)
+            first = str(reasons[0]).replace("\\", "\\\\").replace('"', '\\"')
+            started = time.perf_counter()
+            text = explain(kernel, f'mcp_decision("{name}", {decision}, "{first}")')
+            tree.seconds.append(time.perf_counter() - started)  # type: ignore[attr-defined]
+        assert "derived by the rule" in text, text
+        return str(decision).lstrip("/"), [str(r) for r in reasons]
+
+    tree.seconds = []  # type: ignore[attr-defined]
+    return tree
+
+
+def regopy_decide() -> Callable[[dict[str, Any]], tuple[str, list[str]]]:
+    rego = Interpreter()
+    rego.add_module("guard", (HERE / "policy.rego").read_text())
+
+    def decide(call: dict[str, Any]) -> tuple[str, list[str]]:
+        rego.set_input(call)
+        output = json.loads(str(rego.query("data.guard.verdict")))
+        [verdict] = output["expressions"]
+        return verdict["decision"], sorted(verdict["reasons"])
+
+    return decide
+
+
+def timed(decide: Callable[[dict[str, Any]], tuple[str, list[str]]], calls: list[dict[str, Any]]) -> tuple[
+        list[float], list[tuple[str, list[str]]]]:  # fmt: skip
+    for call in calls[:200]:  # warm-up: plans compiled, caches filled
+        decide(call)
+    seconds, answers = [], []
+    for call in calls:
+        started = time.perf_counter()
+        answer = decide(call)
+        seconds.append(time.perf_counter() - started)
+        answers.append((answer[0], sorted(answer[1])))
+    return seconds, answers
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(share * len(ordered)), len(ordered) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    count, runs = (2000, 1) if quick else (10_000, 3)
+    calls = inputs(count)
+    print(f"# Python {platform.python_version()}, {os.cpu_count()} cores, {count} decisions per row, {runs} runs")
+    policy = guard()
+    tree = derivation_only(guard())
+    refused = [c for c in calls if tree(c)[0] != "permit"]
+    tree.seconds.clear()  # type: ignore[attr-defined]
+    rows: dict[str, Callable[[dict[str, Any]], tuple[str, list[str]]]] = {
+        "groundstate decision path": decision_path(policy),
+        "groundstate MCP guard decide (digest, facts, decision, derivation of refusals)": guard_decide(policy),
+        "regopy (Rego, C++)": regopy_decide(),
+    }
+    medians: dict[str, list[float]] = {name: [] for name in [*rows, "derivation tree of a refusal, alone"]}
+    p99: dict[str, list[float]] = {name: [] for name in medians}
+    reference: list[tuple[str, list[str]]] | None = None
+    for _ in range(runs):
+        for name, decide in rows.items():
+            seconds, answers = timed(decide, calls)
+            if reference is None:
+                reference = answers
+            elif answers != reference:
+                wrong = next(i for i, (a, b) in enumerate(zip(answers, reference, strict=True)) if a != b)
+                raise SystemExit(f"{name} answered {answers[wrong]} for {calls[wrong]}; expected {reference[wrong]}")
+            medians[name].append(statistics.median(seconds))
+            p99[name].append(percentile(seconds, 0.99))
+        timed(tree, refused)
+        medians["derivation tree of a refusal, alone"].append(statistics.median(tree.seconds))  # type: ignore[attr-defined]
+        p99["derivation tree of a refusal, alone"].append(percentile(tree.seconds, 0.99))  # type: ignore[attr-defined]
+        tree.seconds.clear()  # type: ignore[attr-defined]
+    assert reference is not None
+    kinds = {kind: sum(1 for d, _ in reference if d == kind) for kind in ("permit", "approve", "deny")}
+    print(f"# answers checked equal on every row: {kinds}")
+    print("| path | median µs (best / median of runs) | p99 µs (best) |\n|---|---|---|")
+    for name in medians:
+        best, middle = min(medians[name]) * 1e6, statistics.median(medians[name]) * 1e6
+        print(f"| {name} | {best:.0f} / {middle:.0f} | {min(p99[name]) * 1e6:.0f} |")
+    ours, theirs = min(medians["groundstate decision path"]), min(medians["regopy (Rego, C++)"])
+    print(f"\nregopy / decision path: {theirs / ours:.1f}x; decision path / OPA's 35.8 µs: {ours * 1e6 / 35.8:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
