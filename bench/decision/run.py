@@ -33,7 +33,7 @@ from typing import Any
 
 from regopy import Interpreter
 
-from groundstate.guard.policy import McpPolicy, call_digest
+from groundstate.guard.policy import McpPolicy
 from groundstate.kernel import explain
 
 HERE = Path(__file__).parent

@@ -79,23 +79,33 @@ def programs(draw: st.DrawFn) -> GeneratedProgram:
             rules.append((f"{pred}({', '.join(head_args)})", body, tests))
         order.append(pred)
     if draw(st.booleans()):
-        source = draw(st.sampled_from([p for p in order if arity[p] == 2]))
-        reducer = draw(st.sampled_from(REDUCED))
-        body = [f"{source}(X, Y)"]
-        if draw(st.booleans()):  # a second atom, its wildcard projected away: a row may have several derivations
-            body.append(f"{draw(st.sampled_from([p for p in order if arity[p] == 2]))}(Y, _)")
-        if draw(st.booleans()):  # a negation: an inserted fact takes rows away
-            body.append(f"!{draw(st.sampled_from([p for p in order if arity[p] == 1] or ['f']))}(Y)")
-        if draw(st.booleans()):
-            reducer += ", let M = fn:count()"
-            head = "agg(X, N, M)"
-        else:
-            head = "agg(X, N)"
-        rules.append((f"{head} :- {', '.join(body)} |> do fn:group_by(X), let N = {reducer}.", [], []))
-        rules.append(("post(X)", ["f(X)", "!" + head.replace("N", "1").replace("M", "_")], []))
-        rules.append(("sizes(N, C) :- " + head.replace("X", "_") + " |> do fn:group_by(N), let C = fn:count().", [], []))
-        arity["agg"], arity["post"], arity["sizes"] = head.count(",") + 1, 1, 2
+        rules += aggregating_rules(draw, order, arity)
     return GeneratedProgram(arity, rules)
+
+
+def aggregating_rules(
+    draw: st.DrawFn, order: list[str], arity: dict[str, int]
+) -> list[tuple[str, list[str], list[str]]]:
+    """An aggregate over the generated predicates (sometimes with a projected wildcard, a negation, two reducers),
+    a rule negating it, and an aggregate over it."""
+    rules: list[tuple[str, list[str], list[str]]] = []
+    binary = [p for p in order if arity[p] == 2]
+    reducer = draw(st.sampled_from(REDUCED))
+    body = [f"{draw(st.sampled_from(binary))}(X, Y)"]
+    if draw(st.booleans()):  # a second atom, its wildcard projected away: a row may have several derivations
+        body.append(f"{draw(st.sampled_from(binary))}(Y, _)")
+    if draw(st.booleans()):  # a negation: an inserted fact takes rows away
+        body.append(f"!{draw(st.sampled_from([p for p in order if arity[p] == 1] or ['f']))}(Y)")
+    head = "agg(X, N)"
+    if draw(st.booleans()):
+        reducer += ", let M = fn:count()"
+        head = "agg(X, N, M)"
+    rules.append((f"{head} :- {', '.join(body)} |> do fn:group_by(X), let N = {reducer}.", [], []))
+    rules.append(("post(X)", ["f(X)", "!" + head.replace("N", "1").replace("M", "_")], []))
+    sizes = head.replace("X", "_")
+    rules.append((f"sizes(N, C) :- {sizes} |> do fn:group_by(N), let C = fn:count().", [], []))
+    arity["agg"], arity["post"], arity["sizes"] = head.count(",") + 1, 1, 2
+    return rules
 
 
 REDUCED = ["fn:count()", "fn:sum(Y)", "fn:max(Y)", "fn:min(Y)", "fn:collect(Y)", "fn:collect_distinct(Y)"]

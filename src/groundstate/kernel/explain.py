@@ -27,7 +27,6 @@ from ..logic import (
 from .kernel import Kernel
 
 
-
 @dataclass
 class Explanation:
     """Why a fact holds: the rule that derived it and the explanations of the facts it used."""

@@ -20,7 +20,7 @@ from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
 from .ast import Apply, Atom, Clause, Const, Negation, Term, Var
 from .builtins import FUNCTIONS, BuiltinError, ValueLimitError
-from .codegen import CALL, FACTS, INDEX, SCAN, SEED, CompiledRule, compile_rule
+from .codegen import CALL, INDEX, SEED, CompiledRule, compile_rule
 from .errors import EvaluationError, EvaluationLimitError, FactError
 from .gcpause import gc_paused
 from .grouped import GroupedRows, Journal
@@ -86,8 +86,9 @@ class Engine:
         single = {predicate for predicate in heads if heads.count(predicate) == 1}
         self._grouped: dict[int, GroupedRows] = {}  # per aggregating rule kept by group (its index), once evaluated
         self._groupable = [
-            all(GroupedRows.eligible(rule, single) for rule in s.rules) and all(not self.base.get(p) for p in s.predicates)
-            for s in self.analyzed.strata
+            all(GroupedRows.eligible(rule, single) for rule in stratum.rules)
+            and all(not self.base.get(p) for p in stratum.predicates)
+            for stratum in self.analyzed.strata
         ]  # strata of aggregating rules alone whose heads have no asserted facts: maintained group by group
         self._journal: Journal | None = None  # while a supposition is open: each group's state before it changed
         self._externals: dict[str, External] = {}
@@ -326,7 +327,9 @@ class Engine:
             self._compiled[key] = plan
         return plan
 
-    def _run(self, rule: Rule, seed: Seed | None = None, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
+    def _run(
+        self, rule: Rule, seed: Seed | None = None, seed_facts: Iterable[Fact] = (), raw: bool = False
+    ) -> set[Fact]:
         return self._execute(self._plan(rule, seed), seed_facts, raw)
 
     def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
@@ -461,11 +464,8 @@ class Engine:
             bucket |= fresh
 
     # -- incremental maintenance ----------------------------------------------------------------------
-    def _counts(self) -> dict[str, int]:
-        return {name: len(rel) for name, rel in sorted(self.relations.items())}
-
-    def _evaluate_incremental(self, changes: Changes) -> None:
-        self.stats.mode = "incremental"
+    def _base_changes(self) -> tuple[dict[str, set[Fact]], dict[str, set[Fact]]]:
+        """The asserted facts inserted and retracted since the last evaluation, per predicate."""
         base_ins: dict[str, set[Fact]] = {}
         base_del: dict[str, set[Fact]] = {}
         for pred, toggled in self._toggled.items():
@@ -475,6 +475,14 @@ class Engine:
                 base_ins[pred] = ins
             if len(ins) != len(toggled):
                 base_del[pred] = toggled - ins
+        return base_ins, base_del
+
+    def _counts(self) -> dict[str, int]:
+        return {name: len(rel) for name, rel in sorted(self.relations.items())}
+
+    def _evaluate_incremental(self, changes: Changes) -> None:
+        self.stats.mode = "incremental"
+        base_ins, base_del = self._base_changes()
         strata = self.analyzed.strata
         due = sorted({self.analyzed.stratum_of[p] for p in (*base_ins, *base_del)})  # a heap: lowest stratum first
         while due:
@@ -505,7 +513,7 @@ class Engine:
         plan = self._plan(rule, None)
         grouped = self._grouped.get(rule.index) or GroupedRows(plan.rule, plan.row_vars)
         self._grouped.pop(rule.index, None)  # kept only once rebuilt: a failure below leaves it out
-        heads = self._grouped_call(grouped.rebuild, self._execute(plan, raw=True), rule)
+        heads: set[Fact] = self._grouped_call(grouped.rebuild, self._execute(plan, raw=True), rule)
         self._grouped[rule.index] = grouped
         return heads
 
@@ -689,9 +697,13 @@ class Engine:
             if dels:
                 return True
         for rule, i, predicate, is_negation, _ in self._stratum_seeds(stratum):
-            if is_negation and predicate in lower and lower[predicate][INSERTED]:
-                if self._blocks_stored(rule, i, lower[predicate][INSERTED]):
-                    return True
+            if (
+                is_negation
+                and predicate in lower
+                and lower[predicate][INSERTED]
+                and self._blocks_stored(rule, i, lower[predicate][INSERTED])
+            ):
+                return True
         return False
 
     def _blocks_stored(self, rule: Rule, literal: int, inserted: set[Fact]) -> bool:

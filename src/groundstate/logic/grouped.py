@@ -74,6 +74,20 @@ class GroupedRows:
     def change(self, added: Iterable[Row], removed: Iterable[Row]) -> tuple[set[Row], set[Row]]:
         """Rows that began and ceased to hold (``removed`` checked gone, ``added`` new): the head facts inserted and
         deleted."""
+        inserted: set[Row] = set()
+        deleted: set[Row] = set()
+        for key, (came, went) in self._move_rows(added, removed).items():
+            old, new = self.heads.get(key), self._regroup(key, came, went)
+            if new != old:
+                if old is not None:
+                    deleted.add(old)
+                if new is not None:
+                    inserted.add(new)
+        return inserted, deleted
+
+    def _move_rows(self, added: Iterable[Row], removed: Iterable[Row]) -> dict[Row, tuple[list[Row], list[Row]]]:
+        """Take the removed rows out of their groups and put the added ones in: per group touched, the rows that
+        came and went."""
         touched: dict[Row, tuple[list[Row], list[Row]]] = {}
         for row in removed:
             key = self.key(row)
@@ -85,38 +99,30 @@ class GroupedRows:
         for row in added:
             key = self.key(row)
             group = self.groups.get(key)
-            if group is None:
-                self._remember(key)
-                group = self.groups[key] = set()
-            elif row in group:
+            if group is not None and row in group:
                 continue
-            else:
-                self._remember(key)
+            self._remember(key)
+            if group is None:
+                group = self.groups[key] = set()
             group.add(row)
             touched.setdefault(key, ([], []))[0].append(row)
-        inserted: set[Row] = set()
-        deleted: set[Row] = set()
-        for key, (came, went) in touched.items():
-            group = self.groups[key]
-            old = self.heads.get(key)
-            if not group:
-                del self.groups[key]
-                self.heads.pop(key, None)
-                self.totals.pop(key, None)
-                new = None
-            else:
-                if self.carried and key in self.totals:
-                    totals = self._carry(self.totals[key], came, went)
-                else:
-                    totals = self._totals(group)
-                self.totals[key] = totals
-                new = self.heads[key] = self._head(key, group, totals)
-            if new != old:
-                if old is not None:
-                    deleted.add(old)
-                if new is not None:
-                    inserted.add(new)
-        return inserted, deleted
+        return touched
+
+    def _regroup(self, key: Row, came: list[Row], went: list[Row]) -> Row | None:
+        """The group's new head after rows came and went (None: the group is empty now and gone)."""
+        group = self.groups[key]
+        if not group:
+            del self.groups[key]
+            self.heads.pop(key, None)
+            self.totals.pop(key, None)
+            return None
+        if self.carried and key in self.totals:
+            totals = self._carry(self.totals[key], came, went)
+        else:
+            totals = self._totals(group)
+        self.totals[key] = totals
+        head = self.heads[key] = self._head(key, group, totals)
+        return head
 
     def restore(self, key: Row, rows: set[Row] | None, head: Row | None, totals: list[Any] | None) -> None:
         """Put one group back as the journal recorded it (``rows`` None: the group did not exist)."""
