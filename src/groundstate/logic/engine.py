@@ -540,17 +540,7 @@ class Engine:
             added = self._seeded_rows(rule, stratum, lower, positive=INSERTED, negated=DELETED)
             removed: set[Fact] = set()
             if losing:
-                for pred, (ins, dels) in lower.items():  # the old state, for what held before
-                    self.relations[pred].remove(ins)
-                    self.relations[pred].add(dels)
-                try:
-                    removed = self._seeded_rows(rule, stratum, lower, positive=DELETED, negated=INSERTED)
-                finally:
-                    for pred, (ins, dels) in lower.items():
-                        self.relations[pred].remove(dels)
-                        self.relations[pred].add(ins)
-                if removed:  # rows another derivation still gives (a wildcard's other value) stay
-                    removed -= self._execute(self._row_check(rule), removed)
+                removed = self._rows_lost(rule, stratum, lower)
             inserted, deleted = self._grouped_call(grouped.change, added, rule, removed)
             grouped.journal = None
             relation = self.relations[rule.head.predicate]
@@ -558,6 +548,28 @@ class Engine:
             self._insert(rule.head.predicate, inserted)
             if inserted or deleted:
                 changes[rule.head.predicate] = (inserted, deleted)
+
+    def _rows_lost(self, rule: Rule, stratum: Stratum, lower: Changes) -> set[Fact]:
+        """The aggregating rule's rows that held before the lower strata changed and hold no more: seeded from the
+        facts that went (and, under '!', came) in the old state, then checked against the new one."""
+        reads = [lit for lit in self._plan(rule, None).rule.body if isinstance(lit, Negation) or (
+            isinstance(lit, Atom) and lit.predicate in self.relations)]  # fmt: skip
+        if len(reads) == 1 and isinstance(reads[0], Atom):
+            # the body reads one relation, the seed itself: its rows are the seed's, whatever the state, and a row
+            # names every value of its one fact (a one-atom body's wildcards are named), so a row that went is gone
+            return self._seeded_rows(rule, stratum, lower, positive=DELETED, negated=INSERTED)
+        for pred, (ins, dels) in lower.items():  # the old state, for what held before
+            self.relations[pred].remove(ins)
+            self.relations[pred].add(dels)
+        try:
+            removed = self._seeded_rows(rule, stratum, lower, positive=DELETED, negated=INSERTED)
+        finally:
+            for pred, (ins, dels) in lower.items():
+                self.relations[pred].remove(dels)
+                self.relations[pred].add(ins)
+        if removed:  # rows another derivation still gives (a wildcard's other value) stay
+            removed -= self._execute(self._row_check(rule), removed)
+        return removed
 
     def _seeded_rows(self, rule: Rule, stratum: Stratum, lower: Changes, positive: int, negated: int) -> set[Fact]:
         """The aggregating rule's body rows that use a fact of ``lower[p][positive]`` or, under '!', of
@@ -749,10 +761,9 @@ class Engine:
         while frontier:
             self.stats.iterations += 1
             heads = {}
-            for rule in stratum.rules:
-                for i, lit in enumerate(rule.body):
-                    if isinstance(lit, Atom) and frontier.get(lit.predicate):
-                        self._merge(heads, rule, self._run(rule, Seed(SEED_POSITIVE, i), frontier[lit.predicate]))
+            for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
+                if not is_negation and frontier.get(predicate):
+                    self._merge(heads, rule, self._execute(plan, frontier[predicate]))
             frontier = {}
             self._grow_overdeleted(heads, overdeleted, frontier)
         for pred, (ins, dels) in lower.items():

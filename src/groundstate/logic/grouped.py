@@ -42,6 +42,23 @@ class GroupedRows:
         self.heads: dict[Row, Row] = {}
         self.totals: dict[Row, list[Any]] = {}  # per group, each carried reducer's running value (count: unused)
         self.journal: Journal | None = None
+        self._shape = self._head_shape()
+
+    def _head_shape(self) -> list[tuple[bool, int]] | None:
+        """Where each head argument comes from when every let is a reducer and every head argument a variable:
+        (True, i) the group key's i-th value, (False, i) the i-th let's — a head built without an environment."""
+        transform = self.rule.transform
+        assert transform is not None and transform.group_by is not None
+        if any(let.expr.function not in REDUCERS for let in self._lets):
+            return None
+        keys = {v.name: i for i, v in enumerate(transform.group_by)}
+        lets = {let.var.name: i for i, let in enumerate(self._lets)}
+        shape = []
+        for arg in self.rule.head.args:
+            if not isinstance(arg, Var) or (arg.name not in keys and arg.name not in lets):
+                return None
+            shape.append((True, keys[arg.name]) if arg.name in keys else (False, lets[arg.name]))
+        return shape
 
     @staticmethod
     def eligible(rule: Rule, single_rule_heads: set[str]) -> bool:
@@ -54,7 +71,9 @@ class GroupedRows:
         return all(v.name in in_head for v in transform.group_by)
 
     def key(self, row: Row) -> Row:
-        return tuple(row[i] for i in self._key_positions)
+        """The row's group: the values of the group_by variables."""
+        positions = self._key_positions
+        return (row[positions[0]],) if len(positions) == 1 else tuple(row[i] for i in positions)
 
     def rebuild(self, rows: Iterable[Row]) -> set[Row]:
         """From every row of the body (a full evaluation): the head facts."""
@@ -168,8 +187,26 @@ class GroupedRows:
                 out[i] = reduce_sum([totals[i], *self._values(i, came), *(-v for v in self._values(i, went))])
         return out
 
+    def _reduced(self, group: set[Row], totals: list[Any]) -> list[Any]:
+        """Each let's value for a group whose lets are all reducers."""
+        values: list[Any] = []
+        members: list[Row] | None = None
+        for i, let in enumerate(self._lets):
+            function = let.expr.function
+            if function == "fn:count":
+                values.append(len(group))
+            elif function == "fn:sum" and totals[i] is not None:
+                values.append(totals[i])
+            else:
+                members = members if members is not None else (list(group) if len(group) == 1 else sort_facts(group))
+                values.append(REDUCERS[function][1](self._arguments(i, members)))
+        return values
+
     def _head(self, key: Row, group: set[Row], totals: list[Any]) -> Row:
         """The group's head fact, as ``aggregate`` builds it (rows in sorted order for order-sensitive reducers)."""
+        if self._shape is not None:
+            values = self._reduced(group, totals)
+            return tuple(key[i] if from_key else values[i] for from_key, i in self._shape)
         transform = self.rule.transform
         assert transform is not None and transform.group_by is not None
         env: dict[str, Any] = {v.name: value for v, value in zip(transform.group_by, key, strict=True)}
