@@ -213,7 +213,8 @@ class Engine:
         for predicate, (inserted, deleted) in changes.items():
             relation = self.relations[predicate]
             relation.remove(inserted)
-            relation.add(deleted)
+            if deleted:
+                relation.add(deleted)
         self._toggled = {}
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
@@ -334,23 +335,18 @@ class Engine:
 
     def _execute(self, plan: CompiledRule, seed_facts: Iterable[Fact] = (), raw: bool = False) -> set[Fact]:
         """The plan's head facts (``raw``: an aggregating rule's body rows, before grouping)."""
-        rule = plan.rule
         inputs = self._inputs.get(id(plan))
         if inputs is None:
             inputs = self._inputs[id(plan)] = [self._input(plan, source) for source in plan.sources]
-        args: list[Any] = []
-        for kind, target, columns in inputs:
-            if kind == SEED:
-                args.append(seed_facts)
-            elif kind == INDEX:
-                args.append(target.index(columns))
-            elif kind == CALL:
-                args.append(target)
-            else:
-                args.append(target.facts)
+        args = [
+            seed_facts if kind is SEED else target.index(columns) if kind is INDEX else target if kind is CALL
+            else target.facts
+            for kind, target, columns in inputs
+        ]  # fmt: skip
+        rule = plan.rule
         try:
             result = plan.function(*args)
-            if not raw and (plan.row_vars or (rule.aggregates and plan.seed is None)):
+            if not raw and (plan.row_vars or (plan.seed is None and rule.aggregates)):
                 result = aggregate(rule, plan.row_vars, result)
         except ValueLimitError as exc:
             raise EvaluationLimitError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None

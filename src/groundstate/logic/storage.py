@@ -39,6 +39,8 @@ class Relation:
 
     def add(self, new: set[Fact]) -> None:
         """Add facts known not to be stored yet."""
+        if not new:
+            return
         self.facts |= new
         for key, table in self.indexes.values():
             _file(table, key, new)
