@@ -1,5 +1,9 @@
 """The ``groundstate`` command: each package contributes its own command group; errors become exit codes here.
 
+The light groups (``wire``/``sigil``, ``logic``, ``packets``, ``providers``) are written with click and run straight
+from ``main`` without importing typer, so they start at once; the others are typer apps under the top-level typer
+group (``app``, built on first use), which imports a group's module only when that group runs.
+
 Every error groundstate raises on purpose derives from ``GroundstateError`` (``groundstate.errors`` draws the
 tree); ``main`` prints its message and exits with the code ``errors.EXIT_CODES`` gives its kind — the one table
 (commands that print an error themselves use ``errors.exit_code`` too). Commands that end with a verdict rather
@@ -8,14 +12,12 @@ than an error (a rejected packet: 1, a paused run: 3) return their code themselv
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import typer
-from typer.core import TyperGroup
 
 from . import __version__
 from .errors import GroundstateError, exit_code
@@ -24,7 +26,8 @@ from .errors import GroundstateError, exit_code
 @dataclass(frozen=True)
 class Lazy:
     """A subcommand whose module is imported only when it runs (or its own help is asked for): a command group (a
-    ``typer.Typer``) or a single command (a function), with the one line the top-level help shows for it."""
+    ``typer.Typer``, or a ``click.Group`` for the groups that must start at once) or a single command (a function),
+    with the one line the top-level help shows for it."""
 
     module: str
     attribute: str
@@ -32,11 +35,24 @@ class Lazy:
     setup: Callable[[], None] | None = None  # run once the module is imported
     hidden: bool = False  # another name for a command the help already lists
 
-    def load(self, name: str) -> Any:
-        """The click command, built from the module's Typer app or function."""
-        target: Any = getattr(importlib.import_module(self.module), self.attribute)
+    def target(self) -> Any:
+        """The module's command object (its setup run): a Typer app, a click group or a function."""
+        found: Any = getattr(importlib.import_module(self.module), self.attribute)
         if self.setup is not None:
             self.setup()
+        return found
+
+    def load(self, name: str) -> Any:
+        """The click command, built from the module's Typer app or function (a click group is returned as it is)."""
+        import typer
+
+        target = self.target()
+        if not isinstance(target, typer.Typer) and hasattr(target, "list_commands"):  # a light group: plain click
+            if target.name == name:
+                return target
+            alias = copy.copy(target)  # ``sigil`` is ``wire`` under another name
+            alias.name = name
+            return alias
         holder = typer.Typer(add_completion=False)  # as if registered on the top level: the same command it was
         if isinstance(target, typer.Typer):
             holder.add_typer(target, name=name)
@@ -100,51 +116,71 @@ COMMANDS: dict[str, Lazy] = {
 # fmt: on
 
 
-class LazyCommands(TyperGroup):
-    """The top-level group: each subcommand's module is imported when that subcommand runs, so ``groundstate wire
-    decode`` never pays for FastAPI, SQLAlchemy or the runtime; the top-level help is drawn from ``COMMANDS``."""
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        """Every subcommand, in the help's order."""
-        return list(COMMANDS)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """The subcommand, its module imported now."""
-        entry = COMMANDS.get(cmd_name)
-        return entry.load(cmd_name) if entry is not None else None
-
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The commands and their one-line help, without importing any of them."""
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, entry.help) for name, entry in COMMANDS.items() if not entry.hidden])
+LIGHT = ("logic", "wire", "sigil", "providers", "packets")  # click groups, run by main without typer
 
 
-app = typer.Typer(
-    cls=LazyCommands,
-    help="groundstate: a deterministic integrity layer for LLM agents.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+def build_app() -> Any:
+    """The top-level typer app: each subcommand's module is imported when that subcommand runs, so ``groundstate
+    runs`` never pays for the console; the top-level help is drawn from ``COMMANDS`` without importing any."""
+    import typer
+    from typer.core import TyperGroup
+
+    class LazyCommands(TyperGroup):
+        """The top-level group, its subcommands loaded on demand."""
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            """Every subcommand, in the help's order."""
+            return list(COMMANDS)
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            """The subcommand, its module imported now."""
+            entry = COMMANDS.get(cmd_name)
+            return entry.load(cmd_name) if entry is not None else None
+
+        def format_commands(self, ctx: Any, formatter: Any) -> None:
+            """The commands and their one-line help, without importing any of them."""
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, entry.help) for name, entry in COMMANDS.items() if not entry.hidden])
+
+    top = typer.Typer(
+        cls=LazyCommands,
+        help="groundstate: a deterministic integrity layer for LLM agents.",
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+    )
+
+    def version(value: bool) -> None:
+        if value:
+            typer.echo(f"groundstate {__version__}")
+            raise typer.Exit()
+
+    @top.callback()
+    def callback(
+        version: bool = typer.Option(False, "--version", callback=version, is_eager=True, help="Print the version."),
+    ) -> None:
+        """groundstate: a deterministic integrity layer for LLM agents."""
+
+    return top
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"groundstate {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def callback(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
-) -> None:
-    """groundstate: a deterministic integrity layer for LLM agents."""
+def __getattr__(name: str) -> Any:
+    """``app``: the top-level typer app, built when first asked for (``main`` runs the light groups without it)."""
+    if name == "app":
+        built = globals()["app"] = build_app()
+        return built
+    raise AttributeError(name)
 
 
 def main() -> None:
     """The console script: run the command; a GroundstateError is its message on stderr and its kind's exit code."""
     try:
-        app()
+        arguments = sys.argv[1:]
+        if arguments and arguments[0] in LIGHT:  # a click group: run it as it is, typer never imported
+            group = COMMANDS[arguments[0]].target()
+            group.main(args=arguments[1:], prog_name=f"groundstate {arguments[0]}")
+        else:
+            __getattr__("app")()
     except GroundstateError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(exit_code(error))

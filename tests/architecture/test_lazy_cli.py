@@ -1,6 +1,7 @@
 """The command line starts at once: the top level imports no command group, and each group imports only what it
 uses — ``groundstate sigil``/``wire``, ``logic``, ``packets`` and ``providers`` never load FastAPI, SQLAlchemy,
-numpy or llama.cpp (checked in a fresh interpreter's ``sys.modules``). Start times are measured in bench/cli."""
+numpy or llama.cpp, nor typer's layer (checked in a fresh interpreter's ``sys.modules``). Start times are measured
+in bench/cli."""
 
 from __future__ import annotations
 
@@ -35,6 +36,15 @@ def loaded_by(*argv: str) -> set[str]:
 def test_light_commands_import_nothing_heavy(argv: tuple[str, ...]) -> None:
     heavy = sorted(m for m in loaded_by(*argv) if m.split(".")[0] in HEAVY or m in HEAVY)
     assert heavy == [], f"groundstate {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize("argv", [("sigil", "--help"), ("logic", "--help"), ("packets", "--help"),
+                                  ("providers", "--help")])  # fmt: skip
+def test_light_groups_start_without_the_typer_layer(argv: tuple[str, ...]) -> None:
+    """The light groups are click groups run straight from main: typer (and the pydantic adapters it builds for every
+    parameter) is never imported for them."""
+    layer = sorted(m for m in loaded_by(*argv) if m.split(".")[0] in ("typer", "pydantic", "rich"))
+    assert layer == [], f"groundstate {' '.join(argv)} imported {layer}"
 
 
 def test_the_top_level_help_imports_no_command_group() -> None:

@@ -1,4 +1,6 @@
-"""``groundstate logic check`` and ``groundstate logic run``."""
+"""``groundstate logic check`` and ``groundstate logic run``.
+
+Written with click directly: this group is meant to start at once (docs/benchmarks.md, "Command-line start")."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-import typer
+import click
 
 from .engine import Engine
 from .errors import LogicError
@@ -15,36 +17,42 @@ from .jsonvalues import to_json
 from .program import Program
 from .values import display_fact
 
-app = typer.Typer(help="The Mangle-dialect logic engine.", no_args_is_help=True)
 
-FilesArg = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="Mangle source files (.mg).")
+@click.group(name="logic", no_args_is_help=True)
+def app() -> None:
+    """The Mangle-dialect logic engine."""
+
+
+files_argument = click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
+)
+check_bounds_option = click.option("--check-bounds/--no-check-bounds", default=True, show_default=True,
+                                   help="Check facts against Decl bounds.")  # fmt: skip
 
 
 def _report(error: LogicError) -> None:
     for diagnostic in error.diagnostics:
-        typer.echo(diagnostic.format(), err=True)
+        click.echo(diagnostic.format(), err=True)
 
 
-def _load(files: list[Path]) -> Program:
+def _load(files: tuple[Path, ...]) -> Program:
     return Program.load(*files)
 
 
 @app.command()
-def check(
-    files: list[Path] = FilesArg,
-    check_bounds: bool = typer.Option(
-        True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."
-    ),
-) -> None:
-    """Static analysis only: syntax, declarations, safety, stratification. Exit 1 on any error."""
+@files_argument
+@check_bounds_option
+def check(files: tuple[Path, ...], check_bounds: bool) -> None:
+    """Static analysis only of Mangle source FILES: syntax, declarations, safety, stratification. Exit 1 on any
+    error."""
     try:
         program = _load(files)
         analyzed = program.analyze(check_bounds)
     except LogicError as error:
         _report(error)
-        raise typer.Exit(1) from None
+        raise click.exceptions.Exit(1) from None
     facts = sum(len(f) for f in analyzed.facts.values())
-    typer.echo(
+    click.echo(
         f"ok: {len(files)} file(s), {len(analyzed.predicates)} predicates, {len(analyzed.rules)} rules,"
         f" {facts} facts, {len(analyzed.strata)} strata",
         err=True,
@@ -52,26 +60,25 @@ def check(
 
 
 @app.command()
-def run(
-    files: list[Path] = FilesArg,
-    query: list[str] = typer.Option(
-        [], "--query", "-q", help="Print only facts matching this atom, e.g. 'path(/a, X)'."
-    ),
-    output_format: str = typer.Option(
-        "mangle", "--format", "-f", help="mangle (canonical display) or json (JSON lines)."
-    ),
-    stats: bool = typer.Option(False, "--stats", help="Facts per predicate, iterations and time on stderr."),
-    created_fact_limit: int | None = typer.Option(
-        None, "--created-fact-limit", help="Abort after creating this many facts."
-    ),
-    check_bounds: bool = typer.Option(
-        True, "--check-bounds/--no-check-bounds", help="Check facts against Decl bounds."
-    ),
-) -> None:
-    """Evaluate the program and print its facts, one per line, sorted."""
+@files_argument
+@click.option("--query", "-q", "query", multiple=True, help="Print only facts matching this atom, e.g. 'path(/a, X)'.")
+@click.option(
+    "--format",
+    "-f",
+    "output_format",
+    default="mangle",
+    show_default=True,
+    help="mangle (canonical display) or json (JSON lines).",
+)
+@click.option("--stats", is_flag=True, help="Facts per predicate, iterations and time on stderr.")
+@click.option("--created-fact-limit", type=int, default=None, help="Abort after creating this many facts.")
+@check_bounds_option
+def run(files: tuple[Path, ...], query: tuple[str, ...], output_format: str, stats: bool,
+        created_fact_limit: int | None, check_bounds: bool) -> None:  # fmt: skip
+    """Evaluate the program in FILES and print its facts, one per line, sorted."""
     if output_format not in ("mangle", "json"):
-        typer.echo(f"error: --format must be 'mangle' or 'json', not {output_format!r}", err=True)
-        raise typer.Exit(2)
+        click.echo(f"error: --format must be 'mangle' or 'json', not {output_format!r}", err=True)
+        raise click.exceptions.Exit(2)
     try:
         started = time.perf_counter()
         program = _load(files)
@@ -85,7 +92,7 @@ def run(
             groups = list(engine.all_facts().items())
     except LogicError as error:
         _report(error)
-        raise typer.Exit(1) from None
+        raise click.exceptions.Exit(1) from None
     out = sys.stdout
     for predicate, facts in groups:
         for fact in facts:

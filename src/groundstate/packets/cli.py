@@ -1,25 +1,34 @@
-"""``groundstate packets``: the control packet's schema, validation of a recorded output, the streaming gate."""
+"""``groundstate packets``: the control packet's schema, validation of a recorded output, the streaming gate.
+
+Written with click directly, and the packet models imported by the commands that use them: this group is meant to
+start at once (docs/benchmarks.md, "Command-line start")."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from ..errors import ConfigurationError
-from .gate import ACCEPTED, PacketGate
-from .models import json_schema
-from .parse import Limits, parse_output
-from .updates import UpdateValidator
 
-app = typer.Typer(help="Control packets (v1.2.0): schema, validation, the streaming gate.", no_args_is_help=True)
-
-_ALLOW = typer.Option(None, "--allow", help="A predicate the model may assert (repeatable); default: model_writable().")
+if TYPE_CHECKING:
+    from .updates import UpdateValidator
 
 
-ValidatorFactory = Callable[[list[str] | None], UpdateValidator]
+@click.group(name="packets", no_args_is_help=True)
+def app() -> None:
+    """Control packets (v1.2.0): schema, validation, the streaming gate."""
+
+
+allow_option = click.option(
+    "--allow", "allow", multiple=True, help="A predicate the model may assert (repeatable); default: model_writable()."
+)
+
+
+ValidatorFactory = Callable[[list[str] | None], "UpdateValidator"]
 _validators: list[ValidatorFactory] = []
 
 
@@ -29,58 +38,68 @@ def use_validators(factory: ValidatorFactory) -> None:
     _validators[:] = [factory]
 
 
-def _validator(allow: list[str] | None) -> UpdateValidator:
+def _validator(allow: tuple[str, ...]) -> UpdateValidator:
     if not _validators:
         raise ConfigurationError("no update validator: groundstate.cli installs the kernel's with use_validators()")
-    return _validators[0](allow or None)
+    return _validators[0](list(allow) or None)
 
 
 def _read(path: Path) -> str:
     try:
         return path.read_bytes().decode("utf-8", "replace")
     except OSError as exc:
-        typer.echo(f"error: cannot read {path}: {exc.strerror}", err=True)
-        raise typer.Exit(2) from None
+        click.echo(f"error: cannot read {path}: {exc.strerror}", err=True)
+        raise click.exceptions.Exit(2) from None
 
 
 @app.command()
-def schema(
-    max_items: int | None = typer.Option(None, "--max-items", min=0, help="Bound the lists (for small models)."),
-    max_surface: int | None = typer.Option(None, "--max-surface", min=1, help="Bound surface_response's length."),
-) -> None:
+@click.option("--max-items", type=click.IntRange(min=0), default=None, help="Bound the lists (for small models).")
+@click.option("--max-surface", type=click.IntRange(min=1), default=None, help="Bound surface_response's length.")
+def schema(max_items: int | None, max_surface: int | None) -> None:
     """Print the envelope's JSON Schema (use it for constrained decoding)."""
-    typer.echo(json.dumps(json_schema(max_items, max_surface), indent=2))
+    from .models import json_schema
+
+    click.echo(json.dumps(json_schema(max_items, max_surface), indent=2))
 
 
 @app.command()
-def validate(
-    file: Path = typer.Argument(..., help="A complete model output."),
-    allow: list[str] | None = _ALLOW,
-    max_surface: int = typer.Option(50_000, help="Characters of surface text kept."),
-    max_updates: int = typer.Option(2000, help="mangle_updates accepted per packet."),
-    max_update_chars: int = typer.Option(1000, help="Characters per update."),
-) -> None:
-    """Validate a model output; exit 0 if the packet is usable (maybe degraded), 1 if rejected."""
+@click.argument("file", type=click.Path(path_type=Path))
+@allow_option
+@click.option("--max-surface", type=int, default=50_000, show_default=True, help="Characters of surface text kept.")
+@click.option("--max-updates", type=int, default=2000, show_default=True, help="mangle_updates accepted per packet.")
+@click.option("--max-update-chars", type=int, default=1000, show_default=True, help="Characters per update.")
+def validate(file: Path, allow: tuple[str, ...], max_surface: int, max_updates: int, max_update_chars: int) -> None:
+    """Validate a model output (FILE: a complete one); exit 0 if the packet is usable (maybe degraded), 1 if
+    rejected."""
+    from .parse import Limits, parse_output
+
     limits = Limits(max_surface, max_updates, max_update_chars)
     validator = _validator(allow)
     validator.max_updates, validator.max_update_chars = max_updates, max_update_chars
     result = parse_output(_read(file), validator, limits)
-    typer.echo(json.dumps(result.to_json(), ensure_ascii=False))
-    raise typer.Exit(0 if result.ok else 1)
+    click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    raise click.exceptions.Exit(0 if result.ok else 1)
 
 
 @app.command()
-def gate(
-    file: Path = typer.Argument(..., help="A model output, fed to the gate in chunks."),
-    chunk_size: int = typer.Option(16, "--chunk-size", min=1, help="Characters per chunk."),
-    prefix_bytes: int = typer.Option(4096, "--prefix-bytes", min=1, help="Where the control packet must start."),
-    allow: list[str] | None = _ALLOW,
-) -> None:
-    """Stream a model output through the gate; exit 0 accepted, 1 aborted."""
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--chunk-size", type=click.IntRange(min=1), default=16, show_default=True, help="Characters per chunk.")
+@click.option(
+    "--prefix-bytes",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="Where the control packet must start.",
+)
+@allow_option
+def gate(file: Path, chunk_size: int, prefix_bytes: int, allow: tuple[str, ...]) -> None:
+    """Stream a model output (FILE) through the gate in chunks; exit 0 accepted, 1 aborted."""
+    from .gate import ACCEPTED, PacketGate
+
     text = _read(file)
     packet_gate = PacketGate(_validator(allow), prefix_bytes=prefix_bytes)
     for start in range(0, len(text), chunk_size):
         packet_gate.feed(text[start : start + chunk_size])
     result = packet_gate.close()
-    typer.echo(json.dumps(result.to_json(), ensure_ascii=False))
-    raise typer.Exit(0 if result.decision == ACCEPTED else 1)
+    click.echo(json.dumps(result.to_json(), ensure_ascii=False))
+    raise click.exceptions.Exit(0 if result.decision == ACCEPTED else 1)
