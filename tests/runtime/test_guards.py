@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from groundstate.kernel import KernelConfig, ShardProfile
+from groundstate.runtime import recorded_answers
 from groundstate.runtime import run_events as ev
 from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.state import RunState
 from groundstate.runtime.store import EventStore
+from groundstate.wire import Content
 
 from .conftest import Script, envelope
 
@@ -48,9 +51,19 @@ def test_a_clean_run_completes(runtime: Runtime, model: tuple[str, Script]) -> N
     assert call["tool"] == "web_search" and call["status"] == "/success" and "home-batteries.md" in call["output"]
     writer_prompt = next(b for a, b in script.requests if a == "writer_b")["messages"][1]["content"]
     assert "Output of research_a:\n12.4 bn." in writer_prompt
-    recordings = sorted((runtime.home / "runs" / run_id / "recordings").glob("*.sigil"))
-    assert [p.name for p in recordings] == ["research_a-attempt1-round1.sigil", "research_a-attempt1-round2.sigil",
-                                            "writer_b-attempt1-round1.sigil"]  # fmt: skip
+    folder = runtime.home / "runs" / run_id / "recordings"
+    assert sorted(p.name for p in folder.iterdir()) == ["index.jsonl", "run.sigil"]  # one recording per run
+    recorded = [
+        (e["agent"], e["attempt"], e["round"], json.loads(_text(chunks))) for e, chunks in recorded_answers(folder)
+    ]
+    assert sorted(recorded) == [("research_a", 1, 1, envelope("Searching.", SEARCH)),
+                                ("research_a", 1, 2, envelope("12.4 bn. [STATUS: SUCCESS]")),
+                                ("writer_b", 1, 1, envelope("Brief. [STATUS: SUCCESS]"))]  # fmt: skip
+
+
+def _text(chunks: list[Any]) -> str:
+    """The text of a recorded answer (the scripted provider's tokens are the text's bytes)."""
+    return b"".join(bytes(c.tokens) for c in chunks if isinstance(c, Content)).decode("utf-8")
 
 
 def test_protocol_violation_is_judged_from_executed_tools_not_text(runtime: Runtime, model: tuple[str, Script]) -> None:

@@ -18,6 +18,7 @@ from .display import approval_card, dag_view, usage_line
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
+from .recordings import RunRecording, recorded_answers, recording_index
 from .run_events import (
     AGENT_COMPLETED,
     AGENT_FAILED,
@@ -112,6 +113,7 @@ __all__ = [
     "PinnedPolicy",
     "PolicyPinError",
     "RunEnded",
+    "RunRecording",
     "RunState",
     "RunStatus",
     "Runtime",
@@ -136,6 +138,8 @@ __all__ = [
     "parse_workflow",
     "pause_json",
     "pauses_json",
+    "recorded_answers",
+    "recording_index",
     "say",
     "usage_line",
     "workflow_of",

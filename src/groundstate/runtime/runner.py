@@ -48,7 +48,7 @@ from ..logic import Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..store import ToolJournal
-from ..wire import Mode, Recorder
+from ..wire import Mode
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .context import Fitted, fit_upstream, upstream_room
@@ -59,6 +59,7 @@ from .metrics import RunMetrics
 from .notify import Webhook
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
+from .recordings import RunRecording
 from .run_memory import open_memory
 from .state import (
     AWAITING_APPROVAL,
@@ -161,6 +162,7 @@ class RunContext:
     guards: GuardKernel
     workspace: Path
     recordings: Path
+    recording: RunRecording  # the run's one .sigil file and its index (runtime/recordings.py)
     run_model: str  # the run's --model: the agents' model unless they or the workflow name another
     holder: str  # this driver's lease on the run; every event it appends names it
     policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
@@ -313,6 +315,7 @@ class Runtime:
             for task in tasks.values():
                 task.cancel()
             await asyncio.gather(renewer, *tasks.values(), return_exceptions=True)
+            ctx.recording.close()
         return self.store.state(run_id)
 
     async def _schedule(self, ctx: RunContext, tasks: dict[str, asyncio.Task[None]]) -> None:
@@ -367,7 +370,8 @@ class Runtime:
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
         guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
-        ctx = RunContext(run_id, workflow, guards, workspace, recordings, state.model or "local", holder, policy,
+        ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
+                         state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
                          fallback=list(state.fallback),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
@@ -631,8 +635,8 @@ class Runtime:
             except ContextBudgetError as exc:
                 outcome.error, outcome.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
                 return outcome
-            path = ctx.recordings / f"{spec.id}-attempt{attempt}-round{round_number}.sigil"
-            gated = await self._stream_round(ctx, invocation, path, outcome, profile.max_execution_time_sec)
+            gated = await self._stream_round(ctx, invocation, (attempt, round_number), outcome,
+                                             profile.max_execution_time_sec)  # fmt: skip
             if gated is None:
                 return outcome
             valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
@@ -649,7 +653,7 @@ class Runtime:
         return outcome
 
     async def _stream_round(
-        self, ctx: RunContext, invocation: Invocation, path: Path, outcome: Outcome, seconds: float
+        self, ctx: RunContext, invocation: Invocation, round_of: tuple[int, int], outcome: Outcome, seconds: float
     ) -> GateResult | None:
         """Stream one answer through the packet gate into a recording. A model that fails before it sent anything
         (refused the connection, an HTTP error, no first token within ``seconds``) hands the round to the next
@@ -657,16 +661,17 @@ class Runtime:
         switch mid-answer. None when the agent failed (the reason in ``outcome.error``); otherwise the accepted
         gate result, its surface and reasoning kept in ``outcome``."""
         gate = PacketGate(invocation.validator)
-        with Recorder(path) as recorder:
-            for number, backend in enumerate(self._backends_for(ctx, invocation.spec), start=1):
-                bridge = SigilBridge(backend.vocabulary, stream_id=number)  # each model its own stream
-                error, answered = await self._stream_from(backend, invocation, gate, outcome, recorder, bridge,
-                                                          seconds, ctx.prices.get(backend.name))  # fmt: skip
-                recorder.write(bridge.end())
-                outcome.model, outcome.error = backend.name, error
-                if error is None or answered:
-                    break
-                outcome.fallbacks.append({"model": backend.name, "error": error})
+        recording, (attempt, round_number) = ctx.recording, round_of
+        for backend in self._backends_for(ctx, invocation.spec):
+            stream = recording.stream(invocation.spec.id, attempt, round_number, backend.name)  # each model its own
+            bridge = SigilBridge(backend.vocabulary, stream_id=stream)
+            error, answered = await self._stream_from(backend, invocation, gate, outcome, recording, bridge,
+                                                      seconds, ctx.prices.get(backend.name))  # fmt: skip
+            recording.write(bridge.end())
+            outcome.model, outcome.error = backend.name, error
+            if error is None or answered:
+                break
+            outcome.fallbacks.append({"model": backend.name, "error": error})
         if outcome.error is not None:
             return None
         gated = gate.close()
@@ -688,7 +693,7 @@ class Runtime:
         invocation: Invocation,
         gate: PacketGate,
         outcome: Outcome,
-        recorder: Recorder,
+        recorder: RunRecording,
         bridge: SigilBridge,
         seconds: float,
         price: Price | None,
