@@ -38,6 +38,11 @@ from .varint import INCOMPLETE, OVERFLOW, decode_varint
 _SIMPLE_RUN = re.compile(rb"(?:[\x00-\x7e]|[\x80-\xbf][\x00-\xff])+")
 _SIMPLE_TOKEN = re.compile(rb"[\x00-\x7e]|[\x80-\xbf][\x00-\xff]")
 DEFAULT_HOT_TABLE: tuple[int, ...] = tuple(range(127))
+# plain ints and tuples for the per-byte and per-frame checks (an enum member costs a class attribute lookup each)
+_CHUNK_END, _FLUSH, _STREAM_END = int(Op.CHUNK_END), int(Op.FLUSH), int(Op.STREAM_END)
+_DATA, _HELLO, _UPSTREAM_ERROR = int(Kind.DATA), int(Kind.HELLO), int(Kind.UPSTREAM_ERROR)
+_MODE_OF_BYTE: tuple[Mode, ...] = tuple(Mode)  # the entry-mode byte's Mode, by value
+_LONG, _SHORT_MAX = int(LONG_TOKEN), int(SHORT_MAX)
 
 
 @lru_cache(maxsize=16)
@@ -173,10 +178,10 @@ class Decoder:
         if not payload:
             self._reset(out, sid, stream, Reason.FRAME_CORRUPT, "DATA frame without an entry-mode byte")
             return
-        if payload[0] > Mode.CODE_BLOCK:
+        if payload[0] >= len(_MODE_OF_BYTE):
             self._reset(out, sid, stream, Reason.BAD_ENTRY_MODE, f"entry mode {payload[0]}")
             return
-        entry = Mode(payload[0])
+        entry = _MODE_OF_BYTE[payload[0]]
         if entry != stream.mode and not gap:
             self._reset(
                 out,
@@ -196,7 +201,7 @@ class Decoder:
         match = _SIMPLE_RUN.match
         while i < n:
             byte = data[i]
-            run = match(data, i) if byte != LONG_TOKEN and byte <= SHORT_MAX else None
+            run = match(data, i) if byte <= _SHORT_MAX and byte != _LONG else None
             if run is not None:
                 j = run.end()
                 segment = data[i:j]
@@ -205,23 +210,38 @@ class Decoder:
                 else:
                     stream.buffer.extend(map(_token_table(hot).__getitem__, _SIMPLE_TOKEN.findall(segment)))
                 i = j
-            elif byte == LONG_TOKEN:
-                value, j = decode_varint(data, i + 1, n)
-                if value == INCOMPLETE:
-                    return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "long token cut off by the frame end")
-                if value == OVERFLOW:
-                    return self._reset(out, sid, stream, Reason.VARINT_OVERFLOW, f"long token at payload byte {i}")
-                stream.buffer.append(value)
-                i = j
-            elif byte <= SHORT_MAX:  # a short token the run could not take: its second byte is missing
-                return self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "short token cut off by the frame end")
+            elif byte <= _SHORT_MAX:  # a long token, or a short one the run could not take (its second byte missing)
+                i = self._long_token(data, i, n, sid, stream, out)
+                if i < 0:
+                    return None
+            elif byte == _CHUNK_END:  # the common opcode, inline
+                i += 1
+                if stream.buffer:
+                    out.append(Content(sid, stream.mode, tuple(stream.buffer), True))
+                    stream.buffer = []
             else:
                 i += 1
                 if not self._opcode(byte, sid, stream, out):
                     return
-                if byte == Op.STREAM_END and i < n:
+                if byte == _STREAM_END and i < n:
                     return self._reset(out, sid, stream, Reason.TRAILING_AFTER_END, f"{n - i} bytes after STREAM_END")
         return None
+
+    def _long_token(self, data: bytes, i: int, n: int, sid: int, stream: _Stream, out: list[Chunk]) -> int:
+        """The long token at ``i`` buffered: where the next byte is, or -1 after a reset (cut off, overflowing, or a
+        short token whose second byte is missing)."""
+        if data[i] != _LONG:
+            self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "short token cut off by the frame end")
+            return -1
+        value, j = decode_varint(data, i + 1, n)
+        if value == INCOMPLETE:
+            self._reset(out, sid, stream, Reason.TRUNCATED_TOKEN, "long token cut off by the frame end")
+            return -1
+        if value == OVERFLOW:
+            self._reset(out, sid, stream, Reason.VARINT_OVERFLOW, f"long token at payload byte {i}")
+            return -1
+        stream.buffer.append(value)
+        return int(j)
 
     def _opcode(self, byte: int, sid: int, stream: _Stream, out: list[Chunk]) -> bool:
         """Apply one control byte; False after a reset (the rest of the frame is dropped)."""
