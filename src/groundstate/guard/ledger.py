@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    Connection,
     DateTime,
     Engine,
     Integer,
@@ -84,6 +85,9 @@ class Entry:
         return data
 
 
+_RECORD = insert(decisions)  # built once: building the statement per call cost more than running it
+
+
 class Ledger:
     """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
 
@@ -92,9 +96,17 @@ class Ledger:
         create_tables(self.engine, decisions)
 
     def record(
-        self, server: str, tool: str, arguments: dict[str, Any], client: str, verdict: Any, hold_seconds: float
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        client: str,
+        verdict: Any,
+        hold_seconds: float,
+        db: Connection | None = None,
     ) -> int:
-        """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now)."""
+        """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now), in
+        ``db`` when the caller gives its transaction (it commits it)."""
         now = datetime.now(UTC)
         held = verdict.decision == "approve"
         row = {"at": now, "call": verdict.call, "server": server, "tool": tool,
@@ -102,8 +114,11 @@ class Ledger:
                "digest": verdict.digest, "client": client, "decision": verdict.decision,
                "reasons": json.dumps(verdict.reasons), "why": verdict.why, "status": HELD if held else verdict.decision,
                "expires_at": now + timedelta(seconds=hold_seconds) if held else None}  # fmt: skip
-        with self.engine.begin() as db:
-            key = db.execute(insert(decisions).values(**row)).inserted_primary_key
+        if db is not None:
+            key = db.execute(_RECORD, row).inserted_primary_key
+        else:
+            with self.engine.begin() as own:
+                key = own.execute(_RECORD, row).inserted_primary_key
         assert key is not None
         return int(key[0])
 

@@ -18,11 +18,27 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, DateTime, Index, Integer, MetaData, String, Table, Text, insert, select, update
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    bindparam,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine
 
 from ..errors import ConflictError
 from .database import aware, create_tables, open_engine
@@ -76,19 +92,33 @@ def call_digest(tool: str, arguments: Any) -> str:
 class ToolJournal:
     """The journal in the store's database at ``url``."""
 
-    def __init__(self, url: str) -> None:
-        self.engine = open_engine(url)
+    def __init__(self, url: str, engine: Engine | None = None) -> None:
+        """``engine``: one already open on ``url`` (the guard shares its ledger's, so that a call's admission — its
+        doubts, its ledger row and its intent — is one transaction)."""
+        self.engine = engine if engine is not None else open_engine(url)
         create_tables(self.engine, entries)
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
 
-    def begin(self, scope: str, position: int, tool: str, arguments: Any) -> dict[str, Any] | None:
+    @contextmanager
+    def _writing(self, db: Connection | None) -> Iterator[Connection]:
+        """``db`` (a transaction the caller holds and commits), or a transaction of the journal's own."""
+        if db is not None:
+            yield db
+            return
+        with self.engine.begin() as own:
+            yield own
+
+    def begin(
+        self, scope: str, position: int, tool: str, arguments: Any, db: Connection | None = None
+    ) -> dict[str, Any] | None:
         """Journal the intent of a call, or return its recorded result when it already ran; ``CallInDoubt`` when it
-        was in flight in a process that died. A resolved call's intent is written again (it may run)."""
+        was in flight in a process that died. A resolved call's intent is written again (it may run). ``db``: the
+        caller's transaction to write in (it commits it), else one of its own."""
         digest = call_digest(tool, arguments)
-        key = _key(scope, position, digest)
+        where = _where(scope, position, digest)
         now = datetime.now(UTC)
-        with self.engine.begin() as db:
-            row = db.execute(select(entries).where(key)).mappings().first()
+        with self._writing(db) as db:
+            row = db.execute(_FIND, where).mappings().first()
             if row is not None and row["state"] == DONE:
                 recorded: dict[str, Any] = json.loads(row["result"])
                 return recorded
@@ -99,18 +129,21 @@ class ToolJournal:
             values = {"state": INTENT, "holder": self.holder, "started_at": now, "finished_at": None, "result": None}
             if row is None:
                 text = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-                db.execute(insert(entries).values(scope=scope, position=position, digest=digest, tool=tool,
-                                                  arguments=text, **values))  # fmt: skip
+                db.execute(_INSERT, {"scope": scope, "position": position, "digest": digest, "tool": tool,
+                                     "arguments": text, **values})  # fmt: skip
             else:
-                db.execute(update(entries).where(key).values(**values))
+                db.execute(_RESTART, {**where, **{f"v_{name}": value for name, value in values.items()}})
         return None
 
     def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""
-        key = _key(scope, position, call_digest(tool, arguments))
+        values = {
+            "v_state": DONE,
+            "v_result": json.dumps(result, ensure_ascii=False),
+            "v_finished_at": datetime.now(UTC),
+        }
         with self.engine.begin() as db:
-            db.execute(update(entries).where(key).values(state=DONE, result=json.dumps(result, ensure_ascii=False),
-                                                         finished_at=datetime.now(UTC)))  # fmt: skip
+            db.execute(_FINISHED, {**_where(scope, position, call_digest(tool, arguments)), **values})
 
     def in_doubt(self, scope_prefix: str) -> list[JournalEntry]:
         """The calls under ``scope_prefix`` with an intent and no result, oldest first."""
@@ -119,13 +152,14 @@ class ToolJournal:
         with self.engine.connect() as db:
             return [_entry(row) for row in db.execute(query).mappings()]
 
-    def doubts(self, scope_prefix: str, tool: str, arguments: Any) -> bool:
-        """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result)."""
-        query = select(entries.c.position).where(entries.c.scope.startswith(scope_prefix, autoescape=True),
-                                                 entries.c.digest == call_digest(tool, arguments),
-                                                 entries.c.state == INTENT).limit(1)  # fmt: skip
-        with self.engine.connect() as db:
-            return db.execute(query).first() is not None
+    def doubts(self, scope_prefix: str, tool: str, arguments: Any, db: Connection | None = None) -> bool:
+        """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result); read in
+        ``db`` when the caller gives its transaction."""
+        bound = {"pattern": _starting_with(scope_prefix), "d": call_digest(tool, arguments)}
+        if db is not None:
+            return db.execute(_DOUBT, bound).first() is not None
+        with self.engine.connect() as own:
+            return own.execute(_DOUBT, bound).first() is not None
 
     def resolve(
         self, scope_prefix: str, operator: str, decision: str, tool: str | None = None, arguments: Any = None
@@ -147,9 +181,46 @@ class ToolJournal:
             return [_entry(row) for row in db.execute(query.order_by(entries.c.started_at)).mappings()]
 
 
-def _key(scope: str, position: int, digest: str) -> Any:
-    """The row of one call: where it happened, its place there, the exact call."""
-    return (entries.c.scope == scope) & (entries.c.position == position) & (entries.c.digest == digest)
+# the statements of every call, built once with bound parameters (building one per call cost more than running it)
+_AT = (
+    (entries.c.scope == bindparam("k_scope"))
+    & (entries.c.position == bindparam("k_position"))
+    & (entries.c.digest == bindparam("k_digest"))
+)
+_FIND = select(entries).where(_AT)
+_INSERT = insert(entries)
+_FINISHED = (
+    update(entries)
+    .where(_AT)
+    .values(state=bindparam("v_state"), result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
+)
+_RESTART = (
+    update(entries)
+    .where(_AT)
+    .values(
+        state=bindparam("v_state"),
+        holder=bindparam("v_holder"),
+        started_at=bindparam("v_started_at"),
+        finished_at=bindparam("v_finished_at"),
+        result=bindparam("v_result"),
+    )
+)
+_DOUBT = (
+    select(entries.c.position)
+    .where(entries.c.scope.like(bindparam("pattern"), escape="/"), entries.c.digest == bindparam("d"),
+           entries.c.state == INTENT)
+    .limit(1)
+)  # fmt: skip
+
+
+def _starting_with(prefix: str) -> str:
+    """A LIKE pattern (escape character '/') for the scopes that start with ``prefix``, its wildcards literal."""
+    return prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
+def _where(scope: str, position: int, digest: str) -> dict[str, Any]:
+    """The bound parameters that name one call's row."""
+    return {"k_scope": scope, "k_position": position, "k_digest": digest}
 
 
 def _entry(row: Any) -> JournalEntry:
