@@ -96,7 +96,6 @@ class Engine:
         self._created = 0
         self.stats = Stats()
         self._reads = [self._stratum_reads(s) for s in self.analyzed.strata]
-        self._members = [frozenset(s.predicates) for s in self.analyzed.strata]
         self._readers: dict[str, list[int]] = {}  # predicate -> the strata whose rules read it
         for number, reads in enumerate(self._reads):
             for predicate in reads:
@@ -373,14 +372,11 @@ class Engine:
         variants = self._variants.get(key)
         if variants is None:
             members = set(stratum.predicates)
-            variants = [
-                (lit.predicate, rule.head.predicate, self._plan(rule, Seed(SEED_POSITIVE, i)))
-                for rule in stratum.rules
-                if not rule.aggregates
-                for i, lit in enumerate(rule.body)
-                if isinstance(lit, Atom) and lit.predicate in members
+            variants = self._variants[key] = [
+                (predicate, rule.head.predicate, plan)
+                for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum)
+                if not is_negation and not rule.aggregates and predicate in members
             ]
-            self._variants[key] = variants
         return variants
 
     def _insert(self, predicate: str, new: set[Fact]) -> None:
@@ -432,10 +428,11 @@ class Engine:
             self._insert(pred, new)
 
     def _fixpoint(self, stratum: Stratum, delta: dict[str, set[Fact]], track: bool = False) -> dict[str, set[Fact]]:
-        """Semi-naive iteration from ``delta`` (already inserted); with ``track``, returns everything inserted."""
-        inserted = {p: set(f) for p, f in delta.items()} if track else {}
+        """Semi-naive iteration from ``delta`` (already inserted); with ``track``, returns everything inserted (for a
+        stratum that does not recurse, ``delta`` itself: nothing more is derived)."""
         if not stratum.recursive:
-            return inserted
+            return delta if track else {}
+        inserted = {p: set(f) for p, f in delta.items()} if track else {}
         variants = self._recursive_variants(stratum)
         while any(delta.values()):
             self.stats.iterations += 1
@@ -653,7 +650,10 @@ class Engine:
         members = set(stratum.predicates)
         lower = {p: changes[p] for p in reads if p in changes}
         if not self._may_lose(stratum, lower, members, base_del):
-            self._insert_only(stratum, lower, base_ins, changes)
+            # only insertions reach this stratum (a supposed call's facts, new observations): no DRed pass
+            for pred, facts in self._insert_new(stratum, lower, members, base_ins, {}).items():
+                if facts:
+                    changes[pred] = (facts, set())
             return
         overdeleted = self._overdelete(stratum, lower, members, base_del)
         for pred, gone in overdeleted.items():
@@ -666,33 +666,6 @@ class Engine:
             added = inserted.get(pred, set()) - overdeleted[pred]
             if gone or added:
                 changes[pred] = (added, gone)
-
-    def _insert_only(self, stratum: Stratum, lower: Changes, base_ins: dict[str, set[Fact]], changes: Changes) -> None:
-        """Only insertions reach this stratum (a supposed call's facts, new observations): what they derive is
-        inserted, up to the fixpoint, with no delete-rederive pass."""
-        delta: dict[str, set[Fact]] = {}
-        relations = self.relations
-        for pred in stratum.predicates:
-            fresh = base_ins.get(pred)
-            if fresh:
-                delta[pred] = fresh - relations[pred].facts
-        for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
-            change = lower.get(predicate)
-            if change is not None and change[DELETED if is_negation else INSERTED]:
-                found = self._execute(plan, change[DELETED if is_negation else INSERTED])
-                if found:
-                    head = rule.head.predicate
-                    found -= relations[head].facts
-                    if head in delta:
-                        delta[head] |= found
-                    else:
-                        delta[head] = found
-        for pred, facts in delta.items():
-            self._insert(pred, facts)
-        inserted = self._fixpoint(stratum, delta, track=True) if stratum.recursive else delta
-        for pred, facts in inserted.items():
-            if facts:
-                changes[pred] = (facts, set())
 
     def _may_lose(self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]) -> bool:
         """Whether any fact of the stratum can lose a derivation: a retracted base fact of its own, a lower fact
@@ -787,7 +760,8 @@ class Engine:
         """Step 4: insert the re-derived facts, new base facts and what the lower strata's insertions (and
         deletions under '!') derive, up to the fixpoint; returns everything inserted."""
         for pred in members:
-            fresh = base_ins.get(pred, set()) - self.relations[pred].facts
+            asserted = base_ins.get(pred)
+            fresh = asserted - self.relations[pred].facts if asserted else None
             if fresh:
                 delta.setdefault(pred, set()).update(fresh)
         self._seed_from_lower(stratum, lower, delta, positive=INSERTED, negated=DELETED)
