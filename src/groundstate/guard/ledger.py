@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
-from ..store import aware, create_tables, open_engine
+from ..store import aware, create_tables, open_engine, within
 
 HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
 
@@ -114,11 +114,8 @@ class Ledger:
                "digest": verdict.digest, "client": client, "decision": verdict.decision,
                "reasons": json.dumps(verdict.reasons), "why": verdict.why, "status": HELD if held else verdict.decision,
                "expires_at": now + timedelta(seconds=hold_seconds) if held else None}  # fmt: skip
-        if db is not None:
-            key = db.execute(_RECORD, row).inserted_primary_key
-        else:
-            with self.engine.begin() as own:
-                key = own.execute(_RECORD, row).inserted_primary_key
+        with within(self.engine, db) as writing:
+            key = writing.execute(_RECORD, row).inserted_primary_key
         assert key is not None
         return int(key[0])
 

@@ -6,7 +6,7 @@ ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(to
 """
 
 from .access import ACT, ADMINISTER, SEE, may, roles
-from .database import aware, create_tables, open_engine, private_sqlite_file
+from .database import aware, create_tables, open_engine, private_sqlite_file, within
 from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
 from .operators import (
     FIRST_ADMIN,
@@ -43,4 +43,5 @@ __all__ = [
     "private_sqlite_file",
     "roles",
     "token_hash",
+    "within",
 ]

@@ -7,11 +7,13 @@ restores the UTC they were written in.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Table, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, Table, create_engine, event, inspect, text
 
 
 def open_engine(url: str) -> Engine:
@@ -39,6 +41,17 @@ def create_tables(engine: Engine, *tables: Table) -> None:
                                     f"{column.type.compile(engine.dialect)}"))  # fmt: skip
     if engine.dialect.name == "sqlite":
         private_sqlite_file(engine.url.database)  # the -wal and -shm files too, now they exist
+
+
+@contextmanager
+def within(engine: Engine, db: Connection | None) -> Iterator[Connection]:
+    """``db``, a transaction the caller holds and commits (several stores' writes in one: the MCP guard's admission),
+    or else a transaction of ``engine``'s own, committed when the block ends."""
+    if db is not None:
+        yield db
+        return
+    with engine.begin() as own:
+        yield own
 
 
 def aware(moment: datetime) -> datetime:

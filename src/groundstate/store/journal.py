@@ -18,8 +18,6 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -41,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import ConflictError
-from .database import aware, create_tables, open_engine
+from .database import aware, create_tables, open_engine, within
 
 INTENT, DONE, RESOLVED = "intent", "done", "resolved"
 
@@ -99,15 +97,6 @@ class ToolJournal:
         create_tables(self.engine, entries)
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
 
-    @contextmanager
-    def _writing(self, db: Connection | None) -> Iterator[Connection]:
-        """``db`` (a transaction the caller holds and commits), or a transaction of the journal's own."""
-        if db is not None:
-            yield db
-            return
-        with self.engine.begin() as own:
-            yield own
-
     def begin(
         self, scope: str, position: int, tool: str, arguments: Any, db: Connection | None = None
     ) -> dict[str, Any] | None:
@@ -117,7 +106,7 @@ class ToolJournal:
         digest = call_digest(tool, arguments)
         where = _where(scope, position, digest)
         now = datetime.now(UTC)
-        with self._writing(db) as db:
+        with within(self.engine, db) as db:
             row = db.execute(_FIND, where).mappings().first()
             if row is not None and row["state"] == DONE:
                 recorded: dict[str, Any] = json.loads(row["result"])
@@ -156,10 +145,8 @@ class ToolJournal:
         """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result); read in
         ``db`` when the caller gives its transaction."""
         bound = {"pattern": _starting_with(scope_prefix), "d": call_digest(tool, arguments)}
-        if db is not None:
-            return db.execute(_DOUBT, bound).first() is not None
-        with self.engine.connect() as own:
-            return own.execute(_DOUBT, bound).first() is not None
+        with within(self.engine, db) as reading:
+            return reading.execute(_DOUBT, bound).first() is not None
 
     def resolve(
         self, scope_prefix: str, operator: str, decision: str, tool: str | None = None, arguments: Any = None
