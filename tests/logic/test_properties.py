@@ -115,12 +115,17 @@ edges = st.sets(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=12)
 nodes = st.sets(st.integers(0, 4), max_size=5)
 
 
-def run_engine(text: str, e: set[tuple[int, int]], f: set[int]) -> dict[str, list[tuple[object, ...]]]:
+def evaluated(text: str, e: set[tuple[int, int]], f: set[int]) -> Engine:
+    """An engine for the program with the facts ``e`` and ``f``, evaluated once from scratch."""
     engine = Engine(Program.parse(text))
     engine.assert_facts("e", e)
     engine.assert_facts("f", [(x,) for x in f])
     engine.evaluate()
-    return engine.all_facts()
+    return engine
+
+
+def run_engine(text: str, e: set[tuple[int, int]], f: set[int]) -> dict[str, list[tuple[object, ...]]]:
+    return evaluated(text, e, f).all_facts()
 
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,10 +168,7 @@ def test_incremental_equals_from_scratch(
     ops: list[tuple[str, str, list[tuple[int, int]], bool]],
 ) -> None:
     text = program.text()
-    engine = Engine(Program.parse(text))
-    engine.assert_facts("e", e)
-    engine.assert_facts("f", [(x,) for x in f])
-    engine.evaluate()
+    engine = evaluated(text, e, f)
     current_e, current_f = set(e), set(f)
     for op, pred, pairs, evaluate_now in ops:
         rows = pairs if pred == "e" else [(a,) for a, _ in pairs]

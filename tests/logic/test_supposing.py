@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from groundstate.logic import Engine, Program
 
-from .test_properties import SETTINGS, GeneratedProgram, edges, nodes, programs, run_engine
+from .test_properties import SETTINGS, GeneratedProgram, edges, evaluated, nodes, programs, run_engine
 
 supposed = st.tuples(st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=3),
                      st.sets(st.integers(0, 5), max_size=2))  # fmt: skip
@@ -28,10 +28,7 @@ def test_a_supposition_holds_inside_and_leaves_no_trace(
     later: set[tuple[int, int]],
 ) -> None:
     text = program.text()
-    engine = Engine(Program.parse(text))
-    engine.assert_facts("e", e)
-    engine.assert_facts("f", [(x,) for x in f])
-    engine.evaluate()
+    engine = evaluated(text, e, f)
     before = engine.all_facts()
     for more_e, more_f in suppositions:
         with engine.supposing({"e": more_e, "f": [(x,) for x in more_f]}):
