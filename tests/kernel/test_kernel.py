@@ -35,6 +35,20 @@ def test_fact_limit_refuses_the_whole_transaction(tmp_path: Path) -> None:
     assert kernel.query("task_status(T, S)") == []
 
 
+def test_fact_limit_refuses_a_supposition_too(tmp_path: Path) -> None:
+    """A question asked with supposed facts (the decision path) is bounded like a transaction: a flood of facts
+    in one tools/call's arguments is refused, and nothing of it stays."""
+    kernel = Kernel(tmp_path)
+    kernel.config = KernelConfig(core_limits=CoreLimits(max_facts_in_kernel=kernel.fact_count() + 2))
+    flood = [("task_status", (Name(f"/t{i}"), Name("/pending"))) for i in range(3)]
+    refused = pytest.raises(KernelLimitError, match=r"the supposed facts would bring the kernel to \d+ facts")
+    with refused, kernel.supposing(flood):
+        pass
+    with kernel.supposing(flood[:2]):
+        assert len(kernel.query("task_status(T, S)")) == 2
+    assert kernel.query("task_status(T, S)") == []
+
+
 def test_derived_fact_limit_rolls_back(tmp_path: Path) -> None:
     policy = tmp_path / "explode.mg"
     policy.write_text("Decl pair(A, B) bound [/name, /name].\npair(A, B) :- task_status(A, _), task_status(B, _).\n")

@@ -177,13 +177,8 @@ class Kernel:
 
     def apply(self, tx: Transaction) -> Stats:
         """Apply a transaction's changes at once and bring derived facts up to date."""
-        limit = self.config.core_limits.max_facts_in_kernel
         adds = sum(1 for is_assert, pred, row in tx.changes if is_assert and row not in self.engine.base.get(pred, ()))
-        if self.fact_count() + adds > limit:
-            raise KernelLimitError(
-                f"the transaction would bring the kernel to {self.fact_count() + adds} facts; the limit "
-                f"(core_limits.max_facts_in_kernel) is {limit}"
-            )
+        self._check_room(adds, "the transaction")
         done: list[tuple[bool, str, Row]] = []
         try:
             for is_assert, predicate, row in tx.changes:
@@ -210,18 +205,22 @@ class Kernel:
         rows: dict[str, list[Row]] = {}
         for predicate, row in facts:
             rows.setdefault(predicate, []).append(tuple(row))
-        limit = self.config.core_limits.max_facts_in_kernel
-        if self.fact_count() + sum(map(len, rows.values())) > limit:
-            raise KernelLimitError(
-                f"the supposed facts would bring the kernel to more than {limit} facts "
-                "(core_limits.max_facts_in_kernel)"
-            )
+        self._check_room(sum(map(len, rows.values())), "the supposed facts")
         if self._externals_changed:
             self.last_stats = self.engine.evaluate(full=True)
             self._externals_changed = False
         with self.engine.supposing(rows) as stats:
             self.last_stats = stats
             yield self
+
+    def _check_room(self, adds: int, what: str) -> None:
+        """KernelLimitError, naming ``what``, if ``adds`` more asserted facts would exceed ``max_facts_in_kernel``."""
+        limit, total = self.config.core_limits.max_facts_in_kernel, self.fact_count() + adds
+        if total > limit:
+            raise KernelLimitError(
+                f"{what} would bring the kernel to {total} facts; the limit (core_limits.max_facts_in_kernel) is "
+                f"{limit}"
+            )
 
     def assert_facts(self, predicate: str, *rows: Iterable[Any]) -> Stats:
         """Assert ``rows`` of ``predicate`` and bring derived facts up to date."""
