@@ -110,6 +110,9 @@ COMMANDS: dict[str, Lazy] = {
     "serve": Lazy("groundstate.console.cli", "serve", "Serve the operator console and its API."),
     "demo": Lazy("groundstate.console.cli", "demo", "Run the bundled workflow (research -> analyze -> writer) on the "
                  "local model with the console beside it."),
+    "worker": Lazy("groundstate.runtime.cluster_cli", "worker", "Join this machine to the Ray pool that drives runs."),
+    "status": Lazy("groundstate.runtime.cluster_cli", "status", "The pool: leases, queue depth, nodes and their "
+                   "drivers."),
     "gateway": Lazy("groundstate.console.cli", "gateway", "An OpenAI-compatible gateway for LLM SDKs: a proxy to a "
                     "provider, or the local model."),
 }

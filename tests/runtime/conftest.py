@@ -21,6 +21,7 @@ from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
 
 from ..loopback import Reply, loopback
+from ..postgres import postgres  # noqa: F401 (a fixture for the Postgres and cluster tests)
 
 _AGENT = re.compile(r"You are agent '([a-z0-9_]+)'")
 

@@ -142,7 +142,10 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     starts = [e.agent for e in events if e.type == ev.AGENT_STARTED]
     assert starts.count("research_left") == 1 and starts.count("research_right") == 1  # not run twice
     assert starts.count("writer_join") == 2
-    assert next(e for e in events if e.type == ev.RUN_RESUMED).payload == {"restarted": ["writer_join"]}
+    resumed_event = next(e for e in events if e.type == ev.RUN_RESUMED)
+    assert resumed_event.payload["restarted"] == ["writer_join"]
+    started = next(e for e in events if e.type == ev.RUN_STARTED)
+    assert started.payload["driver"] != resumed_event.payload["driver"]  # each segment names the process driving it
 
 
 def patterns_file(tmp_path: Path) -> Path:

@@ -7,13 +7,14 @@ where its value came from. The packages that act on a key read it from here; not
 from .effective import effective, render
 from .home import TOKEN_FILE, default_db_url, home, load_or_create_token
 from .limits import DEFAULT_SHARDS, ContextWindow, CoreLimits, KernelConfig, ShardProfile
-from .options import CONFIG_OPTION, DB_OPTION
+from .options import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
     ApprovalsConfig,
     Budgets,
     ConfigFileError,
+    ExecutorConfig,
     GatewayConfig,
     LearnedConfig,
     LoadedConfig,
@@ -39,6 +40,7 @@ __all__ = [
     "DB_OPTION",
     "DEFAULT_SHARDS",
     "ENVIRONMENT",
+    "EXECUTOR_OPTION",
     "FILE_NAME",
     "TOKEN_FILE",
     "ApprovalsConfig",
@@ -46,6 +48,7 @@ __all__ = [
     "ConfigFileError",
     "ContextWindow",
     "CoreLimits",
+    "ExecutorConfig",
     "GatewayConfig",
     "KernelConfig",
     "LearnedConfig",

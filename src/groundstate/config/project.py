@@ -214,6 +214,19 @@ class MetricsConfig(BaseModel):
     open: bool = False  # serve /metrics without the token (for a scraper on a trusted network)
 
 
+class ExecutorConfig(BaseModel):
+    """``[executor]``: where runs are driven — in the process that starts or unpauses them (``local``, the default)
+    or by segment-driver processes on a Ray cluster (``ray://HOST:PORT``, the head's GCS address); see
+    docs/scale-out.md. ``--executor`` on ``run`` and ``serve`` wins."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str = Field("local", pattern=r"^(local|ray://[^\s/:]+:\d+)$")
+    processes: int = Field(2, ge=1, le=256)  # segment drivers on the cluster (each drives many runs at once)
+    runs_dir: Path | None = None  # runs' workspaces and recordings, on storage every node shares (default: home/runs)
+    resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # model-spec prefix -> Ray resources needed
+
+
 class ProjectConfig(BaseModel):
     """The whole project configuration; every section has its defaults."""
 
@@ -235,6 +248,7 @@ class ProjectConfig(BaseModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
 
 class LoadedConfig:
@@ -296,6 +310,9 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
         if not directory.is_dir():
             raise ConfigFileError(f"{path}:{_line_of(text, ('tools', 'path'))}: tools.path: no such directory "
                                   f"{directory}")  # fmt: skip
+    runs_dir = config.executor.runs_dir
+    if runs_dir is not None and not runs_dir.is_absolute():
+        config.executor.runs_dir = path.parent / runs_dir
     if config.learned.path is not None and not config.learned.path.is_absolute():
         config.learned.path = path.parent / config.learned.path
     corpus = config.search.corpus

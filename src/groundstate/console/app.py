@@ -15,7 +15,7 @@ from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from ..runtime import RUNNING, Runtime
+from ..runtime import INTERRUPTED, RUNNING, Executor, Runtime
 from ..store import Operators
 from . import api, pages, security
 from .operations import EXAMPLES, Operations
@@ -23,19 +23,24 @@ from .operations import EXAMPLES, Operations
 __all__ = ["EXAMPLES", "create_app"]
 
 
-def create_app(runtime: Runtime, token: str) -> FastAPI:
+def create_app(runtime: Runtime, token: str, executor: Executor | None = None) -> FastAPI:
     """The console for ``runtime``: ``token`` (the state directory's ``console.token``) is its key and becomes the
-    first admin account; every request is authenticated to an operator account (see ``security``)."""
+    first admin account; every request is authenticated to an operator account (see ``security``). Runs it starts
+    or unpauses are driven by ``executor`` (default: in this process)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        sweeper = asyncio.create_task(_expire_pauses(app.state.operations))
+        ops = app.state.operations
+        sweepers = [asyncio.create_task(_expire_pauses(ops))]
+        if ops.executor.remote:  # a cluster: runs whose driver was lost are handed to another
+            sweepers.append(asyncio.create_task(_take_over_interrupted(ops)))
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for sweeper in sweepers:
+                sweeper.cancel()
+            await asyncio.gather(*sweepers, return_exceptions=True)
+            await asyncio.to_thread(ops.executor.close)
             await asyncio.to_thread(runtime.close)  # notifications still being delivered
 
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
@@ -44,7 +49,7 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
     metrics_open = (security.METRICS,) if runtime.settings.metrics.open else ()
     operators = Operators(runtime.store.url, first_admin_token=token)
     security.install(app, security.Secrets(token, operators), metrics_open)
-    app.state.operations = Operations(runtime, operators)
+    app.state.operations = Operations(runtime, operators, executor)
     app.include_router(api.router)
     app.include_router(pages.router)
 
@@ -73,3 +78,18 @@ async def _expire_pauses(ops: Operations) -> None:
         for run_id, _, _ in decided:
             if ops.runtime.store.state(run_id).status == RUNNING:
                 ops.drive(run_id)
+
+
+async def _take_over_interrupted(ops: Operations) -> None:
+    """With a cluster executor: every third of a lease, a running run whose driver's lease has lapsed (its node or
+    the process that owned its driver is gone) gets a new segment; the new driver resumes it from the store."""
+    while True:
+        await asyncio.sleep(ops.runtime.lease_seconds / 3)
+        try:
+            rows = await asyncio.to_thread(ops.runtime.store.runs)
+        except Exception as exc:  # a store hiccup must not end the sweeps; the next one tries again
+            print(f"take-over: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        for row in rows:
+            if row["status"] == INTERRUPTED:
+                ops.drive(row["id"])

@@ -12,18 +12,21 @@ import typer
 import uvicorn
 from rich.console import Console
 
-from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, load_config
+from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION, default_db_url, load_config
+from ..errors import GroundstateError
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
     FINISHED,
     Autopilot,
+    Executor,
     RunState,
     Runtime,
     TerminalDriver,
     check_decision_options,
     configured_runtime,
     home,
+    open_executor,
     say,
 )
 from ..store import ACT, SEE, Operators, command_line_operator
@@ -35,13 +38,22 @@ DEMO = EXAMPLES / "market-brief.yaml"
 DEMO_DECISIONS = 3  # how many pauses demo --decide answers
 
 
-def _server(runtime: Runtime, host: str, port: int) -> tuple[uvicorn.Server, str]:
+def _executor(runtime: Runtime, address: str | None) -> Executor:
+    """The executor ``--executor`` (else the configuration) names; a refusal is printed and exits 2."""
+    try:
+        return open_executor(runtime, address)
+    except GroundstateError as exc:
+        console.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+
+
+def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple[uvicorn.Server, str]:
     token, created = load_or_create_token(runtime.home)
     if created:
         console.print(f"a console token was created in {runtime.home / 'console.token'} (mode 0600):",
                       markup=False, highlight=False)  # fmt: skip
         console.print(token, markup=False, highlight=False, soft_wrap=True)
-    config = uvicorn.Config(create_app(runtime, token), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning")
     return uvicorn.Server(config), token
 
 
@@ -50,11 +62,13 @@ def serve(
     port: int = typer.Option(8765, "--port", help="Port."),
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
+    executor: str | None = EXECUTOR_OPTION,
 ) -> None:
-    """Serve the operator console and its API."""
+    """Serve the operator console and its API; runs it starts or unpauses are driven by the executor."""
     runtime = configured_runtime(db, config)
-    server, _ = _server(runtime, host, port)
-    say(console, f"console: http://{host}:{port}/  (API docs: /api/docs)")
+    driving = _executor(runtime, executor)
+    server, _ = _server(runtime, host, port, driving)
+    say(console, f"console: http://{host}:{port}/  (API docs: /api/docs); runs are driven {_where(driving)}")
     server.run()
 
 
@@ -73,7 +87,8 @@ def demo(
     """Run the bundled workflow (research -> analyze -> writer) on the local model with the console beside it."""
     check_decision_options(console, decide, instructions)
     runtime = configured_runtime(db, config)
-    server, token = _server(runtime, "127.0.0.1", port)
+    driving = _executor(runtime, None)
+    server, token = _server(runtime, "127.0.0.1", port, driving)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -85,7 +100,8 @@ def demo(
     run_id = runtime.create(text, str(DEMO), model)
     link = f"http://127.0.0.1:{port}/login?token={token}&next=/runs/{run_id}"
     say(console, f"demo run {run_id}; console: {link}")
-    driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor)
+    driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor,
+                            driving)  # fmt: skip
     if decide is not None:
         new = instructions.read_text(encoding="utf-8") if instructions else None
         state = driver.drive(Autopilot(decide, new, DEMO_DECISIONS), None)
@@ -107,6 +123,11 @@ def demo(
     server.should_exit = True
     runtime.close()  # notifications ([notify]) still being delivered
     raise typer.Exit(0 if state.status == COMPLETED else 3 if state.status == AWAITING_APPROVAL else 1)
+
+
+def _where(executor: Executor) -> str:
+    """For the start-up line: where runs are driven."""
+    return f"on the {executor.description}" if executor.remote else executor.description
 
 
 def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> RunState:

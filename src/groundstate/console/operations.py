@@ -1,7 +1,8 @@
 """What the console does to runs, shared by the API and the pages: find, create, decide and drive.
 
-The console's process drives the runs it starts or unpauses (one task per run, on the server's loop); the
-runtime's lease keeps a second driver elsewhere from writing to the same run.
+The console hands the runs it starts or unpauses to its executor (one task per run on the server's loop: in this
+process, or waiting on a driver of a Ray cluster); the runtime's lease keeps a second driver elsewhere from writing
+to the same run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from typing import TypeVar
 from fastapi import HTTPException, Request
 
 from ..guard import ApprovalRefused, Entry, Ledger
-from ..runtime import DECISIONS, RUNNING, DecisionError, PinnedPolicy, RunState, Runtime, StoreError, WorkflowError
+from ..runtime import (
+    DECISIONS,
+    RUNNING,
+    DecisionError,
+    Executor,
+    InProcessExecutor,
+    PinnedPolicy,
+    RunState,
+    Runtime,
+    StoreError,
+    WorkflowError,
+)
 from ..store import AccountRefused, Operator, Operators
 
 T = TypeVar("T")
@@ -25,8 +37,9 @@ EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
 class Operations:
     """The runtime as the console uses it; refusals become HTTP errors that say what was wrong."""
 
-    def __init__(self, runtime: Runtime, operators: Operators) -> None:
+    def __init__(self, runtime: Runtime, operators: Operators, executor: Executor | None = None) -> None:
         self.runtime = runtime
+        self.executor = executor or InProcessExecutor(runtime)  # where the runs it starts or unpauses are driven
         self.operators = operators
         self.drives: dict[str, asyncio.Task[RunState]] = {}
         self.ledger = Ledger(runtime.store.url)  # the MCP guard's decisions and held calls, in the same database
@@ -87,10 +100,10 @@ class Operations:
         return state
 
     def drive(self, run_id: str) -> None:
-        """Drive the run on the server's loop unless this process already does."""
+        """Drive the run's next segment on the executor unless this process already waits on one."""
         task = self.drives.get(run_id)
         if task is None or task.done():
-            self.drives[run_id] = asyncio.create_task(self.runtime.drive(run_id))
+            self.drives[run_id] = asyncio.create_task(self.executor.drive(run_id))
 
     def pinned_policy(self, state: RunState) -> PinnedPolicy:
         """The policy the run is pinned to (the runtime's current one for runs created before pins)."""

@@ -15,6 +15,7 @@ from .backends import ModelSpecError, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
+from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
@@ -103,6 +104,9 @@ __all__ = [
     "Event",
     "EventRefused",
     "EventStore",
+    "Executor",
+    "ExecutorError",
+    "InProcessExecutor",
     "Invocation",
     "LeaseHeld",
     "LeaseLost",
@@ -135,6 +139,7 @@ __all__ = [
     "load_patterns",
     "load_workflow",
     "make_backend",
+    "open_executor",
     "parse_workflow",
     "pause_json",
     "pauses_json",

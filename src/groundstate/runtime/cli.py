@@ -9,11 +9,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ..config import CONFIG_OPTION, DB_OPTION
+from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
+from .executors import open_executor
 from .home import home
 from .pauses import age, pauses_json
 from .runner import Runtime
@@ -69,16 +70,26 @@ def _drive(
     instructions: str | None,
     max_decisions: int,
     resume_failed: bool = False,
+    executor_address: str | None = None,
 ) -> int:
-    """Drive with a live view; each open pause is answered by --decide or asked on the terminal (left for later
-    when stdin is not one)."""
+    """Drive with a live view on the executor (``--executor``, else the configuration's); each open pause is
+    answered by --decide or asked on the terminal (left for later when stdin is not one)."""
     try:
-        driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor)
+        executor = open_executor(runtime, executor_address)
+    except GroundstateError as exc:
+        runtime.close()
+        return _failed(exc)
+    if executor.remote:
+        say(console, f"segments are driven on the {executor.description}")
+    try:
+        driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor,
+                                executor)  # fmt: skip
         autopilot = Autopilot(decide, instructions, max_decisions) if decide is not None else None
         state = driver.drive(autopilot, ask_in_terminal(console), resume_failed)
     except (LeaseHeld, NotAuthenticated, NotPermitted) as exc:
         return _failed(exc)
     finally:
+        executor.close()
         runtime.close()  # notifications ([notify]) still being delivered
     nothing = state.status == COMPLETED and not _produced(state)
     say(console, f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
@@ -99,6 +110,7 @@ def run(
     max_decisions: int = typer.Option(3, "--max-decisions", min=1, help="How many pauses --decide may handle."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Agents that may run at the same time."),
     config: Path | None = CONFIG_OPTION,
+    executor: str | None = EXECUTOR_OPTION,
 ) -> None:
     """Run a workflow; pauses ask the operator (retry / edit and retry / skip / abort)."""
     check_decision_options(console, decide, instructions)
@@ -110,7 +122,7 @@ def run(
         raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id} (state in {home()})")
     text = instructions.read_text(encoding="utf-8") if instructions else None
-    raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions))
+    raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions, executor_address=executor))
 
 
 @runs_app.command("list")
@@ -252,7 +264,12 @@ def repin(
 
 
 @runs_app.command("resume")
-def resume(run_id: str, db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
+def resume(
+    run_id: str,
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
+    executor: str | None = EXECUTOR_OPTION,
+) -> None:
     """Continue a run after a decision, a crash or a failure, from its last consistent state (exit 4 if another
     process is driving it). The run keeps its pinned policy, roles, limits and models (`runs repin` changes them)."""
     try:
@@ -260,4 +277,4 @@ def resume(run_id: str, db: str | None = DB_OPTION, config: Path | None = CONFIG
         runtime.store.state(run_id)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
-    raise typer.Exit(_drive(runtime, run_id, None, None, 0, resume_failed=True))
+    raise typer.Exit(_drive(runtime, run_id, None, None, 0, resume_failed=True, executor_address=executor))

@@ -26,6 +26,9 @@ class RunMetrics:
                               ["category"], registry=registry)  # fmt: skip
         self.tool_calls = Counter("groundstate_tool_calls", "Tool calls agents requested, by tool and decision.",
                                   ["tool", "decision"], registry=registry)  # fmt: skip
+        self.segments = Counter("groundstate_segments", "Segments of runs this process drove (until a pause, the "
+                                "end or a failure), by the run's status after it.", ["status"],
+                                registry=registry)  # fmt: skip
         self.decisions = Counter("groundstate_decisions", "Operator decisions (retry, skip, abort).", ["decision"],
                                  registry=registry)  # fmt: skip
 

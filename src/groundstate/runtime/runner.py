@@ -76,7 +76,7 @@ from .state import (
     RunState,
     tool_call_digest,
 )
-from .store import EventStore, LeaseLost
+from .store import EventStore, LeaseHeld, LeaseLost
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
 from .workflow import (
@@ -199,6 +199,8 @@ class Runtime:
         self.settings = settings or ProjectConfig()  # the project configuration (groundstate.toml)
         self.config = config or self.settings.limits  # shard profiles bound each agent's prompt and model calls
         self.home = home
+        self.runs_dir = self.settings.executor.runs_dir or home / "runs"  # each run's workspace and recordings
+        self.node = socket.gethostname()  # names this process's driver in leases and RunStarted/RunResumed
         self._backend = backend
         self._backend_factory = backend_factory
         self.concurrency = concurrency  # at most core_limits.max_concurrent_shards (see _schedule)
@@ -264,19 +266,41 @@ class Runtime:
         return run_id
 
     # -- running ---------------------------------------------------------------------------------------
-    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState:
+    async def drive(self, run_id: str, *, resume_failed: bool = False, take_over: bool = False) -> RunState:
         """Run until the run completes, fails, is aborted or waits for the operator. One driver per run: another
-        process's live lease makes this raise LeaseHeld; a failed run continues only with ``resume_failed``."""
+        process's live lease makes this raise LeaseHeld; a failed run continues only with ``resume_failed``.
+        With ``take_over`` (a cluster's segment drivers), a lease another driver holds is waited out instead: if it
+        lapses, this driver takes the run over; if its holder renews it, that one is alive and this returns."""
         state = self.store.state(run_id)
         if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
-        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.store.acquire_lease(run_id, holder, self.lease_seconds)
+        holder = f"{self.node}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        if not await self._acquire(run_id, holder, take_over):
+            return self.store.state(run_id)
         try:
-            return await self._drive(run_id, holder)
+            state = await self._drive(run_id, holder)
+            self.run_metrics.segments.labels(state.status).inc()
+            return state
         finally:
             with contextlib.suppress(StoreError):
                 self.store.release_lease(run_id, holder)
+
+    async def _acquire(self, run_id: str, holder: str, take_over: bool) -> bool:
+        """The run's lease for ``holder``; False when another driver holds it and is alive (``take_over``)."""
+        seen = None
+        while True:
+            try:
+                self.store.acquire_lease(run_id, holder, self.lease_seconds)
+                return True
+            except LeaseHeld:
+                if not take_over:
+                    raise
+            current = self.store.lease(run_id)
+            if current is not None and seen is not None and current != seen:
+                return False  # renewed (or taken) meanwhile: its driver is alive
+            seen = current
+            left = (current[1] - datetime.now(UTC)).total_seconds() if current is not None else 0.0
+            await asyncio.sleep(min(max(left, 0.0) + 0.05, self.lease_seconds))
 
     async def _drive(self, run_id: str, holder: str) -> RunState:
         state = self.store.state(run_id)
@@ -289,10 +313,10 @@ class Runtime:
         renewer = asyncio.create_task(self._renew(run_id, holder, tasks))
         try:
             if state.status == PENDING:
-                self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model})
+                self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model, "driver": holder})
             else:
                 restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
-                self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted})
+                self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted, "driver": holder})
                 self._calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
@@ -364,7 +388,7 @@ class Runtime:
 
     def _context(self, run_id: str, state: RunState, holder: str) -> RunContext:
         workflow = workflow_of(state)
-        folder = self.home / "runs" / run_id
+        folder = self.runs_dir / run_id
         workspace = folder / "workspace"
         workspace.mkdir(parents=True, exist_ok=True, mode=0o700)
         recordings = folder / "recordings"

@@ -225,6 +225,18 @@ class EventStore:
             if done.rowcount != 1:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
 
+    def lease(self, run_id: str) -> tuple[str, datetime] | None:
+        """The run's lease as it stands: its holder and when it expires (None: nobody holds it)."""
+        with self.engine.connect() as db:
+            row = db.execute(select(leases).where(leases.c.run_id == run_id)).first()
+        return None if row is None else (row.holder, aware(row.expires_at))
+
+    def leases(self) -> list[tuple[str, str, datetime]]:
+        """Every lease: run, holder, expiry (lapsed ones included: a crashed driver's stays until taken over)."""
+        with self.engine.connect() as db:
+            rows = db.execute(select(leases).order_by(leases.c.run_id)).all()
+        return [(row.run_id, row.holder, aware(row.expires_at)) for row in rows]
+
     def release_lease(self, run_id: str, holder: str) -> None:
         """Give up the run's lease, if ``holder`` still has it."""
         with self._lock, self.engine.begin() as db:

@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.table import Table
 
 from .display import approval_card, dag_view
+from .executors import Executor, InProcessExecutor
 from .pauses import current_instructions
 from .runner import Runtime, decision_problem
 from .state import AWAITING_APPROVAL, Pause, RunState
@@ -73,9 +74,17 @@ class Autopilot:
 class TerminalDriver:
     """Drives one run with a live DAG view and hands its pauses to an autopilot or an ``ask`` callback."""
 
-    def __init__(self, runtime: Runtime, run_id: str, console: Console, actor: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        run_id: str,
+        console: Console,
+        actor: Callable[[], str],
+        executor: Executor | None = None,
+    ) -> None:
         self.runtime, self.run_id, self.console = runtime, run_id, console
         self.actor = actor  # who decides (resolved when a decision is made: the token's account)
+        self.executor = executor or InProcessExecutor(runtime)  # where the segments are driven
         self.depends = {a.id: a.depends_on for a in workflow_of(runtime.store.state(run_id)).agents}
 
     def segment(self, resume_failed: bool = False) -> RunState:
@@ -88,13 +97,21 @@ class TerminalDriver:
 
             self.runtime.listeners.append(refresh)
             try:
-                state = asyncio.run(self.runtime.drive(self.run_id, resume_failed=resume_failed))
+                state = asyncio.run(self._drive(refresh, resume_failed))
             finally:
                 self.runtime.listeners.remove(refresh)
             live.update(dag_view(state, self.depends))
         if not self.console.is_terminal:
             self.console.line()  # rich ends a live view without a newline when it is not on a terminal
         return state
+
+    async def _drive(self, refresh: Callable[[object], None], resume_failed: bool) -> RunState:
+        """One segment on the executor; a remote one's progress is read from the store for the view."""
+        segment = asyncio.ensure_future(self.executor.drive(self.run_id, resume_failed=resume_failed))
+        while self.executor.remote and not segment.done():
+            await asyncio.wait([segment], timeout=0.25)
+            refresh(None)
+        return await segment
 
     def view(self) -> Table:
         """The run's DAG as it stands in the store."""

@@ -1,0 +1,68 @@
+"""Where a run's segments are driven: in this process (asyncio, the default) or by drivers on a Ray cluster.
+
+A *segment* is one drive of a run: until it completes, fails, is aborted or waits for an operator. Every entry point
+that drives runs (``run``, ``runs resume``, ``serve``, ``demo``) hands segments to an executor; the runtime's lease
+keeps one driver per run wherever segments run, and everything a segment needs is in the store and the runs
+directory, so any driver can take the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from ..errors import ConfigurationError
+from .runner import Runtime
+from .state import RunState
+
+LOCAL = "local"
+
+
+class ExecutorError(ConfigurationError):
+    """The executor cannot be used: an unknown address, Ray not installed, a cluster without segment drivers."""
+
+
+class Executor(Protocol):
+    """Drives segments of runs somewhere; ``drive`` returns the run's state once the segment is over."""
+
+    description: str  # for start-up lines and ``status``: where segments run
+    remote: bool  # segments run in other processes: this one sees their progress only in the store
+
+    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState: ...
+
+    def close(self) -> None: ...
+
+
+class InProcessExecutor:
+    """Today's asyncio driving, on the caller's event loop (the single-machine default)."""
+
+    description = "in this process"
+    remote = False
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState:
+        """Drive one segment here."""
+        return await self.runtime.drive(run_id, resume_failed=resume_failed)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def open_executor(runtime: Runtime, address: str | None = None) -> Executor:
+    """The executor ``address`` names (``--executor``), else the configuration's ``[executor] address``:
+    ``local`` or ``ray://HOST:PORT``; ExecutorError saying why one cannot be used."""
+    chosen = address or runtime.settings.executor.address
+    if chosen == LOCAL:
+        return InProcessExecutor(runtime)
+    if chosen.startswith("ray://"):
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(runtime, chosen.removeprefix("ray://"))
+    raise ExecutorError(f"executor {chosen!r}: use 'local' or 'ray://HOST:PORT' (the Ray head's GCS address)")
+
+
+def drive_now(executor: Executor, run_id: str, resume_failed: bool = False) -> RunState:
+    """One segment from synchronous code (the terminal's driver)."""
+    return asyncio.run(executor.drive(run_id, resume_failed=resume_failed))
