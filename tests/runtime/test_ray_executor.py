@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -297,3 +299,77 @@ def wait_for(runtime: Runtime, run_id: str, statuses: set[str], seconds: float =
             return state
         assert time.monotonic() < deadline, f"run {run_id} stayed {state.status}"
         time.sleep(0.2)
+
+
+def test_run_and_resume_from_the_command_line_drive_on_the_cluster(
+    cluster: Any, postgres: str, tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script_fleet(script)
+    script.by_round = False
+    script.answers["research_a"] = [envelope("From memory. [STATUS: SUCCESS]"), *script.answers["research_a"]]
+    flow = tmp_path / "fleet.yaml"
+    flow.write_text(FLEET)
+    config = tmp_path / "groundstate.toml"
+    config.write_text(f'[store]\nurl = "{postgres}"\n\n[executor]\naddress = "ray://{cluster.address}"\nprocesses = 1\n'
+                      f'runs_dir = "shared-runs"\n')  # fmt: skip
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    spec = f"openai-chat:scripted@{url}"
+    first = subprocess.run(["groundstate", "run", str(flow), "--model", spec, "--config", str(config)], env=env,
+                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert first.returncode == 3, first.stdout + first.stderr  # paused: the command's configuration chose the cluster
+    assert "segments are driven on the Ray cluster" in first.stdout
+    store = EventStore(postgres)
+    run_id = next(row["id"] for row in store.runs() if row["status"] == "awaiting_approval")
+    assert (tmp_path / "shared-runs" / run_id / "recordings").is_dir()  # [executor] runs_dir, beside the file
+    decided = subprocess.run(["groundstate", "runs", "decide", run_id, "retry", "--config", str(config)], env=env,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    resumed = subprocess.run(["groundstate", "runs", "resume", run_id, "--config", str(config), "--executor",
+                              f"ray://{cluster.address}"], env=env, capture_output=True, text=True, timeout=180,
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert store.state(run_id).status == "completed"
+    segments = [e.payload["driver"] for e in store.events(run_id) if e.type in (ev.RUN_STARTED, ev.RUN_RESUMED)]
+    workers = {n.node_id[:12] for n in cluster.worker_nodes}
+    assert len(segments) == 2 and all(holder.split(":")[0].split("/")[1] in workers for holder in segments)
+    here = ["groundstate", "run", str(flow), "--model", spec, "--config", str(config), "--executor", "local"]
+    local = subprocess.run([*here, "--decide", "skip"], env=env, capture_output=True, text=True, timeout=180)
+    assert "segments are driven" not in local.stdout  # --executor wins over the configuration
+    last = store.runs()[0]["id"]
+    assert all("/" not in e.payload["driver"] for e in store.events(last) if e.type == ev.RUN_STARTED)
+
+
+def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
+    cluster: Any, postgres: str, tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script_fleet(script)
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "console.token").write_text("console-token")  # the module's store has this first admin
+    (tmp_path / "home" / "console.token").chmod(0o600)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = ["groundstate", "serve", "--port", str(port), "--db", postgres, "--executor", f"ray://{cluster.address}"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        while not any("console: http://" in line for line in lines):
+            line = server.stdout.readline() if server.stdout else ""
+            assert line, "".join(lines)
+            lines.append(line)
+        assert "runs are driven on the Ray cluster" in "".join(lines)
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": "Bearer console-token"}
+        ) as api:
+            created = api.post("/api/runs", json={"workflow": FLEET, "model": f"openai-chat:scripted@{url}"})
+            assert created.status_code == 201, created.text
+            run_id = created.json()["run_id"]
+        runtime = Runtime(EventStore(postgres), tmp_path)
+        assert wait_for(runtime, run_id, {"completed", "failed"}).status == "completed"
+        assert all("/" in holder for holder in drivers(runtime, [run_id]))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)

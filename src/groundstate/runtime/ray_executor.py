@@ -12,6 +12,7 @@ Nothing a driver keeps in memory is needed by another: runs, events, leases and 
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -85,7 +86,7 @@ class RayExecutor:
         self.address = address
         try:
             if not ray.is_initialized():
-                ray.init(address=address, namespace=NAMESPACE, logging_level="WARNING", log_to_driver=False)
+                ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ExecutorError(f"executor ray://{address}: cannot join the Ray cluster there: {exc}") from None
         slots = ray.cluster_resources().get(SLOT, 0)
@@ -153,7 +154,7 @@ def cluster_report(address: str, timeout: float = 10.0) -> dict[str, Any]:
     ray = _ray()
     try:
         if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, logging_level="WARNING", log_to_driver=False)
+            ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ExecutorError(f"ray://{address}: cannot join the Ray cluster there: {exc}") from None
     nodes = [{"node": n["NodeID"], "alive": bool(n["Alive"]), "address": n["NodeManagerAddress"],
