@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 import zlib
 from dataclasses import dataclass
@@ -70,9 +71,10 @@ class SegmentDriver:
         return state.status
 
     def report(self) -> dict[str, Any]:
-        """Where this driver runs and its metrics (Prometheus text), for ``groundstate status``."""
+        """Where this driver runs, the CPU seconds its process has used, and its metrics (Prometheus text), for
+        ``groundstate status`` and the scale benchmark."""
         return {"node": self.node_id, "host": socket.gethostname(), "pid": os.getpid(),
-                "metrics": self.runtime.run_metrics.render()}  # fmt: skip
+                "cpu_seconds": time.process_time(), "metrics": self.runtime.run_metrics.render()}  # fmt: skip
 
 
 class RayExecutor:
