@@ -355,7 +355,7 @@ def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
     command = ["groundstate", "serve", "--port", str(port), "--db", postgres, "--executor", f"ray://{cluster.address}"]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        lines = []
+        lines: list[str] = []
         while not any("console: http://" in line for line in lines):
             line = server.stdout.readline() if server.stdout else ""
             assert line, "".join(lines)
