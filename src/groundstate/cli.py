@@ -107,7 +107,8 @@ COMMANDS: dict[str, Lazy] = {
                       "manage accounts and policy."),
     "run": Lazy("groundstate.runtime.cli", "run", "Run a workflow; pauses ask the operator (retry / edit and retry "
                 "/ skip / abort)."),
-    "serve": Lazy("groundstate.console.cli", "serve", "Serve the operator console and its API."),
+    "serve": Lazy("groundstate.console.cli", "serve", "Serve the operator console and its API; runs it starts or "
+                  "unpauses are driven by the executor."),
     "demo": Lazy("groundstate.console.cli", "demo", "Run the bundled workflow (research -> analyze -> writer) on the "
                  "local model with the console beside it."),
     "worker": Lazy("groundstate.runtime.cluster_cli", "worker", "Join this machine to the Ray pool that drives runs."),

@@ -266,6 +266,9 @@ def test_a_node_lost_mid_flight_leaves_every_run_completed_exactly_once(
 ) -> None:
     url, script = model
     script_fleet(script, delay=1.0)
+    # research_a's search runs early (its first answer comes at once); the node is lost while every run waits for
+    # research_a's second answer, so no call is in flight then (that case becomes a pause: test_tool_journal)
+    script.delays["research_a"] = [0.1, 3.0]
     runtime = ray_runtime(postgres, tmp_path, cluster.address, lease_seconds=3.0, processes=2)
     executor = open_executor(runtime)
     try:
@@ -275,7 +278,7 @@ def test_a_node_lost_mid_flight_leaves_every_run_completed_exactly_once(
 
         async def lose_a_node() -> list[RunState]:
             driving = asyncio.gather(*(executor.drive(run_id) for run_id in run_ids))
-            await asyncio.sleep(1.5)  # every run is inside its first model call
+            await asyncio.sleep(1.5)  # every run has searched and waits for research_a's second answer
             await asyncio.to_thread(cluster.remove_node, victim)
             return list(await driving)
 

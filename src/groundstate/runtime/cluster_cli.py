@@ -32,8 +32,10 @@ def worker(
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """Join this machine to the pool that drives runs: a Ray node offering SLOTS segment drivers, once it has
-    checked that it reaches the store and can write the runs directory (runs on until stopped)."""
+    """Join this machine to the Ray pool that drives runs.
+
+    A Ray node offering SLOTS segment drivers, once this machine has shown that it reaches the store and can write
+    the runs directory; it runs until stopped (Ctrl+C or SIGTERM), and then leaves the pool."""
     try:
         runtime = configured_runtime(db, config)
         runs_dir = _writable(runtime)
@@ -60,8 +62,10 @@ def status(
     executor: str | None = EXECUTOR_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
-    """The pool at a glance: leases (who drives which run, live or lapsed), queue depth (runs nobody drives yet),
-    and with a Ray executor the cluster's nodes and each segment driver's runs per node."""
+    """The pool: leases, queue depth, nodes and their drivers.
+
+    Leases (who drives which run, live or lapsed), the queue depth (runs no driver has), and with a Ray executor the
+    cluster's nodes with their slots and the segments the drivers on each have driven."""
     try:
         runtime = configured_runtime(db, config)
         address = executor or runtime.settings.executor.address

@@ -28,9 +28,13 @@ class Executor(Protocol):
     description: str  # for start-up lines and ``status``: where segments run
     remote: bool  # segments run in other processes: this one sees their progress only in the store
 
-    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState: ...
+    async def drive(self, run_id: str, *, resume_failed: bool = False) -> RunState:
+        """Drive one segment of the run (``resume_failed``: continue a failed run); its state after it."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the executor holds (its drivers); runs it was driving are taken over by the next one."""
+        ...
 
 
 class InProcessExecutor:
