@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +142,25 @@ def test_connection_refused_is_retried_then_reported() -> None:
     assert delays == [0.1]
     assert [(e["type"], e["plane"], e["code"]) for e in events] == [("error", "server", "ConnectError")]
     assert [a.code for a in client.attempts] == ["ConnectError"]
+
+
+def test_the_certificate_bundle_is_loaded_once_per_process_not_per_call(
+    server: tuple[str, Script], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the CA bundle costs ~20 ms; each model call used to pay it with its new client (bench/scale)."""
+    client_module = importlib.import_module("groundstate.providers.client")
+    client_module.tls_context.cache_clear()
+    loads = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(context: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        real(context, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    url, script = server
+    script.responses = [(200, {}, OK)] * 3
+    for _ in range(3):
+        events, _ = collect(StreamClient(url))
+        assert events[0] == {"type": "text", "text": "Hello 日本"}
+    assert len(loads) == 1

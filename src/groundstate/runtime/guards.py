@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -97,6 +98,18 @@ def guard_rules(files: list[Path], disabled: Sequence[str] = ()) -> str:
     return "\n".join(parts)
 
 
+def pinned_file(folder: Path, name: str, text: str) -> Path:
+    """A pinned policy file, stored by its content under ``folder`` (``DIGEST/NAME``: written once, never changed):
+    runs pinned to the same policy load the same file, so the kernel's parse of it is shared by them."""
+    path = folder / hashlib.sha256(text.encode()).hexdigest()[:24] / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{name}.{os.getpid()}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)  # whole or not at all, even with drivers on other nodes writing the same file
+    return path
+
+
 class GuardKernel:
     def __init__(
         self,
@@ -104,15 +117,13 @@ class GuardKernel:
         workflow: Workflow,
         workspace: Path,
         policy: PinnedPolicy,
-        state_dir: Path,
+        pinned_dir: Path,
         budgets: dict[str, float] | None = None,
     ) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        guards, compiled = state_dir / "guards.mg", state_dir / "cortex.mg"  # the run's pinned policy, as loaded
-        guards.write_text(policy.guards, encoding="utf-8")
-        compiled.write_text(policy.compiled_patterns, encoding="utf-8")
         self.run_id = run_id
-        self.kernel = Kernel(workspace, extra_sources=[guards, compiled])
+        sources = [pinned_file(pinned_dir, "guards.mg", policy.guards),
+                   pinned_file(pinned_dir, "cortex.mg", policy.compiled_patterns)]  # fmt: skip
+        self.kernel = Kernel(workspace, extra_sources=sources)
         with self.kernel.transaction() as tx:
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
                 for tool in role.mandatory_tools:

@@ -394,7 +394,7 @@ class Runtime:
         recordings = folder / "recordings"
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
-        guards = GuardKernel(run_id, workflow, workspace, policy, folder / "kernel", state.budgets)
+        guards = GuardKernel(run_id, workflow, workspace, policy, self.runs_dir / ".pinned", state.budgets)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
                          state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
