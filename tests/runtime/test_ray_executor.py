@@ -376,3 +376,29 @@ def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_an_address_where_no_head_answers_is_refused_at_once(tmp_path: Path, model: tuple[str, Script]) -> None:
+    url, _ = model
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    flow = tmp_path / "fleet.yaml"
+    flow.write_text(FLEET)
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    started = time.monotonic()
+    command = ["groundstate", "run", str(flow), "--model", f"openai-chat:m@{url}"]
+    done = subprocess.run([*command, "--executor", f"ray://127.0.0.1:{port}"], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"ray://127.0.0.1:{port}: no Ray head answers there" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    assert time.monotonic() - started < 60  # not Ray's own minutes-long wait for an absent head
+    listed = subprocess.run(["groundstate", "runs", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert "run-" not in listed.stdout  # refused before the run was created: nothing left behind
+
+
+def test_a_process_in_one_cluster_refuses_an_executor_for_another(cluster: Any, tmp_path: Path) -> None:
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path)
+    with pytest.raises(Exception, match="already connected to the Ray cluster at"):
+        open_executor(runtime, "ray://127.0.0.1:1")

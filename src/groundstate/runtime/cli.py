@@ -14,7 +14,7 @@ from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
-from .executors import open_executor
+from .executors import Executor, open_executor
 from .home import home
 from .pauses import age, pauses_json
 from .runner import Runtime
@@ -69,16 +69,11 @@ def _drive(
     decide: str | None,
     instructions: str | None,
     max_decisions: int,
+    executor: Executor,
     resume_failed: bool = False,
-    executor_address: str | None = None,
 ) -> int:
-    """Drive with a live view on the executor (``--executor``, else the configuration's); each open pause is
-    answered by --decide or asked on the terminal (left for later when stdin is not one)."""
-    try:
-        executor = open_executor(runtime, executor_address)
-    except GroundstateError as exc:
-        runtime.close()
-        return _failed(exc)
+    """Drive with a live view on the executor; each open pause is answered by --decide or asked on the terminal
+    (left for later when stdin is not one)."""
     if executor.remote:
         say(console, f"segments are driven on the {executor.description}")
     try:
@@ -117,12 +112,13 @@ def run(
     try:
         runtime = _runtime(db, concurrency, config)
         load_workflow(workflow, runtime.roles)
+        driving = open_executor(runtime, executor)  # before the run exists: a refused executor leaves nothing
         run_id = runtime.create(workflow.read_text(encoding="utf-8"), str(workflow), model)
-    except GroundstateError as exc:  # the workflow, the model spec, the store
+    except GroundstateError as exc:  # the workflow, the model spec, the store, the executor
         raise typer.Exit(_failed(exc)) from None
     console.print(f"run {run_id} (state in {home()})")
     text = instructions.read_text(encoding="utf-8") if instructions else None
-    raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions, executor_address=executor))
+    raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions, driving))
 
 
 @runs_app.command("list")
@@ -275,6 +271,7 @@ def resume(
     try:
         runtime = _runtime(db, config=config)
         runtime.store.state(run_id)
+        driving = open_executor(runtime, executor)
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
-    raise typer.Exit(_drive(runtime, run_id, None, None, 0, resume_failed=True, executor_address=executor))
+    raise typer.Exit(_drive(runtime, run_id, None, None, 0, driving, resume_failed=True))

@@ -83,14 +83,9 @@ class RayExecutor:
     remote = True
 
     def __init__(self, runtime: Runtime, address: str) -> None:
-        ray = _ray()
+        ray = _join(address)
         self.runtime = runtime
         self.address = address
-        try:
-            if not ray.is_initialized():
-                ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ExecutorError(f"executor ray://{address}: cannot join the Ray cluster there: {exc}") from None
         slots = ray.cluster_resources().get(SLOT, 0)
         settings = runtime.settings.executor
         if slots < 1:
@@ -153,12 +148,7 @@ class RayExecutor:
 
 def cluster_report(address: str, timeout: float = 10.0) -> dict[str, Any]:
     """The cluster's nodes (alive, address, slots) and every segment driver's report, for ``groundstate status``."""
-    ray = _ray()
-    try:
-        if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ExecutorError(f"ray://{address}: cannot join the Ray cluster there: {exc}") from None
+    ray = _join(address)
     nodes = [{"node": n["NodeID"], "alive": bool(n["Alive"]), "address": n["NodeManagerAddress"],
               "slots": n.get("Resources", {}).get(SLOT, 0)} for n in ray.nodes()]  # fmt: skip
     drivers = []
@@ -170,6 +160,29 @@ def cluster_report(address: str, timeout: float = 10.0) -> dict[str, Any]:
             except Exception as exc:  # a driver being restarted or gone: shown as such, the others still are
                 drivers.append({"name": named["name"], "error": f"{type(exc).__name__}: {exc}"})
     return {"nodes": nodes, "drivers": drivers}
+
+
+def _join(address: str, timeout: float = 5.0) -> Any:
+    """This process connected to the cluster at ``address`` (``ray``); ExecutorError, at once, when nothing answers
+    there (Ray itself waits minutes for an absent head) or this process is already in another cluster."""
+    ray = _ray()
+    host, _, port = address.rpartition(":")
+    if ray.is_initialized():
+        connected = ray.get_runtime_context().gcs_address
+        if connected.rpartition(":")[2] != port:
+            raise ExecutorError(f"ray://{address}: this process is already connected to the Ray cluster at "
+                                f"{connected}")  # fmt: skip
+        return ray
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ExecutorError(f"ray://{address}: no Ray head answers there ({exc}); start one with "
+                            f"`ray start --head --port {port}`, or give its address") from None  # fmt: skip
+    try:
+        ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ExecutorError(f"ray://{address}: cannot join the Ray cluster there: {exc}") from None
+    return ray
 
 
 def _ray() -> Any:
