@@ -294,6 +294,16 @@ def test_a_node_lost_mid_flight_leaves_every_run_completed_exactly_once(
     assert all(victim.node_id[:12] not in e.payload["driver"] for e in resumed)
 
 
+def home_of_the_first_admin(tmp_path: Path) -> dict[str, str]:
+    """An environment whose state directory holds the token of the module's store's first admin (whichever test
+    touches the store first creates that account from its token), for commands that act as an operator."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "console.token").write_text("console-token")
+    (home / "console.token").chmod(0o600)
+    return {**os.environ, "GROUNDSTATE_HOME": str(home)}
+
+
 def wait_for(runtime: Runtime, run_id: str, statuses: set[str], seconds: float = 120.0) -> RunState:
     deadline = time.monotonic() + seconds
     while True:
@@ -316,7 +326,7 @@ def test_run_and_resume_from_the_command_line_drive_on_the_cluster(
     config = tmp_path / "groundstate.toml"
     config.write_text(f'[store]\nurl = "{postgres}"\n\n[executor]\naddress = "ray://{cluster.address}"\nprocesses = 1\n'
                       f'runs_dir = "shared-runs"\n')  # fmt: skip
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env = home_of_the_first_admin(tmp_path)
     spec = f"openai-chat:scripted@{url}"
     first = subprocess.run(["groundstate", "run", str(flow), "--model", spec, "--config", str(config)], env=env,
                            capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)  # fmt: skip
@@ -348,10 +358,7 @@ def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
 ) -> None:
     url, script = model
     script_fleet(script)
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
-    (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "console.token").write_text("console-token")  # the module's store has this first admin
-    (tmp_path / "home" / "console.token").chmod(0o600)
+    env = home_of_the_first_admin(tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -364,6 +371,14 @@ def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
             assert line, "".join(lines)
             lines.append(line)
         assert "runs are driven on the Ray cluster" in "".join(lines)
+        deadline = time.monotonic() + 60
+        while True:  # the line comes as the server starts: wait until it listens
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/login", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and server.poll() is None, "the console never listened"
+                time.sleep(0.2)
         with httpx.Client(
             base_url=f"http://127.0.0.1:{port}", headers={"Authorization": "Bearer console-token"}
         ) as api:
