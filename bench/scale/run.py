@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import multiprocessing
 import os
 import platform
 import statistics
@@ -97,6 +98,16 @@ def append_rate(store_url: str, count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
+def parallel_append_rate(store_url: str, count: int, writers: int) -> float:
+    """Events per second ``writers`` processes append together, each to its own run (as drivers on many nodes do;
+    one process's store serialises its own appends)."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(writers) as pool:
+        started = time.perf_counter()
+        pool.starmap(append_rate, [(store_url, count)] * writers)
+        return count * writers / (time.perf_counter() - started)
+
+
 def on_ray(store_url: str, home: Path, spec: str, runs: int, rows: list[tuple[str, dict[str, Any]]]) -> float:
     """The Ray rows (1, 2 and 4 driver processes on one worker node with 4 slots); returns one run's latency."""
     ray: Any = importlib.import_module("ray")
@@ -149,6 +160,7 @@ def main() -> None:
             alone_local = single_latency(local, here, spec, 5)
             alone_ray = on_ray(store_url, home, spec, runs, rows)
             appends = append_rate(store_url, 2000)
+            together = parallel_append_rate(store_url, 1000, 4)
     finally:
         server.terminate()
     expected = rows[0][1]["outcomes"]
@@ -165,7 +177,8 @@ def main() -> None:
               f"{row['events']:.0f} |")  # fmt: skip
     print(f"one run alone: in-process {alone_local * 1000:.0f} ms, Ray {alone_ray * 1000:.0f} ms "
           f"(Ray adds {(alone_ray - alone_local) * 1000:.0f} ms; the floor is {floor * 1000:.0f} ms)")  # fmt: skip
-    print(f"store: one writer appends {appends:.0f} events/s to PostgreSQL")
+    print(f"store: one writer appends {appends:.0f} events/s to PostgreSQL; four writer processes together "
+          f"{together:.0f} events/s")  # fmt: skip
 
 
 if __name__ == "__main__":
