@@ -14,8 +14,10 @@ agents:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -164,7 +166,7 @@ def parse_workflow(
     every problem, each naming the agent. ``roles`` are the roles of a workflow that declares none (the project
     configuration's; default: the shipped roles)."""
     try:
-        data: Any = yaml.load(text, Loader=SAFE_LOADER)
+        data: Any = _loaded(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -181,6 +183,13 @@ def parse_workflow(
     if problems:
         raise WorkflowError(source, problems)
     return workflow
+
+
+@functools.lru_cache(maxsize=64)
+def _loaded(text: str) -> Any:
+    """The YAML document of ``text``, loaded once per process: a run's workflow is read again by every segment
+    that drives it (50 ms for a thousand agents). Never changed by its readers (validation builds new models)."""
+    return yaml.load(text, Loader=SAFE_LOADER)
 
 
 def workflow_of(state: RunState) -> Workflow:
@@ -207,11 +216,12 @@ def _describe(data: dict[str, Any], error: Any) -> str:
 def _graph_problems(workflow: Workflow, tools: tuple[str, ...]) -> list[str]:
     """Every problem of the agents as a whole (duplicates, unknown dependencies, tools, roles), then a cycle."""
     problems: list[str] = []
-    ids = [a.id for a in workflow.agents]
-    for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
+    counted = Counter(a.id for a in workflow.agents)  # (once: a workflow can have thousands of agents)
+    for duplicate in sorted(i for i, n in counted.items() if n > 1):
         problems.append(f"agent {duplicate!r} is defined more than once")
+    known, known_tools = set(counted), [*tools, *python_tools.REGISTRY]  # the built-in tools and your own
     for agent in workflow.agents:
-        problems += _agent_problems(workflow, agent, set(ids), tools)
+        problems += _agent_problems(workflow, agent, known, known_tools)
     if not problems:
         cycle = _cycle(workflow)
         if cycle:
@@ -219,15 +229,15 @@ def _graph_problems(workflow: Workflow, tools: tuple[str, ...]) -> list[str]:
     return problems
 
 
-def _agent_problems(workflow: Workflow, agent: AgentSpec, known: set[str], tools: tuple[str, ...]) -> list[str]:
-    """One agent's problems: its dependencies, its tools, its role and the tools that role needs."""
+def _agent_problems(workflow: Workflow, agent: AgentSpec, known: set[str], known_tools: list[str]) -> list[str]:
+    """One agent's problems: its dependencies, its tools (``known_tools``: the built-in ones and your own, from
+    ``@groundstate.tool``), its role and the tools that role needs."""
     problems: list[str] = []
     for dependency in agent.depends_on:
         if dependency not in known:
             problems.append(f"agent {agent.id!r}: depends_on {dependency!r}, which is not an agent of the workflow")
         elif dependency == agent.id:
             problems.append(f"agent {agent.id!r} depends on itself")
-    known_tools = [*tools, *python_tools.REGISTRY]  # the built-in ones and your own (@groundstate.tool)
     problems += [f"agent {agent.id!r}: unknown tool {tool!r} (known: {', '.join(known_tools)}, or mcp:SERVER/TOOL)"
                  for tool in agent.tools if tool not in known_tools and not is_mcp_tool(tool)]  # fmt: skip
     role = workflow.role(agent.id)
