@@ -93,3 +93,21 @@ def test_minilm_embedder_understands_meaning_without_shared_words(tmp_path: Path
     memory.store_vector("auth", "login credential verification")
     memory.store_vector("cake", "chocolate cake recipe")
     assert memory.similar("How do I authenticate users?")[0][0] == "auth"
+
+
+def test_reads_come_from_a_snapshot_that_this_memorys_writes_and_its_age_refresh(tmp_path: Path) -> None:
+    """Another process's writes are read once the snapshot is ``stale_after`` seconds old; this one's at once."""
+    database = tmp_path / "memory.db"
+    reader, writer = Memory(database), Memory(database)  # two processes' views of one database
+    reader.stale_after = 3600.0
+    assert reader.long_term(5) == [] and reader.similar("lithium prices") == []
+    writer.promote("fact:lithium", "11,000 USD/t")
+    writer.store_vector("note:lithium", "lithium carbonate prices fell")
+    assert reader.long_term(5) == [] and reader.similar("lithium prices") == []  # still the snapshot it read
+    reader.promote("style", "concise")  # its own write: read again at once, the other's writes with it
+    assert reader.long_term(5) == [("style", "concise"), ("fact:lithium", "11,000 USD/t")]
+    assert [key for key, _ in reader.similar("lithium prices")] == ["note:lithium"]
+    assert reader.text("note:lithium") == "lithium carbonate prices fell"
+    writer.forget("fact:lithium")
+    reader.stale_after = 0.0  # old at once: the other's forget is seen
+    assert reader.long_term(5) == [("style", "concise")]

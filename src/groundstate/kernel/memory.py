@@ -9,13 +9,20 @@ The two stored tiers live in any SQLAlchemy database: a SQLite file of their own
 (SQLite or PostgreSQL), so that memory written in one run is there for the next, wherever runs are kept.
 
 ``forget`` removes exactly the entry with that key from every tier — never a prefix, never a neighbour.
+
+Reads of the stored tiers (the most recent long-term entries, the vector search) come from a snapshot of both
+tables, read again after every write through this ``Memory`` and at most ``stale_after`` seconds (2) after the last
+read: every agent invocation used to read both tables, twice per node of a workflow; now another process's writes
+are seen within two seconds and this process's own at once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -82,6 +89,21 @@ class HashingEmbedder:
         return out / np.where(norms == 0, 1, norms)
 
 
+STALE_AFTER = 2.0
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The stored tiers as read at ``read_at`` (monotonic seconds): long-term entries newest first, the vector
+    tier's keys (in the matrix's row order), texts and embeddings."""
+
+    read_at: float
+    long_term: list[tuple[str, str]]
+    keys: list[str]
+    texts: dict[str, str]
+    matrix: np.ndarray | None
+
+
 class Memory:
     """The tiers in ``where``: a SQLite file's path, a SQLAlchemy engine (the run store's), or None (in memory)."""
 
@@ -99,6 +121,8 @@ class Memory:
         self.embedder = embedder or HashingEmbedder()
         self.top_k = top_k
         self.kernels: list[Kernel] = []  # kernels whose policy reads this memory
+        self.stale_after = STALE_AFTER  # seconds before another process's writes are read (see the module's doc)
+        self._snapshot: _Snapshot | None = None
 
     # -- the tiers -------------------------------------------------------------------------------------
     def promote(self, key: str, value: str) -> None:
@@ -113,15 +137,11 @@ class Memory:
 
     def long_term(self, limit: int) -> list[tuple[str, str]]:
         """The ``limit`` most recently written long-term entries, newest first."""
-        query = select(LONG_TERM.c.key, LONG_TERM.c.value).order_by(LONG_TERM.c.updated_at.desc(), LONG_TERM.c.key)
-        with self.engine.connect() as db:
-            return [(str(k), str(v)) for k, v in db.execute(query.limit(limit))]
+        return self._fresh().long_term[:limit]
 
     def text(self, key: str) -> str | None:
         """The vector tier's text under ``key``, or None."""
-        with self.engine.connect() as db:
-            found = db.execute(select(VECTORS.c.text).where(VECTORS.c.key == key)).scalar()
-        return None if found is None else str(found)
+        return self._fresh().texts.get(key)
 
     def store_vector(self, key: str, text: str) -> None:
         """Embed ``text`` and keep it under ``key`` in the vector tier."""
@@ -131,24 +151,39 @@ class Memory:
     def _replace(self, table: Table, key: str, values: dict[str, object]) -> None:
         """Write the row under ``key`` (replacing an earlier one) in one transaction, on any database."""
         row = {"key": key, **values, "updated_at": datetime.now(UTC)}
+        self._snapshot = None
         with self.engine.begin() as db:
             db.execute(delete(table).where(table.c.key == key))
             db.execute(table.insert().values(**row))
 
     def similar(self, query: str, top_k: int | None = None) -> list[tuple[str, float]]:
         """The keys whose texts are most similar to ``query``, best first, with their cosine scores."""
-        with self.engine.connect() as db:
-            rows = [(str(k), bytes(b)) for k, b in db.execute(select(VECTORS.c.key, VECTORS.c.embedding)
-                                                              .order_by(VECTORS.c.key))]  # fmt: skip
-        if not rows:
+        snapshot = self._fresh()
+        if snapshot.matrix is None:
             return []
-        matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
-        scores = matrix @ self.embedder.embed([query])[0]
+        scores = snapshot.matrix @ self.embedder.embed([query])[0]
         order = np.argsort(-scores, kind="stable")[: top_k or self.top_k]
-        return [(rows[i][0], round(float(scores[i]), 6)) for i in order]
+        return [(snapshot.keys[i], round(float(scores[i]), 6)) for i in order]
+
+    def _fresh(self) -> _Snapshot:
+        """Both stored tiers as last read, read again when written through here or older than ``stale_after``."""
+        now = time.monotonic()
+        snapshot = self._snapshot
+        if snapshot is None or now - snapshot.read_at > self.stale_after:
+            newest_first = LONG_TERM.c.updated_at.desc(), LONG_TERM.c.key
+            with self.engine.connect() as db:
+                entries = [(str(k), str(v)) for k, v in db.execute(select(LONG_TERM.c.key, LONG_TERM.c.value)
+                                                                   .order_by(*newest_first))]  # fmt: skip
+                vectors = [(str(k), str(t), bytes(b)) for k, t, b in db.execute(
+                    select(VECTORS.c.key, VECTORS.c.text, VECTORS.c.embedding).order_by(VECTORS.c.key))]  # fmt: skip
+            matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in vectors]) if vectors else None
+            snapshot = self._snapshot = _Snapshot(now, entries, [k for k, _, _ in vectors],
+                                                  {k: t for k, t, _ in vectors}, matrix)  # fmt: skip
+        return snapshot
 
     def forget(self, key: str) -> int:
         """Remove exactly ``key`` from the long-term and vector tiers; returns how many entries went."""
+        self._snapshot = None
         with self.engine.begin() as db:
             removed = db.execute(delete(LONG_TERM).where(LONG_TERM.c.key == key)).rowcount
             removed += db.execute(delete(VECTORS).where(VECTORS.c.key == key)).rowcount

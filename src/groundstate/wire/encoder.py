@@ -92,8 +92,10 @@ class Encoder:
                 self.mode = mode
         ids = list(ids)
         blob = encode_tokens(ids, self._hot_index)
-        if self._payload and len(self._payload) + len(blob) <= self.max_payload:
-            self._payload += blob  # the common case: everything fits the open frame
+        if len(self._payload) + len(blob) + (0 if self._payload else 1) <= self.max_payload:
+            if not self._payload:  # a new frame, entered in the current mode (as _append opens one)
+                self._payload.append(self.mode)
+            self._payload += blob  # the common case: everything fits the frame
             return bytes(out)
         for token in ids:  # near a frame boundary: token by token, never splitting one
             out += self._append(encode_tokens((token,), self._hot_index))
