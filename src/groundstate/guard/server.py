@@ -30,7 +30,6 @@ from ..providers import UpstreamError, Upstreams, connect
 from ..store import ACT, CallInDoubt, Operators, ToolJournal
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
-from .pipes import stdio_pipes
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
@@ -262,10 +261,8 @@ async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     database at ``store_url``)."""
     async with _guard(settings, store_url, "stdio") as (server, upstreams):
         _started(upstreams, "stdio")
-        async with stdio_pipes() as pipes:  # on the event loop, not a thread per line (see pipes.py)
-            stdin, stdout = pipes if pipes is not None else (None, None)
-            async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
-                await server.run(read, write, server.create_initialization_options())
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
 
 async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: int, operators: Operators) -> None:
