@@ -1,0 +1,42 @@
+"""The guard's stdio wire is only MCP: a tool's stray print (flushed at once) goes to stderr, and the session goes
+on."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+NOISY_TOOLS = '''
+import groundstate
+
+@groundstate.tool(sandboxed=False, read_only=True)
+def echo(text: str) -> str:
+    """Say it back (and print something stray on the way)."""
+    print("stray output that must not reach the wire", flush=True)
+    return text
+'''
+
+
+def test_a_tools_stray_print_goes_to_stderr_not_into_the_wire(tmp_path: Path) -> None:
+    (tmp_path / "noisy.py").write_text(NOISY_TOOLS)
+    (tmp_path / "groundstate.toml").write_text('[tools]\nmodules = ["noisy"]\n')
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+    errors = (tmp_path / "stderr.txt").open("w+")
+
+    async def session() -> list[str]:
+        async with stdio_client(params, errlog=errors) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            answers = []
+            for text in ("one", "two"):
+                result = await client.call_tool("python__echo", {"text": text})
+                answers.append(result.content[0].text)  # type: ignore[union-attr]
+            return answers
+
+    assert asyncio.run(asyncio.wait_for(session(), 120)) == ["one", "two"]  # the session survived both prints
+    errors.seek(0)
+    assert errors.read().count("stray output that must not reach the wire") == 2
