@@ -60,3 +60,14 @@ def test_on_sqlite_timestamps_are_stored_in_the_expression_layers_own_format(tmp
         [at] = raw.execute("SELECT at FROM events WHERE run_id = ?", (run_id,)).fetchone()
     shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}")
     assert shape.fullmatch(created) and shape.fullmatch(updated) and shape.fullmatch(at), (created, updated, at)
+
+
+def test_the_known_state_is_this_processs_own_and_state_asks_the_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'gs.db'}"
+    driver, console = EventStore(url), EventStore(url)  # two processes on one store
+    run_id = driver.create_run("flow", "name: flow\nagents: []\n", "m")
+    console.append(run_id, ev.RUN_STARTED, None, {"model": "m"}, actor="operator:ada")
+    assert driver.known_state(run_id).last_seq == 1  # what the driver itself last wrote: no query
+    assert driver.state(run_id).last_seq == 2  # asks the database, sees the other writer
+    assert driver.known_state(run_id).last_seq == 2  # and keeps what it read
+    assert EventStore(url).known_state(run_id).last_seq == 2  # nothing known yet: read

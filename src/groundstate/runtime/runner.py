@@ -537,7 +537,7 @@ class Runtime:
         """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
         written first), fail it or pause."""
         agent, usage = spec.id, outcome.usage()
-        before = self.store.state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
+        before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
         total = {key: before.usage[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
         answered: dict[str, Any] = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
         if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
@@ -587,7 +587,7 @@ class Runtime:
             fired = [{"agent": a, "reason": r} for a, r in interrupts]
             self._emit(ctx, ev.RUN_ABORTED, by, {"reason": reason, "by": "cortex", "interrupts": fired})
             return True
-        state = self.store.state(ctx.run_id)
+        state = self.store.known_state(ctx.run_id)  # spawned agents are this driver's own
         for pattern_id, _ in ctx.guards.spawns():
             pattern = next(p for p in ctx.policy.patterns if p.id == pattern_id)
             assert pattern.action.spawn_agent is not None

@@ -251,6 +251,13 @@ class EventStore:
             state = self._cache[run_id] = self._state(db, run_id)
             return state
 
+    def known_state(self, run_id: str) -> RunState:
+        """The run's state as this process last wrote or read it, without asking the database whether another
+        process wrote since — for what only the run's driver changes (its attempts' usage, the agents it spawned);
+        ``state`` for anything else. Read-only, like ``state``'s."""
+        cached = self._cache.get(run_id)
+        return cached if cached is not None else self.state(run_id)
+
     def runs(self) -> list[dict[str, Any]]:
         """Every run, newest first; a running run whose driver's lease has lapsed is listed as interrupted."""
         now = datetime.now(UTC)
