@@ -38,6 +38,7 @@ _HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "acc
 
 
 METRICS_PATH = "/metrics"
+HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
 
 
@@ -209,14 +210,21 @@ class Gateway:
                 return
             adapter = adapter_type(provider)
             failed, publishing = False, self.sender is not None  # frames are encoded only for subscribers
+            held: list[bytes] = []  # without subscribers: parsed for the metrics once the client has it all
+            size = 0
             async for data in response.aiter_raw():
                 await send({"type": "http.response.body", "body": data, "more_body": True})  # unchanged
-                for event in adapter.feed(data):
+                if not publishing and size + len(data) <= HELD_FOR_METRICS:
+                    held.append(data)
+                    size += len(data)
+                    continue
+                for event in adapter.feed(b"".join(held) + data if held else data):
                     failed = self._count(model, event) or failed
                     if publishing:
                         self.publish(bridge.push(event))
+                held, size = [], 0
             await send({"type": "http.response.body", "body": b""})
-            for event in adapter.close():
+            for event in [*adapter.feed(b"".join(held)), *adapter.close()]:
                 failed = self._count(model, event) or failed
                 if publishing:
                     self.publish(bridge.push(event))

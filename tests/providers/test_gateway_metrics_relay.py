@@ -1,0 +1,65 @@
+"""Without subscribers the gateway relays a reply first and parses it for the metrics after (HELD_FOR_METRICS
+bytes at most; a longer reply is parsed as it passes): the client gets every byte unchanged either way, and the
+metrics count the same tokens and in-stream errors."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from groundstate.providers import Gateway
+
+from .conftest import Script
+
+TRANSCRIPTS = Path(__file__).parent / "transcripts" / "openai-chat"
+TEXT = (TRANSCRIPTS / "text.sse").read_bytes()  # ends with a usage chunk: 9 input, 3 output tokens
+IN_STREAM_ERROR = (TRANSCRIPTS / "azure-instream-error.sse").read_bytes()
+
+
+def relay(gateway: Gateway) -> tuple[bytes, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+    """One streamed request through the gateway's ASGI app: what the client received, and the metrics after."""
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b'{"model": "gpt-4o", "stream": true}', "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/chat/completions", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+    asyncio.run(gateway(scope, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    families = text_string_to_metric_families(generate_latest(gateway.registry).decode())
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
+    return body, samples
+
+
+@pytest.mark.parametrize("held", [1 << 20, 50])  # all held for after; or more than that, parsed as it passes
+def test_the_relayed_reply_is_unchanged_and_its_metrics_counted(
+    server: tuple[str, Script], monkeypatch: pytest.MonkeyPatch, held: int
+) -> None:
+    monkeypatch.setattr(importlib.import_module("groundstate.providers.gateway"), "HELD_FOR_METRICS", held)
+    upstream, script = server
+    script.responses = [(200, {}, TEXT), (200, {}, IN_STREAM_ERROR)]
+    gateway = Gateway(upstream)
+    model = f"openai-chat:gpt-4o@{upstream.rstrip('/')}"
+    body, samples = relay(gateway)
+    assert body == TEXT
+    tokens = {direction: samples[("groundstate_model_tokens_total", (("direction", direction), ("model", model),
+                                                                     ("provider", "openai-chat")))]
+              for direction in ("input", "output")}  # fmt: skip
+    assert tokens == {"input": 9, "output": 3}
+    assert samples[("groundstate_model_calls_total", (("model", model), ("outcome", "ok"),
+                                                      ("provider", "openai-chat")))] == 1  # fmt: skip
+    body, samples = relay(gateway)
+    assert body == IN_STREAM_ERROR
+    assert samples[("groundstate_model_calls_total", (("model", model), ("outcome", "error"),
+                                                      ("provider", "openai-chat")))] == 1  # fmt: skip
