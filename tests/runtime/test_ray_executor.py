@@ -233,6 +233,11 @@ def test_worker_joins_the_pool_and_status_shows_it(cluster: Any, postgres: str, 
         table = subprocess.run(["groundstate", "status", "--db", postgres], env=env, capture_output=True, text=True,
                                timeout=60)  # fmt: skip
         assert table.returncode == 0 and "queue depth:" in table.stdout and "executor: local" in table.stdout
+        nodes = subprocess.run(["groundstate", "status", "--db", postgres, "--executor", f"ray://{cluster.address}"],
+                               env={**env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert nodes.returncode == 0, nodes.stdout + nodes.stderr
+        assert "nodes" in nodes.stdout and "segments driven" in nodes.stdout and "Traceback" not in nodes.stderr
+        assert sum(1 for line in nodes.stdout.splitlines() if " yes " in line and " 3 " in line) == 1  # the worker
     finally:
         worker.send_signal(signal.SIGTERM)
         out, _ = worker.communicate(timeout=90)
