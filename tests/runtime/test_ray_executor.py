@@ -66,9 +66,12 @@ def cluster() -> Iterator[Any]:
     made.shutdown()
 
 
-def script_fleet(script: Script, delay: float = 0.0) -> None:
-    script.by_round = True  # every run gets the same answers
-    script.answers = {"research_a": [envelope("x", [{"tool": "web_search", "argument": "battery"}]),
+def script_fleet(script: Script, delay: float = 0.0, pause_first: bool = False) -> None:
+    """The fleet's answers; ``pause_first``: research_a first answers without its search, so the guards pause it
+    (answers by request, not by round, for the retry to get the search)."""
+    script.by_round = not pause_first  # every run gets the same answers
+    first = [envelope("From memory. [STATUS: SUCCESS]")] if pause_first else []
+    script.answers = {"research_a": [*first, envelope("x", [{"tool": "web_search", "argument": "battery"}]),
                                      envelope("Found: batteries. [STATUS: SUCCESS]")],
                       "writer_b": [envelope("The brief. [STATUS: SUCCESS]")],
                       "writer_c": [envelope("The summary. [STATUS: SUCCESS]")]}  # fmt: skip
@@ -146,9 +149,7 @@ def test_a_console_decision_wakes_a_run_that_paused_on_another_node(
     cluster: Any, postgres: str, tmp_path: Path, model: tuple[str, Script]
 ) -> None:
     url, script = model
-    script_fleet(script)
-    script.by_round = False
-    script.answers["research_a"] = [envelope("From memory. [STATUS: SUCCESS]"), *script.answers["research_a"]]
+    script_fleet(script, pause_first=True)
     runtime = ray_runtime(postgres, tmp_path, cluster.address, processes=2)
     app = create_app(runtime, "console-token", open_executor(runtime))
     with TestClient(app) as client:
@@ -323,9 +324,7 @@ def test_run_and_resume_from_the_command_line_drive_on_the_cluster(
     cluster: Any, postgres: str, tmp_path: Path, model: tuple[str, Script]
 ) -> None:
     url, script = model
-    script_fleet(script)
-    script.by_round = False
-    script.answers["research_a"] = [envelope("From memory. [STATUS: SUCCESS]"), *script.answers["research_a"]]
+    script_fleet(script, pause_first=True)
     flow = tmp_path / "fleet.yaml"
     flow.write_text(FLEET)
     config = tmp_path / "groundstate.toml"

@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from rich.table import Table
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
 from .configured import configured_runtime
-from .executors import LOCAL, ExecutorError
+from .executors import ray_head
 from .runner import Runtime
 from .state import AWAITING_APPROVAL, PENDING, RUNNING
 from .store import INTERRUPTED
@@ -99,10 +100,7 @@ def _redacted(url: str) -> str:
 def _store_report(runtime: Runtime) -> dict[str, Any]:
     """Leases and the queue, from the store every node shares."""
     now = datetime.now(UTC)
-    rows = runtime.store.runs()
-    by_status: dict[str, int] = {}
-    for row in rows:
-        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+    by_status = Counter(str(row["status"]) for row in runtime.store.runs())
     leases = [{"run": run, "holder": holder, "expires_at": until.isoformat(), "live": until > now}
               for run, holder, until in runtime.store.leases()]  # fmt: skip
     return {
@@ -116,13 +114,12 @@ def _store_report(runtime: Runtime) -> dict[str, Any]:
 
 def _cluster(address: str) -> dict[str, Any] | None:
     """The Ray cluster's nodes and drivers (None for the local executor)."""
-    if address == LOCAL:
+    head = ray_head(address)
+    if head is None:
         return None
-    if not address.startswith("ray://"):
-        raise ExecutorError(f"executor {address!r}: use 'local' or 'ray://HOST:PORT'")
     from .ray_executor import cluster_report
 
-    report = cluster_report(address.removeprefix("ray://"))
+    report = cluster_report(head)
     per_node: dict[str, dict[str, float]] = {}
     for driver in report["drivers"]:
         if "metrics" in driver:

@@ -8,7 +8,6 @@ directory, so any driver can take the next one.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol
 
 from ..errors import ConfigurationError
@@ -57,16 +56,18 @@ class InProcessExecutor:
 def open_executor(runtime: Runtime, address: str | None = None) -> Executor:
     """The executor ``address`` names (``--executor``), else the configuration's ``[executor] address``:
     ``local`` or ``ray://HOST:PORT``; ExecutorError saying why one cannot be used."""
-    chosen = address or runtime.settings.executor.address
-    if chosen == LOCAL:
+    head = ray_head(address or runtime.settings.executor.address)
+    if head is None:
         return InProcessExecutor(runtime)
-    if chosen.startswith("ray://"):
-        from .ray_executor import RayExecutor
+    from .ray_executor import RayExecutor
 
-        return RayExecutor(runtime, chosen.removeprefix("ray://"))
-    raise ExecutorError(f"executor {chosen!r}: use 'local' or 'ray://HOST:PORT' (the Ray head's GCS address)")
+    return RayExecutor(runtime, head)
 
 
-def drive_now(executor: Executor, run_id: str, resume_failed: bool = False) -> RunState:
-    """One segment from synchronous code (the terminal's driver)."""
-    return asyncio.run(executor.drive(run_id, resume_failed=resume_failed))
+def ray_head(address: str) -> str | None:
+    """The Ray head's ``HOST:PORT`` an executor address names (None: ``local``); ExecutorError for anything else."""
+    if address == LOCAL:
+        return None
+    if address.startswith("ray://"):
+        return address.removeprefix("ray://")
+    raise ExecutorError(f"executor {address!r}: use 'local' or 'ray://HOST:PORT' (the Ray head's GCS address)")
