@@ -16,7 +16,8 @@ import typer
 
 from groundstate.cli import COMMANDS, app
 
-HEAVY = ("fastapi", "sqlalchemy", "numpy", "llama_cpp", "uvicorn", "starlette", "httpx", "mcp", "prometheus_client",
+HEAVY = ("fastapi", "sqlalchemy", "numpy", "llama_cpp", "uvicorn", "starlette", "httpx", "aiohttp", "mcp",
+         "prometheus_client",
          "groundstate.runtime",
          "groundstate.console")  # fmt: skip
 

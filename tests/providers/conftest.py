@@ -72,7 +72,8 @@ def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
                 time.sleep(0.1)
         raise AssertionError("the gateway did not start")
 
+    start.processes = processes  # type: ignore[attr-defined]  # for tests that read a gateway's stderr
     yield start
     for process in processes:
         process.terminate()
-        process.wait(timeout=10)
+        process.communicate(timeout=10)

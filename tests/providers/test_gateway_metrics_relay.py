@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from groundstate.providers import Gateway
@@ -24,8 +23,11 @@ IN_STREAM_ERROR = (TRANSCRIPTS / "azure-instream-error.sse").read_bytes()
 
 
 def relay(gateway: Gateway) -> tuple[bytes, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
-    """One streamed request through the gateway's ASGI app: what the client received, and the metrics after."""
+    """One streamed request through the gateway's ASGI app, then a scrape of ``/metrics`` at once (in the same loop,
+    while the reply may still be being counted: a scrape waits for that): what the client received, and the
+    metrics scraped."""
     sent: list[MutableMapping[str, Any]] = []
+    scraped: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b'{"model": "gpt-4o", "stream": true}', "more_body": False}
@@ -33,11 +35,22 @@ def relay(gateway: Gateway) -> tuple[bytes, dict[tuple[str, tuple[tuple[str, str
     async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
+    async def scrape(message: MutableMapping[str, Any]) -> None:
+        scraped.append(message)
+
     scope = {"type": "http", "method": "POST", "path": "/chat/completions", "query_string": b"",
              "headers": [(b"content-type", b"application/json")]}  # fmt: skip
-    asyncio.run(gateway(scope, receive, send))
+    metrics = {"type": "http", "method": "GET", "path": "/metrics", "query_string": b"", "headers": []}
+
+    async def both() -> None:
+        await gateway(scope, receive, send)
+        await gateway(metrics, receive, scrape)
+        await gateway.close()
+
+    asyncio.run(both())
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    families = text_string_to_metric_families(generate_latest(gateway.registry).decode())
+    text = b"".join(m.get("body", b"") for m in scraped if m["type"] == "http.response.body").decode()
+    families = text_string_to_metric_families(text)
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families for s in f.samples}
     return body, samples
 

@@ -1,0 +1,119 @@
+"""The gateway's hop to its upstream: one pooled HTTP client whose response parser is compiled (aiohttp's).
+
+The gateway relays every chunk of every streamed reply, so what a chunk costs on this hop is what the gateway adds
+to a stream. Through httpx (its HTTP/1.1 parser, h11, is pure Python) a chunk cost ~25 µs and a request ~0.3 ms
+to set up — most of the gateway's added latency and the reason it reached 41–48% of a direct stream's throughput
+at 100 concurrent streams (bench/gateway, docs/benchmarks.md). Here a reply's body is read as the bytes arrive,
+already de-chunked and never decompressed (``Accept-Encoding: identity`` is asked for, so the relayed bytes are
+the upstream's own and the metrics parse text, not gzip).
+
+The upstream is not trusted: its status line, headers and body framing go through the client's bounded parser;
+whatever it breaks — an unreachable host, a refused TLS handshake, a reply that stops mid-body, headers too long, a
+read that stalls past the timeout — is one ``UpstreamFailure`` naming the cause, which the gateway answers with a
+502 (or, mid-stream, by ending the stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+import aiohttp
+
+from ..errors import GroundstateError
+from .client import tls_context
+
+CONNECT_SECONDS = 30.0  # as the providers' client: a host that does not answer in this long is unreachable
+READ_SECONDS = 300.0  # between two reads of one reply: a local model may think that long before its first token
+
+
+class UpstreamFailure(GroundstateError):
+    """The upstream could not be reached or broke off; the message names the transport's error."""
+
+
+class UpstreamReply:
+    """A reply being received: status, headers (repeated ones kept), and its body as it arrives."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status_code = response.status
+        self.headers: list[tuple[str, str]] = list(response.headers.items())
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive (each piece whatever the socket had: chunks that came together are one)."""
+        try:
+            async for data in self._response.content.iter_any():
+                yield data
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _failure(exc) from exc
+
+    async def read(self) -> bytes:
+        """The whole body."""
+        try:
+            return await self._response.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _failure(exc) from exc
+
+
+class Upstream:
+    """Requests to one upstream over a pool of kept-alive connections, created in the loop that first uses it."""
+
+    def __init__(self, connect_seconds: float = CONNECT_SECONDS, read_seconds: float = READ_SECONDS) -> None:
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_seconds, sock_read=read_seconds)
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        """The pool of this loop (a pool's connections belong to the loop that opened them; one left behind by a
+        closed loop is dropped with it)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop:
+            self._loop = loop
+            connector = aiohttp.TCPConnector(ssl=tls_context(), limit=0)  # no cap: every client stream gets its hop
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,  # relayed as sent
+                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY apply, as they did with httpx
+                skip_auto_headers=("User-Agent",),  # the client's own User-Agent is forwarded instead
+            )
+        return self._session
+
+    @asynccontextmanager
+    async def request(
+        self, method: str, url: str, body: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[UpstreamReply]:
+        """An ``UpstreamReply`` for the request, open while the block runs."""
+        sent = {**headers, "Accept-Encoding": "identity"}
+        try:
+            async with self._open().request(method, url, data=body, headers=sent, allow_redirects=False) as response:
+                yield UpstreamReply(response)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _failure(exc) from exc
+
+    async def close(self) -> None:
+        """Close the pooled connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _failure(exc: BaseException) -> UpstreamFailure:
+    """The transport's error in words that say what happened (the client library's class name is no reason)."""
+    if isinstance(exc, aiohttp.ClientSSLError):
+        what = "the TLS handshake failed"
+    elif isinstance(exc, aiohttp.ClientConnectorError):
+        what = f"cannot connect ({exc.os_error.strerror or type(exc.os_error).__name__})"
+    elif isinstance(exc, TimeoutError):
+        what = "timed out"
+    elif isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        what = "broke off before the reply was complete"
+    elif isinstance(exc, aiohttp.ClientResponseError):
+        what = f"sent a malformed reply ({exc.message})"
+    else:
+        what = str(exc).strip() or type(exc).__name__
+    return UpstreamFailure(what)
+
+
+__all__ = ["Upstream", "UpstreamFailure", "UpstreamReply"]

@@ -1,0 +1,49 @@
+"""The nesting bound of ``safejson.loads``: the bracket count that skips the scan never lets deep JSON through, and
+the cached decoders behave as ``json.loads`` does (strictness, non-finite numbers)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundstate.safejson import JSONDepthError, NonFiniteNumber, depth, loads
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab[]{}"\\ ', max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="k[{", max_size=3), inner, max_size=3),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.integers(min_value=0, max_value=8))
+def test_refused_exactly_when_nested_deeper_than_the_bound(value: object, bound: int) -> None:
+    text = json.dumps(value)
+    if depth(text) > bound:
+        with pytest.raises(JSONDepthError):
+            loads(text, max_depth=bound)
+    else:
+        assert loads(text, max_depth=bound) == value
+
+
+def test_brackets_inside_strings_do_not_count_but_real_levels_do() -> None:
+    shallow = json.dumps({"a": "[" * 500 + "{" * 500})  # a thousand brackets, one level
+    assert loads(shallow, max_depth=1) == {"a": "[" * 500 + "{" * 500}
+    deep = "[" * 65 + "]" * 65
+    with pytest.raises(JSONDepthError, match="65 levels"):
+        loads(deep)
+    assert loads("[" * 64 + "]" * 64) is not None  # at the bound: accepted
+
+
+def test_strictness_and_non_finite_numbers_as_json_loads() -> None:
+    with pytest.raises(ValueError):
+        loads('"a\tb"')  # a raw control character: refused when strict
+    assert loads('"a\tb"', strict=False) == "a\tb"
+    with pytest.raises(NonFiniteNumber):
+        loads("[NaN]")
+    with pytest.raises(ValueError):
+        loads("[1] trailing")
+    assert loads(b'{"x": [1, 2.5]}') == {"x": [1, 2.5]}
