@@ -23,13 +23,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    insert,
     select,
     update,
 )
 
 from ..errors import ConflictError
-from ..store import aware, create_tables, open_engine, within
+from ..store import DriverSQL, aware, create_tables, open_engine, within
 
 HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
 
@@ -85,7 +84,6 @@ class Entry:
         return data
 
 
-_RECORD = insert(decisions)  # built once: building the statement per call cost more than running it
 
 
 class Ledger:
@@ -94,6 +92,12 @@ class Ledger:
     def __init__(self, url: str) -> None:
         self.engine: Engine = open_engine(url)  # opened as the run store is: WAL, busy timeout, a private file
         create_tables(self.engine, decisions)
+        driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
+        self._record = driver.sql(
+            "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
+            "status, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+        )
+        self._moment = driver.writer(decisions.c.at)
 
     def record(
         self,
@@ -109,15 +113,12 @@ class Ledger:
         ``db`` when the caller gives its transaction (it commits it)."""
         now = datetime.now(UTC)
         held = verdict.decision == "approve"
-        row = {"at": now, "call": verdict.call, "server": server, "tool": tool,
-               "arguments": json.dumps(arguments, sort_keys=True),
-               "digest": verdict.digest, "client": client, "decision": verdict.decision,
-               "reasons": json.dumps(verdict.reasons), "why": verdict.why, "status": HELD if held else verdict.decision,
-               "expires_at": now + timedelta(seconds=hold_seconds) if held else None}  # fmt: skip
+        expires = self._moment(now + timedelta(seconds=hold_seconds)) if held else None
+        row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
+               client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
+               HELD if held else verdict.decision, expires)  # fmt: skip
         with within(self.engine, db) as writing:
-            key = writing.execute(_RECORD, row).inserted_primary_key
-        assert key is not None
-        return int(key[0])
+            return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
     def decide(self, entry_id: int, approve: bool, operator: str, digest: str | None = None) -> Entry:
         """An operator's decision on a held call, once; ApprovalRefused says why it cannot apply."""

@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
-from ..store import aware, create_tables, open_engine
+from ..store import DriverSQL, aware, create_tables, open_engine
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -307,18 +307,12 @@ class EventStore:
 
 
 class _HotStatements:
-    """The statements every event and every state read runs, as the database driver's own SQL: going through
-    SQLAlchemy's expression layer cost more per event than the database did (bench/runtime). Values are converted by
-    the columns' own types, so rows read back exactly as the expression layer writes them."""
+    """The statements every event and every state read runs, as the database driver's own SQL (``DriverSQL``)."""
 
     def __init__(self, engine: Engine) -> None:
-        dialect = engine.dialect
-        mark = "?" if dialect.paramstyle == "qmark" else "%s"  # SQLite's driver, or psycopg's
-
-        def sql(text: str) -> str:
-            return text.replace("?", mark)
-
-        locking = "" if dialect.name == "sqlite" else " FOR UPDATE OF runs"  # SQLite: the write lock is the file's
+        driver = DriverSQL(engine)
+        sql = driver.sql
+        locking = "" if driver.dialect.name == "sqlite" else " FOR UPDATE OF runs"  # SQLite: the file's write lock
         self.lock = sql("SELECT runs.last_seq, run_leases.holder FROM runs LEFT OUTER JOIN run_leases ON "
                         f"run_leases.run_id = runs.id WHERE runs.id = ?{locking}")  # fmt: skip
         self.insert = sql("INSERT INTO events (run_id, seq, type, agent, payload, actor, at) "
@@ -326,11 +320,7 @@ class _HotStatements:
         self.update = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
                           "pause_reason = ?, open_pauses = ? WHERE id = ?")  # fmt: skip
         self.last_seq = sql("SELECT last_seq FROM runs WHERE id = ?")
-        self._moment = events.c.at.type.dialect_impl(dialect).bind_processor(dialect)  # SQLite: text; psycopg: as is
-
-    def moment(self, value: datetime) -> Any:
-        """A timestamp as the ``at``/``updated_at`` columns' type hands it to the driver."""
-        return self._moment(value) if self._moment is not None else value
+        self.moment = driver.writer(events.c.at)  # a timestamp as the ``at``/``updated_at`` columns hand it over
 
 
 def _event(r: Any) -> ev.Event:

@@ -7,13 +7,13 @@ restores the UTC they were written in.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, inspect, text
+from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, text
 
 
 def open_engine(url: str) -> Engine:
@@ -41,6 +41,35 @@ def create_tables(engine: Engine, *tables: Table) -> None:
                                     f"{column.type.compile(engine.dialect)}"))  # fmt: skip
     if engine.dialect.name == "sqlite":
         private_sqlite_file(engine.url.database)  # the -wal and -shm files too, now they exist
+
+
+class DriverSQL:
+    """Hot statements as the database driver's own SQL, for the paths that run one per event or per tool call:
+    going through SQLAlchemy's expression layer cost more per statement than the database did (bench/runtime,
+    bench/mcp). Values cross as the columns' own types convert them, so rows read back exactly as the expression
+    layer writes and reads them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.dialect = engine.dialect
+        self._mark = "?" if self.dialect.paramstyle == "qmark" else "%s"  # SQLite's driver, or psycopg's
+
+    def sql(self, statement: str) -> str:
+        """``statement`` written with ``?`` placeholders, in the driver's own."""
+        return statement.replace("?", self._mark)
+
+    def writer(self, column: Column[Any]) -> Callable[[Any], Any]:
+        """How ``column``'s type hands a value to the driver (SQLite: a timestamp as text; psycopg: as it is)."""
+        bind = column.type.dialect_impl(self.dialect).bind_processor(self.dialect)
+        return bind if bind is not None else _unchanged
+
+    def reader(self, column: Column[Any]) -> Callable[[Any], Any]:
+        """How ``column``'s type turns what the driver returns into a value (SQLite: text back to a timestamp)."""
+        result = column.type.dialect_impl(self.dialect).result_processor(self.dialect, None)
+        return result if result is not None else _unchanged
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 @contextmanager

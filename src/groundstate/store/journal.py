@@ -31,15 +31,13 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    bindparam,
-    insert,
     select,
     update,
 )
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import ConflictError
-from .database import aware, create_tables, open_engine, within
+from .database import DriverSQL, aware, create_tables, open_engine, within
 
 INTENT, DONE, RESOLVED = "intent", "done", "resolved"
 
@@ -96,6 +94,7 @@ class ToolJournal:
         self.engine = engine if engine is not None else open_engine(url)
         create_tables(self.engine, entries)
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self._hot = _HotStatements(self.engine)
 
     def begin(
         self, scope: str, position: int, tool: str, arguments: Any, db: Connection | None = None
@@ -103,36 +102,30 @@ class ToolJournal:
         """Journal the intent of a call, or return its recorded result when it already ran; ``CallInDoubt`` when it
         was in flight in a process that died. A resolved call's intent is written again (it may run). ``db``: the
         caller's transaction to write in (it commits it), else one of its own."""
-        digest = call_digest(tool, arguments)
-        where = _where(scope, position, digest)
-        now = datetime.now(UTC)
+        hot, key = self._hot, (scope, position, call_digest(tool, arguments))
+        now = hot.moment(datetime.now(UTC))
         with within(self.engine, db) as db:
-            row = db.execute(_FIND, where).mappings().first()
-            if row is not None and row["state"] == DONE:
-                recorded: dict[str, Any] = json.loads(row["result"])
+            row = db.exec_driver_sql(hot.find, key).first()
+            if row is not None and row.state == DONE:
+                recorded: dict[str, Any] = json.loads(row.result)
                 return recorded
-            if row is not None and row["state"] == INTENT:
-                raise CallInDoubt(f"{tool} ({scope} #{position}) was started by {row['holder']} at "
-                                  f"{aware(row['started_at']):%H:%M:%S} UTC and never finished: it may or may not "
-                                  "have taken effect; an operator decides")  # fmt: skip
-            values = {"state": INTENT, "holder": self.holder, "started_at": now, "finished_at": None, "result": None}
+            if row is not None and row.state == INTENT:
+                raise CallInDoubt(f"{tool} ({scope} #{position}) was started by {row.holder} at "
+                                  f"{aware(hot.started(row.started_at)):%H:%M:%S} UTC and never finished: it may or "
+                                  "may not have taken effect; an operator decides")  # fmt: skip
             if row is None:
                 text = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-                db.execute(_INSERT, {"scope": scope, "position": position, "digest": digest, "tool": tool,
-                                     "arguments": text, **values})  # fmt: skip
+                db.exec_driver_sql(hot.insert, (*key, tool, text, INTENT, self.holder, now))
             else:
-                db.execute(_RESTART, {**where, **{f"v_{name}": value for name, value in values.items()}})
+                db.exec_driver_sql(hot.restart, (INTENT, self.holder, now, *key))
         return None
 
     def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""
-        values = {
-            "v_state": DONE,
-            "v_result": json.dumps(result, ensure_ascii=False),
-            "v_finished_at": datetime.now(UTC),
-        }
+        hot = self._hot
+        values = (DONE, json.dumps(result, ensure_ascii=False), hot.moment(datetime.now(UTC)))
         with self.engine.begin() as db:
-            db.execute(_FINISHED, {**_where(scope, position, call_digest(tool, arguments)), **values})
+            db.exec_driver_sql(hot.finished, (*values, scope, position, call_digest(tool, arguments)))
 
     def in_doubt(self, scope_prefix: str) -> list[JournalEntry]:
         """The calls under ``scope_prefix`` with an intent and no result, oldest first."""
@@ -144,9 +137,9 @@ class ToolJournal:
     def doubts(self, scope_prefix: str, tool: str, arguments: Any, db: Connection | None = None) -> bool:
         """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result); read in
         ``db`` when the caller gives its transaction."""
-        bound = {"pattern": _starting_with(scope_prefix), "d": call_digest(tool, arguments)}
+        bound = (_starting_with(scope_prefix), call_digest(tool, arguments), INTENT)
         with within(self.engine, db) as reading:
-            return reading.execute(_DOUBT, bound).first() is not None
+            return reading.exec_driver_sql(self._hot.doubt, bound).first() is not None
 
     def resolve(
         self, scope_prefix: str, operator: str, decision: str, tool: str | None = None, arguments: Any = None
@@ -168,46 +161,28 @@ class ToolJournal:
             return [_entry(row) for row in db.execute(query.order_by(entries.c.started_at)).mappings()]
 
 
-# the statements of every call, built once with bound parameters (building one per call cost more than running it)
-_AT = (
-    (entries.c.scope == bindparam("k_scope"))
-    & (entries.c.position == bindparam("k_position"))
-    & (entries.c.digest == bindparam("k_digest"))
-)
-_FIND = select(entries).where(_AT)
-_INSERT = insert(entries)
-_FINISHED = (
-    update(entries)
-    .where(_AT)
-    .values(state=bindparam("v_state"), result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
-)
-_RESTART = (
-    update(entries)
-    .where(_AT)
-    .values(
-        state=bindparam("v_state"),
-        holder=bindparam("v_holder"),
-        started_at=bindparam("v_started_at"),
-        finished_at=bindparam("v_finished_at"),
-        result=bindparam("v_result"),
-    )
-)
-_DOUBT = (
-    select(entries.c.position)
-    .where(entries.c.scope.like(bindparam("pattern"), escape="/"), entries.c.digest == bindparam("d"),
-           entries.c.state == INTENT)
-    .limit(1)
-)  # fmt: skip
+class _HotStatements:
+    """The statements of every call, as the database driver's own SQL (``DriverSQL``): through the expression layer
+    they cost more than the database did (bench/mcp)."""
+
+    def __init__(self, engine: Engine) -> None:
+        driver = DriverSQL(engine)
+        sql, at = driver.sql, "scope = ? AND position = ? AND digest = ?"
+        self.find = sql(f"SELECT state, result, holder, started_at FROM tool_journal WHERE {at}")
+        self.insert = sql("INSERT INTO tool_journal (scope, position, digest, tool, arguments, state, holder, "
+                          "started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
+        self.restart = sql("UPDATE tool_journal SET state = ?, holder = ?, started_at = ?, finished_at = NULL, "
+                           f"result = NULL WHERE {at}")  # fmt: skip
+        self.finished = sql(f"UPDATE tool_journal SET state = ?, result = ?, finished_at = ? WHERE {at}")
+        self.doubt = sql("SELECT position FROM tool_journal WHERE scope LIKE ? ESCAPE '/' AND digest = ? AND state = ? "
+                         "LIMIT 1")  # fmt: skip
+        self.moment = driver.writer(entries.c.started_at)
+        self.started = driver.reader(entries.c.started_at)
 
 
 def _starting_with(prefix: str) -> str:
     """A LIKE pattern (escape character '/') for the scopes that start with ``prefix``, its wildcards literal."""
     return prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
-
-
-def _where(scope: str, position: int, digest: str) -> dict[str, Any]:
-    """The bound parameters that name one call's row."""
-    return {"k_scope": scope, "k_position": position, "k_digest": digest}
 
 
 def _entry(row: Any) -> JournalEntry:

@@ -1,0 +1,73 @@
+"""The tool journal's and the guard ledger's per-call statements run as the driver's own SQL (``DriverSQL``): what
+they write reads back through the expression layer exactly as before — timestamps aware and in their column's
+format, ids from the insert itself — on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from groundstate.guard import Ledger
+from groundstate.store import CallInDoubt, ToolJournal
+
+from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'gs.db'}"
+    return str(request.getfixturevalue("postgres"))
+
+
+def test_a_journaled_call_reads_back_with_its_moments(store_url: str) -> None:
+    journal, scope = ToolJournal(store_url), f"mcp:{uuid.uuid4().hex}/"
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    assert journal.begin(scope, 3, "git_commit", {"message": "m"}) is None
+    [entry] = journal.entries(scope)
+    assert (entry.position, entry.tool, entry.arguments, entry.state) == (3, "git_commit", '{"message": "m"}', "intent")
+    assert before <= entry.started_at <= datetime.now(UTC) and entry.started_at.tzinfo is not None
+    with pytest.raises(CallInDoubt, match=f"at {entry.started_at:%H:%M:%S} UTC"):
+        journal.begin(scope, 3, "git_commit", {"message": "m"})
+    assert journal.resolve(scope, "operator:ana", "approved") == 1
+    assert journal.begin(scope, 3, "git_commit", {"message": "m"}) is None  # journaled again: an intent once more
+    journal.finish(scope, 3, "git_commit", {"message": "m"}, {"ok": True, "output": "é"})
+    [entry] = journal.entries(scope)
+    assert entry.state == "done" and entry.result == {"ok": True, "output": "é"}
+    assert journal.begin(scope, 3, "git_commit", {"message": "m"}) == {"ok": True, "output": "é"}
+
+
+def test_a_ledger_row_reads_back_with_its_id_and_moments(store_url: str) -> None:
+    ledger = Ledger(store_url)
+    verdict = SimpleNamespace(decision="approve", call="c1", digest="sha256:ab", reasons=["needs an operator"],
+                              why="a derivation")  # fmt: skip
+    first = ledger.record("git", "git_commit", {"message": "m"}, "a client over stdio", verdict, 300)
+    second = ledger.record("git", "git_status", {}, "a client over stdio", SimpleNamespace(**{**verdict.__dict__,
+                           "decision": "permit"}), 300)  # fmt: skip
+    assert second > first
+    held, permitted = ledger.get(first), ledger.get(second)
+    assert held is not None and permitted is not None
+    assert (held.status, held.arguments, held.reasons, held.why) == ("held", {"message": "m"}, ["needs an operator"],
+                                                                     "a derivation")  # fmt: skip
+    assert held.at.tzinfo is not None and abs((datetime.now(UTC) - held.at).total_seconds()) < 60
+    assert held.expires_at is not None and abs((held.expires_at - held.at).total_seconds() - 300) < 0.001
+    assert (permitted.status, permitted.expires_at) == ("permit", None)
+    assert [entry.id for entry in ledger.entries(status="held")] == [first]
+
+
+def test_on_sqlite_the_moments_are_stored_in_the_expression_layers_format(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'gs.db'}"
+    ToolJournal(url).begin("mcp:x/", 1, "t", {})
+    Ledger(url).record("s", "t", {}, "c", SimpleNamespace(decision="approve", call=None, digest="d", reasons=[],
+                                                          why=""), 5)  # fmt: skip
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        stored = [*db.execute("SELECT started_at FROM tool_journal"), *db.execute("SELECT at, expires_at FROM "
+                                                                                   "mcp_decisions")]  # fmt: skip
+    moments = [value for row in stored for value in row]
+    assert len(moments) == 3 and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", m) for m in moments)
