@@ -84,8 +84,6 @@ class Entry:
         return data
 
 
-
-
 class Ledger:
     """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
 
