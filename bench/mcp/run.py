@@ -3,10 +3,10 @@
     python bench/mcp/run.py            # 1,000 calls each way
     python bench/mcp/run.py --quick    # 100
 
-Both sides use the official `mcp` SDK client over stdio, alternating in blocks of 50 calls, against the same minimal
-server (bench/mcp/echo_server.py:
-one read-only tool that answers at once), so the difference is the guard: one more stdio hop, the policy's decision
-(the shipped mcp.mg: read-only is permitted) with its derivation, and the decision's row in the ledger (SQLite).
+Both sides use the official `mcp` SDK client over stdio, both sessions open and the calls alternating in blocks of
+50, against the same minimal server (bench/mcp/echo_server.py: one read-only tool that answers at once), so the
+difference is the guard: one more stdio hop, the policy's decision (the shipped mcp.mg: read-only is permitted), the
+decision's row in the ledger and the call's intent and result in the journal (SQLite).
 """
 
 from __future__ import annotations
