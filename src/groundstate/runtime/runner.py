@@ -54,6 +54,7 @@ from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend
 from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
+from .deferred_starts import DeferredStarts
 from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
@@ -174,6 +175,7 @@ class RunContext:
     prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
     mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
+    starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
 
 
 class Runtime:
@@ -340,6 +342,7 @@ class Runtime:
             for task in tasks.values():
                 task.cancel()
             await asyncio.gather(renewer, *tasks.values(), return_exceptions=True)
+            ctx.starts.drop_all()
             ctx.recording.close()
         return self.store.state(run_id)
 
@@ -449,13 +452,42 @@ class Runtime:
         return chosen
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
-        event = self.store.append(ctx.run_id, event_type, agent, payload, holder=ctx.holder)
+        """Append one event (with the agent's start, when it is still held: one transaction), then report it."""
+        started = ctx.starts.take(agent)
+        batch = [(ev.AGENT_STARTED, agent, started)] if started is not None else []
+        batch.append((event_type, agent, payload))
+        events = self.store.transact(ctx.run_id, lambda _: batch, holder=ctx.holder)
+        for event in events:
+            self._observe(ctx, event)
+        return events[-1]
+
+    def _observe(self, ctx: RunContext, event: ev.Event) -> None:
+        """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""
         self.run_metrics.observe(event)
-        if event_type in ctx.policy.triggers:
-            ctx.guards.event(event.seq, event_type, agent)
+        if event.type in ctx.policy.triggers:
+            ctx.guards.event(event.seq, event.type, event.agent)
         for listener in self.listeners:
             listener(event)
-        return event
+
+    def _start(self, ctx: RunContext, agent: str, payload: dict[str, Any]) -> None:
+        """The agent's start: held for its next event (deferred_starts.py) unless a cortex pattern listens for it —
+        then the guards must see it now, before anything the attempt does."""
+        if ev.AGENT_STARTED in ctx.policy.triggers:
+            self._emit(ctx, ev.AGENT_STARTED, agent, payload)
+            return
+
+        def write_alone(held: str) -> None:
+            started = ctx.starts.take(held)
+            if started is None:
+                return
+            try:
+                self._emit(ctx, ev.AGENT_STARTED, held, started)
+            except (LeaseLost, RunEnded):
+                pass  # the attempt hears it at its next event
+            except StoreError:
+                ctx.starts.defer(held, started, None)  # the next event writes it, or fails in the attempt itself
+
+        ctx.starts.defer(agent, payload, write_alone)
 
     # -- one agent -------------------------------------------------------------------------------------
     def _calls_in_doubt(self, ctx: RunContext) -> None:
@@ -504,7 +536,7 @@ class Runtime:
             epoch = node.journal_epoch if node.interrupted else node.journal_epoch + 1  # a crash keeps the epoch
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": instructions, "journal": epoch}  # fmt: skip
-            self._emit(ctx, ev.AGENT_STARTED, agent, started)
+            self._start(ctx, agent, started)
             outcome = await self._invoke(ctx, spec, instructions, [(f.agent, f.text) for f in context], attempt,
                                          remembered, journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
             if not outcome.paused:
