@@ -55,12 +55,12 @@ def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
     env.pop("GROUNDSTATE_CONFIG", None)
 
-    def start(upstream: str, *options: str) -> tuple[str, str]:
+    def start(upstream: str, *options: str, environment: dict[str, str] | None = None) -> tuple[str, str]:
         port, pub = free_port(), free_port()
         process = subprocess.Popen(
             [sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream,
              "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}", *options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**env, **(environment or {})}, cwd=tmp_path,
         )  # fmt: skip
         processes.append(process)
         deadline = time.monotonic() + 30

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -126,6 +127,41 @@ def test_bytes_are_relayed_as_sent_and_identity_is_asked_for(gateway_for: Gatewa
             relayed = b"".join(response.iter_raw())  # fmt: skip
     assert relayed == packed and response.headers["content-encoding"] == "gzip"
     assert seen[0]["accept-encoding"] == "identity" and seen[0]["authorization"] == "Bearer sk-client"
+
+
+def test_the_hosts_netrc_never_signs_a_client_in(gateway_for: GatewayFor, tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    def respond(path: str, headers: dict[str, str], body: bytes) -> Reply:
+        seen.append({name.lower(): value for name, value in headers.items()})
+        return Reply(200, {"content-type": "text/event-stream"}, b"data: [DONE]\n\n")
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login operator password s3cret\n")
+    netrc.chmod(0o600)
+    with loopback(respond) as url:
+        base_url, _ = gateway_for(url, environment={"NETRC": str(netrc), "HOME": str(tmp_path)})
+        assert post(base_url).status_code == 200  # a client without credentials of its own
+        answered = httpx.post(f"{base_url}/chat/completions", json={"model": "m"}, timeout=30,
+                              headers={"authorization": "Bearer sk-client"})  # fmt: skip
+    assert "authorization" not in seen[0]  # not the operator's, from the host's netrc
+    assert answered.status_code == 200 and seen[1]["authorization"] == "Bearer sk-client"
+
+
+def test_the_upstream_hop_goes_through_the_environments_proxy(gateway_for: GatewayFor) -> None:
+    asked: list[str] = []
+
+    def proxy(path: str, headers: dict[str, str], body: bytes) -> Reply:
+        asked.append(path)  # a proxy is asked for the absolute URL
+        return Reply(200, {"content-type": "text/event-stream"}, b"data: [DONE]\n\n")
+
+    upstream = "http://upstream.invalid:9"  # only the proxy can reach it
+    with loopback(proxy) as proxy_url:
+        base_url, _ = gateway_for(upstream, environment={"HTTP_PROXY": proxy_url, "NO_PROXY": ""})
+        assert post(base_url).status_code == 200
+        bypassing, _ = gateway_for(upstream, environment={"HTTP_PROXY": proxy_url, "NO_PROXY": "upstream.invalid"})
+        assert post(bypassing).status_code == 502  # NO_PROXY names the host: straight there, and nothing answers
+    assert asked == [f"{upstream}/v1/chat/completions"]
 
 
 def _stderr_so_far(gateway_for: Any) -> str:

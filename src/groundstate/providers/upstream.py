@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 
@@ -63,6 +65,7 @@ class Upstream:
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_seconds, sock_read=read_seconds)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxies: dict[tuple[str, str], str | None] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         """The pool of this loop (a pool's connections belong to the loop that opened them; one left behind by a
@@ -75,7 +78,7 @@ class Upstream:
                 connector=connector,
                 timeout=self._timeout,
                 auto_decompress=False,  # relayed as sent
-                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY apply, as they did with httpx
+                trust_env=False,  # proxies from the environment are read here (proxy_for): see there why
                 skip_auto_headers=("User-Agent",),  # the client's own User-Agent is forwarded instead
             )
         return self._session
@@ -87,10 +90,25 @@ class Upstream:
         """An ``UpstreamReply`` for the request, open while the block runs."""
         sent = {**headers, "Accept-Encoding": "identity"}
         try:
-            async with self._open().request(method, url, data=body, headers=sent, allow_redirects=False) as response:
+            async with self._open().request(
+                method, url, data=body, headers=sent, allow_redirects=False, proxy=self._proxy_for(url)
+            ) as response:
                 yield UpstreamReply(response)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _failure(exc) from exc
+
+    def _proxy_for(self, url: str) -> str | None:
+        """The proxy the environment names for ``url``'s scheme (``HTTP_PROXY``, ``HTTPS_PROXY``), unless ``NO_PROXY``
+        covers its host — read once per scheme and host. Read here rather than by the client library's
+        ``trust_env``, which would also send ``~/.netrc`` credentials for the upstream's host with every request
+        that came without an ``Authorization`` of its own: a client of the gateway would be signed in as whoever
+        runs it (and one that sent its own would get an error instead of an answer)."""
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.hostname or "")
+        if key not in self._proxies:
+            proxy = getproxies().get(parts.scheme)
+            self._proxies[key] = proxy if proxy and parts.hostname and not proxy_bypass(parts.hostname) else None
+        return self._proxies[key]
 
     async def close(self) -> None:
         """Close the pooled connections."""
