@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from groundstate.config import default_db_url
@@ -114,3 +115,49 @@ def test_a_call_sent_again_with_its_idempotency_key_gets_the_recorded_result(tmp
     assert guarded(tmp_path, config, lambda client: client.call_tool("lying__append", arguments, meta=key)).content[
         0].text == "appended"  # fmt: skip
     assert effects.read_text() == "ran\nran\n"  # and not after the guard restarted either
+
+
+def test_an_identical_call_while_another_guard_forwards_one_is_not_in_doubt(tmp_path: Path) -> None:
+    """Two clients, each with its own guard on the same store (as two editor windows are): while one guard forwards
+    a call, the same call through the other is just another call — forwarded, not held as if the first had died."""
+    effects, pids = tmp_path / "effects.txt", tmp_path / "effects.pids"
+    (tmp_path / "groundstate.toml").write_text(f'[mcp]\napproval_timeout_sec = 2\n[mcp.servers.lying]\ncommand = '
+                                               f'["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+    arguments = {"path": str(effects)}
+    (tmp_path / "effects.slow").touch()  # the first call stays in flight
+
+    answered: list[str] = []
+
+    async def both() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = []
+            for _ in range(2):
+                read, write = await stack.enter_async_context(stdio_client(params))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                sessions.append(session)
+            first = asyncio.create_task(sessions[0].call_tool("lying__append", arguments))
+            for _ in range(400):  # until the first call is upstream (its intent journaled before it went)
+                if pids.exists() and pids.read_text():
+                    break
+                await asyncio.sleep(0.05)
+            (tmp_path / "effects.slow").unlink()
+            try:
+                second = await asyncio.wait_for(sessions[1].call_tool("lying__append", arguments), 20)
+                answered.append(second.content[0].text)  # type: ignore[union-attr]
+            except MCPError as refused:  # held as if the first call's guard had died, and denied in the end
+                answered.append(f"refused: {refused}")
+            guard, server = (int(pid) for pid in pids.read_text().split())
+            first.cancel()
+            for pid in (server, guard):  # the first call's upstream still sleeps: stopped with its guard
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+    with contextlib.suppress(Exception):  # the first session's shutdown fails, its guard gone
+        asyncio.run(asyncio.wait_for(both(), 60))
+    assert answered == ["appended"]
+    assert effects.read_text() == "ran\nran\n"  # both calls ran
+    statuses = sorted(entry.status for entry in Ledger(default_db_url(tmp_path / "home")).entries())
+    assert statuses == ["permit", "permit"]  # neither held for an operator

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from groundstate.guard import Ledger
-from groundstate.store import CallInDoubt, ToolJournal
+from groundstate.store import CallInDoubt, ToolJournal, reading
 
 from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
 
@@ -71,3 +71,20 @@ def test_on_sqlite_the_moments_are_stored_in_the_expression_layers_format(tmp_pa
                                                                                    "mcp_decisions")]  # fmt: skip
     moments = [value for row in stored for value in row]
     assert len(moments) == 3 and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", m) for m in moments)
+
+
+def test_a_reader_with_its_snapshot_open_never_holds_up_a_writer(tmp_path: Path) -> None:
+    """A console polling the runs, a ``status``: reads begin deferred on SQLite (``store.reading``), so a writer in
+    another process does not wait for them — before, every read took the write lock for its transaction."""
+    url = f"sqlite:///{tmp_path / 'gs.db'}"
+    journal = ToolJournal(url)
+    journal.begin("mcp:x/", 1, "t", {})
+    with reading(journal.engine) as db:
+        assert db.exec_driver_sql("SELECT count(*) FROM tool_journal").scalar_one() == 1  # the snapshot is taken
+        other = sqlite3.connect(tmp_path / "gs.db", timeout=0.2, isolation_level=None)  # another process's writer
+        other.execute("BEGIN IMMEDIATE")  # would fail with "database is locked" while the reader held the lock
+        other.execute("UPDATE tool_journal SET state = 'done'")
+        other.execute("COMMIT")
+        other.close()
+        assert db.exec_driver_sql("SELECT state FROM tool_journal").scalar_one() == "intent"  # its own snapshot
+    assert [e.state for e in journal.entries("mcp:x/")] == ["done"]

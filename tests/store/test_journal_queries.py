@@ -5,15 +5,28 @@ call resumed after an operator resolved it is journaled again — in the caller'
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from groundstate.store import CallInDoubt, ToolJournal
+from groundstate.store import CallInDoubt, ToolJournal, call_digest
+from groundstate.store.holders import this_process
+
+
+def gone() -> str:
+    """The holder name of a process that ran and is gone (as a driver or a guard killed mid-call)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    process.kill()
+    process.wait()
+    return f"{this_process().split(':')[0]}:{process.pid}:{start}"
 
 
 def test_in_doubt_is_an_unfinished_intent_under_a_literal_prefix(tmp_path: Path) -> None:
     journal = ToolJournal(f"sqlite:///{tmp_path / 'j.db'}")
+    journal.holder = gone()  # its intents are those of a process that died
     assert journal.begin("run:r1/research_a/1", 1, "web_search", {"q": "x"}) is None
     assert journal.doubts("run:r1/research_a/", "web_search", {"q": "x"})
     assert not journal.doubts("run:r1/research_a/", "web_search", {"q": "y"})  # another call
@@ -27,6 +40,7 @@ def test_in_doubt_is_an_unfinished_intent_under_a_literal_prefix(tmp_path: Path)
 
 def test_a_resolved_call_is_journaled_again_in_the_callers_transaction(tmp_path: Path) -> None:
     journal = ToolJournal(f"sqlite:///{tmp_path / 'j.db'}")
+    journal.holder = gone()
     journal.begin("mcp:git/", 7, "git_commit", {"message": "m"})
     with pytest.raises(CallInDoubt):
         journal.begin("mcp:git/", 7, "git_commit", {"message": "m"})
@@ -35,3 +49,30 @@ def test_a_resolved_call_is_journaled_again_in_the_callers_transaction(tmp_path:
         assert journal.doubts("mcp:git/", "git_commit", {"message": "m"}, db=db) is False
         assert journal.begin("mcp:git/", 7, "git_commit", {"message": "m"}, db=db) is None
     assert journal.doubts("mcp:git/", "git_commit", {"message": "m"})  # running again: an intent once more
+
+
+def test_an_unfinished_call_is_in_doubt_only_when_its_process_is_gone(tmp_path: Path) -> None:
+    journal = ToolJournal(f"sqlite:///{tmp_path / 'j.db'}")
+    host, pid, start = this_process().split(":")
+    journal.begin("mcp:git/", 1, "git_status", {"repo": "r"})  # in flight in this (living) process
+    assert not journal.doubts("mcp:git/", "git_status", {"repo": "r"})
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        sleeper_start = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        holders = {
+            2: f"{host}:{sleeper.pid}:{sleeper_start}",  # another process, still running: in flight
+            3: f"{host}:{sleeper.pid}:{int(sleeper_start) + 1}",  # its process id, reused by another: gone
+            4: f"{host}:{pid}",  # written before holders carried a start time: cannot tell, gone
+            5: f"elsewhere:{pid}:{start}",  # another host: cannot tell, gone
+        }
+        with journal.engine.begin() as db:
+            for position, holder in holders.items():
+                row = (f"mcp:s{position}/", position, call_digest("t", {}), "t", "{}", holder)
+                db.exec_driver_sql("INSERT INTO tool_journal (scope, position, digest, tool, arguments, state, holder, "
+                                   "started_at) VALUES (?, ?, ?, ?, ?, 'intent', ?, '2026-11-24 00:00:00.000000')",
+                                   row)  # fmt: skip
+        assert [journal.doubts(f"mcp:s{p}/", "t", {}) for p in holders] == [False, True, True, True]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert journal.doubts("mcp:s2/", "t", {})  # its process ended without a result: now in doubt

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
-from ..store import DriverSQL, aware, create_tables, open_engine, within
+from ..store import DriverSQL, aware, create_tables, open_engine, reading, within
 
 HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
 
@@ -146,7 +146,7 @@ class Ledger:
 
     def get(self, entry_id: int) -> Entry | None:
         """One entry, or None."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return self._get(db, entry_id)
 
     def entries(self, status: str | None = None, limit: int = 200) -> list[Entry]:
@@ -154,7 +154,7 @@ class Ledger:
         query = select(decisions).order_by(decisions.c.id.desc()).limit(limit)
         if status is not None:
             query = query.where(decisions.c.status == status)
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return [_entry(row) for row in db.execute(query).mappings()]
 
     @staticmethod

@@ -45,6 +45,7 @@ from sqlalchemy.pool import StaticPool
 
 from ..logic import Float
 from ..packets import MemoryOperation
+from ..store import reading
 from .kernel import Kernel, Transaction
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -131,7 +132,7 @@ class Memory:
 
     def recall(self, key: str) -> str | None:
         """The long-term value under ``key``, or None."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             value = db.execute(select(LONG_TERM.c.value).where(LONG_TERM.c.key == key)).scalar()
         return None if value is None else str(value)
 
@@ -171,7 +172,7 @@ class Memory:
         snapshot = self._snapshot
         if snapshot is None or now - snapshot.read_at > self.stale_after:
             newest_first = LONG_TERM.c.updated_at.desc(), LONG_TERM.c.key
-            with self.engine.connect() as db:
+            with reading(self.engine) as db:
                 entries = [(str(k), str(v)) for k, v in db.execute(select(LONG_TERM.c.key, LONG_TERM.c.value)
                                                                    .order_by(*newest_first))]  # fmt: skip
                 vectors = [(str(k), str(t), bytes(b)) for k, t, b in db.execute(

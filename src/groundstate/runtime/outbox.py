@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Table, Text, insert, or_, select, update
 
-from ..store import create_tables
+from ..store import create_tables, reading
 
 PENDING, DELIVERED, GIVEN_UP = "pending", "delivered", "given_up"
 
@@ -60,7 +60,7 @@ class Outbox:
     def pending(self, url: str) -> list[tuple[str, str, bytes]]:
         """(delivery, kind, body) of every pending notification to ``url`` nobody holds, oldest first."""
         now = datetime.now(UTC)
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             rows = db.execute(select(outbox.c.delivery, outbox.c.kind, outbox.c.body).where(
                 outbox.c.url == url, outbox.c.status == PENDING,
                 or_(outbox.c.claimed_until.is_(None), outbox.c.claimed_until < now),
@@ -75,7 +75,7 @@ class Outbox:
 
     def status(self, delivery: str) -> tuple[str, int, str | None] | None:
         """(status, attempts, last error) of a notification, if it is in the outbox."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             row = db.execute(select(outbox.c.status, outbox.c.attempts, outbox.c.last_error).where(
                 outbox.c.delivery == delivery)).first()  # fmt: skip
         return None if row is None else (row.status, row.attempts, row.last_error)

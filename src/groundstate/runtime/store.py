@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
-from ..store import DriverSQL, aware, create_tables, open_engine
+from ..store import DriverSQL, aware, create_tables, open_engine, reading
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -218,13 +218,13 @@ class EventStore:
 
     def lease(self, run_id: str) -> tuple[str, datetime] | None:
         """The run's lease as it stands: its holder and when it expires (None: nobody holds it)."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             row = db.execute(select(leases).where(leases.c.run_id == run_id)).first()
         return None if row is None else (row.holder, aware(row.expires_at))
 
     def leases(self) -> list[tuple[str, str, datetime]]:
         """Every lease: run, holder, expiry (lapsed ones included: a crashed driver's stays until taken over)."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             rows = db.execute(select(leases).order_by(leases.c.run_id)).all()
         return [(row.run_id, row.holder, aware(row.expires_at)) for row in rows]
 
@@ -236,12 +236,12 @@ class EventStore:
     # -- reading -------------------------------------------------------------------------------------
     def events(self, run_id: str, after: int = 0) -> list[ev.Event]:
         """The run's events after sequence number ``after`` (StoreCorrupt if the log has a gap)."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return self._events(db, run_id, after)
 
     def state(self, run_id: str) -> RunState:
         """The run's state (treat it as read-only: it may be the store's cached copy)."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             row = db.exec_driver_sql(self._hot.last_seq, (run_id,)).first()
             if row is None:
                 raise UnknownRun(f"there is no run {run_id}")
@@ -261,7 +261,7 @@ class EventStore:
     def runs(self) -> list[dict[str, Any]]:
         """Every run, newest first; a running run whose driver's lease has lapsed is listed as interrupted."""
         now = datetime.now(UTC)
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             rows = db.execute(select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc())).mappings().all()
             live = {r.run_id for r in db.execute(select(leases)) if aware(r.expires_at) > now}
         listed = [dict(row) for row in rows]

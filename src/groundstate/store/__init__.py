@@ -6,7 +6,7 @@ ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(to
 """
 
 from .access import ACT, ADMINISTER, SEE, may, roles
-from .database import DriverSQL, aware, create_tables, open_engine, private_sqlite_file, within
+from .database import DriverSQL, aware, create_tables, open_engine, private_sqlite_file, reading, within
 from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
 from .operators import (
     FIRST_ADMIN,
@@ -42,6 +42,7 @@ __all__ = [
     "may",
     "open_engine",
     "private_sqlite_file",
+    "reading",
     "roles",
     "token_hash",
     "within",

@@ -72,6 +72,19 @@ def _unchanged(value: Any) -> Any:
     return value
 
 
+_READS_ONLY = "groundstate_reads_only"
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A connection that only reads. On SQLite its transaction begins deferred — a snapshot of the last commit,
+    without the write lock every other transaction takes at once (``BEGIN IMMEDIATE``): a console polling runs, a
+    ``status`` or a ``runs list`` never holds up a driver's append."""
+    with engine.connect() as db:
+        db.execution_options(**{_READS_ONLY: True})
+        yield db
+
+
 @contextmanager
 def within(engine: Engine, db: Connection | None) -> Iterator[Connection]:
     """``db``, a transaction the caller holds and commits (several stores' writes in one: the MCP guard's admission),
@@ -102,7 +115,10 @@ def private_sqlite_file(database: str | None) -> None:
 
 
 def _sqlite_begin(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
+    if connection.get_execution_options().get(_READS_ONLY):
+        connection.exec_driver_sql("BEGIN")  # a snapshot, no lock: readers never hold the lock writers wait for
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
 
 
 def _sqlite_pragmas(connection: Any, _: Any) -> None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -37,7 +35,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import ConflictError
-from .database import DriverSQL, aware, create_tables, open_engine, within
+from .database import DriverSQL, aware, create_tables, open_engine, reading, within
+from .holders import alive, this_process
 
 INTENT, DONE, RESOLVED = "intent", "done", "resolved"
 
@@ -51,7 +50,7 @@ entries = Table(
     Column("arguments", Text, nullable=False),
     Column("state", String(16), nullable=False),
     Column("result", Text),  # JSON, once done
-    Column("holder", String(200), nullable=False),  # host:pid of the process that ran it
+    Column("holder", String(200), nullable=False),  # host:pid:start of the process that ran it (holders.py)
     Column("started_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True)),
     Column("resolution", Text),  # who resolved an in-doubt call, and how
@@ -93,7 +92,7 @@ class ToolJournal:
         doubts, its ledger row and its intent — is one transaction)."""
         self.engine = engine if engine is not None else open_engine(url)
         create_tables(self.engine, entries)
-        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self.holder = this_process()  # host:pid:start (holders.py)
         self._hot = _HotStatements(self.engine)
 
     def begin(
@@ -131,15 +130,16 @@ class ToolJournal:
         """The calls under ``scope_prefix`` with an intent and no result, oldest first."""
         query = (select(entries).where(entries.c.scope.startswith(scope_prefix, autoescape=True),
                                        entries.c.state == INTENT).order_by(entries.c.started_at))  # fmt: skip
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return [_entry(row) for row in db.execute(query).mappings()]
 
     def doubts(self, scope_prefix: str, tool: str, arguments: Any, db: Connection | None = None) -> bool:
-        """Whether an identical call under ``scope_prefix`` is in doubt (an intent without a result); read in
-        ``db`` when the caller gives its transaction."""
+        """Whether an identical call under ``scope_prefix`` is in doubt: an intent without a result whose process is
+        gone (one whose process still runs is in flight, not in doubt — holders.py); read in ``db`` when the caller
+        gives its transaction."""
         bound = (_starting_with(scope_prefix), call_digest(tool, arguments), INTENT)
-        with within(self.engine, db) as reading:
-            return reading.exec_driver_sql(self._hot.doubt, bound).first() is not None
+        with within(self.engine, db) as read:
+            return any(not alive(holder) for (holder,) in read.exec_driver_sql(self._hot.doubt, bound))
 
     def resolve(
         self, scope_prefix: str, operator: str, decision: str, tool: str | None = None, arguments: Any = None
@@ -157,7 +157,7 @@ class ToolJournal:
     def entries(self, scope_prefix: str) -> list[JournalEntry]:
         """Every journaled call under ``scope_prefix``, oldest first."""
         query = select(entries).where(entries.c.scope.startswith(scope_prefix, autoescape=True))
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return [_entry(row) for row in db.execute(query.order_by(entries.c.started_at)).mappings()]
 
 
@@ -174,8 +174,7 @@ class _HotStatements:
         self.restart = sql("UPDATE tool_journal SET state = ?, holder = ?, started_at = ?, finished_at = NULL, "
                            f"result = NULL WHERE {at}")  # fmt: skip
         self.finished = sql(f"UPDATE tool_journal SET state = ?, result = ?, finished_at = ? WHERE {at}")
-        self.doubt = sql("SELECT position FROM tool_journal WHERE scope LIKE ? ESCAPE '/' AND digest = ? AND state = ? "
-                         "LIMIT 1")  # fmt: skip
+        self.doubt = sql("SELECT holder FROM tool_journal WHERE scope LIKE ? ESCAPE '/' AND digest = ? AND state = ?")
         self.moment = driver.writer(entries.c.started_at)
         self.started = driver.reader(entries.c.started_at)
 

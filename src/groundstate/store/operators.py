@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from ..config import home, load_or_create_token
 from ..errors import ConfigurationError, PolicyError
 from . import access
-from .database import aware, create_tables, open_engine
+from .database import aware, create_tables, open_engine, reading
 
 TOKEN_ENV = "GROUNDSTATE_TOKEN"  # the command line's token; unset: the state directory's console.token
 FIRST_ADMIN = "admin"
@@ -120,19 +120,19 @@ class Operators:
         """The account whose token this is, or None."""
         if not token:
             return None
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             row = db.execute(select(accounts).where(accounts.c.token_hash == token_hash(token))).mappings().first()
         return None if row is None else _operator(row)
 
     def get(self, name: str) -> Operator | None:
         """The account called ``name``, or None."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             row = db.execute(select(accounts).where(accounts.c.name == name)).mappings().first()
         return None if row is None else _operator(row)
 
     def list(self) -> list[Operator]:
         """Every account, by name."""
-        with self.engine.connect() as db:
+        with reading(self.engine) as db:
             return [_operator(row) for row in db.execute(select(accounts).order_by(accounts.c.name)).mappings()]
 
     def add(self, name: str, role: str, by: Operator) -> tuple[Operator, str]:
