@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from groundstate.guard import Ledger
-from groundstate.store import CallInDoubt, ToolJournal, reading
+from groundstate.store import CallInDoubt, ToolJournal, hot_transaction, reading
 
 from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
 
@@ -88,3 +88,14 @@ def test_a_reader_with_its_snapshot_open_never_holds_up_a_writer(tmp_path: Path)
         other.close()
         assert db.exec_driver_sql("SELECT state FROM tool_journal").scalar_one() == "intent"  # its own snapshot
     assert [e.state for e in journal.entries("mcp:x/")] == ["done"]
+
+
+def test_a_hot_transaction_that_fails_writes_nothing(store_url: str) -> None:
+    journal, scope = ToolJournal(store_url), f"mcp:{uuid.uuid4().hex}/"
+    with pytest.raises(RuntimeError, match="after the intent"), hot_transaction(journal.engine) as db:
+        journal.begin(scope, 1, "git_commit", {"message": "m"}, db=db)
+        raise RuntimeError("after the intent, before the commit")
+    assert journal.entries(scope) == []
+    with hot_transaction(journal.engine) as db:
+        journal.begin(scope, 1, "git_commit", {"message": "m"}, db=db)
+    assert [entry.state for entry in journal.entries(scope)] == ["intent"]

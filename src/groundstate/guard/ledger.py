@@ -15,7 +15,6 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
-    Connection,
     DateTime,
     Engine,
     Integer,
@@ -28,7 +27,7 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
-from ..store import DriverSQL, aware, create_tables, open_engine, reading, within
+from ..store import DriverSQL, Executes, aware, create_tables, open_engine, reading, within
 
 HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
 
@@ -105,7 +104,7 @@ class Ledger:
         client: str,
         verdict: Any,
         hold_seconds: float,
-        db: Connection | None = None,
+        db: Executes | None = None,
     ) -> int:
         """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now), in
         ``db`` when the caller gives its transaction (it commits it)."""

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from .. import tools
 from ..config import ProjectConfig, home
 from ..providers import UpstreamError, Upstreams, connect
-from ..store import ACT, CallInDoubt, Operators, ToolJournal
+from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
@@ -159,7 +159,7 @@ class Guard:
         identical call is in doubt, the policy's verdict (one decision at a time), its row in the ledger, and — for a
         permitted call — its intent in the journal (or its recorded result). One transaction instead of three: the
         admission's cost was its commits (docs/benchmarks.md, "The MCP guard")."""
-        with self.ledger.engine.begin() as db:
+        with hot_transaction(self.ledger.engine) as db:
             in_doubt = self.journal.doubts(call.scope, call.named, call.arguments, db=db)
             with self._deciding:
                 verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client,

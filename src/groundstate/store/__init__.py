@@ -6,7 +6,18 @@ ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(to
 """
 
 from .access import ACT, ADMINISTER, SEE, may, roles
-from .database import DriverSQL, aware, create_tables, open_engine, private_sqlite_file, reading, within
+from .database import (
+    DriverSQL,
+    Executes,
+    HotTransaction,
+    aware,
+    create_tables,
+    hot_transaction,
+    open_engine,
+    private_sqlite_file,
+    reading,
+    within,
+)
 from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
 from .operators import (
     FIRST_ADMIN,
@@ -29,6 +40,8 @@ __all__ = [
     "AccountRefused",
     "CallInDoubt",
     "DriverSQL",
+    "Executes",
+    "HotTransaction",
     "JournalEntry",
     "NotAuthenticated",
     "NotPermitted",
@@ -39,6 +52,7 @@ __all__ = [
     "call_digest",
     "command_line_operator",
     "create_tables",
+    "hot_transaction",
     "may",
     "open_engine",
     "private_sqlite_file",

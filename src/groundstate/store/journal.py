@@ -32,10 +32,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from ..errors import ConflictError
-from .database import DriverSQL, aware, create_tables, open_engine, reading, within
+from .database import DriverSQL, Executes, aware, create_tables, hot_transaction, open_engine, reading, within
 from .holders import alive, this_process
 
 INTENT, DONE, RESOLVED = "intent", "done", "resolved"
@@ -96,7 +96,7 @@ class ToolJournal:
         self._hot = _HotStatements(self.engine)
 
     def begin(
-        self, scope: str, position: int, tool: str, arguments: Any, db: Connection | None = None
+        self, scope: str, position: int, tool: str, arguments: Any, db: Executes | None = None
     ) -> dict[str, Any] | None:
         """Journal the intent of a call, or return its recorded result when it already ran; ``CallInDoubt`` when it
         was in flight in a process that died. A resolved call's intent is written again (it may run). ``db``: the
@@ -105,12 +105,13 @@ class ToolJournal:
         now = hot.moment(datetime.now(UTC))
         with within(self.engine, db) as db:
             row = db.exec_driver_sql(hot.find, key).first()
-            if row is not None and row.state == DONE:
-                recorded: dict[str, Any] = json.loads(row.result)
+            state, result, holder, started_at = row if row is not None else (None, "", None, None)
+            if state == DONE:
+                recorded: dict[str, Any] = json.loads(result)
                 return recorded
-            if row is not None and row.state == INTENT:
-                raise CallInDoubt(f"{tool} ({scope} #{position}) was started by {row.holder} at "
-                                  f"{aware(hot.started(row.started_at)):%H:%M:%S} UTC and never finished: it may or "
+            if state == INTENT:
+                raise CallInDoubt(f"{tool} ({scope} #{position}) was started by {holder} at "
+                                  f"{aware(hot.started(started_at)):%H:%M:%S} UTC and never finished: it may or "
                                   "may not have taken effect; an operator decides")  # fmt: skip
             if row is None:
                 text = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
@@ -123,7 +124,7 @@ class ToolJournal:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""
         hot = self._hot
         values = (DONE, json.dumps(result, ensure_ascii=False), hot.moment(datetime.now(UTC)))
-        with self.engine.begin() as db:
+        with hot_transaction(self.engine) as db:
             db.exec_driver_sql(hot.finished, (*values, scope, position, call_digest(tool, arguments)))
 
     def in_doubt(self, scope_prefix: str) -> list[JournalEntry]:
@@ -133,7 +134,7 @@ class ToolJournal:
         with reading(self.engine) as db:
             return [_entry(row) for row in db.execute(query).mappings()]
 
-    def doubts(self, scope_prefix: str, tool: str, arguments: Any, db: Connection | None = None) -> bool:
+    def doubts(self, scope_prefix: str, tool: str, arguments: Any, db: Executes | None = None) -> bool:
         """Whether an identical call under ``scope_prefix`` is in doubt: an intent without a result whose process is
         gone (one whose process still runs is in flight, not in doubt — holders.py); read in ``db`` when the caller
         gives its transaction."""
