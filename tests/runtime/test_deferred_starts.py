@@ -54,20 +54,20 @@ class AtOnce:
 
 
 def event_writes(store: EventStore) -> list[int]:
-    """Filled as the store commits: for each transaction that appended events, how many it appended."""
+    """Filled as the store commits: for each transaction that appended events, how many it appended (read from the
+    statements SQLite itself reports running, on every connection the store takes from its pool)."""
     writes: list[int] = []
     appended = [0]
 
-    def counted(_connection: object, _cursor: object, statement: str, *_: object) -> None:
-        appended[0] += statement.startswith("INSERT INTO events")
+    def traced(statement: str) -> None:
+        if statement.startswith("INSERT INTO events"):
+            appended[0] += 1
+        elif statement == "COMMIT":
+            if appended[0]:
+                writes.append(appended[0])
+            appended[0] = 0
 
-    def committed(_connection: object) -> None:
-        if appended[0]:
-            writes.append(appended[0])
-        appended[0] = 0
-
-    event.listen(store.engine, "before_cursor_execute", counted)
-    event.listen(store.engine, "commit", committed)
+    event.listen(store.engine, "checkout", lambda connection, *_: connection.set_trace_callback(traced))
     return writes
 
 

@@ -13,6 +13,7 @@ from groundstate.runtime.runner import DecisionError, Runtime
 from groundstate.runtime.store import EventStore
 from groundstate.store import AccountRefused, CallInDoubt, Operators, ToolJournal
 
+from ..holders import gone
 from .conftest import Script, envelope
 from .test_run_memory import remember_and_recall
 
@@ -78,6 +79,7 @@ def test_operator_accounts_and_the_tool_journal_on_postgres(postgres: str) -> No
     assert operators.authenticate(token) is None
 
     journal = ToolJournal(postgres)
+    journal.holder = gone()  # its intents are those of a driver that died
     assert journal.begin("run:pg_%/a/1", 1, "write_file", {"target": "x"}) is None  # % and _ are not wildcards
     journal.finish("run:pg_%/a/1", 1, "write_file", {"target": "x"}, {"ok": True, "output": "done"})
     assert journal.begin("run:pg_%/a/1", 1, "write_file", {"target": "x"}) == {"ok": True, "output": "done"}

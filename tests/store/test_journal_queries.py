@@ -14,14 +14,7 @@ import pytest
 from groundstate.store import CallInDoubt, ToolJournal, call_digest
 from groundstate.store.holders import this_process
 
-
-def gone() -> str:
-    """The holder name of a process that ran and is gone (as a driver or a guard killed mid-call)."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    process.kill()
-    process.wait()
-    return f"{this_process().split(':')[0]}:{process.pid}:{start}"
+from ..holders import gone
 
 
 def test_in_doubt_is_an_unfinished_intent_under_a_literal_prefix(tmp_path: Path) -> None:

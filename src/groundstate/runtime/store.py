@@ -40,7 +40,7 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
-from ..store import DriverSQL, aware, create_tables, open_engine, reading
+from ..store import DriverSQL, aware, create_tables, hot_transaction, open_engine, reading
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -156,7 +156,7 @@ class EventStore:
         append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply.
         With ``holder`` (a driver), the append is refused unless that holder still has the run's lease."""
         hot = self._hot
-        with self._lock, self.engine.begin() as db:
+        with self._lock, hot_transaction(self.engine) as db:
             row = db.exec_driver_sql(hot.lock, (run_id,)).first()  # the run's row, locked, and its lease's holder
             if row is None:
                 raise UnknownRun(f"there is no run {run_id}")
@@ -290,18 +290,15 @@ class EventStore:
                 "the store was changed outside groundstate"
             ) from None
 
-    @staticmethod
-    def _events(db: Any, run_id: str, after: int) -> list[ev.Event]:
-        rows = db.execute(
-            select(events).where(events.c.run_id == run_id, events.c.seq > after).order_by(events.c.seq)
-        ).mappings()
+    def _events(self, db: Any, run_id: str, after: int) -> list[ev.Event]:
         out: list[ev.Event] = []
         expected = after + 1
-        for row in rows:
-            if row["seq"] != expected:
+        for run, seq, kind, agent, payload, actor, at in db.exec_driver_sql(self._hot.history, (run_id, after)):
+            if seq != expected:
                 raise StoreCorrupt(f"run {run_id}: event {expected} is missing from the log (the next stored event "
-                                   f"is {row['seq']}); the store was changed outside groundstate")  # fmt: skip
-            out.append(_event(row))
+                                   f"is {seq}); the store was changed outside groundstate")  # fmt: skip
+            row = {"run_id": run, "seq": seq, "type": kind, "agent": agent, "payload": payload, "actor": actor}
+            out.append(_event({**row, "at": at}, self._hot.read_at))
             expected += 1
         return out
 
@@ -320,13 +317,17 @@ class _HotStatements:
         self.update = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
                           "pause_reason = ?, open_pauses = ? WHERE id = ?")  # fmt: skip
         self.last_seq = sql("SELECT last_seq FROM runs WHERE id = ?")
+        self.history = sql("SELECT run_id, seq, type, agent, payload, actor, at FROM events "
+                           "WHERE run_id = ? AND seq > ? ORDER BY seq")  # fmt: skip
         self.moment = driver.writer(events.c.at)  # a timestamp as the ``at``/``updated_at`` columns hand it over
+        self.read_at = driver.reader(events.c.at)  # and back
 
 
-def _event(r: Any) -> ev.Event:
+def _event(r: Any, read_at: Callable[[Any], Any]) -> ev.Event:
     try:
         payload = safejson.loads(r["payload"])
-        at = r["at"] if r["at"].tzinfo else r["at"].replace(tzinfo=UTC)
+        at = read_at(r["at"])
+        at = at if at.tzinfo else at.replace(tzinfo=UTC)
     except (ValueError, TypeError, AttributeError) as exc:
         raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: {exc}") from None
     if not isinstance(payload, dict) or r["type"] not in ev.EVENT_TYPES:
