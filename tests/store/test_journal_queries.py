@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,22 @@ def test_an_unfinished_call_is_in_doubt_only_when_its_process_is_gone(tmp_path: 
         sleeper.kill()
         sleeper.wait()
     assert journal.doubts("mcp:s2/", "t", {})  # its process ended without a result: now in doubt
+
+
+def test_a_holder_that_exited_and_waits_to_be_reaped_is_gone(tmp_path: Path) -> None:
+    """A guard killed while its parent (an editor) has not reaped it yet is a zombie: gone, so its call is in doubt."""
+    journal = ToolJournal(f"sqlite:///{tmp_path / 'j.db'}")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    start = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    journal.holder = f"{this_process().split(':')[0]}:{process.pid}:{start}"
+    journal.begin("mcp:git/", 1, "git_commit", {"message": "m"})
+    assert not journal.doubts("mcp:git/", "git_commit", {"message": "m"})  # running: in flight
+    process.kill()
+    for _ in range(100):  # killed, not reaped: a zombie until wait()
+        if Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.02)
+    try:
+        assert journal.doubts("mcp:git/", "git_commit", {"message": "m"})
+    finally:
+        process.wait()

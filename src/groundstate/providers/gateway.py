@@ -223,7 +223,7 @@ class Gateway:
                         self.publish(bridge.push(event))
                 held, size = [], 0
             await send({"type": "http.response.body", "body": b""})
-            if not publishing:  # counted beside the requests that follow, not before them (see count_after)
+            if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
                 task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
                 self._counting.add(task)
                 task.add_done_callback(self._counting.discard)
@@ -253,8 +253,8 @@ class Gateway:
 
     async def counted(self) -> None:
         """Wait until every relayed reply is in the metrics (a scrape and the shutdown wait for this)."""
-        while self._counting:
-            await asyncio.gather(*self._counting)
+        while self._counting:  # (a count that failed is lost, not a failed scrape)
+            await asyncio.gather(*self._counting, return_exceptions=True)
 
     async def _relay_gated(
         self, response: UpstreamReply, body: bytes, send: Send, bridge: SigilBridge, model: str

@@ -17,13 +17,16 @@ from pathlib import Path
 
 
 def _start_of(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux, ``/proc/PID/stat`` field 22), or None."""
+    """The running process's start time in clock ticks since boot (Linux, ``/proc/PID/stat`` field 22), or None — also
+    for a process that has exited and waits to be reaped (a zombie: it runs nothing any more)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces and parentheses
-    return fields[19] if len(fields) > 19 else None
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
 
 
 def this_process() -> str:
