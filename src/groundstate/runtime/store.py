@@ -241,6 +241,9 @@ class EventStore:
 
     def state(self, run_id: str) -> RunState:
         """The run's state (treat it as read-only: it may be the store's cached copy)."""
+        cached = self._cache.get(run_id)
+        if cached is not None and cached.last_seq == self._last_seq(run_id):
+            return cached  # nobody wrote since: one statement on a pooled driver connection, no transaction of ours
         with reading(self.engine) as db:
             row = db.exec_driver_sql(self._hot.last_seq, (run_id,)).first()
             if row is None:
@@ -250,6 +253,19 @@ class EventStore:
                 return cached
             state = self._cache[run_id] = self._state(db, run_id)
             return state
+
+    def _last_seq(self, run_id: str) -> int | None:
+        """The run's last sequence number as the database has it now (None: no such run) — the freshness check every
+        state read makes, without SQLAlchemy's connection and result layers (~15 µs instead of ~100)."""
+        connection = self.engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(self._hot.last_seq, (run_id,))
+            row = cursor.fetchone()
+            cursor.close()
+            return None if row is None else int(row[0])
+        finally:
+            connection.close()  # back to the pool (which ends any transaction the driver opened)
 
     def known_state(self, run_id: str) -> RunState:
         """The run's state as this process last wrote or read it, without asking the database whether another
