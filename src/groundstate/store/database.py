@@ -78,7 +78,8 @@ class Executes(Protocol):
     """What the per-call statements need of a transaction: the driver's own SQL, run (a SQLAlchemy ``Connection``
     or a ``HotTransaction``)."""
 
-    def exec_driver_sql(self, statement: str, parameters: Any = ...) -> Any: ...
+    def exec_driver_sql(self, statement: str, parameters: Any = ...) -> Any:
+        """Run ``statement`` (the driver's own SQL) with ``parameters``; its rows, if any."""
 
 
 class HotRows:
@@ -88,9 +89,11 @@ class HotRows:
         self._rows = rows
 
     def first(self) -> tuple[Any, ...] | None:
+        """The first row, or None."""
         return self._rows[0] if self._rows else None
 
     def scalar_one(self) -> Any:
+        """The first value of the one row there must be."""
         [(value, *_)] = self._rows
         return value
 
@@ -107,6 +110,7 @@ class HotTransaction:
         self._connection = connection
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> HotRows:
+        """Run ``statement`` (the driver's own SQL) with ``parameters`` in this transaction; its rows, fetched."""
         cursor = self._connection.cursor()
         try:
             cursor.execute(statement, parameters)
