@@ -16,6 +16,7 @@ from .ast import (
     Comparison,
     Const,
     Decl,
+    FactRow,
     Let,
     Literal,
     Negation,
@@ -120,6 +121,7 @@ def prefix_package(unit: SourceUnit) -> SourceUnit:
     if unit.package is None:
         return unit
     own = {d.atom.predicate for d in unit.decls} | {c.head.predicate for c in unit.clauses}
+    own |= {row.predicate for row in unit.ground}
     prefix = unit.package + "."
 
     def rename(atom: Atom) -> Atom:
@@ -138,7 +140,18 @@ def prefix_package(unit: SourceUnit) -> SourceUnit:
     clauses = [
         Clause(rename(c.head), tuple(rename_lit(lit) for lit in c.body), c.transform, c.pos) for c in unit.clauses
     ]
-    return SourceUnit(unit.source, unit.package, unit.uses, decls, clauses)
+    ground = [FactRow(prefix + row.predicate, row.values, row.pos) for row in unit.ground]
+    return SourceUnit(unit.source, unit.package, unit.uses, decls, clauses, ground)
+
+
+def in_line_order(unit: SourceUnit) -> list[Clause | FactRow]:
+    """The unit's clauses and fact rows in the order of their lines, as the full parser would have listed them (the
+    analysis reports problems, and keeps facts and predicates, in that order)."""
+    if not unit.ground:
+        return list(unit.clauses)
+    if not unit.clauses:
+        return list(unit.ground)
+    return sorted([*unit.clauses, *unit.ground], key=lambda item: item.pos.line)  # stable: runs already in order
 
 
 class Analyzer:
@@ -156,17 +169,21 @@ class Analyzer:
     def run(self) -> AnalyzedProgram:
         self.check_package_visibility()
         decls = [d for u in self.units for d in u.decls]
-        clauses = [c for u in self.units for c in u.clauses]
+        clauses = [c for u in self.units for c in in_line_order(u)]
         for decl in decls:
             self.declare(decl)
-        folded: list[Clause] = []
+        folded: list[Clause | FactRow] = []
         for clause in clauses:
-            result = self.fold_clause(clause)
+            result = clause if isinstance(clause, FactRow) else self.fold_clause(clause)  # a row is constants already
             if result is not None:
                 folded.append(result)
         for clause in folded:
-            self.note_arity(clause.head, defining=True)
-            self.defined.add(clause.head.predicate)
+            if isinstance(clause, FactRow):
+                self.note(clause.predicate, len(clause.values), clause.pos, defining=True)
+                self.defined.add(clause.predicate)
+            else:
+                self.note_arity(clause.head, defining=True)
+                self.defined.add(clause.head.predicate)
         facts, rules = self.split_clauses(folded)
         strata = self.stratify(rules) if not self.diagnostics else []
         if self.diagnostics:
@@ -178,13 +195,16 @@ class Analyzer:
         return program
 
     def split_clauses(
-        self, folded: list[Clause]
+        self, folded: list[Clause | FactRow]
     ) -> tuple[dict[str, list[tuple[tuple[Any, ...], Position]]], list[Rule]]:
         """Facts (checked, by predicate, with where each was written) and rules (checked, numbered)."""
         facts: dict[str, list[tuple[tuple[Any, ...], Position]]] = {}
         rules: list[Rule] = []
         for clause in folded:
-            if clause.is_fact:
+            if isinstance(clause, FactRow):
+                self.check_bounds_of(clause.predicate, clause.values, clause.pos)
+                facts.setdefault(clause.predicate, []).append((clause.values, clause.pos))
+            elif clause.is_fact:
                 fact = self.check_fact(clause)
                 if fact is not None:
                     facts.setdefault(clause.head.predicate, []).append((fact, clause.pos))
@@ -271,18 +291,20 @@ class Analyzer:
                     self.error(term.pos, f"in bound of {info.name}: {problem}")
 
     def note_arity(self, atom: Atom, defining: bool = False) -> bool:
-        info = self.predicates.get(atom.predicate)
+        """Whether the atom's arity is its predicate's (the first definition sets it); reported when not."""
+        return self.note(atom.predicate, len(atom.args), atom.pos, defining)
+
+    def note(self, predicate: str, arity: int, pos: Position, defining: bool = False) -> bool:
+        """``note_arity`` for a predicate used with ``arity`` arguments at ``pos``."""
+        info = self.predicates.get(predicate)
         if info is None:
             if not defining:
                 return True
-            self.predicates[atom.predicate] = PredicateInfo(atom.predicate, len(atom.args))
+            self.predicates[predicate] = PredicateInfo(predicate, arity)
             return True
-        if info.arity != len(atom.args):
+        if info.arity != arity:
             where = f" (declared at {info.decl.pos})" if info.decl else ""
-            self.error(
-                atom.pos,
-                f"{atom.predicate} has {info.arity} arguments{where} but is used here with {len(atom.args)}",
-            )
+            self.error(pos, f"{predicate} has {info.arity} arguments{where} but is used here with {arity}")
             return False
         return True
 
@@ -389,12 +411,16 @@ class Analyzer:
                 return None
             values.append(arg.value)
         fact = tuple(values)
-        info = self.predicates.get(head.predicate)
+        self.check_bounds_of(head.predicate, fact, head.pos)
+        return fact
+
+    def check_bounds_of(self, predicate: str, fact: tuple[Any, ...], pos: Position) -> None:
+        """Report a fact whose values are outside its predicate's declared bounds (when bounds are checked)."""
+        info = self.predicates.get(predicate)
         if self.check_bounds and info is not None and info.decl is not None and info.decl.bounds:
             problem = bounds_problem(info, fact)
             if problem:
-                self.error(head.pos, problem)
-        return fact
+                self.error(pos, problem)
 
     def check_rule(self, clause: Clause) -> None:
         head = clause.head

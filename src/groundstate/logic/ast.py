@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import Position
 from .values import display
@@ -151,12 +151,26 @@ class Decl:
         return None
 
 
+class FactRow(NamedTuple):
+    """A fact line of plain constants as the parser's fast path keeps it for the engine: its predicate, its values
+    and where the line is (the fact starts it). A hundred thousand of these cost a fraction of the syntax trees
+    they stand for (a clause, an atom, a constant and a position per argument); ``logic.ground.clause_of`` builds
+    the tree, every argument's position included, when one is asked for."""
+
+    predicate: str
+    values: tuple[Any, ...]
+    pos: Position
+
+
 @dataclass
 class SourceUnit:
-    """One parsed file: its package, the packages it uses, its declarations and clauses."""
+    """One parsed file: its package, the packages it uses, its declarations and clauses — and, when it was loaded
+    for an engine (``load_unit``), its plain fact lines as rows in ``ground``, which ``parse_unit`` turns into
+    clauses."""
 
     source: str
     package: str | None = None
     uses: list[str] = field(default_factory=list)
     decls: list[Decl] = field(default_factory=list)
     clauses: list[Clause] = field(default_factory=list)
+    ground: list[FactRow] = field(default_factory=list)

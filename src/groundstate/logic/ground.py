@@ -1,13 +1,16 @@
 """The ground-fact fast path of the parser: a line that is exactly one fact of plain constants — ``pred(1, "a",
-/b).`` — becomes its clause straight from one regular expression, without the tokenizer; every other line goes
-through the full parser, with the fact lines blanked so that its line and column numbers (and so every
-diagnostic) stay exactly what they would have been.
+/b).`` — is read by one regular expression over the whole text, without the tokenizer, into a row (predicate,
+values, the line's position) that the analysis loads as it is; every other line goes through the full parser, with
+the fact lines blanked so that its line and column numbers (and so every diagnostic) stay exactly what they would
+have been. ``parse_unit`` turns the rows back into clauses (``clause_of``: every argument's position rebuilt from
+the line), so the syntax tree it returns is the full parser's.
 
 A fact line is taken only where that cannot change the meaning: not when the text has a backtick string (the one
 kind that spans lines, so a "fact line" could be part of its content) or a ``Package``/``Use`` line (which must
-precede every clause); and an integer outside 64 bits, a float, an escape or anything unusual leaves the line to the
-full parser, which reports it as it always does. If the rest does not parse on its own — a fact line was in fact
-the continuation of a rule — the whole text is parsed the slow way, so the error is the full parser's own.
+precede every clause); and an integer of 19 digits or more (which may not fit in 64 bits), a float, an escape or
+anything unusual leaves the line to the full parser, which reports it as it always does. If the rest does not parse
+on its own — a fact line was in fact the continuation of a rule — the whole text is parsed the slow way, so the
+error is the full parser's own.
 """
 
 from __future__ import annotations
@@ -15,66 +18,82 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .ast import Atom, Clause, Const, SourceUnit
+from .ast import Atom, Clause, Const, FactRow, SourceUnit
 from .errors import ParseError, Position
 from .gcpause import gc_paused
 from .lexer import KEYWORDS
-from .values import INT64_MAX, INT64_MIN, Name
+from .values import Name
 
-_ARG = r"""(?:-?[0-9]+(?![0-9.eE])|"[^"\\\n]*"|/[A-Za-z0-9._~%-]+(?:/[A-Za-z0-9._~%-]+)*)"""
+_ARG = r"""(?:-?[0-9]{1,18}(?![0-9.eE])|"[^"\\\n]*"|/[A-Za-z0-9._~%-]+(?:/[A-Za-z0-9._~%-]+)*)"""
 _FACT = re.compile(rf"""([a-z][A-Za-z0-9_]*)\([ \t]*({_ARG}(?:[ \t]*,[ \t]*{_ARG})*)[ \t]*\)\.[ \t\r]*""")
+_LINES = re.compile(rf"^(?:({_FACT.pattern})|(.*))$", re.MULTILINE)  # a fact line's parts, or another line
 _ONE_ARG = re.compile(_ARG)
-_UNSAFE = re.compile(r"`|^[ \t]*(?:Package|Use)\b", re.MULTILINE)
+_PACKAGE_OR_USE = re.compile(r"^[ \t]*(?:Package|Use)\b", re.MULTILINE)
 MIN_FACTS = 64  # below this, the full parser alone is as fast
 
 
-def split_ground_facts(text: str, source: str) -> tuple[str, list[tuple[int, Clause]]] | None:
-    """``(the text with its fact lines blanked, [(line number, clause)])``, or None when the fast path does not apply
+def split_ground_facts(text: str, source: str) -> tuple[str, list[FactRow]] | None:
+    """``(the text with its fact lines blanked, [row per fact line])``, or None when the fast path does not apply
     (unsafe text, or too few fact lines to be worth it)."""
-    if _UNSAFE.search(text):
+    if "`" in text or (("Package" in text or "Use" in text) and _PACKAGE_OR_USE.search(text)):
+        return None  # (the substring tests first: the expression alone costs a tenth of the whole scan)
+    with gc_paused():  # a hundred thousand small tuples: collections in between would only slow it down
+        rest, rows = _scan(text, source)
+    if len(rows) < MIN_FACTS:
         return None
-    lines = text.split("\n")
-    facts: list[tuple[int, Clause]] = []
-    fullmatch = _FACT.fullmatch
-    with gc_paused():  # a hundred thousand small objects: collections in between would only slow it down
-        _scan(lines, facts, fullmatch, source)
-    if len(facts) < MIN_FACTS:
-        return None
-    return "\n".join(lines), facts
+    return rest, rows
 
 
-def _scan(lines: list[str], facts: list[tuple[int, Clause]], fullmatch: Any, source: str) -> None:
-    for index, line in enumerate(lines):
-        if not line or line[0] < "a" or line[0] > "z":
+def _scan(text: str, source: str) -> tuple[str, list[FactRow]]:
+    """Every fact line as a row, and the text without them (their newlines kept). One expression splits the text
+    into lines and reads the fact lines' parts in the same pass (``findall``: no match object per line), so a
+    line's number is its index."""
+    rows: list[FactRow] = []
+    kept: list[str] = []
+    append, keep = rows.append, kept.append
+    new, keywords = tuple.__new__, KEYWORDS
+    number = 0
+    for line, predicate, args, other in _LINES.findall(text):
+        number += 1
+        if not line:
+            keep(other)
             continue
-        m = fullmatch(line)
-        if m is None:
+        if predicate in keywords:  # `bound(1).` is a keyword where a clause should start: the full parser says so
+            keep(line)
             continue
-        clause = _clause(m, line, index + 1, source)
-        if clause is not None:
-            facts.append((index + 1, clause))
-            lines[index] = ""
-
-
-def _clause(m: re.Match[str], line: str, number: int, source: str) -> Clause | None:
-    if m.group(1) in KEYWORDS:  # `bound(1).` is a keyword where a clause should start: the full parser says so
-        return None
-    new = tuple.__new__
-    head = new(Position, (source, number, 1, line))
-    args = []
-    for start, raw in _arguments(line, m.start(2), m.end(2)):
-        first = raw[0]
-        if first == '"':
-            value: object = raw[1:-1]
-        elif first == "/":
-            value = Name(raw)
+        if '"' in args:
+            values = _mixed(_ONE_ARG.findall(args))
+        elif "/" in args:
+            values = _mixed(args.split(","))
         else:
-            value = int(raw)
-            if not INT64_MIN <= value <= INT64_MAX:
-                return None  # the full parser reports it
-        args.append(Const(value, new(Position, (source, number, start + 1, line))))
-    atom = Atom(m.group(1), tuple(args), head)
-    return Clause(atom, (), None, head)
+            values = tuple(map(int, args.split(",")))  # int() itself skips the blanks around each number
+        keep("")
+        append(new(FactRow, (predicate, values, new(Position, (source, number, 1, line)))))
+    return "\n".join(kept), rows
+
+
+def _mixed(raws: list[str]) -> tuple[Any, ...]:
+    """The values of arguments that are not all integers."""
+    values: list[Any] = []
+    for raw in raws:
+        raw = raw.strip(" \t")
+        first = raw[0]
+        values.append(raw[1:-1] if first == '"' else Name(raw) if first == "/" else int(raw))
+    return tuple(values)
+
+
+def clause_of(row: FactRow) -> Clause:
+    """The clause the full parser makes of the row's line, every argument's position included."""
+    source, number, _, line = row.pos
+    opened = len(row.predicate) + 1  # the line is `pred(args) .` with blanks only around the arguments
+    start = len(line) - len(line[opened:].lstrip(" \t"))
+    end = len(line[: line.rindex(")")].rstrip(" \t"))
+    new = tuple.__new__
+    args = [
+        Const(value, new(Position, (source, number, offset + 1, line)))
+        for value, (offset, _) in zip(row.values, _arguments(line, start, end), strict=True)
+    ]
+    return Clause(Atom(row.predicate, tuple(args), row.pos), (), None, row.pos)
 
 
 def _arguments(line: str, start: int, end: int) -> list[tuple[int, str]]:
@@ -110,8 +129,13 @@ def boundaries_hold(unit: SourceUnit, rest: str, fact_lines: list[int]) -> bool:
     return True
 
 
-def merged(unit: SourceUnit, facts: list[tuple[int, Clause]]) -> SourceUnit:
-    """The unit's clauses and the fast path's facts in the order of their lines."""
+def with_clauses(unit: SourceUnit) -> SourceUnit:
+    """The unit with its rows turned into clauses, all in the order of their lines (what the full parser returns)."""
+    if not unit.ground:
+        return unit
+    with gc_paused():  # a hundred thousand syntax trees without cycles
+        facts = [(row.pos.line, clause_of(row)) for row in unit.ground]
+    unit.ground = []
     if not unit.clauses:
         unit.clauses = [clause for _, clause in facts]
         return unit
@@ -121,4 +145,4 @@ def merged(unit: SourceUnit, facts: list[tuple[int, Clause]]) -> SourceUnit:
     return unit
 
 
-__all__ = ["ParseError", "boundaries_hold", "merged", "split_ground_facts"]
+__all__ = ["ParseError", "boundaries_hold", "clause_of", "split_ground_facts", "with_clauses"]

@@ -22,7 +22,7 @@ from .ast import (
 )
 from .errors import ParseError, Position
 from .gcpause import gc_paused
-from .ground import boundaries_hold, merged, split_ground_facts
+from .ground import boundaries_hold, split_ground_facts, with_clauses
 from .lexer import BYTES, EOF, FLOAT, IDENT, INT, KEYWORD, NAME, PUNCT, STRING, VAR, Lexer, Token
 
 T = TypeVar("T")
@@ -290,19 +290,27 @@ class Parser:
 
 
 def parse_unit(text: str, source: str = "<input>") -> SourceUnit:
-    """Parse one file; raises ParseError (and nothing else) on malformed input."""
+    """Parse one file into its syntax tree; raises ParseError (and nothing else) on malformed input."""
+    return with_clauses(load_unit(text, source))
+
+
+def load_unit(text: str, source: str = "<input>") -> SourceUnit:
+    """Parse one file for an engine: as ``parse_unit``, except that many lines of plain facts are kept as rows in
+    ``unit.ground`` (logic/ground.py) instead of syntax trees — what a program of a hundred thousand facts loads in
+    a fraction of the time. Raises ParseError (and nothing else) on malformed input, the same as ``parse_unit``."""
     if not isinstance(text, str):
         raise TypeError("program text must be a str")
     split = split_ground_facts(text, source)
-    if split is not None:  # many lines that are plain facts: those without the tokenizer (logic/ground.py)
-        rest, facts = split
+    if split is not None:  # many lines that are plain facts: those without the tokenizer
+        rest, rows = split
         try:
             with gc_paused():
                 unit = Parser(rest, source).parse_unit()
         except ParseError:
             unit = None
-        if unit is not None and boundaries_hold(unit, rest, [line for line, _ in facts]):
-            return merged(unit, facts)
+        if unit is not None and boundaries_hold(unit, rest, [row.pos.line for row in rows]):
+            unit.ground = rows
+            return unit
     with gc_paused():  # the full parser, and its own diagnostics
         return Parser(text, source).parse_unit()
 
@@ -318,4 +326,4 @@ def parse_atom(text: str, source: str = "<query>") -> Atom:
     return atom
 
 
-__all__ = ["ParseError", "parse_atom", "parse_unit"]
+__all__ = ["ParseError", "load_unit", "parse_atom", "parse_unit"]

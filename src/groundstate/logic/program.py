@@ -8,7 +8,7 @@ from .analysis import AnalyzedProgram, analyze
 from .ast import SourceUnit
 from .errors import ParseError, Position
 from .gcpause import gc_paused
-from .parser import parse_unit
+from .parser import load_unit
 
 
 def _encoding_error(data: bytes, exc: UnicodeDecodeError, source: str) -> ParseError:
@@ -33,7 +33,7 @@ class Program:
     @classmethod
     def parse(cls, text: str, source: str = "<input>") -> Program:
         """A program from source text (``source`` names it in diagnostics)."""
-        return cls([parse_unit(text, source)])
+        return cls([load_unit(text, source)])
 
     @classmethod
     def load(cls, *paths: str | Path) -> Program:
@@ -45,7 +45,7 @@ class Program:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise _encoding_error(data, exc, str(path)) from None
-            units.append(parse_unit(text, str(path)))
+            units.append(load_unit(text, str(path)))
         return cls(units)
 
     def __add__(self, other: Program) -> Program:
