@@ -2,8 +2,9 @@
 
     python fuzz/sigil_decoder.py fuzz/corpus -atheris_runs=1000000
 
-Each input is decoded whole and in pieces (the first byte picks the piece size); the harness fails on
-any exception, on a difference between the two, and on any chunk that breaks the inspection format.
+Each input is decoded whole and in pieces (the first byte picks the piece size), and whole by the decoder without
+its compiled frame loop; the harness fails on any exception, on a difference between the three, and on any chunk
+that breaks the inspection format.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ with atheris.instrument_imports():
     from groundstate.wire.hello import HelloError, decode_hello
 
 
-def decode(data: bytes, step: int, max_payload: int) -> list[object]:
-    decoder = Decoder(max_payload=max_payload)
+def decode(data: bytes, step: int, max_payload: int, compiled: bool = True) -> list[object]:
+    decoder = Decoder(max_payload=max_payload, compiled=compiled)
     out: list[object] = []
     for i in range(0, len(data), step):
         out += decoder.feed(data[i : i + step])
@@ -36,6 +37,8 @@ def test_one_input(data: bytes) -> None:
     whole = decode(body, max(len(body), 1), max_payload)
     if pieces != whole:
         raise AssertionError("incremental decoding differs from batch decoding")
+    if decode(body, max(len(body), 1), max_payload, compiled=False) != whole:
+        raise AssertionError("the compiled frame loop decodes differently from the Python decoder alone")
     for chunk in whole:
         json.dumps(chunk.to_json())  # type: ignore[attr-defined]
     scanner = FrameScanner(max_payload)

@@ -60,8 +60,32 @@ class FrameScanner:
         self._junk_why = ""
 
     def feed(self, data: bytes) -> list[Frame | Junk]:
+        """The frames and junk these bytes complete (incomplete frames wait for the next feed)."""
         self._buf += data
         return self._scan(final=False)
+
+    def add(self, data: bytes) -> None:
+        """Buffer bytes without scanning them (the decoder's compiled loop reads ``buffer`` first)."""
+        self._buf += data
+
+    def next(self) -> list[Frame | Junk]:
+        """The next frame in the buffer and the junk before it, or [] while it is incomplete."""
+        return self._scan(final=False, one=True)
+
+    @property
+    def buffer(self) -> bytearray:
+        """The buffered bytes, for a reader that takes whole frames from the start (then ``consume``)."""
+        return self._buf
+
+    @property
+    def at_frame_start(self) -> bool:
+        """Whether no skipped bytes wait to be reported (so a frame at the buffer's start is the next item)."""
+        return self._junk == 0
+
+    def consume(self, count: int) -> None:
+        """Drop the first ``count`` buffered bytes: whole frames another reader has taken."""
+        del self._buf[:count]
+        self._base += count
 
     def close(self) -> list[Frame | Junk]:
         out = self._scan(final=True)
@@ -85,7 +109,7 @@ class FrameScanner:
         self._junk = 0
         return [junk]
 
-    def _scan(self, final: bool) -> list[Frame | Junk]:
+    def _scan(self, final: bool, one: bool = False) -> list[Frame | Junk]:
         buf = self._buf
         n = len(buf)
         p = 0
@@ -102,6 +126,8 @@ class FrameScanner:
                 out.extend(self._flush_junk())
                 out.append(result)
                 p += result.size
+                if one:
+                    break
                 continue
             if isinstance(result, _Wait):
                 if not final:
