@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groundstate.wire import Decoder, Encoder, Mode
@@ -108,7 +108,9 @@ def mode_after(mode: int, body: bytes) -> int:
     return mode
 
 
-@SETTINGS
+@settings(
+    SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+)  # long payloads on purpose
 @given(forged_frames, st.sampled_from([140, 64 * 1024]), st.lists(st.integers(0, 3000), max_size=6))
 def test_frames_with_any_payload_and_a_valid_checksum(
     frames: list[tuple[int, int, int, int, bytes]], max_payload: int, cuts: list[int]
