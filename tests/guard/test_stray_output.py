@@ -1,5 +1,5 @@
-"""The guard's stdio wire is only MCP: a tool's stray print (flushed at once) goes to stderr, and the session goes
-on."""
+"""The guard's stdio wire is only MCP: a tool's stray print (flushed at once), a raw write to descriptor 1 and a
+child process's output go to stderr, and the session goes on."""
 
 from __future__ import annotations
 
@@ -11,12 +11,17 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 NOISY_TOOLS = '''
+import os
+import subprocess
+
 import groundstate
 
 @groundstate.tool(sandboxed=False, read_only=True)
 def echo(text: str) -> str:
     """Say it back (and print something stray on the way)."""
     print("stray output that must not reach the wire", flush=True)
+    os.write(1, b"a raw write to descriptor 1\\n")
+    subprocess.run(["echo", "a child's output"], check=True)
     return text
 '''
 
@@ -39,4 +44,6 @@ def test_a_tools_stray_print_goes_to_stderr_not_into_the_wire(tmp_path: Path) ->
 
     assert asyncio.run(asyncio.wait_for(session(), 120)) == ["one", "two"]  # the session survived both prints
     errors.seek(0)
-    assert errors.read().count("stray output that must not reach the wire") == 2
+    stray = errors.read()
+    assert stray.count("stray output that must not reach the wire") == 2
+    assert stray.count("a raw write to descriptor 1") == 2 and stray.count("a child's output") == 2
