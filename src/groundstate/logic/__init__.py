@@ -10,7 +10,7 @@ like the kernel's linter and explainer), one-ground-fact parsing (for model-writ
 """
 
 from .analysis import AnalyzedProgram, PredicateInfo, bounds_problem
-from .ast import Apply, Atom, Clause, Comparison, Const, Negation, SourceUnit, Term, Var
+from .ast import Apply, Atom, Clause, Comparison, Const, FactRow, Negation, SourceUnit, Term, Var
 from .engine import Engine, Stats
 from .errors import (
     AnalysisError,
@@ -25,7 +25,7 @@ from .errors import (
     ValueConversionError,
 )
 from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
-from .parser import parse_atom, parse_unit
+from .parser import load_unit, parse_atom, parse_unit
 from .program import Program
 from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
 
@@ -43,6 +43,7 @@ __all__ = [
     "EvaluationError",
     "EvaluationLimitError",
     "FactError",
+    "FactRow",
     "Float",
     "GroundFact",
     "List",
@@ -65,6 +66,7 @@ __all__ = [
     "bounds_problem",
     "display",
     "display_fact",
+    "load_unit",
     "parse_atom",
     "parse_ground_fact",
     "parse_unit",
