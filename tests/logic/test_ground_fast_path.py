@@ -59,12 +59,16 @@ LINES = st.sampled_from([
 ])  # fmt: skip
 
 
+def spliced(lines: list[str], at: int, crlf: bool) -> str:
+    """The plain fact lines with ``lines`` spliced in at ``at``, with CRLF endings when asked."""
+    text = "\n".join([*PLAIN[:at], *lines, *PLAIN[at:]])
+    return text.replace("\n", "\r\n") if crlf else text
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LINES, max_size=12), st.integers(0, MIN_FACTS), st.booleans())
 def test_the_fast_path_parses_exactly_as_the_full_parser(lines: list[str], at: int, crlf: bool) -> None:
-    text = "\n".join([*PLAIN[:at], *lines, *PLAIN[at:]])
-    if crlf:
-        text = text.replace("\n", "\r\n")
+    text = spliced(lines, at, crlf)
     assert outcome(fast, text) == outcome(full, text)
 
 
@@ -83,9 +87,7 @@ def analysed(unit: Any) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(LINES, max_size=12), st.integers(0, MIN_FACTS), st.booleans())
 def test_loaded_for_an_engine_the_analysis_is_the_full_parsers(lines: list[str], at: int, crlf: bool) -> None:
-    text = "\n".join([*PLAIN[:at], *lines, *PLAIN[at:]])
-    if crlf:
-        text = text.replace("\n", "\r\n")
+    text = spliced(lines, at, crlf)
     try:
         ours = analysed(load_unit(text, "<input>"))
     except ParseError as error:

@@ -87,6 +87,23 @@ static int acceptable(const unsigned char *b, Py_ssize_t i, Py_ssize_t end, int 
     return 1;
 }
 
+/* The hot table's 127 ids into ``table``; -1 with an exception set if it is not such a sequence. */
+static int read_table(PyObject *hot, long *table) {
+    PyObject *fast = PySequence_Fast(hot, "the hot table must be a sequence");
+    if (fast == NULL) return -1;
+    int failed = 0;
+    if (PySequence_Fast_GET_SIZE(fast) != LONG_TOKEN) {
+        PyErr_SetString(PyExc_ValueError, "a hot table of 127 ids is expected");
+        failed = -1;
+    }
+    for (int k = 0; k < LONG_TOKEN && !failed; k++) {
+        table[k] = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, k));
+        if (table[k] == -1 && PyErr_Occurred()) failed = -1;
+    }
+    Py_DECREF(fast);
+    return failed;
+}
+
 static int emit(PyObject *out, PyObject *tokens, PyObject *content, PyObject *modes, PyObject *stream, int mode,
                 int boundary) {
     Py_ssize_t n = PyList_GET_SIZE(tokens);
@@ -120,22 +137,12 @@ static PyObject *run(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nLLiOnO!O!OO!", &view, &start, &stream_id, &expected, &mode, &hot, &max_payload,
                           &PyList_Type, &tokens, &PyList_Type, &out, &content, &PyTuple_Type, &modes))
         return NULL;
-    PyObject *result = NULL, *stream = NULL;
-    long table[128];
-    PyObject *fast = PySequence_Fast(hot, "the hot table must be a sequence");
-    if (fast == NULL) goto done;
-    if (PySequence_Fast_GET_SIZE(fast) != LONG_TOKEN || PyTuple_GET_SIZE(modes) != 4) {
-        Py_DECREF(fast);
-        PyErr_SetString(PyExc_ValueError, "a hot table of 127 ids and four modes are expected");
+    PyObject *result = NULL, *stream = NULL; /* the stream id as a Python int, made with the table below */
+    long table[LONG_TOKEN];
+    if (PyTuple_GET_SIZE(modes) != 4) {
+        PyErr_SetString(PyExc_ValueError, "four modes are expected");
         goto done;
     }
-    for (int k = 0; k < LONG_TOKEN; k++) {
-        table[k] = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, k));
-        if (table[k] == -1 && PyErr_Occurred()) { Py_DECREF(fast); goto done; }
-    }
-    Py_DECREF(fast);
-    stream = PyLong_FromLongLong(stream_id);
-    if (stream == NULL) goto done;
     const unsigned char *b = view.buf;
     Py_ssize_t n = view.len, p = start, taken = 0;
     while (p < n) {
@@ -150,6 +157,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
                         ((uint32_t)b[stop + 3] << 24);
         if (crc32c(b + p + 1, stop - (p + 1)) != sent) break;
         if (b[i] != mode || !acceptable(b, i + 1, stop, mode)) break;
+        /* the first frame taken: the hot table read and the stream id made (not before: a call that takes no frame,
+         * as after each frame of another stream, costs only the header checks) */
+        if (stream == NULL) {
+            if (read_table(hot, table) < 0) goto done;
+            stream = PyLong_FromLongLong(stream_id);
+            if (stream == NULL) goto done;
+        }
         /* the payload, now known to be taken whole */
         for (Py_ssize_t k = i + 1; k < stop;) {
             unsigned char byte = b[k];
@@ -166,7 +180,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
             } else {
                 k++;
                 failed = emit(out, tokens, content, modes, stream, mode, byte != FLUSH);
-                if (started_by(byte)) mode = started_by(byte);
+                int started = started_by(byte);
+                if (started) mode = started;
                 else if (ended_by(byte)) mode = 0;
             }
             if (failed) goto done;

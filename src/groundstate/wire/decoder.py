@@ -109,10 +109,10 @@ class Decoder:
     def _common_frames(self, out: list[Chunk]) -> None:
         """Let the compiled loop take the common frames at the start of the buffer (see the module's docstring)."""
         frames, sid = self._frames, self._current
-        stream = self._streams.get(sid) if sid is not None else None
-        if sid is None or stream is None or stream.expected is None or stream.awaiting_hello:
+        if sid is None or not frames.at_frame_start:
             return
-        if not frames.at_frame_start:
+        stream = self._streams.get(sid)
+        if stream is None or stream.expected is None or stream.awaiting_hello:
             return
         end, expected, mode, taken = _frameloop.run(
             frames.buffer, 0, sid, stream.expected, stream.mode, stream.hot, frames.max_payload,

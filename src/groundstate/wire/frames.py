@@ -61,7 +61,7 @@ class FrameScanner:
 
     def feed(self, data: bytes) -> list[Frame | Junk]:
         """The frames and junk these bytes complete (incomplete frames wait for the next feed)."""
-        self._buf += data
+        self.add(data)
         return self._scan(final=False)
 
     def add(self, data: bytes) -> None:
