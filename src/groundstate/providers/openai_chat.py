@@ -10,6 +10,7 @@ With ``n`` > 1 every event carries the ``choices[].index`` it came from; calls a
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .adapter import StreamAdapter
@@ -35,8 +36,41 @@ _FINISH = {
 }
 
 
+def _text_only_chunk() -> re.Pattern[bytes]:
+    """A ``data:`` line holding a chunk that can only carry text: every key spelled out (an escaped key is not
+    matched), no ``error``, ``usage`` null, ``object`` the chunk's own, and choices whose delta has only content,
+    role or reasoning text and whose ``finish_reason`` is null. JSON's whitespace is limited to spaces and tabs (a
+    line break would end the SSE line) and integers to 18 digits (Python refuses to read very long ones)."""
+    ws = rb"[ \t]*+"  # possessive: whitespace is never given back, so no input makes the match backtrack far
+    plain = rb'[^"\\\x00-\x1f]*+'  # a run of characters that need no escape, taken at once (no per-character loop)
+    string = b'"' + plain + rb'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + plain + b')*+"'
+    integer = rb"-?(?:0|[1-9][0-9]{0,17})"
+    number = integer + rb"(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
+    scalar = b"(?:" + b"|".join((string, number, b"null", b"true", b"false")) + b")"
+
+    def obj(*members: bytes) -> bytes:
+        member = b"(?:" + b"|".join(members) + b")"
+        more = ws + b"," + ws + member
+        return rb"\{" + ws + b"(?:" + member + b"(?:" + more + b")*)?" + ws + rb"\}"
+
+    def key(name: bytes, value: bytes) -> bytes:
+        return b'"' + name + b'"' + ws + b":" + ws + value
+
+    text = b"(?:" + string + b"|null)"
+    delta = obj(key(b"content", text), key(b"role", string), key(b"refusal", b"null"),
+                key(b"reasoning_content", text), key(b"reasoning", text))  # fmt: skip
+    choice = obj(key(b"index", integer), key(b"delta", delta), key(b"finish_reason", b"null"),
+                 key(b"logprobs", b"null"))  # fmt: skip
+    choices = rb"\[" + ws + b"(?:" + choice + b"(?:" + ws + b"," + ws + choice + b")*)?" + ws + rb"\]"
+    chunk = obj(key(b"id", scalar), key(b"object", b'"chat\\.completion\\.chunk"'), key(b"created", scalar),
+                key(b"model", scalar), key(b"system_fingerprint", scalar), key(b"service_tier", scalar),
+                key(b"obfuscation", scalar), key(b"usage", b"null"), key(b"choices", choices))  # fmt: skip
+    return re.compile(b"data:" + ws + chunk + ws)
+
+
 class OpenAIChatAdapter(StreamAdapter):
     end_marker = "data: [DONE]"
+    text_only = _text_only_chunk()
 
     def __init__(self, provider: str = "openai") -> None:
         super().__init__(provider)
