@@ -64,6 +64,10 @@ class Where(enum.Enum):
     CLOSED = "after the envelope"
     ABORTED = "aborted"
 
+    # Enum's own hash is a Python function (of the member's name); the scanner looks states up in sets and tables
+    # for every character, so members hash by identity instead (each member is a singleton: equal means identical)
+    __hash__ = object.__hash__
+
 
 _TERMINAL = frozenset({Where.CLOSED, Where.ABORTED})
 _STRINGS = frozenset({Where.IN_KEY, Where.NESTED_STRING, Where.SURFACE, Where.OTHER_STRING})

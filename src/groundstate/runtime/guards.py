@@ -124,6 +124,10 @@ class GuardKernel:
         sources = [pinned_file(pinned_dir, "guards.mg", policy.guards),
                    pinned_file(pinned_dir, "cortex.mg", policy.compiled_patterns)]  # fmt: skip
         self.kernel = Kernel(workspace, extra_sources=sources)
+        # the agents that may have an attempt's facts in the kernel (any the policy files state, then every agent
+        # this kernel is told about): an agent's first pre-flight has nothing to forget and skips ~30 lookups
+        self._attempted: set[str] = {str(row[1]) for p in ATTEMPT_FACTS for row in self.kernel.match(p, run_id)}
+        self._attempted.update(str(row[3]) for row in self.kernel.match("event", run_id))
         with self.kernel.transaction() as tx:
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
                 for tool in role.mandatory_tools:
@@ -158,6 +162,7 @@ class GuardKernel:
     def event(self, seq: int, event_type: str, agent: str | None) -> None:
         from .run_events import mangle_name
 
+        self._attempted.add(agent or "")
         self.kernel.assert_facts("event", (self.run_id, seq, Name(mangle_name(event_type)), agent or ""))
 
     def preflight(
@@ -167,6 +172,7 @@ class GuardKernel:
         (``cut``: the upstream outputs the context window shortens, with the characters kept and their length)."""
         with self.kernel.transaction() as tx:
             self._forget_attempt(tx, agent)
+            self._attempted.add(agent)
             for name, kind in upstream.items():
                 tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
             for name, kept, total in cut or []:
@@ -188,6 +194,7 @@ class GuardKernel:
         ``current_call``. ``approved``: it is identical to a call an operator let through by retrying the pause that
         held it, and these (category, reason) are what they saw then (``approved_reason``)."""
         with self.kernel.transaction() as tx:
+            self._attempted.add(agent)
             tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
             tx.assert_("current_call", (self.run_id, agent, seq))
             for category, reason in approved or []:
@@ -204,6 +211,7 @@ class GuardKernel:
         """The run resumes and the tool journal holds ``calls`` (tool, target) of the agent that were running when the
         driver stopped: they become facts; the rules say whether (and why) the run pauses."""
         with self.kernel.transaction() as tx:
+            self._attempted.add(agent)
             for tool, target in calls:
                 tx.assert_("tool_in_doubt", (self.run_id, agent, tool, _bounded(target)[0]))
         return self.pause(agent, "resume")
@@ -222,6 +230,7 @@ class GuardKernel:
         """The invocation ended: its outcome, what the model sent (``answer``) and what the run has spent become
         facts; a hard ``error`` with its kind (``error_kind``: transport, timeout, cut_off, ...)."""
         with self.kernel.transaction() as tx:
+            self._attempted.add(agent)
             if answer is not None:
                 self._answer(tx, agent, answer)
             if spent is not None:
@@ -261,15 +270,20 @@ class GuardKernel:
             tx.assert_("finish_reason", (self.run_id, agent, Name("/" + signals.finish)))
 
     def _spent(self, tx: Transaction, spent: Spent) -> None:
-        """The run's totals, this attempt included: one row each, replaced each time."""
+        """The run's totals, this attempt included: one row each, replaced when it changed (a row retracted and
+        asserted again costs the engine a deletion and a rederivation of everything it supports)."""
         for predicate, row in (("run_usage", (spent.tokens, math.ceil(spent.seconds))),
                                ("run_cost", (Float(round(spent.cost, 6)),)),
                                ("run_wall", (math.ceil(spent.wall_seconds),))):  # fmt: skip
-            tx.retract(predicate, *self.kernel.match(predicate, self.run_id))
-            tx.assert_(predicate, (self.run_id, *row))
+            current, new = self.kernel.match(predicate, self.run_id), (self.run_id, *row)
+            if current != [new]:
+                tx.retract(predicate, *current)
+                tx.assert_(predicate, new)
 
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
-        """Retract the agent's previous attempt: its facts and its events."""
+        """Retract the agent's previous attempt: its facts and its events (none before its first)."""
+        if agent not in self._attempted:
+            return
         for predicate in ATTEMPT_FACTS:  # looked up through the (run, agent) index: no scan of the run, no parsing
             tx.retract(predicate, *self.kernel.match(predicate, self.run_id, agent))
         tx.retract("event", *self.kernel.match("event", self.run_id, at={3: agent}))

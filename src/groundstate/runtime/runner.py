@@ -61,6 +61,7 @@ from .metrics import RunMetrics
 from .notify import Webhook
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
+from .readiness import Readiness
 from .recordings import RunRecording
 from .run_memory import open_memory
 from .state import (
@@ -176,6 +177,7 @@ class RunContext:
     mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
     starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
+    readiness: Readiness = field(default_factory=Readiness)  # which pending agents may start (runtime/readiness.py)
 
 
 class Runtime:
@@ -351,7 +353,7 @@ class Runtime:
         while True:
             state = self.store.state(ctx.run_id)
             if state.status == RUNNING:
-                for agent in self._ready(ctx, state, tasks):
+                for agent in ctx.readiness.ready(ctx.workflow, state.nodes, tasks):
                     tasks[agent] = asyncio.create_task(self._agent(ctx, agent, semaphore))
             running = [t for t in tasks.values() if not t.done()]
             if not running:
@@ -376,18 +378,6 @@ class Runtime:
         with contextlib.suppress(StoreError):
             failed = self.store.append(run_id, ev.RUN_FAILED, None, {"error": error[:MAX_ERROR_CHARS]}, holder=holder)
             self.run_metrics.observe(failed)
-
-    def _ready(self, ctx: RunContext, state: RunState, tasks: dict[str, asyncio.Task[None]]) -> list[str]:
-        ready = []
-        specs = {a.id: a for a in ctx.workflow.agents}
-        for agent in ctx.workflow.order():
-            node = state.nodes.get(agent)
-            if node is None or node.status != NodeStatus.PENDING or (agent in tasks and not tasks[agent].done()):
-                continue
-            upstream = specs[agent].depends_on
-            if all(state.nodes[u].status in (SUCCEEDED, SKIPPED) for u in upstream):
-                ready.append(agent)
-        return ready
 
     def _context(self, run_id: str, state: RunState, holder: str) -> RunContext:
         workflow = workflow_of(state)
