@@ -260,7 +260,7 @@ class Kernel:
 
     def fact_count(self) -> int:
         """Asserted (base) facts, what ``max_facts_in_kernel`` bounds."""
-        return sum(len(facts) for facts in self.engine.base.values())
+        return sum(map(len, self.engine.base.values()))  # no generator: every transaction asks (~140 predicates)
 
     def derived_count(self) -> int:
         """How many facts the rules derived (all facts minus the asserted ones)."""

@@ -518,7 +518,8 @@ class Runtime:
                              "/success"]) for u in spec.depends_on)  # fmt: skip
             instructions, attempt = node.instructions or spec.instructions, node.attempts + 1  # (before the event)
             remembered = self._recall(state, instructions)
-            context = self._context_of(ctx, state, spec, instructions, remembered)
+            system = system_prompt(ctx.workflow, spec, instructions, ctx.described)  # the same for both below
+            context = self._context_of(ctx, state, spec, instructions, remembered, system)
             pause = ctx.guards.preflight(agent, upstream, files, [(f.agent, f.kept, f.total) for f in context if f.cut])
             if pause:
                 self._request_approval(ctx, agent, pause, "preflight", "")
@@ -527,19 +528,24 @@ class Runtime:
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": instructions, "journal": epoch}  # fmt: skip
             self._start(ctx, agent, started)
-            outcome = await self._invoke(ctx, spec, instructions, [(f.agent, f.text) for f in context], attempt,
+            outcome = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context], attempt,
                                          remembered, journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
             if not outcome.paused:
                 self._conclude(ctx, spec, outcome)
 
     def _context_of(
-        self, ctx: RunContext, state: RunState, spec: AgentSpec, instructions: str, remembered: list[tuple[str, str]]
+        self,
+        ctx: RunContext,
+        state: RunState,
+        spec: AgentSpec,
+        instructions: str,
+        remembered: list[tuple[str, str]],
+        system: str,
     ) -> list[Fitted]:
         """The upstream outputs the agent receives, fitted into what its context window leaves for them."""
         outputs = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
                    for u in spec.depends_on]  # fmt: skip
-        prompt = system_prompt(ctx.workflow, spec, instructions, ctx.described) + user_prompt(spec, instructions, [],
-                                                                                               remembered)  # fmt: skip
+        prompt = system + user_prompt(spec, instructions, [], remembered)
         headers = sum(len(f"\n\nOutput of {u}:\n") for u, _ in outputs)
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])
         return fit_upstream(outputs, upstream_room(profile, ctx.limits.context_window, len(prompt) + headers))
@@ -660,17 +666,18 @@ class Runtime:
         ctx: RunContext,
         spec: AgentSpec,
         instructions: str,
+        system: str,
         upstream: list[tuple[str, str]],
         attempt: int,
         remembered: list[tuple[str, str]] | None = None,
         journal_scope: str = "",
     ) -> Outcome:
         """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
-        results go back to the model, until it answers without requesting tools or the rounds run out."""
+        results go back to the model, until it answers without requesting tools or the rounds run out (``system``:
+        the agent's system prompt, which the context window was fitted around)."""
         prompt = user_prompt(spec, instructions, upstream, remembered)
         invocation = Invocation(spec, _agent_validator(), envelope_schema(spec),
-                                [{"role": "system", "content": system_prompt(ctx.workflow, spec, instructions,
-                                                                             ctx.described)},
+                                [{"role": "system", "content": system},
                                  {"role": "user", "content": prompt}])  # fmt: skip
         invocation.journal_scope = journal_scope
         outcome = Outcome()

@@ -301,14 +301,16 @@ def _tool_result(state: RunState, event: ev.Event, node: Invocation | None) -> N
     if node is None:
         return
     p = event.payload
-    for call in node.tools:
+    for call in reversed(node.tools):  # a result follows its call closely: looked for from the newest (seqs are unique)
         if call["seq"] == p["call"]:
             call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
                         reason=p.get("reason"))  # fmt: skip
-            approved = state.approved_calls.get(node.agent, [])
-            used = next((a for a in approved if a.digest == tool_call_digest(call)), None)
-            if p.get("decision") == "/permit" and used is not None:
-                approved.remove(used)  # the approval was used
+            approved = state.approved_calls.get(node.agent)
+            if approved and p.get("decision") == "/permit":
+                used = next((a for a in approved if a.digest == tool_call_digest(call)), None)
+                if used is not None:
+                    approved.remove(used)  # the approval was used
+            return
 
 
 def _count_usage(state: RunState, event: ev.Event) -> None:

@@ -7,6 +7,7 @@ are never split across frames; every DATA frame names the mode it starts in.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -29,6 +30,14 @@ from .hello import check_hot_table, encode_hello
 from .varint import encode_varint
 
 DEFAULT_HOT_TABLE: tuple[int, ...] = tuple(range(127))
+
+
+@functools.lru_cache(maxsize=64)
+def _hot_index(table: tuple[int, ...]) -> dict[int, int]:
+    """Each hot token's index in ``table``, once the table is checked (HelloError otherwise; errors are not cached).
+    Built once per table rather than per encoder: the runtime makes an encoder for every model round."""
+    check_hot_table(table)
+    return {token: i for i, token in enumerate(table)}
 
 
 def encode_tokens(ids: Iterable[int], hot_index: dict[int, int]) -> bytes:
@@ -67,8 +76,7 @@ class Encoder:
         self.stream_id = stream_id
         self.vocabulary = vocabulary
         self.hot_table = tuple(hot_table) if hot_table is not None else DEFAULT_HOT_TABLE
-        check_hot_table(self.hot_table)
-        self._hot_index = {token: i for i, token in enumerate(self.hot_table)}
+        self._hot_index = _hot_index(self.hot_table)  # checked; shared by the encoders of the same table (read-only)
         self.max_payload = max_payload
         self.frame_per_chunk = frame_per_chunk
         self.seq = 0
