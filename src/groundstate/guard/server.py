@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from .. import tools
 from ..config import ProjectConfig, home
 from ..providers import UpstreamError, Upstreams, connect
-from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction
+from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict
@@ -125,8 +125,8 @@ class Guard:
         if route is None:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
         call = _Call(*route, dict(params.arguments or {}), _idempotency_key(params), self._client_of(ctx))
-        try:  # one hop to a worker thread: the journal's doubts, the decision, the ledger's row, a permit's intent
-            admitted = await asyncio.to_thread(self._admit, call)
+        try:  # on the loop unless another process holds the store's lock: doubts, decision, ledger row, intent
+            admitted = await in_store(self.ledger.engine, self._admit, call)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
         verdict, entry = admitted.verdict, admitted.entry
@@ -198,15 +198,15 @@ class Guard:
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
         except MCPError as exc:  # the upstream's own protocol error: it answered, so the call is settled
-            await asyncio.to_thread(self.journal.finish, scope, entry, named, arguments,
-                                    {"ok": False, "error": str(exc)})  # fmt: skip
+            await in_store(self.journal.engine, self.journal.finish, scope, entry, named, arguments,
+                           {"ok": False, "error": str(exc)})  # fmt: skip
             raise
         except Exception as exc:  # the upstream died or broke its protocol: this call's error, and it stays in doubt
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
         recorded = result.model_dump(mode="json", exclude_none=True)
         if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
             recorded = {"is_error": result.is_error, "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}
-        await asyncio.to_thread(self.journal.finish, scope, entry, named, arguments, recorded)
+        await in_store(self.journal.engine, self.journal.finish, scope, entry, named, arguments, recorded)
         return result
 
 

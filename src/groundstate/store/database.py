@@ -6,16 +6,28 @@ restores the UTC they were written in.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, text
 
+from ..errors import StoreError
+
 BUSY_TIMEOUT_MS = 10_000  # how long a SQLite writer waits for another's lock before it fails
+_NOW_OR_NEVER: ContextVar[bool] = ContextVar("groundstate_store_now_or_never", default=False)  # see in_store
+T = TypeVar("T")
+
+
+class WouldWait(StoreError):
+    """A write transaction asked to begin only if SQLite's write lock was free found another connection holding it;
+    nothing was done (``in_store`` then runs the work in a worker thread, where waiting blocks nobody)."""
 
 
 def open_engine(url: str) -> Engine:
@@ -126,9 +138,7 @@ def hot_transaction(engine: Engine) -> Iterator[HotTransaction]:
     connection = engine.raw_connection()
     try:
         if engine.dialect.name == "sqlite":
-            begin = connection.cursor()
-            begin.execute("BEGIN IMMEDIATE")
-            begin.close()
+            _begin_immediate(connection, wait=not _NOW_OR_NEVER.get())
         yield HotTransaction(connection)
         connection.commit()
     except BaseException:
@@ -136,6 +146,43 @@ def hot_transaction(engine: Engine) -> Iterator[HotTransaction]:
         raise
     finally:
         connection.close()  # back to the pool
+
+
+def _begin_immediate(connection: Any, wait: bool) -> None:
+    """``BEGIN IMMEDIATE``; without ``wait``, WouldWait at once if another connection holds the write lock."""
+    cursor = connection.cursor()
+    try:
+        if wait:
+            cursor.execute("BEGIN IMMEDIATE")
+            return
+        cursor.execute("PRAGMA busy_timeout=0")
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+                raise
+            raise WouldWait("another connection holds the store's write lock") from None
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+async def in_store(engine: Engine, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` — a short piece of work whose first step is one ``hot_transaction`` of ``engine`` — on the
+    event loop when it cannot wait: on SQLite whose write lock is free this instant (the MCP guard's admission and
+    a call's result: a worker thread's two hops cost more than the transaction, bench/mcp). When another connection
+    holds the lock, and always on PostgreSQL (whose statements are network round trips), it runs in a worker thread
+    as before, so the loop never waits for another process."""
+    if engine.dialect.name == "sqlite":
+        now_or_never = _NOW_OR_NEVER.set(True)
+        try:
+            return work(*args)
+        except WouldWait:
+            pass  # nothing was done: the transaction did not begin
+        finally:
+            _NOW_OR_NEVER.reset(now_or_never)
+    return await asyncio.to_thread(work, *args)
 
 
 _READS_ONLY = "groundstate_reads_only"
