@@ -159,7 +159,7 @@ def _begin_immediate(connection: Any, wait: bool) -> None:
         try:
             cursor.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # the primary code: extended ones are BUSY too
                 raise
             raise WouldWait("another connection holds the store's write lock") from None
         finally:
