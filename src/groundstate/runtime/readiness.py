@@ -16,17 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Protocol
 
-from .state import NodeStatus
-
-SETTLED = (NodeStatus.SUCCEEDED, NodeStatus.SKIPPED)  # no edge leaves these; an agent runs once its upstream are
-
-
-class _Workflow(Protocol):
-    def order(self) -> list[str]: ...
-
-    def agent(self, agent_id: str) -> Any: ...
+from .state import SETTLED, Invocation, NodeStatus
+from .workflow import Workflow
 
 
 class Readiness:
@@ -39,7 +31,7 @@ class Readiness:
         self._parked: dict[str, list[str]] = {}  # an unsettled upstream agent -> the agents waiting on it
 
     def ready(
-        self, workflow: _Workflow, nodes: Mapping[str, Any], tasks: Mapping[str, asyncio.Task[None]]
+        self, workflow: Workflow, nodes: Mapping[str, Invocation], tasks: Mapping[str, asyncio.Task[None]]
     ) -> list[str]:
         """The agents, in the workflow's order, whose node is pending, that have no live task, and whose upstream
         agents all succeeded or were skipped."""

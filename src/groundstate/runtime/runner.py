@@ -69,6 +69,7 @@ from .state import (
     FAILED,
     PENDING,
     RUNNING,
+    SETTLED,
     SKIPPED,
     SUCCEEDED,
     TERMINAL,
@@ -325,7 +326,7 @@ class Runtime:
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
             if state.status == RUNNING:
-                done = all(n.status in (SUCCEEDED, SKIPPED) for n in state.nodes.values())
+                done = all(n.status in SETTLED for n in state.nodes.values())
                 if done:
                     summary = {a: n.status for a, n in state.nodes.items()}
                     learned = [{"rule": r.number, "remaining": r.remaining}
@@ -333,7 +334,7 @@ class Runtime:
                     self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary,
                                                              **({"learned": learned} if learned else {})})  # fmt: skip
                 else:
-                    stuck = sorted(a for a, n in state.nodes.items() if n.status not in (SUCCEEDED, SKIPPED))
+                    stuck = sorted(a for a, n in state.nodes.items() if n.status not in SETTLED)
                     self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
         except (LeaseLost, RunEnded):
             pass  # another driver took the run over, or it ended meanwhile: this one writes nothing more

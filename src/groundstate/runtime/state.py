@@ -57,6 +57,7 @@ COMPLETED, FAILED, ABORTED = RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.AB
 SUCCEEDED, PAUSED, SKIPPED = NodeStatus.SUCCEEDED, NodeStatus.PAUSED, NodeStatus.SKIPPED
 FINISHED = (COMPLETED, FAILED, ABORTED)
 TERMINAL = (COMPLETED, ABORTED)  # nothing follows these; a failed run may still be resumed
+SETTLED = (SUCCEEDED, SKIPPED)  # an agent's: no edge leaves these (NODE_EDGES); its dependants may run
 
 _AGENT_WORK = (ev.NODE_CREATED, ev.AGENT_STARTED, ev.TOOL_CALL, ev.TOOL_RESULT, ev.AGENT_COMPLETED, ev.AGENT_FAILED,
                ev.AGENT_SKIPPED)  # fmt: skip
