@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.kernel import Kernel, Shards, VirtualStore
 from groundstate.packets import ABORTED, ACCEPTED, GateResult, PacketGate, UpdateValidator
+from groundstate.packets import gate as gate_module
 from groundstate.packets.gate import _STRING_END, _STRUCTURE, Where
 
 from ..pieces import split_at
@@ -117,6 +120,47 @@ def test_any_chunking_gives_the_same_decision(validator: UpdateValidator, output
     assert whole.decision == ACCEPTED
     split = run_gate(validator, output, cuts)
     assert (split.decision, split.reason, split.surface) == (whole.decision, whole.reason, whole.surface)
+
+
+@st.composite
+def envelopes_with_structure(draw: st.DrawFn) -> str:
+    """An envelope whose top-level values and control packet hold arrays, nested objects, numbers, literals and
+    whitespace of every kind, with prose before it, maybe cut short or with one character changed."""
+    scalars = st.sampled_from(["1", "-2.5e3", "true", "false", "null", "0"])
+    blank = st.sampled_from(["", " ", "\t", "\r\n", "  \n "])
+    leaf = st.one_of(scalars, st.builds(json.dumps, st.text(max_size=4)))
+    nested = st.recursive(leaf, lambda inner: st.one_of(
+        st.builds(lambda xs, b: "[" + b + ("," + b).join(xs) + b + "]", st.lists(inner, max_size=3), blank),
+        st.builds(lambda xs, b: "{" + b + ("," + b).join(f'"k{i}"{b}:{b}{x}' for i, x in enumerate(xs)) + b + "}",
+                  st.lists(inner, max_size=3), blank)), max_leaves=8)  # fmt: skip
+    output = draw(outputs())
+    start = output.index("{") + 1
+    extra = "".join(
+        f'"x{i}"{draw(blank)}:{draw(blank)}{draw(nested)},{draw(blank)}' for i in range(draw(st.integers(0, 2)))
+    )
+    output = output[:start] + draw(blank) + extra + output[start:]
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(output) - 1))
+        output = (
+            output[:at] + draw(st.sampled_from(['"', "{", "}", "[", "]", ",", ":", " ", "x", "\\"])) + output[at + 1 :]
+        )
+    return draw(st.sampled_from(["", "prose { ", "Sure:\n"])) + output
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelopes_with_structure(), st.lists(st.integers(0, 400), max_size=4))
+def test_runs_decide_as_the_table_one_character_at_a_time(
+    validator: UpdateValidator, output: str, cuts: list[int]
+) -> None:
+    """The scanner consumes runs of characters that change nothing at once; the reference takes every character
+    through the transition table (whitespace skipped), as the gate's theory of operation describes: the two must
+    agree on everything they decide."""
+    with patch.dict(gate_module._INERT, {where: re.compile(r"[ \t\r\n]") for where in gate_module._INERT}):
+        reference = run_gate(validator, output)
+    runs = run_gate(validator, output, cuts)
+    assert (runs.decision, runs.reason, runs.surface, runs.warnings) == (
+        reference.decision, reference.reason, reference.surface, reference.warnings)  # fmt: skip
+    assert (runs.packet and runs.packet.to_json()) == (reference.packet and reference.packet.to_json())
 
 
 @st.composite

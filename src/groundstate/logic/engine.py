@@ -28,6 +28,7 @@ from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
 from .program import Program
 from .storage import Fact, Relation
+from .type_bounds import fits_any
 from .values import sort_facts, to_value
 
 External = Callable[..., Any]
@@ -102,6 +103,9 @@ class Engine:
                 self._readers.setdefault(predicate, []).append(number)
         self._stratum_number = {id(s): i for i, s in enumerate(self.analyzed.strata)}
         self._seeds: dict[int, list[SeedPlan]] = {}  # per stratum (by id), see _stratum_seeds
+        self._member_sets: dict[int, frozenset[str]] = {}  # each stratum's predicates (by id), see _members
+        self._fits: dict[str, Callable[[Fact], bool] | None] = {}  # per predicate, see _bounds_test
+        self._seeds_by_predicate: dict[int, dict[str, list[SeedPlan]]] = {}  # the same, by the seeding predicate
         self._inputs: dict[int, list[tuple[str, Any, tuple[int, ...]]]] = {}  # per plan (by id), see _execute
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
@@ -303,6 +307,7 @@ class Engine:
     def _convert(self, predicate: str, rows: Iterable[Iterable[Any]], check_bounds: bool = True) -> list[Fact]:
         arity = self._arity(predicate)
         info = self.predicates[predicate]
+        fits = self._bounds_test(info) if check_bounds and self.check_bounds else None
         out = []
         for row in rows:
             try:
@@ -311,12 +316,18 @@ class Engine:
                 raise FactError(f"bad value in {predicate}{tuple(row)!r}: {exc}") from None
             if len(fact) != arity:
                 raise FactError(f"{predicate} has {arity} arguments, got {len(fact)}: {fact!r}")
-            if check_bounds and self.check_bounds and info.decl is not None:
-                problem = bounds_problem(info, fact)
-                if problem:
-                    raise FactError(problem)
+            if fits is not None and not fits(fact):
+                raise FactError(bounds_problem(info, fact) or f"{predicate}{fact!r} does not match its bounds")
             out.append(fact)
         return out
+
+    def _bounds_test(self, info: PredicateInfo) -> Callable[[Fact], bool] | None:
+        """The predicate's declared bounds as one compiled test (None: nothing to check), made once per engine."""
+        if info.name not in self._fits:
+            bounds = info.decl.bounds if info.decl is not None else ()
+            usable = bounds and all(len(block) == info.arity for block in bounds)  # as bounds_problem: else unchecked
+            self._fits[info.name] = fits_any(bounds) if usable else None
+        return self._fits[info.name]
 
     # -- running compiled rules -----------------------------------------------------------------------
     def _plan(self, rule: Rule, seed: Seed | None) -> CompiledRule:
@@ -620,6 +631,22 @@ class Engine:
             ]
         return seeds
 
+    def _seeds_reading(self, stratum: Stratum) -> dict[str, list[SeedPlan]]:
+        """The stratum's seeded plans by the predicate they are seeded from: a change to a few predicates looks at
+        their plans alone (a guard policy's stratum has ~100 seeds, an attempt's facts touch a handful)."""
+        grouped = self._seeds_by_predicate.get(id(stratum))
+        if grouped is None:
+            grouped = self._seeds_by_predicate[id(stratum)] = {}
+            for seed in self._stratum_seeds(stratum):
+                grouped.setdefault(seed[2], []).append(seed)
+        return grouped
+
+    def _members(self, stratum: Stratum) -> frozenset[str]:
+        members = self._member_sets.get(id(stratum))
+        if members is None:
+            members = self._member_sets[id(stratum)] = frozenset(stratum.predicates)
+        return members
+
     def _stratum_reads(self, stratum: Stratum) -> set[str]:
         return {p for rule in stratum.rules for p, _ in rule.body_predicates() if p in self.relations}
 
@@ -647,8 +674,8 @@ class Engine:
     ) -> None:
         """DRed for one stratum: over-delete, remove, re-derive what is still supported, insert, report the net."""
         self.stats.strata_updated += 1
-        members = set(stratum.predicates)
-        lower = {p: changes[p] for p in reads if p in changes}
+        members = self._members(stratum)
+        lower = {p: change for p, change in changes.items() if p in reads}  # changes are few, reads may be many
         if not self._may_lose(stratum, lower, members, base_del):
             # only insertions reach this stratum (a supposed call's facts, new observations): no DRed pass
             for pred, facts in self._insert_new(stratum, lower, members, base_ins, {}).items():
@@ -667,7 +694,9 @@ class Engine:
             if gone or added:
                 changes[pred] = (added, gone)
 
-    def _may_lose(self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]) -> bool:
+    def _may_lose(
+        self, stratum: Stratum, lower: Changes, members: frozenset[str], base_del: dict[str, set[Fact]]
+    ) -> bool:
         """Whether any fact of the stratum can lose a derivation: a retracted base fact of its own, a lower fact
         gone, or a lower fact inserted where one of its rules negates it."""
         if base_del:
@@ -677,14 +706,13 @@ class Engine:
         for _, dels in lower.values():
             if dels:
                 return True
-        for rule, i, predicate, is_negation, _ in self._stratum_seeds(stratum):
-            if (
-                is_negation
-                and predicate in lower
-                and lower[predicate][INSERTED]
-                and self._blocks_stored(rule, i, lower[predicate][INSERTED])
-            ):
-                return True
+        seeds = self._seeds_reading(stratum)
+        for predicate, change in lower.items():
+            inserted = change[INSERTED]
+            if inserted:
+                for rule, i, _, is_negation, _ in seeds.get(predicate, ()):
+                    if is_negation and self._blocks_stored(rule, i, inserted):
+                        return True
         return False
 
     def _blocks_stored(self, rule: Rule, literal: int, inserted: set[Fact]) -> bool:
@@ -710,7 +738,7 @@ class Engine:
         return any(tuple(fact[position] for position, _ in shared) in index for fact in inserted)
 
     def _overdelete(
-        self, stratum: Stratum, lower: Changes, members: set[str], base_del: dict[str, set[Fact]]
+        self, stratum: Stratum, lower: Changes, members: frozenset[str], base_del: dict[str, set[Fact]]
     ) -> dict[str, set[Fact]]:
         """Step 1: everything that may have lost a derivation, found against the old state of the lower strata
         (their changes are undone for the search and redone after it)."""
@@ -753,7 +781,7 @@ class Engine:
         self,
         stratum: Stratum,
         lower: Changes,
-        members: set[str],
+        members: frozenset[str],
         base_ins: dict[str, set[Fact]],
         delta: dict[str, set[Fact]],
     ) -> dict[str, set[Fact]]:
@@ -775,13 +803,12 @@ class Engine:
     ) -> None:
         """Run every rule from what the lower strata changed: a positive atom from its predicate's
         ``lower[p][positive]`` facts, a negated atom from ``lower[p][negated]`` (INSERTED or DELETED)."""
-        for rule, _, predicate, is_negation, plan in self._stratum_seeds(stratum):
-            change = lower.get(predicate)
-            if change is None:
-                continue
-            facts = change[negated if is_negation else positive]
-            if facts:
-                self._merge(heads, rule, self._execute(plan, facts))
+        seeds = self._seeds_reading(stratum)
+        for predicate, change in lower.items():
+            for rule, _, _, is_negation, plan in seeds.get(predicate, ()):
+                facts = change[negated if is_negation else positive]
+                if facts:
+                    self._merge(heads, rule, self._execute(plan, facts))
 
     @staticmethod
     def _merge(heads: dict[str, set[Fact]], rule: Rule, found: set[Fact]) -> None:

@@ -44,7 +44,6 @@ _STRING_STOP = re.compile(r'["\\]')
 _HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
 _ESCAPE = re.compile(r'\\(?:(["\\/bfnrt]|u[0-9a-fA-F]{4})|.?)', re.DOTALL)
 MAX_KEY_CHARS = 256
-_WHITESPACE = " \t\r\n"
 
 
 class Where(enum.Enum):
@@ -96,6 +95,13 @@ _STRUCTURE: dict[Where, dict[str, _Edge]] = {
     Where.SCALAR: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope"), _ANY: (Where.SCALAR, None)},
     Where.AFTER_VALUE: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope")},
 }
+# (state outside strings) -> a run of characters that changes nothing there: whitespace, and in the states whose row
+# sends every other character back to the same state without an action, every such character. Consuming them as one
+# run is what the table does one character at a time (test_gate's chunking properties hold either way).
+_INERT: dict[Where, re.Pattern[str]] = {where: re.compile(r"[ \t\r\n]+") for where in _STRUCTURE}
+_INERT[Where.BEFORE] = re.compile(r"[^{]+")
+_INERT[Where.NESTED] = re.compile(r'[^"{}\[\]]+')
+_INERT[Where.SCALAR] = re.compile(r"[^,}]+")
 # (string state) -> where its closing quote leads, and the action on the way
 _STRING_END: dict[Where, _Edge] = {
     Where.IN_KEY: (Where.COLON, "_close_key"),
@@ -204,12 +210,16 @@ class PacketGate:
             if self.where in _STRINGS:
                 i = self._scan_string(text, i)
                 continue
+            run = _INERT[self.where].match(text, i)
+            if run is not None:  # characters that leave the state as it is, consumed as one run
+                if self._packet_raw is not None:
+                    self._packet_raw.append(run.group())
+                i = run.end()
+                continue
             char = text[i]
             i += 1
             if self._packet_raw is not None:
                 self._packet_raw.append(char)
-            if char in _WHITESPACE:
-                continue
             row = _STRUCTURE[self.where]
             edge = row.get(char) or row.get(_ANY)
             if edge is None:

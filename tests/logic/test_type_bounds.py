@@ -1,0 +1,55 @@
+"""A declaration's bounds compiled into one test (``fits_any``) accept exactly the facts that matching them term by
+term accepts, for any mix of types and values — the engine refuses the same assertions either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from groundstate.logic import Engine, FactError, Program
+from groundstate.logic.type_bounds import fits_any, matches
+from groundstate.logic.values import Float, List, Name
+
+TYPES = ["/any", "/number", "/float64", "/string", "/bytes", "/name", "/colour", "/colour/warm",
+         "fn:List(/number)", "fn:Union(/string, /colour)", "fn:Pair(/name, /number)"]  # fmt: skip
+
+values = st.one_of(
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False).map(Float),
+    st.text(max_size=3),
+    st.binary(max_size=3),
+    st.sampled_from(["/colour", "/colour/warm", "/colour/warm/red", "/colourful", "/shape/round", "/x"]).map(Name),
+    st.lists(st.integers(0, 3), max_size=3).map(lambda items: List(tuple(items))),
+    st.lists(st.text(max_size=2), min_size=1, max_size=2).map(lambda items: List(tuple(items))),
+)
+
+
+def declared(blocks: list[list[str]]) -> Engine:
+    bounds = " ".join(f"bound [{', '.join(block)}]" for block in blocks)
+    return Engine(Program.parse(f"Decl p(A, B) {bounds}.\nq(A, B) :- p(A, B).\n"))
+
+
+@given(st.lists(st.lists(st.sampled_from(TYPES), min_size=2, max_size=2), min_size=1, max_size=3),
+       st.tuples(values, values))  # fmt: skip
+def test_compiled_bounds_accept_what_matching_term_by_term_accepts(blocks: list[list[str]], fact: Any) -> None:
+    engine = declared(blocks)
+    bounds = engine.predicates["p"].decl.bounds  # type: ignore[union-attr]
+    expected = any(all(matches(t, v) for t, v in zip(block, fact, strict=True)) for block in bounds)
+    assert fits_any(bounds)(fact) is expected
+    if expected:
+        engine.assert_facts("p", [fact])
+    else:
+        with pytest.raises(FactError, match="does not match the declared bound"):
+            engine.assert_facts("p", [fact])
+
+
+def test_a_name_bound_is_a_prefix_with_its_slash() -> None:
+    bounds = declared([["/colour", "/any"]]).predicates["p"].decl.bounds  # type: ignore[union-attr]
+    fits = fits_any(bounds)
+    assert fits((Name("/colour/warm"), 1))
+    assert not fits((Name("/colourful"), 1))
+    assert not fits((Name("/colour"), 1))
+    assert not fits(("/colour/warm", 1))
