@@ -77,11 +77,13 @@ from .state import (
     Pause,
     RunEnded,
     RunState,
+    add_usage,
     tool_call_digest,
 )
 from .store import EventStore, LeaseHeld, LeaseLost
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
+from .turn_batch import TurnBatch
 from .workflow import (
     AgentSpec,
     Role,
@@ -179,6 +181,7 @@ class RunContext:
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
     starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
     readiness: Readiness = field(default_factory=Readiness)  # which pending agents may start (runtime/readiness.py)
+    turn: TurnBatch = field(init=False)  # events written at the end of this turn of the loop (runtime/turn_batch.py)
 
 
 class Runtime:
@@ -394,6 +397,8 @@ class Runtime:
                          policy.limits or self.config, models=dict(state.models),
                          fallback=list(state.fallback),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
+        ctx.turn = TurnBatch(lambda items: self.store.transact(run_id, lambda _: items, holder=holder),
+                             lambda event: self._observe(ctx, event))  # fmt: skip
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
         refs = [tool for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)]
@@ -451,6 +456,19 @@ class Runtime:
         for event in events:
             self._observe(ctx, event)
         return events[-1]
+
+    async def _emit_at_turn_end(
+        self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]
+    ) -> ev.Event:
+        """``_emit``, in the transaction that writes the events of every agent that emits in this turn of the loop
+        (turn_batch.py); returns once it is written. Unless a cortex pattern listens for the event: then it is written
+        and reported at once, as ``_emit`` does, for the guards must see it before any other agent's decision."""
+        if event_type in ctx.policy.triggers:
+            return self._emit(ctx, event_type, agent, payload)
+        started = ctx.starts.take(agent)
+        batch = [(ev.AGENT_STARTED, agent, started)] if started is not None else []
+        batch.append((event_type, agent, payload))
+        return (await ctx.turn.append(batch))[-1]
 
     def _observe(self, ctx: RunContext, event: ev.Event) -> None:
         """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""
@@ -532,7 +550,7 @@ class Runtime:
             outcome = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context], attempt,
                                          remembered, journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
             if not outcome.paused:
-                self._conclude(ctx, spec, outcome)
+                await self._conclude(ctx, spec, outcome)
 
     def _context_of(
         self,
@@ -562,12 +580,15 @@ class Runtime:
                 remembered.append((key, self.memory.text(key) or ""))
         return remembered
 
-    def _conclude(self, ctx: RunContext, spec: AgentSpec, outcome: Outcome) -> None:
+    async def _conclude(self, ctx: RunContext, spec: AgentSpec, outcome: Outcome) -> None:
         """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
         written first), fail it or pause."""
         agent, usage = spec.id, outcome.usage()
         before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
-        total = {key: before.usage[key] + usage[key] for key in usage}  # AgentFailed below already counts this one)
+        total = dict(before.usage)  # AgentFailed below already counts this one), and those this turn has not written
+        for _, _, payload in ctx.turn.queued():
+            add_usage(total, payload)
+        total = {key: total[key] + usage[key] for key in usage}
         answered: dict[str, Any] = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
         if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
             answered["archived"] = outcome.archived
@@ -592,7 +613,7 @@ class Runtime:
             memory = {"memory": [m.model_dump() for m in outcome.memory]} if outcome.memory else {}
             completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
                          "usage": usage, **answered, **memory}  # fmt: skip
-            self._emit(ctx, ev.AGENT_COMPLETED, agent, completed)
+            await self._emit_at_turn_end(ctx, ev.AGENT_COMPLETED, agent, completed)
             self._cortex_actions(ctx, agent)
 
     @staticmethod

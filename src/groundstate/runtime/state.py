@@ -316,10 +316,15 @@ def _tool_result(state: RunState, event: ev.Event, node: Invocation | None) -> N
 
 def _count_usage(state: RunState, event: ev.Event) -> None:
     """An attempt-ending event carries what the attempt cost; the run's totals are their sum."""
-    usage = event.payload.get("usage")
+    add_usage(state.usage, event.payload)
+
+
+def add_usage(totals: dict[str, float], payload: dict[str, Any]) -> None:
+    """Add what an event's payload says its attempt cost (if it says) to ``totals`` (a run's usage keys)."""
+    usage = payload.get("usage")
     if isinstance(usage, dict):
-        for key in state.usage:
-            state.usage[key] += float(usage.get(key) or 0)
+        for key in totals:
+            totals[key] += float(usage.get(key) or 0)
 
 
 def _remembered(state: RunState, event: ev.Event) -> None:
