@@ -95,12 +95,15 @@ _STRUCTURE: dict[Where, dict[str, _Edge]] = {
     Where.SCALAR: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope"), _ANY: (Where.SCALAR, None)},
     Where.AFTER_VALUE: {",": (Where.KEY, None), "}": (Where.CLOSED, "_close_envelope")},
 }
-# (state outside strings) -> a run of characters that changes nothing there: whitespace, and in the states whose row
-# sends every other character back to the same state without an action, every such character. Consuming them as one
-# run is what the table does one character at a time (test_gate's chunking properties hold either way).
+# (state outside strings) -> a run of characters that leaves the scanner where it was, with nothing to do on the way:
+# whitespace; in the states whose row sends every other character back to the same state without an action, every
+# such character; inside a nested value, also whole strings (NESTED -> NESTED_STRING -> NESTED, no action; their
+# text kept only as the packet's raw text, as the run is). A string not closed within the chunk ends the run there and
+# is read as it streams. Consuming a run at once is what the table does one character at a time (test_gate checks
+# the two against each other); possessive quantifiers keep the match linear on any input.
 _INERT: dict[Where, re.Pattern[str]] = {where: re.compile(r"[ \t\r\n]+") for where in _STRUCTURE}
 _INERT[Where.BEFORE] = re.compile(r"[^{]+")
-_INERT[Where.NESTED] = re.compile(r'[^"{}\[\]]+')
+_INERT[Where.NESTED] = re.compile(r'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\[\s\S])*+")++')
 _INERT[Where.SCALAR] = re.compile(r"[^,}]+")
 # (string state) -> where its closing quote leads, and the action on the way
 _STRING_END: dict[Where, _Edge] = {
