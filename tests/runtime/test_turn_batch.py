@@ -60,8 +60,9 @@ def wide_runtime(tmp_path: Path, backend: AtOnce, toml: str = "", **options: Any
 
 def test_agents_finishing_in_one_turn_are_written_in_one_transaction(tmp_path: Path) -> None:
     runtime = wide_runtime(tmp_path, AtOnce())
+    writes = event_writes(runtime.store)  # before the store's first connection
     run_id = runtime.create(WIDE, "wide.yaml")
-    writes = event_writes(runtime.store)
+    writes.clear()  # the run's creation
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     assert writes == [1, 6, 1]  # RunStarted; three starts and completions together; RunCompleted
     log = [(e.type, e.agent) for e in runtime.store.events(run_id) if e.type.startswith("Agent")]
@@ -112,8 +113,9 @@ def test_a_pattern_listening_for_completions_gets_each_written_at_once(tmp_path:
                                      "AgentCompleted", "condition": 'Agent = "nobody"',
                                      "action": {"Interrupt": {"reason": "never"}}}]))  # fmt: skip
     runtime = wide_runtime(tmp_path, AtOnce(), patterns_path=patterns)
+    writes = event_writes(runtime.store)  # before the store's first connection
     run_id = runtime.create(WIDE, "wide.yaml")
-    writes = event_writes(runtime.store)
+    writes.clear()  # the run's creation
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     assert writes == [1, 2, 2, 2, 1]  # each agent's start and completion, before the next agent's decision
 

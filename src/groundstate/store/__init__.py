@@ -9,6 +9,7 @@ from .access import ACT, ADMINISTER, SEE, may, roles
 from .database import (
     DriverSQL,
     Executes,
+    HeldConnection,
     HotTransaction,
     WouldWait,
     aware,
@@ -43,6 +44,7 @@ __all__ = [
     "CallInDoubt",
     "DriverSQL",
     "Executes",
+    "HeldConnection",
     "HotTransaction",
     "JournalEntry",
     "NotAuthenticated",
