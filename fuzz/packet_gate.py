@@ -3,12 +3,15 @@
     python fuzz/packet_gate.py fuzz/packet-corpus -atheris_runs=1000000
 
 The first byte picks a chunk size; the rest is decoded as UTF-8 (with replacement) and fed to the gate whole
-and in chunks. The harness fails on any exception, on a decision or released text that depends on the chunking,
-on an accepted result without a packet, and on a parse_output crash.
+and in chunks, and to a reference gate that takes every character through the transition table (the gate consumes
+runs of characters that change nothing at once). The harness fails on any exception, on a decision or released text
+that depends on the chunking or differs from the reference's, on an accepted result without a packet, and on a
+parse_output crash.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 
@@ -17,6 +20,9 @@ import atheris
 with atheris.instrument_imports():
     from groundstate.kernel import Kernel
     from groundstate.packets import ACCEPTED, PacketGate, parse_output
+    from groundstate.packets import gate as gate_module
+
+ONE_CHARACTER_AT_A_TIME = {where: re.compile(r"[ \t\r\n]") for where in gate_module._INERT}
 
 with tempfile.TemporaryDirectory() as _empty:
     VALIDATOR = Kernel(_empty).update_validator()
@@ -35,12 +41,25 @@ def gate(text: str, step: int) -> tuple[str, str | None, str]:
     return result.decision, result.reason, result.surface
 
 
+def by_the_table(text: str) -> tuple[str, str | None, str]:
+    """The gate with no run longer than one character: every edge of the transition table taken one at a time."""
+    runs = dict(gate_module._INERT)
+    gate_module._INERT.update(ONE_CHARACTER_AT_A_TIME)
+    try:
+        return gate(text, max(len(text), 1))
+    finally:
+        gate_module._INERT.update(runs)
+
+
 def test_one_input(data: bytes) -> None:
     if not data:
         return
     text = data[1:].decode("utf-8", "replace")
-    if gate(text, data[0] % 17 + 1) != gate(text, max(len(text), 1)):
+    whole = gate(text, max(len(text), 1))
+    if gate(text, data[0] % 17 + 1) != whole:
         raise AssertionError("the gate's decision depends on the chunking")
+    if by_the_table(text) != whole:
+        raise AssertionError("the gate's runs decide differently from its table taken one character at a time")
     parse_output(text, VALIDATOR)
 
 
