@@ -449,9 +449,7 @@ class Runtime:
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         """Append one event (with the agent's start, when it is still held: one transaction), then report it."""
-        started = ctx.starts.take(agent)
-        batch = [(ev.AGENT_STARTED, agent, started)] if started is not None else []
-        batch.append((event_type, agent, payload))
+        batch = self._after_held_start(ctx, event_type, agent, payload)
         events = self.store.transact(ctx.run_id, lambda _: batch, holder=ctx.holder)
         for event in events:
             self._observe(ctx, event)
@@ -465,10 +463,16 @@ class Runtime:
         and reported at once, as ``_emit`` does, for the guards must see it before any other agent's decision."""
         if event_type in ctx.policy.triggers:
             return self._emit(ctx, event_type, agent, payload)
+        return (await ctx.turn.append(self._after_held_start(ctx, event_type, agent, payload)))[-1]
+
+    @staticmethod
+    def _after_held_start(
+        ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]
+    ) -> list[tuple[str, str | None, dict[str, Any]]]:
+        """The event, after the agent's start when that is still held (deferred_starts.py): what one transaction
+        appends."""
         started = ctx.starts.take(agent)
-        batch = [(ev.AGENT_STARTED, agent, started)] if started is not None else []
-        batch.append((event_type, agent, payload))
-        return (await ctx.turn.append(batch))[-1]
+        return [*([(ev.AGENT_STARTED, agent, started)] if started is not None else []), (event_type, agent, payload)]
 
     def _observe(self, ctx: RunContext, event: ev.Event) -> None:
         """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""
