@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from groundstate.config import load_config
 from groundstate.runtime.backends import Piece
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.state import EventRefused
 from groundstate.runtime.store import EventStore
-from groundstate.runtime.turn_batch import TurnBatch
+from groundstate.runtime.turn_batch import Item, TurnBatch
 from groundstate.wire import ByteVocabulary, Vocabulary
 
 from .conftest import envelope
@@ -140,3 +142,66 @@ def test_the_batch_never_raises_into_the_loop(tmp_path: Path, failing: bool) -> 
         assert all(isinstance(r, OSError) for r in results)
     else:
         assert list(results) == [["event 0"], ["event 1"]]  # each agent's own events, from the one write
+
+
+AGENTS = ["writer_a", "writer_b", "writer_c"]
+KINDS = ["AgentStarted", "AgentCompleted", "AgentFailed", "ToolCall"]
+
+
+def payload_of(kind: str) -> dict[str, Any]:
+    payloads: dict[str, dict[str, Any]] = {
+        "AgentStarted": {"attempt": 1},
+        "AgentCompleted": {"output": "x", "status_tag": "success"},
+        "AgentFailed": {"error": "e", "output": ""},
+        "ToolCall": {"tool": "web_search", "target": "t", "payload": ""},
+    }
+    return payloads[kind]
+
+
+def always(events: list[Item]) -> Callable[[object], list[Item]]:
+    """A transaction's builder that appends ``events`` whatever the state."""
+    return lambda _state: events
+
+
+def fresh_run(path: Path) -> tuple[EventStore, str]:
+    store = EventStore(f"sqlite:///{path}")
+    run_id = store.create_run("wide", WIDE, None, run_id="run-1")
+    for agent in AGENTS:
+        store.append(run_id, "NodeCreated", None, {"agent": agent})
+    store.append(run_id, "RunStarted", None, {})
+    return store, run_id
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(AGENTS)), min_size=1, max_size=3),
+                min_size=1, max_size=6))  # fmt: skip
+def test_a_turn_writes_and_tells_what_one_transaction_per_agent_would(
+    tmp_path_factory: pytest.TempPathFactory, queued: list[list[tuple[str, str]]]
+) -> None:
+    """Any turn — each entry one agent's events, some of which the state machines refuse — ends with the same log,
+    and each agent learns the same outcome (its events, or the error), as writing each entry alone, in order."""
+    folder = tmp_path_factory.mktemp("turn")
+    alone, alone_run = fresh_run(folder / "alone.db")
+    expected: list[Any] = []
+    for items in queued:
+        events: list[Item] = [(k, a, payload_of(k)) for k, a in items]
+        try:
+            written = alone.transact(alone_run, always(events))
+            expected.append([(e.seq, e.type, e.agent) for e in written])
+        except Exception as exc:  # what the agent would have been told
+            expected.append(type(exc))
+    batched, batched_run = fresh_run(folder / "batched.db")
+    observed: list[int] = []
+    batch = TurnBatch(lambda items: batched.transact(batched_run, lambda _: items), lambda e: observed.append(e.seq))
+
+    async def one_turn() -> list[Any]:
+        return await asyncio.gather(*(batch.append([(k, a, payload_of(k)) for k, a in items]) for items in queued),
+                                    return_exceptions=True)  # fmt: skip
+
+    told = [
+        r if isinstance(r, BaseException) else [(e.seq, e.type, e.agent) for e in r] for r in asyncio.run(one_turn())
+    ]
+    assert [type(t) if isinstance(t, BaseException) else t for t in told] == expected
+    log = [(e.seq, e.type, e.agent, e.payload) for e in EventStore(batched.url).events(batched_run)]
+    assert log == [(e.seq, e.type, e.agent, e.payload) for e in EventStore(alone.url).events(alone_run)]
+    assert observed == [seq for t in told if not isinstance(t, BaseException) for seq, _, _ in t]
