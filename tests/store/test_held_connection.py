@@ -119,3 +119,16 @@ def test_a_read_waits_for_a_transaction_another_thread_has_open(tmp_path: Path) 
     writing.join(5)
     reading.join(5)
     assert seen == [(2,)]  # and then it reads the commit
+
+
+def test_an_in_memory_store_keeps_using_its_one_database(tmp_path: Path) -> None:
+    """Each connection to an in-memory SQLite database is a database of its own: a held connection would split the
+    store in two, so none is held and everything stays on the pool's one connection."""
+    store = EventStore("sqlite://")
+    first = store.create_run("flow", FLOW, None)
+    store.append(first, ev.RUN_STARTED, None, {})
+    second = store.create_run("flow", FLOW, None)
+    assert [e.type for e in store.events(first)] == [ev.RUN_CREATED, ev.RUN_STARTED]
+    assert {row["id"] for row in store.runs()} == {first, second}
+    assert HeldConnection.of(store.engine) is None
+    assert HeldConnection.of(EventStore(f"sqlite:///{tmp_path / 'file.db'}").engine) is not None

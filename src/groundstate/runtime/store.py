@@ -115,7 +115,7 @@ class EventStore:
         lock = select(runs.c.last_seq).where(runs.c.id == bindparam("rid"))
         self._lock_run = lock if self.engine.dialect.name == "sqlite" else lock.with_for_update()
         self._hot = _HotStatements(self.engine)  # an event's append and a state's freshness check, as driver SQL
-        self._held = HeldConnection(self.engine) if self.engine.dialect.name == "sqlite" else None  # runs them
+        self._held = HeldConnection.of(self.engine)  # runs them on a SQLite file (None: the pool does)
 
     # -- writing -------------------------------------------------------------------------------------
     def create_run(

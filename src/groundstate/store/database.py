@@ -153,7 +153,15 @@ class HeldConnection:
     """One SQLite driver connection a store keeps for its hottest statements — a run's appends and the freshness
     check of every state read — instead of taking one from the pool for each: the pool's checkout and return cost more
     than such a statement (a freshness check: ~30 µs through the pool in a busy run, ~8 µs here; bench/runtime).
-    Used under its own lock, from any thread. PostgreSQL keeps the pool: a held network connection can go stale."""
+    Used under its own lock, from any thread. PostgreSQL keeps the pool (a held network connection can go stale), and
+    so does an in-memory SQLite database (each connection is its own database: ``of`` gives None for both)."""
+
+    @classmethod
+    def of(cls, engine: Engine) -> HeldConnection | None:
+        """A held connection for a SQLite file's engine; None for any other database."""
+        database = engine.url.database or ""
+        in_memory = database in ("", ":memory:") or database.startswith("file::memory:") or "mode=memory" in database
+        return cls(engine) if engine.dialect.name == "sqlite" and not in_memory else None
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
