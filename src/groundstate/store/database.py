@@ -138,15 +138,25 @@ def hot_transaction(engine: Engine) -> Iterator[HotTransaction]:
     begins ``IMMEDIATE``, as every write transaction of the store does."""
     connection = engine.raw_connection()
     try:
-        if engine.dialect.name == "sqlite":
-            _begin_immediate(connection, wait=not _NOW_OR_NEVER.get())
+        with _committed(connection, sqlite=engine.dialect.name == "sqlite") as db:
+            yield db
+    finally:
+        connection.close()  # back to the pool
+
+
+@contextmanager
+def _committed(connection: Any, sqlite: bool) -> Iterator[HotTransaction]:
+    """A ``HotTransaction`` on a driver connection (pooled or held), committed when the block ends, rolled back if it
+    raises; on SQLite begun ``IMMEDIATE`` first (WouldWait, with nothing begun, when it may not wait and another
+    connection holds the lock)."""
+    if sqlite:
+        _begin_immediate(connection, wait=not _NOW_OR_NEVER.get())
+    try:
         yield HotTransaction(connection)
         connection.commit()
     except BaseException:
         connection.rollback()
         raise
-    finally:
-        connection.close()  # back to the pool
 
 
 class HeldConnection:
@@ -177,17 +187,9 @@ class HeldConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[HotTransaction]:
-        """As ``hot_transaction``, on the held connection: ``BEGIN IMMEDIATE``, committed when the block ends, rolled
-        back if it raises (WouldWait, with nothing begun, when it may not wait and another holds the lock)."""
-        with self._lock:
-            connection = self._driver()
-            _begin_immediate(connection, wait=not _NOW_OR_NEVER.get())
-            try:
-                yield HotTransaction(connection)
-                connection.commit()
-            except BaseException:
-                connection.rollback()
-                raise
+        """As ``hot_transaction``, on the held connection (while no other thread uses it)."""
+        with self._lock, _committed(self._driver(), sqlite=True) as db:
+            yield db
 
     def first(self, statement: str, parameters: Any = ()) -> tuple[Any, ...] | None:
         """The first row of a read (the driver's own SQL), outside any transaction: SQLite reads the last commit."""
