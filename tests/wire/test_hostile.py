@@ -1,11 +1,15 @@
-"""The SIGIL decoder under hostile input: bounded state, nested JSON, a bad HELLO that costs only itself."""
+"""The SIGIL decoder under hostile input: bounded state, nested JSON, a bad HELLO that resets to the ground state."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
-from groundstate.wire import Content, Decoder, Reset
-from groundstate.wire.constants import Kind, Reason
+from groundstate.wire import Content, Decoder, Mode, Reset
+from groundstate.wire.constants import Kind, Op, Reason
 from groundstate.wire.frames import encode_frame
 
 from .make_vectors import hello
@@ -40,12 +44,37 @@ def test_deeply_nested_upstream_error_payload_is_a_reset_not_a_recursion_error()
     assert [c.reason for c in chunks if isinstance(c, Reset)] == [Reason.BAD_UPSTREAM_ERROR]
 
 
-def test_a_different_hello_mid_stream_costs_only_its_own_frame() -> None:
+def test_a_different_hello_mid_stream_resets_the_stream_to_its_ground_state() -> None:
     first, other = hello(1, 0, "v", list(range(1, 128))), hello(1, 2, "w", list(range(2, 129)))
     data = first + encode_frame(Kind.DATA, 1, 1, b"\x00\x05") + other + encode_frame(Kind.DATA, 1, 3, b"\x00\x06\xcf")
     decoder = Decoder()
     chunks = decoder.feed(data) + decoder.close()
-    resets = [c.reason for c in chunks if isinstance(c, Reset)]
+    resets = [(c.reason, c.dropped) for c in chunks if isinstance(c, Reset)]
     tokens = [t for c in chunks if isinstance(c, Content) for t in c.tokens]
-    assert resets == [Reason.BAD_HELLO]
-    assert tokens == [6, 7]  # the first table's entries 5 and 6: the frames on both sides of the bad HELLO decode
+    assert resets == [(Reason.BAD_HELLO, 1)]  # the token buffered before the bad HELLO is the ambiguous region
+    assert tokens == [7]  # the first table's entry 6: the stream keeps the table it agreed on
+
+
+def test_mid_stream_bad_hello_inside_a_thought_leaves_no_mode_or_buffer_behind(tmp_path: Path) -> None:
+    """Issue 31 (SIGIL): a different HELLO in the middle of a thought reported a reset but kept the thought's mode and
+    its buffered tokens, so the next frame reset again (ModeMismatch) and the report of what was dropped came one
+    frame late. Now the BadHello reset is the ground state: one reset, with the buffered thought dropped and counted,
+    and the next frame, entering text, decodes as text. Through ``groundstate wire decode``, as a user reads a
+    recording."""
+    table = list(range(1, 128))
+    recording = (
+        hello(1, 0, "v", table)
+        + encode_frame(Kind.DATA, 1, 1, bytes((Mode.TEXT, Op.THINK_START, 0x05, 0x06)))  # a thought, no boundary yet
+        + hello(1, 2, "w", list(range(2, 129)))  # a different table, mid-stream
+        + encode_frame(Kind.DATA, 1, 3, bytes((Mode.TEXT, 0x07, Op.CHUNK_END, Op.STREAM_END)))
+    )
+    path = tmp_path / "bad-hello.sigil"
+    path.write_bytes(recording)
+    done = subprocess.run([sys.executable, "-m", "groundstate", "wire", "decode", str(path), "--jsonl"],
+                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1 and b"Traceback" not in done.stderr  # 1: the recording holds a reset
+    records = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    resets = [(r["reason"], r["dropped"]) for r in records if r["kind"] == "reset"]
+    assert resets == [("BadHello", 2)]  # one reset, not a second ModeMismatch for the same damage
+    assert [(r["kind"], r["tokens"]) for r in records if "tokens" in r] == [("text", [8])]
+    assert records[-1] == {"stream": 1, "kind": "stream_end"}

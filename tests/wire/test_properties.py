@@ -14,7 +14,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from groundstate.wire import Content, Decoder, Encoder, Mode, Reset, StreamEnd, UpstreamError
 from groundstate.wire.constants import Kind, Op, Reason
+from groundstate.wire.encoder import encode_tokens
 from groundstate.wire.frames import FrameScanner, encode_frame
+from groundstate.wire.hello import encode_hello
+from groundstate.wire.varint import encode_varint
 
 from ..pieces import split_at
 
@@ -147,7 +150,12 @@ def test_a_damaged_byte_is_reported_and_splits_do_not_matter(
 
 def neutral_prefix(stream: int, frames: int) -> bytes:
     """Frames that leave the stream in its ground state with ``frames`` seqs consumed, emitting nothing."""
-    return b"".join(encode_frame(Kind.DATA, stream, seq, bytes((Mode.TEXT, Op.FLUSH))) for seq in range(frames))
+    return transport_prefix(stream, 0, frames)
+
+
+def transport_prefix(stream: int, first: int, end: int) -> bytes:
+    """Empty frames with seqs ``first`` to ``end - 1``: they move the stream's next seq on and emit nothing."""
+    return b"".join(encode_frame(Kind.DATA, stream, seq, bytes((Mode.TEXT, Op.FLUSH))) for seq in range(first, end))
 
 
 TRIGGERS = {
@@ -179,6 +187,89 @@ def test_no_leakage_after_a_reset(
         assert isinstance(at_trigger[-1], Reset) and at_trigger[-1].reason == reason
         results.append(decoder.feed(bytes(tail)) + decoder.close())
     assert results[0] == results[1]
+
+
+AGREED = 5  # the stream of the ground-state property below
+HOSTILE_FRAMES = ("other_hello", "bad_hello", "opcode", "nested", "unmatched", "upstream", "bad_upstream",
+                     "unknown_kind", "version", "empty", "entry")  # fmt: skip
+
+
+def hostile_frame(trigger: str, seq: int, mode: Mode, reason: str) -> bytes:
+    """A CRC-valid frame of stream AGREED that ends in a reset whatever the stream's state before it."""
+    if trigger == "other_hello":  # a table no generated stream agrees on (theirs hold ids below 300)
+        return encode_frame(Kind.HELLO, AGREED, seq, encode_hello("other", range(1000, 1127)))
+    if trigger == "bad_hello":
+        return encode_frame(Kind.HELLO, AGREED, seq, encode_varint(1) + b"v" + bytes(range(126)))
+    if trigger == "opcode":
+        return encode_frame(Kind.DATA, AGREED, seq, bytes((mode, 0x41)) + TRIGGERS[reason])
+    if trigger == "nested":
+        return encode_frame(Kind.DATA, AGREED, seq, bytes((Mode.TEXT, 0x41, Op.THINK_START, 0x42, Op.THINK_START)))
+    if trigger == "unmatched":
+        return encode_frame(Kind.DATA, AGREED, seq, bytes((Mode.TEXT, 0x41, Op.TOOL_CALL_END)))
+    if trigger == "upstream":
+        return encode_frame(Kind.UPSTREAM_ERROR, AGREED, seq, b'{"plane": "rate"}')
+    if trigger == "bad_upstream":
+        return encode_frame(Kind.UPSTREAM_ERROR, AGREED, seq, b"[1]")
+    if trigger == "unknown_kind":
+        return encode_frame(0x09, AGREED, seq, b"x")
+    if trigger == "version":
+        return encode_frame(Kind.DATA, AGREED, seq, bytes((mode, 0x41)), version=2)
+    if trigger == "empty":
+        return encode_frame(Kind.DATA, AGREED, seq, b"")
+    return encode_frame(Kind.DATA, AGREED, seq, bytes((7, 0x41)))  # an entry mode above 3
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("events"), events.map(lambda evs: [e for e in evs if e[0] != "end"])),
+        st.tuples(st.just("reset"), st.sampled_from(HOSTILE_FRAMES), st.sampled_from(sorted(TRIGGERS))),
+        st.tuples(st.just("gap"), st.integers(1, 3)),  # frames lost in transit: the next one reveals a SequenceGap
+        st.tuples(st.just("mismatch"), st.lists(token_ids, max_size=4)),
+    ),
+    max_size=12,
+)
+
+
+@SETTINGS
+@given(steps, hot_tables, st.integers(16, 80), st.booleans(), st.lists(st.integers(0, 10_000), max_size=4))
+def test_after_any_reset_decoding_continues_as_a_fresh_decoder_would(
+    plan: list[tuple[Any, ...]], hot: list[int] | None, size: int, compiled: bool, cuts: list[int]
+) -> None:
+    """Issue 31 (SIGIL, theorems 2-4 of the seed): a reset chunk means the ground state. Whatever the stream went
+    through — modes, buffered tokens, gaps, refused HELLOs, upstream errors —, once a frame has ended in a reset, the
+    rest of the input decodes exactly as it does on a fresh decoder that knows only the stream's transport: the HELLO
+    it agreed on and the next seq (reached here by empty frames). Nothing of the mode or the buffer leaks forward."""
+    encoder = Encoder(AGREED, hot_table=hot, max_payload=size)
+    pieces: list[tuple[bytes, int | None]] = [(bytes(encoder.hello()), None)]  # (bytes, seq of a reset frame)
+    for step in plan:
+        if step[0] == "events":
+            pieces.append((bytes(play(encoder, step[1]) + encoder.cut()), None))
+        elif step[0] == "gap":
+            pieces.append((bytes(encoder.cut()), None))
+            encoder.seq += step[1]
+        elif step[0] == "mismatch":  # a frame that says it enters a mode the encoder is not in
+            pieces.append((bytes(encoder.cut()), None))
+            payload = bytes(((encoder.mode + 1) % len(Mode),)) + encode_tokens(step[1], {})
+            pieces.append((encode_frame(Kind.DATA, AGREED, encoder.seq, payload), None))
+            encoder.seq += 1
+        else:
+            pieces.append((bytes(encoder.cut()), None))
+            pieces.append((hostile_frame(step[1], encoder.seq, encoder.mode, step[2]), encoder.seq))
+            encoder.seq += 1
+    pieces.append((bytes(encoder.cut() + encoder.end()), None))
+    live = Decoder(compiled=compiled)
+    for number, (piece, reset_seq) in enumerate(pieces):
+        emitted = live.feed(piece)
+        if reset_seq is None:
+            continue
+        assert emitted and isinstance(emitted[-1], Reset) and emitted[-1].stream == AGREED  # it ended in a reset
+        rest = b"".join(p for p, _ in pieces[number + 1 :])
+        fresh = Decoder(compiled=compiled)  # the agreed HELLO (seq 0), then empty frames up to the reset frame's seq
+        fresh.feed(bytes(Encoder(AGREED, hot_table=hot).hello()) + transport_prefix(AGREED, 1, reset_seq + 1))
+        twin = Decoder(compiled=compiled)  # the live decoder's history, then the rest
+        twin.feed(b"".join(p for p, _ in pieces[: number + 1]))
+        expected = fresh.feed(rest) + fresh.close()
+        assert [c for piece in split_at(rest, cuts) for c in twin.feed(piece)] + twin.close() == expected
 
 
 class DecoderMachine(RuleBasedStateMachine):

@@ -188,10 +188,11 @@ class Decoder:
         hello = Hello(frame.stream_id, vocabulary, table)
         if stream.hello is not None and not stream.awaiting_hello:
             if stream.hello != hello:
-                # a different table mid-stream: this frame is refused and the stream keeps the table it agreed on,
-                # so the bad frame costs exactly its own content: nothing buffered before it is ambiguous, so the
-                # report drops nothing and the next frame decodes as before
-                out.append(Reset(frame.stream_id, Reason.BAD_HELLO, detail="a different HELLO mid-stream (refused)"))
+                # a different table mid-stream: the frame is refused (the stream keeps the table it agreed on: a
+                # HELLO is the transport's, like the next seq) and, like every reset, the parse state returns to the
+                # ground — text mode, empty buffer, the buffered tokens dropped and counted —, so what follows decodes
+                # as after any other reset, never in a mode or with tokens from before it
+                self._reset(out, frame.stream_id, stream, Reason.BAD_HELLO, "a different HELLO mid-stream (refused)")
             return
         stream.hello, stream.awaiting_hello = hello, False
         stream.hot = DEFAULT_HOT_TABLE if table == DEFAULT_HOT_TABLE else table  # identity: the fast path
