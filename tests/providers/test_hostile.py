@@ -5,6 +5,7 @@ own API) and asserts the outcome is a typed event or error — never a traceback
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -13,9 +14,11 @@ from typing import Any
 
 import httpx
 
+from groundstate.providers import Finish, StreamClient, TextDelta, ThinkDelta, ToolCall
 from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.sse import SSEParser
 
+from ..loopback import Reply, loopback
 from .conftest import GatewayFor, Script
 
 DEEP = "[" * 50_000 + "]" * 50_000
@@ -48,11 +51,63 @@ def test_deeply_nested_data_lines_and_error_bodies_are_typed_errors(tmp_path: Pa
     assert error["plane"] == "server"
 
 
-def test_surrogates_are_data_and_output_stays_strict_json(tmp_path: Path) -> None:
+def test_lone_surrogates_become_replacement_characters_and_output_stays_strict_json(tmp_path: Path) -> None:
     body = sse('{"choices": [{"index": 0, "delta": {"content": "a\\ud800b"}}]}',
                '{"choices": [{"index": 0, "delta": {"content": "\\udc00"}, "finish_reason": "stop"}]}')  # fmt: skip
     events = parse(tmp_path, body, "--api", "openai-chat")
-    assert "".join(e.get("text", "") for e in events if e["type"] == "text") == "a\ud800b\udc00"
+    assert "".join(e.get("text", "") for e in events if e["type"] == "text") == "a\ufffdb\ufffd"  # as bad UTF-8 is
+
+
+def chat_event(**delta: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+
+def test_a_character_split_across_stream_chunks_arrives_whole_through_the_client() -> None:
+    """Issue 31: a streaming provider sends a character outside the BMP as a JSON surrogate pair, token by token — its
+    two halves in two events (``"\\ud83d"`` then ``"\\ude00"``) — and UTF-8 characters cut by the network's chunks.
+    The halves reached the model backend as two lone surrogates, which no UTF-8 encoder takes: the agent failed
+    ("surrogates not allowed"). Through the streaming client on a loopback provider: every text, thought and tool call
+    arrives whole, and all of it encodes."""
+    events = [chat_event(reasoning_content="think \ud83e"), chat_event(reasoning_content="\udd14 ok"),
+              chat_event(content="smile \ud83d"), chat_event(content="\ude00 caf\u00e9 "),
+              chat_event(content="\U0001f600 raw \u00e9 \ud83d"),  # raw UTF-8 (cut by the 3-byte writes), then a half
+              chat_event(content="\ude03"),
+              chat_event(tool_calls=[{"index": 0, "id": "c1",
+                                      "function": {"name": "note", "arguments": '{"t": "\ud83d'}}]),
+              chat_event(tool_calls=[{"index": 0, "function": {"arguments": '\ude00"}'}}]),
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]  # fmt: skip
+    body = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n\n"
+                    for e in events) + b"data: [DONE]\n\n"  # fmt: skip
+    with loopback(lambda *_: Reply(body=body, chunk=3)) as url:
+
+        async def collect() -> list[Any]:
+            client = StreamClient(url, api="openai-chat")
+            return [event async for event in client.stream({"model": "m", "messages": [], "stream": True})]
+
+        received = asyncio.run(asyncio.wait_for(collect(), 30))
+    text = "".join(e.text for e in received if isinstance(e, TextDelta))
+    thought = "".join(e.text for e in received if isinstance(e, ThinkDelta))
+    [call] = [e for e in received if isinstance(e, ToolCall)]
+    assert text == "smile \U0001f600 caf\u00e9 \U0001f600 raw \u00e9 \U0001f603"
+    assert thought == "think \U0001f914 ok"
+    assert call.arguments == {"t": "\U0001f600"} and call.arguments_error is None
+    for part in (text, thought, call.raw_arguments):
+        part.encode("utf-8")  # what failed the backend: a lone surrogate cannot be encoded
+    assert [e.reason for e in received if isinstance(e, Finish)] == ["stop"]
+
+
+def test_a_split_pair_in_an_ollama_stream_arrives_whole_and_a_half_left_at_the_end_is_a_replacement() -> None:
+    lines = [{"message": {"content": "a \ud83d"}}, {"message": {"content": "\ude00 b \ud83d"}},
+             {"done": True, "done_reason": "stop"}]  # fmt: skip
+    body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with loopback(lambda *_: Reply(body=body, chunk=5, headers={"content-type": "application/x-ndjson"})) as url:
+
+        async def collect() -> list[Any]:
+            client = StreamClient(url, api="ollama")
+            return [event async for event in client.stream({"model": "m", "messages": []})]
+
+        received = asyncio.run(asyncio.wait_for(collect(), 30))
+    assert "".join(e.text for e in received if isinstance(e, TextDelta)) == "a \U0001f600 b \ufffd"
 
 
 def test_huge_retry_advice_is_capped_and_finite(tmp_path: Path) -> None:

@@ -213,3 +213,30 @@ def test_a_driver_that_fails_marks_the_run_failed_and_resume_continues_it(
     assert state.status == "completed"
     types = [e.type for e in runtime.store.events(run_id)]
     assert types.index(ev.RUN_FAILED) < types.index(ev.RUN_RESUMED) < types.index(ev.RUN_COMPLETED)
+
+
+def test_a_surrogate_pair_split_across_stream_events_does_not_fail_the_model_backend(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """Issue 31: a provider streaming token by token sends an emoji's JSON surrogate pair (``\\ud83d\\ude00``) as two
+    events. The agent used to pause as a failed backend ("surrogates not allowed"); the run completes and the output
+    holds the emoji."""
+    url, script = model
+    answer = json.dumps(envelope("smile \U0001f600 done [STATUS: SUCCESS]"), ensure_ascii=False)
+    emoji = answer.index("\U0001f600")
+    halves = [answer[:emoji] + "\ud83d", "\ude00" + answer[emoji + 1 :]]  # the pair cut in two, as a tokenizer may
+    body = b"".join(b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": half}}]}).encode() + b"\n\n"
+                    for half in halves) + \
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'  # fmt: skip
+    script.answers = {"writer_x": [body]}
+    (tmp_path / "flow.yaml").write_text(WRITER)
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env.pop("GROUNDSTATE_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "groundstate", "run", "flow.yaml", "--model", f"openai-chat:m@{url}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    run_id = done.stdout.split()[1]
+    shown = subprocess.run([sys.executable, "-m", "groundstate", "runs", "show", run_id, "--json"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert json.loads(shown.stdout)["agents"]["writer_x"]["output"] == "smile \U0001f600 done [STATUS: SUCCESS]"

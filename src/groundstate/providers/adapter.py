@@ -10,8 +10,32 @@ from typing import Any
 
 from .. import safejson
 from .errors import AMBIGUOUS, ErrorRecord, classify
-from .normalized import ErrorEvent, Event, ToolCall, ToolCallDelta, ToolCallStart, Truncated, parse_arguments
+from .normalized import (
+    ErrorEvent,
+    Event,
+    Finish,
+    Refusal,
+    TextDelta,
+    ThinkDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    Truncated,
+    parse_arguments,
+)
 from .sse import ServerSentEvent, SSEParser
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TEXT = (TextDelta, ThinkDelta, Refusal)
+
+
+def whole(text: str) -> str:
+    """``text`` as valid Unicode: each UTF-16 surrogate pair (two code points after ``json.loads`` of ``"\\ud83d
+    \\ude00"`` when the halves arrived in two pieces) made the one character it encodes, and a surrogate without its
+    other half made U+FFFD, as an invalid UTF-8 byte is: no text an adapter emits fails to encode downstream."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass
@@ -39,6 +63,7 @@ class StreamAdapter(ABC):
         self._sse = SSEParser()
         self._calls: dict[Hashable, OpenCall] = {}
         self._call_count = 0
+        self._split: dict[tuple[type[TextDelta | ThinkDelta | Refusal], int], str] = {}  # a high surrogate per kind
         self.done = False
 
     def feed(self, data: bytes) -> list[Event]:
@@ -47,7 +72,39 @@ class StreamAdapter(ABC):
         for event in self._sse.feed(data):
             if not self.done:
                 self._contained(event, out)
+        return self._whole(out)
+
+    def _whole(self, events: list[Event], final: bool = False) -> list[Event]:
+        """``events`` with whole characters in their text. A character outside the BMP is escaped in JSON as two
+        surrogates (``\\ud83d\\ude00``), and a provider streaming token by token may send the halves in two events:
+        a delta's trailing high surrogate is held back and joined to the next delta of its kind and choice, so the text
+        arrives whole. One never completed (the choice finished, the stream ended) is U+FFFD, like any lone one."""
+        if not self._split and not any(isinstance(e, _TEXT) and _SURROGATE.search(e.text) for e in events):
+            return events  # the common case: nothing to join or replace
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, _TEXT):
+                key = (type(event), event.choice)
+                text = self._split.pop(key, "") + event.text
+                if "\ud800" <= text[-1:] <= "\udbff":
+                    self._split[key], text = text[-1], text[:-1]
+                if text:
+                    event.text = whole(text)
+                    out.append(event)
+                continue
+            if isinstance(event, Finish | Truncated):  # no more text of that choice (or of any) to pair with
+                self._flush_split(out, None if isinstance(event, Truncated) else event.choice)
+            out.append(event)
+        if final:
+            self._flush_split(out, None)
         return out
+
+    def _flush_split(self, out: list[Event], choice: int | None) -> None:
+        """Held high surrogates (of one choice, or all) that will get no other half: U+FFFD each."""
+        for key in [k for k in self._split if choice is None or k[1] == choice]:
+            del self._split[key]
+            kind, number = key
+            out.append(kind(whole("\ud800"), number))
 
     def without_text_events(self, data: bytes, batch: int = 64) -> Iterator[bytes]:
         """``data`` (a stream's bytes from any point on) without the events that ``text_only`` matches, in parts of
@@ -96,7 +153,7 @@ class StreamAdapter(ABC):
         if not self.done:
             self._finish_calls(out, complete=False)  # incomplete calls are reported, never executed
             out += truncated or [Truncated(f"the stream ended without {self.end_marker}")]
-        return out
+        return self._whole(out, final=True)
 
     # -- tool calls ----------------------------------------------------------------------------------------
     def _start_call(
@@ -114,7 +171,7 @@ class StreamAdapter(ABC):
     def _finish_call(self, key: Hashable, out: list[Event], complete: bool) -> None:
         """A complete call's arguments are parsed; an incomplete one gets no arguments and says why."""
         call = self._calls.pop(key)
-        raw = "".join(call.fragments)
+        raw = whole("".join(call.fragments))  # a surrogate pair split across two fragments is one character again
         arguments, error = parse_arguments(raw) if complete else (None, self.incomplete_call)
         out.append(ToolCall(call.number, call.id, call.name, arguments, error, raw, call.choice))
 

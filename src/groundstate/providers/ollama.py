@@ -42,12 +42,12 @@ class OllamaAdapter(StreamAdapter):
         self._partial = [tail] if tail else []
         for line in lines:
             self._line(line, out)
-        return out
+        return self._whole(out)
 
     def close(self) -> list[Event]:
         out: list[Event] = []
         if self.done:
-            return out
+            return self._whole(out, final=True)
         self._finish_calls(out, complete=False)
         if self._pending.strip():
             text = self._pending.decode("utf-8", "replace")
@@ -55,7 +55,7 @@ class OllamaAdapter(StreamAdapter):
         else:
             out.append(Truncated(f"the stream ended without {self.end_marker}"))
         self._partial = []
-        return out
+        return self._whole(out, final=True)
 
     def _line(self, line: bytes, out: list[Event]) -> None:
         if self.done or not line.strip():
