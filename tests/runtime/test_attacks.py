@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,3 +241,58 @@ def test_a_surrogate_pair_split_across_stream_events_does_not_fail_the_model_bac
     shown = subprocess.run([sys.executable, "-m", "groundstate", "runs", "show", run_id, "--json"], cwd=tmp_path,
                            env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert json.loads(shown.stdout)["agents"]["writer_x"]["output"] == "smile \U0001f600 done [STATUS: SUCCESS]"
+
+
+def _random_bytes_file(tmp_path: Path) -> tuple[str, str, str]:
+    path = tmp_path / "junk.db"
+    path.write_bytes(os.urandom(8192))
+    return f"sqlite:///{path}", str(path), "not a SQLite database"
+
+
+def _another_programs_database(tmp_path: Path) -> tuple[str, str, str]:
+    import sqlite3
+
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as db:  # tables of groundstate's names, with another program's columns
+        for table in ("events", "operators", "mcp_decisions"):
+            db.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, happened TEXT)")
+    return f"sqlite:///{path}", str(path), "is not groundstate's"
+
+
+def _unreachable_postgres(_: Path) -> tuple[str, str, str]:
+    return "postgresql://127.0.0.1:1/x", "127.0.0.1:1/x", "cannot reach the database"
+
+
+STORE_COMMANDS = [["runs", "list"], ["runs", "show", "run-x"], ["runs", "pauses"], ["approvals", "list"],
+                  ["operators", "list"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("store", [_random_bytes_file, _another_programs_database, _unreachable_postgres],
+                         ids=["random-bytes", "another-schema", "unreachable-postgres"])  # fmt: skip
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=" ".join)
+def test_a_store_that_is_not_a_groundstate_database_is_one_line_and_exit_2_not_a_traceback(
+    tmp_path: Path, store: Any, command: list[str]
+) -> None:
+    """Issue 31 (came back after a refactor): ``--db`` naming a file of random bytes, another program's SQLite
+    database, or a PostgreSQL server that does not answer printed a Python traceback. Now: one line naming the
+    database and the problem, exit 2 (StoreError), and another program's database is left as it was."""
+    url, named, problem = store(tmp_path)
+    before = _schema(tmp_path / "other.db")
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
+    env.pop("GROUNDSTATE_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "groundstate", *command, "--db", url], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+    said = (done.stdout + done.stderr).strip()
+    assert done.returncode == 2, said
+    assert "Traceback" not in said and len(said.splitlines()) == 1, said
+    assert said.startswith("error: ") and named in said and problem in said, said
+    assert _schema(tmp_path / "other.db") == before  # nothing created in another program's database
+
+
+def _schema(path: Path) -> list[tuple[str, str]] | None:
+    import sqlite3
+
+    if not path.exists():
+        return None
+    with sqlite3.connect(path) as db:
+        return sorted(db.execute("SELECT name, sql FROM sqlite_master").fetchall())

@@ -47,7 +47,7 @@ def _runtime(db: str | None, concurrency: int = 4, config: Path | None = None) -
 
 def _failed(error: GroundstateError) -> int:
     """Print the refusal where the run's live view prints, and give its kind's exit code (errors.EXIT_CODES)."""
-    console.print(f"error: {error}", markup=False)
+    console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)  # one line, as the user reads it
     return exit_code(error)
 
 

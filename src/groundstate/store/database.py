@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, text
+from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError, SQLAlchemyError
 
 from ..errors import StoreError
 
@@ -32,23 +33,84 @@ class WouldWait(StoreError):
 
 
 def open_engine(url: str) -> Engine:
-    """An engine for ``url``; a SQLite file is created readable by its owner only (0600), with its journal files."""
-    engine = create_engine(url, future=True)
+    """An engine for ``url``; a SQLite file is created readable by its owner only (0600), with its journal files.
+
+    A URL that names no database groundstate can open is a StoreError naming it (``--db`` is the operator's typing,
+    never a traceback); ``postgresql://`` means the psycopg driver groundstate ships, and a server that does not
+    answer is given up after ``CONNECT_TIMEOUT_S`` rather than waited on for the operating system's minutes."""
+    try:
+        engine = create_engine(_with_driver(url), future=True, **_connect_args(url))
+    except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
+        raise StoreError(f"{where(url)}: not a database URL groundstate can open ({_first_line(exc)}); give "
+                         "sqlite:///PATH or postgresql://USER@HOST/DATABASE") from None  # fmt: skip
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
-        private_sqlite_file(engine.url.database)
+        try:
+            private_sqlite_file(engine.url.database)
+        except OSError as exc:
+            raise StoreError(f"{where(url)}: cannot create or open the database file ({exc.strerror})") from None
     return engine
+
+
+CONNECT_TIMEOUT_S = 10  # how long opening a PostgreSQL store waits for its server
+
+
+def where(url: str) -> str:
+    """The store as the operator named it, for a message: a SQLite file's path, else the URL without its password."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return repr(url[:200])
+    if parsed.drivername.startswith("sqlite"):
+        return str(parsed.database or ":memory:")
+    return parsed.render_as_string(hide_password=True)
+
+
+def _with_driver(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` with the driver groundstate depends on (psycopg 3), not SQLAlchemy's
+    default (psycopg2, which is not installed)."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url[len(plain) :]
+    return url
+
+
+def _connect_args(url: str) -> dict[str, Any]:
+    if url.startswith("postgres") and "connect_timeout" not in url:
+        return {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
+    return {}
+
+
+def _first_line(exc: BaseException) -> str:
+    """What a driver said, without SQLAlchemy's statement echo and background link: the first line of its message."""
+    cause = getattr(exc, "orig", None) or exc
+    return (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
 
 
 def create_tables(engine: Engine, *tables: Table) -> None:
     """Create ``tables`` if missing; a table written by an earlier version gets the columns added since (nullable),
-    so upgrading keeps every row."""
+    so upgrading keeps every row. A database that cannot be read (a file that is not SQLite, a server that does not
+    answer) or that holds a table of the same name that is not groundstate's is a StoreError naming the database and
+    the problem — and a table of another program is never altered."""
+    try:
+        _create_tables(engine, tables)
+    except SQLAlchemyError as exc:
+        url = engine.url.render_as_string(hide_password=False)
+        if isinstance(exc, DatabaseError) and "file is not a database" in str(exc):
+            raise StoreError(f"{where(url)}: not a SQLite database (the file holds something else)") from None
+        if isinstance(exc, OperationalError) and engine.dialect.name != "sqlite":
+            raise StoreError(f"{where(url)}: cannot reach the database ({_first_line(exc)})") from None
+        raise StoreError(f"{where(url)}: cannot be used as groundstate's store ({_first_line(exc)})") from None
+
+
+def _create_tables(engine: Engine, tables: tuple[Table, ...]) -> None:
+    _refuse_foreign(engine, tables)  # before anything is created: another program's database is left as it was
     for table in tables:
         table.create(engine, checkfirst=True)
+        present = {column["name"] for column in inspect(engine).get_columns(table.name)}
         for index in table.indexes:  # an index added since the table was created
             index.create(engine, checkfirst=True)
-        present = {column["name"] for column in inspect(engine).get_columns(table.name)}
         with engine.begin() as db:
             for column in table.columns:
                 if column.name not in present:
@@ -56,6 +118,23 @@ def create_tables(engine: Engine, *tables: Table) -> None:
                                     f"{column.type.compile(engine.dialect)}"))  # fmt: skip
     if engine.dialect.name == "sqlite":
         private_sqlite_file(engine.url.database)  # the -wal and -shm files too, now they exist
+
+
+def _refuse_foreign(engine: Engine, tables: tuple[Table, ...]) -> None:
+    """StoreError if a table of one of these names exists and is not groundstate's. Every column that may not be NULL
+    has been in its table since the table was first written (the columns added since are nullable), so a table that
+    lacks one is another program's, never an earlier version of ours."""
+    inspector = inspect(engine)
+    existing = set(inspector.get_table_names())
+    for table in tables:
+        if table.name not in existing:
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = sorted(column.name for column in table.columns if not column.nullable and column.name not in present)
+        if missing:
+            url = engine.url.render_as_string(hide_password=False)
+            raise StoreError(f"{where(url)}: its table {table.name!r} is not groundstate's (it has no column "
+                             f"{', '.join(missing)}): not a groundstate store")  # fmt: skip
 
 
 class DriverSQL:
