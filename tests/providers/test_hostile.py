@@ -6,7 +6,9 @@ own API) and asserts the outcome is a typed event or error — never a traceback
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +179,102 @@ def test_the_gateway_refuses_a_nested_body_and_passes_a_hostile_stream_through(
     refused = httpx.post(f"{local_url}/chat/completions", content=DEEP.encode(), timeout=30,
                          headers={"content-type": "application/json"})  # fmt: skip
     assert refused.status_code == 400 and refused.json()["error"]["type"] == "invalid_request_error"
+
+
+GATEWAY_MAX_BODY = 8 << 20  # the documented default bound of a gateway request body
+
+
+def _raw_request(base_url: str, headers: dict[str, str]) -> http.client.HTTPConnection:
+    """A POST to the gateway with its headers sent: the body is the caller's to send (or not)."""
+    host, port = base_url.removeprefix("http://").split("/")[0].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    connection.putrequest("POST", "/v1/chat/completions")
+    for name, value in {"content-type": "application/json", **headers}.items():
+        connection.putheader(name, value)
+    connection.endheaders()
+    return connection
+
+
+def _peak_memory_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def test_the_gateway_refuses_a_declared_oversized_body_before_reading_any_of_it(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """Issue 31: any page the operator's browser opens can POST to the loopback gateway; a body was read whole, with
+    no bound. A Content-Length over the bound is a 413 at once — the body is never sent, and the gateway answers."""
+    upstream, script = server
+    base_url, _ = gateway_for(upstream)
+    connection = _raw_request(base_url, {"content-length": str(100 << 20)})
+    response = connection.getresponse()  # nothing of the 100 MiB is sent: the answer cannot wait for it
+    status, body = response.status, response.read()
+    connection.close()
+    assert status == 413
+    assert json.loads(body)["error"]["message"] == (f"the request body declares 104857600 bytes; the gateway accepts "
+                                                    f"at most {GATEWAY_MAX_BODY} bytes")  # fmt: skip
+    assert script.requests == []  # nothing was forwarded
+
+
+def test_the_gateway_stops_reading_an_unbounded_chunked_body_at_its_bound_and_stays_small(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """Issue 31: a body without a Content-Length (chunked) was appended to with ``+=`` — quadratic copying, 519 MB
+    for 128 MiB. Sent in 1 MiB chunks, up to 64 MiB: the 413 comes once the bound is passed, while the client is still
+    sending, the gateway's peak memory stays far below the body, and the next request is served."""
+    upstream, script = server
+    base_url, _ = gateway_for(upstream)
+    pid = gateway_for.processes[-1].pid  # type: ignore[attr-defined]
+    connection = _raw_request(base_url, {"transfer-encoding": "chunked"})
+    chunk = b"%x\r\n" % (1 << 20) + b" " * (1 << 20) + b"\r\n"
+    sent = 0
+    try:
+        while sent < 64 << 20 and not select.select([connection.sock], [], [], 0.05)[0]:
+            connection.send(chunk)
+            sent += 1 << 20
+    except OSError:
+        pass  # the gateway closed the connection: it stopped reading
+    response = connection.getresponse()
+    status, body = response.status, response.read()
+    connection.close()
+    assert status == 413 and f"at most {GATEWAY_MAX_BODY} bytes" in json.loads(body)["error"]["message"]
+    assert sent < 64 << 20  # answered while the client was still sending
+    assert _peak_memory_mib(pid) < 160  # an interpreter, uvicorn and at most 8 MiB of body; not 64 MiB copied around
+    script.responses = [(200, {}, sse('{"choices": [{"index": 0, "delta": {"content": "ok"}}]}') + b"data: [DONE]\n\n")]
+    answered = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "stream": True, "messages": []},
+                          timeout=30)  # fmt: skip
+    assert answered.status_code == 200 and b"ok" in answered.content
+    assert script.requests and len(script.requests) == 1  # only the well-formed request reached the upstream
+
+
+def test_a_body_just_under_the_gateway_bound_is_forwarded_whole(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    upstream, script = server
+    script.responses = [(200, {}, sse('{"choices": [{"index": 0, "delta": {"content": "ok"}}]}') + b"data: [DONE]\n\n")]
+    base_url, _ = gateway_for(upstream)
+    long_message = "x" * (GATEWAY_MAX_BODY - 1000)
+    request = {"model": "m", "stream": True, "messages": [{"role": "user", "content": long_message}]}
+    answered = httpx.post(f"{base_url}/chat/completions", json=request, timeout=60)
+    assert answered.status_code == 200
+    assert script.requests[0]["body"]["messages"][0]["content"] == long_message
+
+
+def test_a_deeply_nested_request_body_is_a_400_with_a_reason_not_a_500(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """Issue 31: the gateway read the model name of every body it forwards with Python's recursive parser: ``[[[[…``
+    100,000 deep was a RecursionError and a 500. Now a 400 that names the depth, nothing forwarded, no traceback."""
+    upstream, script = server
+    base_url, _ = gateway_for(upstream)
+    nested = ('{"model": "m", "messages": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    refused = httpx.post(f"{base_url}/chat/completions", content=nested, timeout=30,
+                         headers={"content-type": "application/json"})  # fmt: skip
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == ("the request body is JSON nested 100001 levels deep; at most 64 "
+                                                  "are accepted")  # fmt: skip
+    assert script.requests == []
+    process = gateway_for.processes[-1]  # type: ignore[attr-defined]
+    process.terminate()
+    assert b"Traceback" not in process.communicate(timeout=10)[1]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
+from .. import safejson
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
@@ -41,6 +41,23 @@ METRICS_PATH = "/metrics"
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
+MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
+
+
+def _too_deep(body: bytes) -> str | None:
+    """Why a JSON body nested deeper than ``safejson.MAX_DEPTH`` is refused (a 400 naming the depth), or None. The
+    gateway reads the model name and the ``stream`` flag of every body it forwards, and Python's parser recurses once
+    per level: ``[[[[…`` a hundred thousand deep was a RecursionError and a 500. A body that is not JSON is not judged
+    here (the upstream answers it)."""
+    if body.count(b"[") + body.count(b"{") <= safejson.MAX_DEPTH or body.lstrip()[:1] not in (b"{", b"["):
+        return None  # too few brackets to be too deep (the common case costs two counts), or not JSON
+    try:
+        found = safejson.depth(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if found <= safejson.MAX_DEPTH:
+        return None
+    return f"the request body is JSON nested {found} levels deep; at most {safejson.MAX_DEPTH} are accepted"
 
 
 class Gateway:
@@ -55,6 +72,7 @@ class Gateway:
         publish: str | None = None,
         metrics_reader: Callable[[str], bool] | None = None,
         gate: gated.GateFactory | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         if upstream != "local":
             provider_api(api)  # an unknown API is refused here, naming the known ones
@@ -62,6 +80,7 @@ class Gateway:
             raise UnknownAPI(f"the packet gate reads {', '.join(gated.GATED_APIS)} replies from an upstream; "
                              f"not {'the local model' if upstream == 'local' else api}")  # fmt: skip
         self.gate = gate  # each reply through a fresh packet gate (None: replies pass unchanged)
+        self.max_body = max_body  # bytes of a request body, at most (beyond: 413, and the rest is never read)
         self.upstream, self.api = upstream.rstrip("/"), api
         self.metrics_reader = metrics_reader
         self.registry = CollectorRegistry()
@@ -100,16 +119,46 @@ class Gateway:
         if scope["path"] == METRICS_PATH and scope["method"] == "GET":
             await self._serve_metrics(scope, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await self._body(scope, receive, send)
+        if body is None:
+            return  # refused (413), or the client went away
+        if (refusal := _too_deep(body)) is not None:
+            self.requests.labels(self.api if self.upstream != "local" else "local", "400").inc()
+            await send_json(send, 400, error_body(refusal))
+            return
         if self.upstream == "local":
             await self._local_completion(scope, body, send)
         else:
             await self._forward(scope, body, send)
+
+    async def _body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """The request body, read in one pass (its pieces kept in a list and joined once), or None after a 413: any
+        page the operator's browser opens can POST to a loopback gateway, so the body is bounded by ``max_body``, and
+        the bound is enforced before the bytes past it are read — a declared Content-Length over it is refused
+        before any, and a body sent without one as soon as its pieces add up to more."""
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_body:
+            await self._too_large(send, f"declares {int(declared)} bytes")
+            return None
+        pieces: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            piece = message.get("body", b"")
+            size += len(piece)
+            if size > self.max_body:
+                await self._too_large(send, f"has more than {self.max_body} bytes")
+                return None
+            pieces.append(piece)
+            if not message.get("more_body"):
+                return b"".join(pieces)
+
+    async def _too_large(self, send: Send, what: str) -> None:
+        self.requests.labels(self.api if self.upstream != "local" else "local", "413").inc()
+        await send_json(send, 413, error_body(f"the request body {what}; the gateway accepts at most "
+                                              f"{self.max_body} bytes", code="request_too_large"))  # fmt: skip
 
     # -- metrics -------------------------------------------------------------------------------------------
     async def _serve_metrics(self, scope: Scope, send: Send) -> None:
@@ -128,8 +177,8 @@ class Gateway:
         """The request's model as a metrics label, ``API:MODEL@UPSTREAM``. The client names the model, so the
         number of distinct labels is bounded: past MAX_MODEL_LABELS, a new name is counted as ``other``."""
         try:
-            named = json.loads(body).get("model") if body else None
-        except (ValueError, AttributeError):
+            named = safejson.loads(body).get("model") if body else None
+        except (ValueError, AttributeError, UnicodeDecodeError):
             named = None
         model = named[:100] if isinstance(named, str) and named else "unknown"
         if model not in self._models and len(self._models) >= MAX_MODEL_LABELS:
@@ -263,8 +312,8 @@ class Gateway:
         """The reply through the packet gate (see ``gated``): streamed as gated chunks, or whole."""
         assert self.gate is not None
         try:
-            streamed = bool(json.loads(body).get("stream"))
-        except (ValueError, AttributeError):
+            streamed = bool(safejson.loads(body).get("stream"))
+        except (ValueError, AttributeError, UnicodeDecodeError):
             streamed = False
         if not streamed:
             await gated.send_gated_whole(self.gate(), await response.read(), send)
@@ -377,9 +426,10 @@ def serve(
     publish: str | None,
     metrics_reader: Callable[[str], bool] | None,
     gate: gated.GateFactory | None = None,
+    max_body: int = MAX_BODY,
 ) -> None:
-    """Serve the gateway until interrupted (``metrics_reader``, ``gate``: as for Gateway)."""
+    """Serve the gateway until interrupted (``metrics_reader``, ``gate``, ``max_body``: as for Gateway)."""
     import uvicorn
 
-    app = Gateway(upstream, api, publish, metrics_reader, gate)
+    app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
     uvicorn.run(app, host=host, port=port, log_level="warning")
