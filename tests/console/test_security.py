@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import httpx
+from playwright.sync_api import Page, expect
 
+from ..loopback import Reply, loopback
 from .conftest import Console
 
 
@@ -43,7 +46,7 @@ def test_cookie_sessions_need_the_csrf_token(console: Console) -> None:
     assert console.api().get("/api/runs").json() == []  # nothing was started
     assert browser.get("/login", params={"next": "//evil.example/"}, follow_redirects=False).status_code == 200
     redirect = browser.get("/login", params={"token": console.token, "next": "//evil.example/"},
-                           follow_redirects=False)  # fmt: skip
+                           headers={"sec-fetch-site": "none"}, follow_redirects=False)  # fmt: skip
     assert redirect.headers["location"] == "/"  # no open redirect
 
 
@@ -63,3 +66,105 @@ def test_state_files_are_private(console: Console) -> None:
     assert stat.S_IMODE(os.stat(console.home).st_mode) == 0o700
     database = console.home / "groundstate.db"
     assert database.exists() and stat.S_IMODE(os.stat(database).st_mode) == 0o600
+
+
+CROSS_SITE_SENDERS = {  # how a browser marks a request another site's page made it send
+    "another site": {"sec-fetch-site": "cross-site", "origin": "https://evil.example"},
+    "another port of 127.0.0.1": {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1:9"},
+    "an older browser, Origin only": {"origin": "https://evil.example"},
+    "a sandboxed page": {"origin": "null"},
+    "a link without Origin": {"referer": "https://evil.example/page.html"},
+}
+
+
+def _session_of(client: httpx.Client, console: Console) -> str | None:
+    """Who the client's browser session is, as the console's header says (None: not logged in)."""
+    page = client.get("/", follow_redirects=False)
+    if page.status_code != 200:
+        return None
+    found = re.search(r'id="who">([^<]*)<', page.text)
+    return found.group(1) if found else None
+
+
+def test_a_cross_site_login_form_or_link_does_not_log_the_browser_in(console: Console) -> None:
+    """Issue 31 (login CSRF): a page the operator visits submits ``/login`` with the token of an account its author
+    holds, or navigates to ``/login?token=…``; the operator's browser was logged into that account and their next
+    decisions recorded under it. Every cross-site sender is refused with a 403 that says why, and no session cookie is
+    set or replaced: the operator stays who they were."""
+    mallory = console.account("mallory", "operator")
+    for sender, headers in CROSS_SITE_SENDERS.items():
+        operator = httpx.Client(base_url=console.url, timeout=10)
+        operator.post("/login", data={"token": console.token}, headers={"origin": console.url})
+        assert _session_of(operator, console) == "admin (admin)"
+        posted = operator.post("/login", data={"token": mallory, "next": "/"}, headers=headers, follow_redirects=False)
+        followed = operator.get("/login", params={"token": mallory, "next": "/"}, follow_redirects=False,
+                                headers={k: v for k, v in headers.items() if k != "origin"} or headers)  # fmt: skip
+        for response in (posted, followed):
+            assert response.status_code == 403, (sender, response.status_code)
+            assert "set-cookie" not in response.headers, sender
+            assert "login refused:" in response.text, sender
+        assert _session_of(operator, console) == "admin (admin)", sender  # not mallory
+        fresh = httpx.Client(base_url=console.url, timeout=10)  # a browser with no session: none is created either
+        refused = fresh.post("/login", data={"token": mallory}, headers=headers, follow_redirects=False)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers, sender
+
+
+def test_same_origin_logins_and_the_link_the_operator_opens_still_work(console: Console) -> None:
+    """The documented flows: the login form (a same-origin POST), and the link ``demo`` prints opened from the
+    terminal (``Sec-Fetch-Site: none``) log in at once; a client that sends no browser metadata (curl) posts the form
+    as before."""
+    form = httpx.Client(base_url=console.url, timeout=10)
+    posted = form.post("/login", data={"token": console.token, "next": "/runs"}, follow_redirects=False,
+                       headers={"sec-fetch-site": "same-origin", "origin": console.url})  # fmt: skip
+    assert posted.status_code == 303 and posted.headers["location"] == "/runs" and "set-cookie" in posted.headers
+    assert _session_of(form, console) == "admin (admin)"
+    link = httpx.Client(base_url=console.url, timeout=10)
+    opened = link.get("/login", params={"token": console.token, "next": "/runs/x"}, follow_redirects=False,
+                      headers={"sec-fetch-site": "none", "sec-fetch-mode": "navigate"})  # fmt: skip
+    assert opened.status_code == 303 and opened.headers["location"] == "/runs/x" and "set-cookie" in opened.headers
+    curl = httpx.Client(base_url=console.url, timeout=10)
+    assert curl.post("/login", data={"token": console.token}, follow_redirects=False).status_code == 303
+
+
+def test_a_login_link_never_replaces_a_session_or_logs_in_unasked_without_a_confirmation(console: Console) -> None:
+    """A link to ``/login?token=`` for another account, even one the operator opened themselves (a link in a chat
+    message opens with ``Sec-Fetch-Site: none``), does not replace their session: the console asks, naming both
+    accounts, and sets no cookie; so does a link opened without the browser saying by whom. Confirming (a
+    same-origin POST of the page's form) logs in."""
+    mallory = console.account("mallory", "operator")
+    operator = httpx.Client(base_url=console.url, timeout=10)
+    operator.post("/login", data={"token": console.token}, headers={"origin": console.url})
+    asked = operator.get("/login", params={"token": mallory, "next": "/"}, headers={"sec-fetch-site": "none"},
+                         follow_redirects=False)  # fmt: skip
+    assert asked.status_code == 200 and "set-cookie" not in asked.headers
+    assert "Log in as mallory?" in asked.text and "You are signed in as <strong>admin</strong>" in asked.text
+    assert asked.headers["cache-control"] == "no-store"
+    assert _session_of(operator, console) == "admin (admin)"
+    unlabelled = httpx.Client(base_url=console.url, timeout=10).get("/login", params={"token": mallory},
+                                                                    follow_redirects=False)  # fmt: skip
+    assert unlabelled.status_code == 200 and "set-cookie" not in unlabelled.headers
+    confirmed = operator.post("/login", data={"token": mallory, "next": "/"}, follow_redirects=False,
+                              headers={"sec-fetch-site": "same-origin", "origin": console.url})  # fmt: skip
+    assert confirmed.status_code == 303 and _session_of(operator, console) == "mallory (operator)"
+
+
+def test_a_hostile_page_in_the_operators_browser_cannot_log_it_into_another_account(
+    page: Page, console: Console
+) -> None:
+    """The attack as a browser lives it (Chromium): the operator, signed in as admin, opens a page on another port of
+    127.0.0.1 — the same site to the browser — that auto-submits a login form with mallory's token, then one that
+    navigates to ``/login?token=`` with it. Both are refused; the operator is still admin."""
+    mallory = console.account("mallory", "operator")
+    hostile = {
+        "/form": f'<form id="f" method="post" action="{console.url}/login"><input name="token" value="{mallory}">'
+                 '<input name="next" value="/"></form><script>document.getElementById("f").submit()</script>',
+        "/link": f'<script>location.href = "{console.url}/login?token={mallory}&next=/"</script>',
+    }  # fmt: skip
+    html = {"content-type": "text/html"}
+    with loopback(lambda path, _headers, _body: Reply(200, html, hostile[path].encode())) as attacker:
+        for path in hostile:
+            page.goto(f"{attacker}{path}")
+            page.wait_for_url(f"{console.url}/login**")  # the browser went to the console, sent by the page
+            expect(page.locator("p.error")).to_contain_text("login refused: the browser sent it from another site")
+            page.goto(f"{console.url}/")
+            expect(page.locator("#who")).to_have_text("admin (admin)")  # not mallory

@@ -14,9 +14,10 @@ from fastapi.templating import Jinja2Templates
 
 from ..runtime import age, attempts_of, current_instructions, usage_line
 from ..store import ACT, Operator
+from .auth import COOKIE
 from .graph import dag_svg
 from .operations import Operations, operations
-from .security import Secrets, checked_form, local, logged_in, operator_of, secrets_of
+from .security import Secrets, checked_form, cross_site, local, logged_in, operator_of, secrets_of, user_navigation
 from .views import layers, why_json
 
 HERE = Path(str(resources.files("groundstate.console")))
@@ -35,25 +36,46 @@ def _page(request: Request, name: str, **context: Any) -> HTMLResponse:
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, secrets: Keys, next: str = "/", token: str | None = None) -> Response:
-    """The form; or, with ``?token=`` (the link ``groundstate demo`` prints), a direct log-in."""
-    who = secrets.operators.authenticate(token) if token is not None else None
-    if who is not None:
+    """The form; or, with ``?token=`` (the link ``groundstate demo`` prints), a log-in. The link logs in at once only
+    when the operator opened it themselves (``Sec-Fetch-Site: none``: typed, or clicked in the terminal) and it would
+    not replace another account's session; a link another site's page followed is refused, and in any other case the
+    page asks first, naming the account (one click posts the form)."""
+    if token is None:
+        return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": None})
+    if (refused := cross_site(request)) is not None:
+        return _login_refused(request, next, refused)
+    who = secrets.operators.authenticate(token)
+    if who is None:
+        return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": "wrong token"},
+                                          status_code=401)  # fmt: skip
+    current = secrets.from_cookie(request.cookies.get(COOKIE))
+    if user_navigation(request) and (current is None or current.name == who.name):
         return logged_in(next, secrets, who)
-    error = None if token is None else "wrong token"
-    return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": error},
-                                      status_code=200 if error is None else 401)  # fmt: skip
+    return templates.TemplateResponse(request, "login_confirm.html", {"next": local(next), "token": token,
+                                                                      "account": who, "current": current},
+                                      headers={"Cache-Control": "no-store"})  # the page holds the token  # fmt: skip
 
 
 @router.post("/login")
 async def login(request: Request, secrets: Keys) -> Response:
-    """Log in with an operator's token; the session cookie is set for that account."""
+    """Log in with an operator's token; the session cookie is set for that account. A form another site's page
+    submitted is refused (login CSRF: see ``security.cross_site``)."""
     form = await request.form()
     target = local(str(form.get("next", "/")))
+    if (refused := cross_site(request)) is not None:
+        return _login_refused(request, target, refused)
     who = secrets.operators.authenticate(str(form.get("token", "")).strip())
     if who is None:
         return templates.TemplateResponse(request, "login.html", {"next": target, "error": "wrong token"},
                                           status_code=401)  # fmt: skip
     return logged_in(target, secrets, who)
+
+
+def _login_refused(request: Request, target: str, why: str) -> Response:
+    """A 403 login page saying why: nobody is logged in, no session cookie is set or replaced."""
+    error = f"login refused: {why}. Log in here, or open the console's link yourself."
+    return templates.TemplateResponse(request, "login.html", {"next": local(target), "error": error},
+                                      status_code=403)  # fmt: skip
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -95,7 +96,10 @@ def install(app: FastAPI, secrets: Secrets, public: tuple[str, ...] = ()) -> Non
         response.headers["Content-Security-Policy"] = DOCS_CSP if docs else CSP
         response.headers["X-Frame-Options"] = "DENY"  # a click on a framed Abort button is an operator's decision
         response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        # no URL of the console (a login link's token) reaches another site, and the console's own forms still say
+        # where they come from (under no-referrer a browser sends "Origin: null", which login refuses without fetch
+        # metadata: see cross_site)
+        response.headers["Referrer-Policy"] = "same-origin"
         return response
 
 
@@ -134,6 +138,48 @@ async def checked_form(request: Request) -> Any:
     if getattr(request.state, "csrf_from_form", False) and not same(sent, request.state.csrf):
         raise HTTPException(403, "missing or wrong CSRF token")
     return form
+
+
+def cross_site(request: Request) -> str | None:
+    """Why a login request is refused as sent by another site's page, or None. A page the operator's browser opens can
+    submit a form to ``/login`` or navigate to ``/login?token=…`` with the token of an account its author holds: the
+    browser would be logged into that account, and the operator's next decisions recorded under it (login CSRF). A
+    browser says where a request comes from: ``Sec-Fetch-Site`` (``same-site`` too is refused: another port of
+    127.0.0.1 is the same site), else — a browser that sends no fetch metadata, or a console served over plain HTTP on
+    a non-loopback address, where browsers send none — ``Origin`` (sent with every POST; ``null`` from sandboxed and
+    opaque pages; the console's own pages send theirs: ``Referrer-Policy: same-origin``), else ``Referer``. Clients
+    that send none of them are not browsers, and nobody's session is at stake."""
+    site = request.headers.get("sec-fetch-site")
+    if site in ("cross-site", "same-site"):
+        return f"the browser sent it from another site's page (Sec-Fetch-Site: {site})"
+    if site is not None:
+        return None  # none or same-origin: the browser's own word, over Origin (Chromium may send "null" for both)
+    own = _host(request.headers.get("host", ""), request.url.scheme)
+    origin = request.headers.get("origin")
+    if origin is not None and (origin == "null" or _origin_host(origin) != own):
+        return f"it came from another origin (Origin: {origin[:100]})"
+    referer = request.headers.get("referer")
+    if referer and _origin_host(referer) != own:
+        return f"it came from another site's page (Referer: {referer[:100]})"
+    return None
+
+
+def user_navigation(request: Request) -> bool:
+    """Whether the browser says the operator opened this URL themselves — typed, a bookmark, a link clicked in a
+    terminal or another program (``Sec-Fetch-Site: none``) — or from a console page (``same-origin``)."""
+    return request.headers.get("sec-fetch-site") in ("none", "same-origin")
+
+
+def _origin_host(url: str) -> str:
+    parts = urlsplit(url)
+    return _host(parts.netloc, parts.scheme)
+
+
+def _host(netloc: str, scheme: str) -> str:
+    """``host[:port]`` lower-cased, without the scheme's default port (a proxy may name it or not)."""
+    netloc = netloc.lower()
+    default = {"http": ":80", "https": ":443"}.get(scheme.lower(), "")
+    return netloc.removesuffix(default) if default else netloc
 
 
 def logged_in(target: str, secrets: Secrets, who: Operator) -> Response:
