@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.config import ConfigFileError, effective, find_config, load_config
+from groundstate.config import ConfigFileError, effective, find_config, load_config, trust
 
 GOOD = """\
 [models]
@@ -71,10 +71,16 @@ def test_a_missing_policy_file_is_named(tmp_path: Path) -> None:
 
 def test_where_the_configuration_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GROUNDSTATE_CONFIG", raising=False)
+    monkeypatch.setenv("GROUNDSTATE_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     assert find_config() is None and effective(load_config())[0][2] == "default"
     (tmp_path / "groundstate.toml").write_text(GOOD)
+    assert find_config() is None  # found, but nobody trusted it: data, not configuration
+    assert find_config(untrusted=True) == tmp_path / "groundstate.toml"  # what config show/check read
+    trust(tmp_path / "groundstate.toml")
     assert find_config() == tmp_path / "groundstate.toml"
+    (tmp_path / "groundstate.toml").write_text(GOOD + "\n[budgets]\nmax_tokens = 5\n")  # changed: trust withdrawn
+    assert find_config() is None
     other = tmp_path / "other.toml"
     other.write_text("[models]\ndefault = 'local'\n")
     monkeypatch.setenv("GROUNDSTATE_CONFIG", str(other))

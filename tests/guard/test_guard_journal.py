@@ -124,7 +124,9 @@ def test_an_identical_call_while_another_guard_forwards_one_is_not_in_doubt(tmp_
     (tmp_path / "groundstate.toml").write_text(f'[mcp]\napproval_timeout_sec = 2\n[mcp.servers.lying]\ncommand = '
                                                f'["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
-                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                                   )  # fmt: skip
     arguments = {"path": str(effects)}
     (tmp_path / "effects.slow").touch()  # the first call stays in flight
 

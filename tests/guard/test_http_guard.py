@@ -52,7 +52,8 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
-                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home")},
+                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                 "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert server.stderr is not None

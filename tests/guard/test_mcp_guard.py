@@ -35,7 +35,9 @@ def guarded(tmp_path: Path, config: str, use: Session) -> Any:
     """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml)."""
     (tmp_path / "groundstate.toml").write_text(config)
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
-                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                                   )  # fmt: skip
 
     async def session() -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -259,8 +261,8 @@ def test_the_guard_serves_your_python_tools_under_the_same_policy(tmp_path: Path
 def test_an_upstream_that_does_not_start_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.broken]\ncommand = ["{sys.executable}", "-c", '
                                                '"raise SystemExit(3)"]\n')  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=60,
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve", "--config", "groundstate.toml"],
+                          cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
                           env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "error: mcp.servers.broken: cannot start or reach the server" in done.stderr

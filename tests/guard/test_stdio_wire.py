@@ -23,7 +23,7 @@ def echo(text: str) -> str:
 def project(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "echoing.py").write_text(TOOLS)
     (tmp_path / "groundstate.toml").write_text('[tools]\nmodules = ["echoing"]\n')
-    return {"GROUNDSTATE_HOME": str(tmp_path / "home")}
+    return {"GROUNDSTATE_HOME": str(tmp_path / "home"), "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")}
 
 
 def test_long_messages_both_ways_then_short_ones(tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ def test_a_tools_stray_print_goes_to_stderr_not_into_the_wire(tmp_path: Path) ->
     (tmp_path / "noisy.py").write_text(NOISY_TOOLS)
     (tmp_path / "groundstate.toml").write_text('[tools]\nmodules = ["noisy"]\n')
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
-                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+                                   cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                                   )  # fmt: skip
     errors = (tmp_path / "stderr.txt").open("w+")
 
     async def session() -> list[str]:

@@ -19,6 +19,7 @@ from groundstate.config import ConfigFileError, SearchConfig, load_config
 from groundstate.kernel import CorpusSearch, HTTPSearch, SearchError, configured_search
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
+from tests.trusted import trusted
 
 from ..loopback import Reply, loopback
 from ..runtime.conftest import Script, envelope
@@ -129,6 +130,7 @@ def test_a_run_searches_the_configured_service(
 def test_kernel_step_searches_the_configured_service(tmp_path: Path, service: tuple[str, Service]) -> None:
     url, _ = service
     (tmp_path / "groundstate.toml").write_text(f'[search]\nbackend = "searxng"\nurl = "{url}"\n')
+    trusted(tmp_path / "groundstate.toml")
     (tmp_path / "out.json").write_text(json.dumps(envelope("Looking.", [{"tool": "web_search",
                                                                         "argument": "lithium"}])))  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"}

@@ -15,6 +15,7 @@ from groundstate.kernel.executors import EXECUTORS
 from groundstate.kernel.explain import why
 from groundstate.kernel.lint import lint
 from groundstate.logic import EvaluationError, Name
+from tests.trusted import trusted
 
 
 def test_a_transaction_is_one_evaluation(tmp_path: Path) -> None:
@@ -246,6 +247,7 @@ def test_step_reads_the_project_configuration(tmp_path: Path) -> None:
     (tmp_path / "groundstate.toml").write_text(
         '[policy]\nkernel = ["mine.mg"]\n\n[limits.core_limits]\nmax_output_chars = 8\n'
     )
+    trusted(tmp_path / "groundstate.toml")
     done = groundstate("kernel", "step", "--packet", "packet.json", "--workspace", ".", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     write, read = json.loads(done.stdout)["actions"]

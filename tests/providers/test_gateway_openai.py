@@ -5,6 +5,7 @@ every error an OpenAI-shaped body the SDK raises as its typed exception, and a s
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import httpx
 import openai
 import pytest
 from openai import OpenAI
+
+from tests.trusted import trusted
 
 from ..runtime.conftest import envelope, sse
 from .conftest import GatewayFor, Script, free_port
@@ -212,6 +215,7 @@ def test_reply_rules_cut_a_reply_before_any_of_its_surface(
         'reply_refused(R) :- reply_tool_request("delete_file", T), R = fn:string:concat("asks to delete ", T).\n'
     )
     (tmp_path / "groundstate.toml").write_text('[gateway]\nrules = ["replies.mg"]\n')
+    trusted(tmp_path / "groundstate.toml", {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")})
     mutation = envelope("Deleted it all.")
     mutation["control_packet"]["intent_classification"]["category"] = "/mutation"
     deleting = envelope("Cleaning up.", [{"tool": "delete_file", "argument": "main.py"}])

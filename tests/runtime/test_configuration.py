@@ -25,6 +25,7 @@ from groundstate.runtime.backends import HTTPBackend
 from groundstate.runtime.runner import HELD_FOR_OPERATOR, Runtime
 from groundstate.runtime.store import EventStore
 from groundstate.runtime.workflow import WorkflowError
+from tests.trusted import trusted
 
 from .conftest import Script, envelope, sse
 
@@ -111,6 +112,7 @@ def test_run_and_serve_read_the_configuration(tmp_path: Path, model: tuple[str, 
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     env.pop("GROUNDSTATE_CONFIG", None)
     env.pop("GROUNDSTATE_TOKEN", None)
+    trusted(tmp_path / "groundstate.toml", env)
     done = subprocess.run([sys.executable, "-m", "groundstate", "run", "flow.yaml"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -34,6 +34,7 @@ from .project import (
     find_config,
     load_config,
 )
+from .trust import is_trusted, trust, untrust
 
 __all__ = [
     "CONFIG_OPTION",
@@ -71,7 +72,10 @@ __all__ = [
     "effective",
     "find_config",
     "home",
+    "is_trusted",
     "load_config",
     "load_or_create_token",
     "render",
+    "trust",
+    "untrust",
 ]

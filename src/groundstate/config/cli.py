@@ -1,4 +1,4 @@
-"""``groundstate config``: the effective project configuration."""
+"""``groundstate config``: the effective project configuration, and which working-directory files are trusted."""
 
 from __future__ import annotations
 
@@ -7,19 +7,45 @@ from pathlib import Path
 import typer
 
 from .effective import render
-from .project import load_config
+from .project import FILE_NAME, load_config
+from .trust import trust as record_trust
+from .trust import untrust as forget_trust
 
 app = typer.Typer(help="The project configuration (groundstate.toml).", no_args_is_help=True)
 
 
 @app.command()
 def show(config: Path | None = typer.Option(None, "--config", help="The configuration file.")) -> None:
-    """Print every key with its effective value and where it came from (a file line, or the default)."""
-    typer.echo(render(load_config(config)))
+    """Print every key with its effective value and where it came from (a file line, or the default). An
+    untrusted ./groundstate.toml is shown too, marked as not used by the other commands."""
+    loaded = load_config(config, untrusted=True)
+    text = render(loaded)
+    if not loaded.trusted:
+        text = f"# UNTRUSTED: other commands ignore {loaded.path} until `groundstate config trust`\n" + text
+    typer.echo(text)
 
 
 @app.command()
 def check(config: Path | None = typer.Option(None, "--config", help="The configuration file.")) -> None:
     """Validate the configuration; exit 2 naming every problem (file, line, key)."""
-    loaded = load_config(config)
-    typer.echo(f"{loaded.path or 'no configuration file'}: ok")
+    loaded = load_config(config, untrusted=True)
+    note = "" if loaded.trusted else " (untrusted: other commands ignore it until `groundstate config trust`)"
+    typer.echo(f"{loaded.path or 'no configuration file'}: ok{note}")
+
+
+@app.command()
+def trust(
+    path: Path = typer.Argument(Path(FILE_NAME), help="The file to trust (default: ./groundstate.toml)."),
+) -> None:
+    """Trust a configuration file as it is now (its SHA-256): commands run in its directory will use it. Any change
+    to the file withdraws the trust. Read it first: it can import Python modules and change the policy."""
+    load_config(path)  # only a file that validates is worth trusting: the same errors as check, exit 2
+    digest = record_trust(path)
+    typer.echo(f"trusted {path.resolve()} ({digest})")
+
+
+@app.command()
+def untrust(path: Path = typer.Argument(Path(FILE_NAME), help="The file (default: ./groundstate.toml).")) -> None:
+    """Withdraw the trust in a configuration file."""
+    found = forget_trust(path)
+    typer.echo(f"{path.resolve()}: {'no longer trusted' if found else 'was not trusted'}")

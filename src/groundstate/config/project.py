@@ -3,13 +3,17 @@ name the file, the line and the key.
 
 Found, in order: the ``--config`` option, the ``GROUNDSTATE_CONFIG`` environment variable, ``groundstate.toml`` in
 the working directory; none of them is fine (every key has its default). A file named explicitly that does not
-exist is an error, not a silent default. Relative paths in the file are relative to the file.
+exist is an error, not a silent default. A file found in the working directory is used only when the operator has
+trusted it as it is now (``groundstate config trust``, see ``trust.py``); otherwise it is ignored with one line on
+stderr saying so — a cloned repository's configuration is data, not authority. Relative paths in the file are
+relative to the file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..errors import ConfigurationError
 from .home import home
 from .limits import KernelConfig
+from .trust import is_trusted
 
 FILE_NAME = "groundstate.toml"
 ENVIRONMENT = "GROUNDSTATE_CONFIG"
@@ -39,6 +44,16 @@ class Models(BaseModel):
     roles: dict[str, str] = Field(default_factory=dict)
     agents: dict[str, str] = Field(default_factory=dict)
     fallback: list[str] = Field(default_factory=list)  # tried in order when a model fails before its first token
+    # further model endpoints (http(s)://HOST[:PORT]) runs may call: a workflow's or an account's model URL must be
+    # one the configuration names, and only those receive GROUNDSTATE_API_KEY
+    endpoints: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _endpoints_are_urls(self) -> Models:
+        for endpoint in self.endpoints:
+            if not re.match(r"^https?://[^/@\s]+", endpoint):
+                raise ValueError(f"endpoints: {endpoint!r} is not an http(s)://HOST[:PORT] URL")
+        return self
 
 
 class Policy(BaseModel):
@@ -254,8 +269,9 @@ class ProjectConfig(BaseModel):
 class LoadedConfig:
     """A validated configuration with where it came from: the file (None: defaults only) and its raw table."""
 
-    def __init__(self, config: ProjectConfig, path: Path | None, raw: dict[str, Any], text: str = "") -> None:
-        self.config, self.path, self.raw, self.text = config, path, raw, text
+    def __init__(self, config: ProjectConfig, path: Path | None, raw: dict[str, Any], text: str = "", *,
+                 trusted: bool = True) -> None:  # fmt: skip
+        self.config, self.path, self.raw, self.text, self.trusted = config, path, raw, text, trusted
 
     def origin(self, key: tuple[str, ...]) -> str:
         """``FILE:LINE`` where ``key`` is set, or ``default``."""
@@ -267,8 +283,10 @@ class LoadedConfig:
         return f"{self.path}:{_line_of(self.text, key)}"
 
 
-def find_config(explicit: str | Path | None = None) -> Path | None:
-    """The configuration file to use (see the module docstring); ConfigFileError if a named one is missing."""
+def find_config(explicit: str | Path | None = None, *, untrusted: bool = False) -> Path | None:
+    """The configuration file to use (see the module docstring); ConfigFileError if a named one is missing.
+    ``untrusted=True`` also returns a working-directory file nobody trusted (for ``config show``/``check``, which
+    only read it)."""
     named = explicit or os.environ.get(ENVIRONMENT)
     if named:
         path = Path(named)
@@ -277,14 +295,33 @@ def find_config(explicit: str | Path | None = None) -> Path | None:
             raise ConfigFileError(f"{path}: no such configuration file (named by {where})")
         return path
     here = Path.cwd() / FILE_NAME
-    return here if here.is_file() else None
+    if not here.is_file():
+        return None
+    if untrusted or is_trusted(here):
+        return here
+    _say_ignored(here)
+    return None
 
 
-def load_config(explicit: str | Path | None = None) -> LoadedConfig:
-    """The project configuration, validated; ConfigFileError lists every problem with its file, line and key."""
-    path = find_config(explicit)
+_IGNORED_SAID: set[Path] = set()
+
+
+def _say_ignored(path: Path) -> None:
+    """One line per process: the file is there, it is not used, and how to use it."""
+    if path not in _IGNORED_SAID:
+        _IGNORED_SAID.add(path)
+        sys.stderr.write(f"groundstate: ignoring {path}: found in the working directory but not trusted (it could "
+                         "import code and change policy); use it with --config, or trust it as it is now with "
+                         "`groundstate config trust`\n")  # fmt: skip
+
+
+def load_config(explicit: str | Path | None = None, *, untrusted: bool = False) -> LoadedConfig:
+    """The project configuration, validated; ConfigFileError lists every problem with its file, line and key.
+    ``untrusted=True``: read an untrusted working-directory file too (as data: nothing here acts on it)."""
+    path = find_config(explicit, untrusted=untrusted)
     if path is None:
         return LoadedConfig(ProjectConfig(), None, {})
+    trusted = bool(explicit or os.environ.get(ENVIRONMENT)) or is_trusted(path)
     text = path.read_text(encoding="utf-8")
     try:
         raw = tomllib.loads(text)
@@ -300,7 +337,7 @@ def load_config(explicit: str | Path | None = None) -> LoadedConfig:
         raise ConfigFileError("\n".join(problems)) from None
     _resolve_paths(config, path, text)
     _check_names(config, path, text)
-    return LoadedConfig(config, path, raw, text)
+    return LoadedConfig(config, path, raw, text, trusted=trusted)
 
 
 def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
