@@ -40,6 +40,30 @@ def depth(text: str) -> int:
     return deepest
 
 
+def flattened(text: str, keep: int = 1) -> str:
+    """``text`` with every array or object nested deeper than ``keep`` levels replaced by ``null``, in one linear
+    scan: what is left can be parsed safely to read the outer fields of a message too deep to parse whole (a
+    JSON-RPC request's ``id`` and ``method``, to answer it)."""
+    out: list[str] = []
+    level, position, cut_from = 0, 0, -1
+    for match in _TOKENS.finditer(text):
+        char = match.group()[0]
+        if char == '"':
+            continue
+        if char in "[{":
+            level += 1
+            if level == keep + 1:
+                out.append(text[position:match.start()])
+                cut_from = match.start()
+        elif char in "]}":
+            if level == keep + 1 and cut_from >= 0:
+                out.append("null")
+                position, cut_from = match.end(), -1
+            level -= 1
+    out.append(text[position:] if cut_from < 0 else "null")
+    return "".join(out)
+
+
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, strict: bool = True) -> Any:
     """``json.loads`` refusing nesting deeper than ``max_depth`` and non-finite numbers (``NaN``, ``Infinity``)."""
     if isinstance(text, bytes | bytearray):

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..kernel import PolicyInvariantError, explain
-from ..logic import Float, Name
+from ..kernel import PolicyInvariantError, why_row
+from ..logic import Float, LogicError, Name
 from .judged import OneAtATime
 
 MAX_ARGUMENT_FACTS = 256  # flattened argument values reported per call; beyond, the call is refused
-MAX_VALUE_CHARS = 16_000
+MAX_VALUE_CHARS = 1_000_000  # characters of one string argument (the engine's bound on a string); longer: refused
+MAX_ARGUMENT_DEPTH = 32  # nesting of the arguments; deeper is refused
 
 
 def shipped_rules() -> Path:
@@ -72,13 +73,19 @@ class McpPolicy:
         incremental evaluation from them, undone after).
         ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
+        flattened = _flatten(arguments)  # first: refused arguments are never hashed
         digest = call_digest(server, tool, arguments)
-        flattened = list(_flatten(arguments, ""))
-        if len(flattened) > MAX_ARGUMENT_FACTS:
-            raise ArgumentsTooLarge(f"the arguments have more than {MAX_ARGUMENT_FACTS} values")
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
+        try:
+            return self._judged(call, server, tool, digest, facts)
+        except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
+            reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
+            return Verdict(call, "deny", [reason], digest, "")
+
+    def _judged(self, call: str, server: str, tool: str, digest: str, facts: list[tuple[str, tuple[Any, ...]]]
+                ) -> Verdict:  # fmt: skip
         with self._calls.judging(facts) as kernel:
             rows = kernel.match("mcp_verdict", call)
             if len(rows) != 1:
@@ -86,11 +93,18 @@ class McpPolicy:
                                            "rules must derive exactly one")  # fmt: skip
             [(_, decision, reasons)] = rows
             kind, first = str(decision).lstrip("/"), str(reasons[0])
-            quoted = first.replace("\\", "\\\\").replace('"', '\\"')
             # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are
             # its record (deriving the tree costs ten times the decision: docs/benchmarks.md)
-            why = explain(kernel, f'mcp_decision("{call}", {decision}, "{quoted}")') if kind != "permit" else ""
+            why = why_row(kernel, "mcp_decision", call, decision, first).render() if kind != "permit" else ""
         return Verdict(call, kind, [str(r) for r in reasons], digest, why)
+
+
+def _short(exc: LogicError) -> str:
+    """The engine's message without the rule file's path (clients see it; the path is the operator's business):
+    what failed, and the rule's file name and line."""
+    detail = " ".join(exc.message.split(" (in the clause", 1)[0].split())[:300]
+    where = exc.position
+    return f"{detail}; the rule at {Path(where.source).name}:{where.line}" if where is not None else detail
 
 
 def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
@@ -100,21 +114,41 @@ def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _flatten(value: Any, key: str) -> Any:
-    """(key, typed value) for every leaf: strings (cut), integers, floats, /true, /false, /null."""
-    if isinstance(value, dict):
-        for name, inner in value.items():
-            yield from _flatten(inner, f"{key}.{name}" if key else str(name))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _flatten(inner, f"{key}.{index}" if key else str(index))
-    elif isinstance(value, bool):
-        yield key, Name("/true" if value else "/false")
-    elif value is None:
-        yield key, Name("/null")
-    elif isinstance(value, int):
-        yield key, value
-    elif isinstance(value, float):
-        yield key, Float(value)
-    else:
-        yield key, str(value)[:MAX_VALUE_CHARS]
+def _flatten(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(key, typed value) for every leaf: strings, integers, floats, /true, /false, /null — iteratively, so depth
+    costs no stack. What the rules see is exactly what is forwarded: a string longer than MAX_VALUE_CHARS, more
+    than MAX_ARGUMENT_FACTS values or nesting deeper than MAX_ARGUMENT_DEPTH is refused (ArgumentsTooLarge), never
+    cut — a cut value would be judged while the whole one went upstream."""
+    leaves: list[tuple[str, Any]] = []
+    pending: list[tuple[str, Any, int]] = [("", arguments, 0)]
+    while pending:
+        key, value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                raise ArgumentsTooLarge(f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels (at {key!r})")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            inner = [(f"{key}.{name}" if key else str(name), item, depth + 1) for name, item in items]
+            pending.extend(reversed(inner))  # popped in the arguments' own order
+        elif isinstance(value, bool):
+            leaves.append((key, Name("/true" if value else "/false")))
+        elif value is None:
+            leaves.append((key, Name("/null")))
+        elif isinstance(value, int):
+            leaves.append((key, value))
+        elif isinstance(value, float):
+            leaves.append((key, Float(value)))
+        else:
+            text = str(value)
+            if len(text) > MAX_VALUE_CHARS:
+                raise ArgumentsTooLarge(f"the argument {key!r} has {len(text)} characters; the policy judges at most "
+                                        f"{MAX_VALUE_CHARS} (the call is refused, not cut)")  # fmt: skip
+            leaves.append((key, text))
+        if len(leaves) > MAX_ARGUMENT_FACTS:
+            raise ArgumentsTooLarge(f"the arguments have more than {MAX_ARGUMENT_FACTS} values")
+    return leaves
+
+
+def check_arguments(arguments: dict[str, Any]) -> None:
+    """Refuse (ArgumentsTooLarge) arguments the policy could not judge whole, before anything hashes or stores
+    them."""
+    _flatten(arguments)

@@ -27,10 +27,12 @@ from mcp.shared.exceptions import MCPError
 from .. import tools
 from ..config import ProjectConfig, home
 from ..providers import UpstreamError, Upstreams, connect
+from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
-from .policy import ArgumentsTooLarge, McpPolicy, Verdict
+from .policy import ArgumentsTooLarge, McpPolicy, Verdict, check_arguments
+from .stdio import TOO_DEEP, claimed_stdio
 
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
@@ -121,14 +123,20 @@ class Guard:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         """Decide, then forward, hold or refuse."""
+        if params.name == TOO_DEEP:  # a request the transport could not parse whole (stdio.py)
+            method = str((params.arguments or {}).get("method", ""))
+            raise MCPError(UNKNOWN_TOOL, f"refused: the {method or 'request'} message nests deeper than "
+                                         f"{MAX_MESSAGE_DEPTH} levels")  # fmt: skip
         route = self.upstreams.route(params.name)
         if route is None:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
-        call = _Call(*route, dict(params.arguments or {}), _idempotency_key(params), self._client_of(ctx))
-        try:  # on the loop unless another process holds the store's lock: doubts, decision, ledger row, intent
-            admitted = await in_store(self.ledger.engine, self._admit, call)
+        arguments = dict(params.arguments or {})
+        try:  # judged whole or refused: before anything hashes, journals or decides on them
+            check_arguments(arguments)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
+        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx))
+        admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
             ended = await self.approvals.wait(entry)
@@ -195,6 +203,7 @@ class Guard:
             if "cut" in recorded:
                 raise MCPError(REFUSED, f"denied: this call ({named}) already ran; its result was too large to keep")
             return types.CallToolResult.model_validate(recorded)
+        await asyncio.to_thread(self.journal.durable)  # the intent on the disk before the effect (power loss)
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
         except MCPError as exc:  # the upstream's own protocol error: it answered, so the call is settled
@@ -261,8 +270,9 @@ async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     database at ``store_url``)."""
     async with _guard(settings, store_url, "stdio") as (server, upstreams):
         _started(upstreams, "stdio")
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with claimed_stdio() as (lines, wire):  # every line measured before the SDK's recursive parser sees it
+            async with stdio_server(lines, wire) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
 
 
 async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: int, operators: Operators) -> None:

@@ -14,7 +14,7 @@ from .config import ContextBudgetError, CoreLimits, KernelConfig, ShardProfile, 
 from .executors import EXECUTORS, Action, Context, Outcome
 from .executors.http_search import HTTPSearch, SearchError
 from .executors.web import CorpusSearch
-from .explain import Explanation, explain, why
+from .explain import Explanation, explain, why, why_row
 from .journaled import JournaledEffects
 from .kernel import (
     Frame,
@@ -86,4 +86,5 @@ __all__ = [
     "load_program",
     "update_validator",
     "why",
+    "why_row",
 ]

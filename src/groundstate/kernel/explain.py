@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GroundstateError
 from ..logic import (
+    FUNCTIONS,
     Apply,
     Atom,
     Comparison,
@@ -52,12 +54,23 @@ def explain(kernel: Kernel, text: str, depth: int = 6) -> str:
 
 
 def why(kernel: Kernel, text: str, depth: int = 6) -> Explanation:
-    """The explanation of the first fact matching ``text`` (a fact, or a pattern with variables)."""
+    """The explanation of the first fact matching ``text`` (a fact, or a pattern with variables) — for a person's
+    typed pattern (``kernel why``); code explains values it holds with ``why_row``, never by writing a pattern."""
     atom = parse_atom(text)
     rows = kernel.query(text)
     if not rows:
         return Explanation(text, "does not hold")
     return _Explainer(kernel).explain(atom.predicate, rows[0], depth, set())
+
+
+def why_row(kernel: Kernel, predicate: str, *leading: Any, depth: int = 6) -> Explanation:
+    """The explanation of the first fact of ``predicate`` whose first columns are the values ``leading``. The values
+    stay values: text from a model, a provider or a tool (newlines, quotes, ``:-``) is never parsed as a pattern."""
+    rows = kernel.match(predicate, *leading, sort=True)
+    if not rows:
+        shown = display_fact(predicate, tuple(leading)).removesuffix(")") + ", ...)"
+        return Explanation(shown, "does not hold")
+    return _Explainer(kernel).explain(predicate, rows[0], depth, set())
 
 
 class _Explainer:
@@ -88,11 +101,8 @@ class _Explainer:
             info = self.kernel.engine.predicates.get(literal.predicate)
             if info is not None and info.external:
                 return Explanation(pattern, "external predicate")
-            if any(isinstance(a, Apply) for a in literal.args):  # a computed argument: the engine evaluates it
-                rows = self.kernel.query(pattern)
-            else:
-                bound = {i: _value(a, binding) for i, a in enumerate(literal.args) if _known(a, binding)}
-                rows = sort_facts(self.kernel.engine.lookup(literal.predicate, bound))
+            bound = {i: _value(a, binding) for i, a in enumerate(literal.args) if _known(a, binding)}
+            rows = sort_facts(self.kernel.engine.lookup(literal.predicate, bound))
             return self.explain(literal.predicate, rows[0], depth, seen) if rows else Explanation(pattern, "?")
         if isinstance(literal, Negation):
             return Explanation("!" + _render(literal.atom, binding), "no such fact")
@@ -123,8 +133,32 @@ def _variables(body: tuple[Any, ...]) -> list[str]:
 
 
 def _known(term: Term, binding: dict[str, Any]) -> bool:
-    """Whether the term's value is known from the binding (a constant, or a bound variable)."""
+    """Whether the term's value is known from the binding: a constant, a bound variable, or a function of those
+    that evaluates (a computed argument is evaluated here on values, never rendered and parsed back)."""
+    if isinstance(term, Apply):
+        return _computed(term, binding) is not _UNKNOWN
     return isinstance(term, Const) or (isinstance(term, Var) and term.name in binding)
+
+
+_UNKNOWN = object()
+
+
+def _computed(term: Term, binding: dict[str, Any]) -> Any:
+    """The value of a function term over bound values, or _UNKNOWN (an unbound variable, an unknown function or
+    one that fails on these values)."""
+    if isinstance(term, Var):
+        return binding.get(term.name, _UNKNOWN)
+    if isinstance(term, Const):
+        return term.value
+    if not isinstance(term, Apply) or term.function not in FUNCTIONS:
+        return _UNKNOWN
+    args = [_computed(arg, binding) for arg in term.args]
+    if any(arg is _UNKNOWN for arg in args):
+        return _UNKNOWN
+    try:
+        return FUNCTIONS[term.function](*args)
+    except (GroundstateError, TypeError, ValueError, ArithmeticError):
+        return _UNKNOWN
 
 
 def _value(term: Term, binding: dict[str, Any]) -> Any:
@@ -132,7 +166,7 @@ def _value(term: Term, binding: dict[str, Any]) -> Any:
         return binding[term.name]
     if isinstance(term, Const):
         return term.value
-    return None
+    return _computed(term, binding)
 
 
 def _term(term: Term, binding: dict[str, Any]) -> str:

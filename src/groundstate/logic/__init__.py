@@ -11,6 +11,7 @@ like the kernel's linter and explainer), one-ground-fact parsing (for model-writ
 
 from .analysis import AnalyzedProgram, PredicateInfo, bounds_problem
 from .ast import Apply, Atom, Clause, Comparison, Const, FactRow, Negation, SourceUnit, Term, Var
+from .builtins import FUNCTIONS
 from .engine import Engine, Stats
 from .errors import (
     AnalysisError,
@@ -31,6 +32,7 @@ from .values import Float, List, Map, Name, Pair, Struct, display, display_fact,
 
 __all__ = [
     "CONSTRUCTORS",
+    "FUNCTIONS",
     "AnalysisError",
     "AnalyzedProgram",
     "Apply",

@@ -187,6 +187,7 @@ class Engine:
         if self.pending:
             self.evaluate()
         added: dict[str, set[Fact]] = {}
+        changes: Changes = {}
         self._journal = []
         try:
             for predicate, rows in facts.items():
@@ -195,10 +196,9 @@ class Engine:
                     self.base[predicate] |= fresh
                     self._toggled[predicate] = set(fresh)
                     added[predicate] = fresh
-            changes: Changes = {}
             self.evaluate(changes=changes)
-        except BaseException:
-            self._undo_supposed(added, {})
+        except BaseException:  # an evaluation that failed half-way: what it derived so far is undone too
+            self._undo_supposed(added, changes)
             raise
         try:
             yield self.stats
