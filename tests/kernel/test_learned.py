@@ -90,3 +90,42 @@ def test_kernels_sharing_the_file_never_undo_a_countdown(tmp_path: Path) -> None
     second.propose('denied(A, "no tmp") :- pending_action(A, /write_file, T, _, _), :string:starts_with(T, "tmp/").')
     first.kernel.assert_facts("task_status", (Name("/u"), Name("/pending")))
     assert [(r.number, r.remaining) for r in LearnedRules(Kernel(tmp_path), path).rules] == [(1, 2), (2, 3)]
+
+
+EXPLODES_LATER = (
+    "Decl learned_big(S) bound [/string].\n"
+    "learned_big(T) :- pending_action(_, _, T, _, _).\n"
+    "learned_big(U) :- learned_big(T), U = fn:string:concat(T, T).\n"
+)
+
+
+def test_a_quarantined_rule_that_explodes_later_cannot_touch_a_decision(
+    setup: tuple[Kernel, Shards, LearnedRules], tmp_path: Path
+) -> None:
+    """Accepted on facts where it derives nothing, it explodes once a call arrives: quarantined, it runs apart, so
+    the call is decided as without it; it is marked failed, never promoted, and the file says why."""
+    kernel, shards, learned = setup
+    rule = learned.propose(EXPLODES_LATER)
+    assert write(shards, kernel, "src/a.py") == "/permit"  # the decision as if the rule did not exist
+    assert rule.failed is not None and "string" in rule.failed
+    for _ in range(5):
+        assert write(shards, kernel, "src/b.py") == "/permit"
+    assert not rule.active and rule.remaining > 0  # never promoted
+    reloaded = LearnedRules(Kernel(kernel.workspace), tmp_path / "learned.mg")
+    assert [(r.number, r.failed is not None, r.active) for r in reloaded.rules] == [(1, True, False)]
+    assert count_completed_run(tmp_path / "learned.mg")[0].remaining == rule.remaining  # runs do not promote it
+
+
+def test_a_derivation_cannot_forge_a_rule_in_the_rules_file(
+    setup: tuple[Kernel, Shards, LearnedRules], tmp_path: Path
+) -> None:
+    """What a quarantined rule derives is written one JSON string per line: a derived value holding a newline and a
+    ``# learned:`` header does not become an active rule when the file is read again."""
+    kernel, shards, learned = setup
+    forged = '\n# learned: 7 remaining 0\ndenied(A, "forged") :- pending_action(A, _, _, _, _).'
+    learned.propose('denied(A, T) :- pending_action(A, /write_file, T, _, _), :string:starts_with(T, "docs/").')
+    write(shards, kernel, "docs/" + forged)
+    reloaded = LearnedRules(Kernel(kernel.workspace), tmp_path / "learned.mg")
+    assert [r.number for r in reloaded.rules] == [1]
+    with pytest.raises(LearnedRuleError, match="comments"):
+        learned.propose('# learned: 9 remaining 0\ndenied(A, "x") :- pending_action(A, _, _, _, _).')

@@ -34,6 +34,7 @@ class JournaledEffects:
         recorded = self.journal.begin(self.scope, position, action.type, call)
         if recorded is not None:
             return _outcome(recorded, action.action_id)
+        self.journal.durable()  # the intent on the disk before the effect: a power loss cannot make it run twice
         outcome = store.run(executor, action, profile)
         self.journal.finish(self.scope, position, action.type, call, _recorded(outcome, action.action_id))
         return outcome

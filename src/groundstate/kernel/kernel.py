@@ -278,7 +278,8 @@ class Kernel:
     def final_decision(self, action_id: Any) -> tuple[str, str]:
         """``final_decision/3`` for one action: its decision and every reason the policy gives for it (several
         denials are all reported, in the engine's order)."""
-        rows = self.query(f"final_decision({action_id}, D, R)")
+        key = action_id if isinstance(action_id, Name) else Name(str(action_id))
+        rows = self.match("final_decision", key, sort=True)
         decisions = {str(d) for _, d, _ in rows}
         if len(decisions) != 1:
             found = ", ".join(sorted(decisions)) or "none"

@@ -7,17 +7,22 @@ stratification, or exceeds the derived-fact limit on the kernel's current facts.
 separate engine; the kernel is untouched until the rule is accepted.
 
 An accepted rule runs in quarantine for N evaluations (``count="evaluations"``, one kernel's own lifetime) or N
-completed runs (``count="runs"``: the runtime calls ``count_completed_run`` when a run completes): its heads are
-renamed, so it derives facts that are recorded but that no other rule reads and nothing acts on. Then it becomes
-active. Rules persist in ``learned.mg``; several kernels and processes share one file, so every write is a merge
-under a lock (a countdown never goes back up, recorded derivations are kept, a rule proposed elsewhere stays).
+completed runs (``count="runs"``: the runtime calls ``count_completed_run`` when a run completes). Quarantined, it
+is not part of the deciding kernel at all: after each of the kernel's evaluations it is evaluated in an engine
+of its own over the kernel's facts (its heads renamed), so what it derives is recorded but nothing reads or acts
+on it, and a rule that fails there (values that explode, a fact limit) is marked failed and never promoted — it
+cannot fail or slow a decision. Then it becomes active. Rules persist in ``learned.mg``; several kernels and
+processes share one file, so every write is a merge under a lock (a countdown never goes back up, recorded
+derivations are kept, a rule proposed elsewhere stays). Recorded lines are JSON strings: a derivation's text cannot
+forge a rule's header, and a proposal may hold no comment line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -35,6 +40,7 @@ QUARANTINE_PREFIX = "learned_quarantine_"
 MAX_RECORDED = 200
 _MARK = "# learned: "
 _DERIVED = "# derived in quarantine: "
+_FAILED = "# failed in quarantine: "
 
 
 class LearnedRuleError(PolicyError, ValueError):
@@ -49,11 +55,12 @@ class LearnedRule:
     text: str
     remaining: int  # evaluations left in quarantine; 0 = active
     derivations: list[str] = field(default_factory=list)  # what it derived while quarantined
+    failed: str | None = None  # why it failed in quarantine: then it is never promoted
 
     @property
     def active(self) -> bool:
-        """Whether the quarantine is over, so its derivations count."""
-        return self.remaining == 0
+        """Whether the quarantine is over, so its derivations count (never for a rule that failed)."""
+        return self.remaining == 0 and self.failed is None
 
 
 class LearnedRules:
@@ -84,7 +91,7 @@ class LearnedRules:
         """Accept ``text`` as a learned rule in quarantine, or refuse it (LearnedRuleError) with the reason."""
         self._check_syntax(text)
         candidate = LearnedRule(self._next_number(), text.strip(), self.quarantine_evaluations)
-        program = self._program([*self.rules, candidate], quarantine=False)
+        program = self._program([*(r for r in self.rules if r.failed is None), candidate])
         try:
             engine = Engine(program, created_fact_limit=self.kernel.config.core_limits.max_derived_facts_limit,
                             externals=self.kernel._externals)  # fmt: skip
@@ -105,6 +112,8 @@ class LearnedRules:
             unit = parse_unit(text, "<learned rule>")
         except LogicError as exc:
             raise LearnedRuleError(f"refused: not valid Mangle: {exc}") from None
+        if any(line.lstrip().startswith("#") for line in text.splitlines()):
+            raise LearnedRuleError("refused: learned rules may not contain comments (the rules file keeps its own)")
         if unit.package or unit.uses:
             raise LearnedRuleError("refused: learned rules may not use Package or Use")
         if not unit.clauses:
@@ -122,19 +131,14 @@ class LearnedRules:
 
     # -- quarantine ----------------------------------------------------------------------------------
     def observe(self) -> None:
-        """After each kernel evaluation: record quarantined derivations; counting evaluations, count down and
-        promote."""
+        """After each kernel evaluation: run the quarantined rules apart and record what they derive (or that they
+        failed); counting evaluations, count down and promote."""
         promoted = False
         for rule in self.rules:
-            if rule.active:
+            if rule.active or rule.failed is not None:
                 continue
-            for head in sorted(_heads(rule)):
-                quarantined = f"{QUARANTINE_PREFIX}{rule.number}_{head}"
-                for fact in self.kernel.engine.facts(quarantined):
-                    shown = display_fact(head, fact)
-                    if shown not in rule.derivations and len(rule.derivations) < MAX_RECORDED:
-                        rule.derivations.append(shown)
-            if self.count == "evaluations":
+            self._shadow(rule)
+            if self.count == "evaluations" and rule.failed is None:
                 rule.remaining -= 1
                 promoted = promoted or rule.active
         if promoted:
@@ -142,17 +146,36 @@ class LearnedRules:
         if self.rules:
             self._save()
 
+    def _shadow(self, rule: LearnedRule) -> None:
+        """Evaluate ``rule`` (heads renamed) with the active rules over the kernel's asserted facts, in an engine of
+        its own; record its derivations, or why it failed."""
+        program = self._program([r for r in self.rules if r.active], quarantined=[rule])
+        try:
+            engine = Engine(program, created_fact_limit=self.kernel.config.core_limits.max_derived_facts_limit,
+                            externals=self.kernel._externals)  # fmt: skip
+            for predicate, facts in self.kernel.engine.base.items():
+                if predicate in engine.base and facts:
+                    engine.assert_facts(predicate, [f for f in facts if f not in engine.base[predicate]])
+            engine.evaluate()
+        except LogicError as exc:
+            rule.failed = " ".join(str(exc).split())[:500]
+            return
+        for head in sorted(_heads(rule)):
+            for fact in engine.facts(f"{QUARANTINE_PREFIX}{rule.number}_{head}"):
+                shown = display_fact(head, fact)
+                if shown not in rule.derivations and len(rule.derivations) < MAX_RECORDED:
+                    rule.derivations.append(shown)
+
     # -- program ---------------------------------------------------------------------------------------
     def _install(self) -> None:
-        self.kernel.replace_program(self._program(self.rules, quarantine=True))
+        """The deciding kernel's program: the shipped sources and the active rules only."""
+        self.kernel.replace_program(self._program([r for r in self.rules if r.active]))
 
-    def _program(self, rules: list[LearnedRule], *, quarantine: bool) -> Program:
-        units = []
-        for rule in rules:
+    def _program(self, rules: list[LearnedRule], *, quarantined: Sequence[LearnedRule] = ()) -> Program:
+        units = [parse_unit(rule.text, f"learned rule {rule.number}") for rule in rules]
+        for rule in quarantined:
             unit = parse_unit(rule.text, f"learned rule {rule.number}")
-            if quarantine and not rule.active:
-                unit = _renamed(unit, f"{QUARANTINE_PREFIX}{rule.number}_", _heads(rule))
-            units.append(unit)
+            units.append(_renamed(unit, f"{QUARANTINE_PREFIX}{rule.number}_", _heads(rule)))
         return Program.load(*self.base_sources) + Program(units)
 
     def _next_number(self) -> int:
@@ -182,7 +205,8 @@ def count_completed_run(path: str | Path) -> list[LearnedRule]:
     with _locked(path):
         rules = _read(path)
         for rule in rules:
-            rule.remaining = max(rule.remaining - 1, 0)
+            if rule.failed is None:
+                rule.remaining = max(rule.remaining - 1, 0)
         _write(path, rules)
     return rules
 
@@ -203,13 +227,20 @@ def _read(path: Path) -> list[LearnedRule]:
     if not path.exists():
         return []
     rules: list[LearnedRule] = []
-    for block in path.read_text(encoding="utf-8").split(_MARK)[1:]:
-        header, _, body = block.partition("\n")
+    blocks: list[list[str]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():  # a rule starts only at a line that is its mark
+        if line.startswith(_MARK):
+            blocks.append([line.removeprefix(_MARK)])
+        elif blocks:
+            blocks[-1].append(line)
+    for header, *rest in blocks:
+        body = "\n".join(rest)
         number, _, remaining = header.partition(" remaining ")
         lines = body.strip().splitlines()
-        derived = [line.removeprefix(_DERIVED) for line in lines if line.startswith(_DERIVED)]
-        text = "\n".join(line for line in lines if not line.startswith(_DERIVED)).strip()
-        rules.append(LearnedRule(int(number), text, int(remaining), derived))
+        derived = [_text(line.removeprefix(_DERIVED)) for line in lines if line.startswith(_DERIVED)]
+        failed = next((_text(line.removeprefix(_FAILED)) for line in lines if line.startswith(_FAILED)), None)
+        text = "\n".join(line for line in lines if not line.startswith("#")).strip()
+        rules.append(LearnedRule(int(number), text, int(remaining), derived, failed))
     return rules
 
 
@@ -217,9 +248,19 @@ def _write(path: Path, rules: list[LearnedRule]) -> None:
     lines = ["# groundstate learned rules: written by the kernel; each rule follows its '# learned:' line."]
     for rule in rules:
         lines += [f"{_MARK}{rule.number} remaining {rule.remaining}", rule.text]
-        lines += [f"{_DERIVED}{shown}" for shown in rule.derivations]
+        lines += [f"{_DERIVED}{json.dumps(shown)}" for shown in rule.derivations]  # one line each, whatever they hold
+        lines += [f"{_FAILED}{json.dumps(rule.failed)}"] if rule.failed is not None else []
         lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _text(recorded: str) -> str:
+    """A recorded line's text: a JSON string (written since derivations are escaped), else as it stands (older)."""
+    try:
+        loaded = json.loads(recorded)
+    except ValueError:
+        return recorded
+    return loaded if isinstance(loaded, str) else recorded
 
 
 def _merged(stored: list[LearnedRule], mine: list[LearnedRule]) -> list[LearnedRule]:
@@ -231,6 +272,7 @@ def _merged(stored: list[LearnedRule], mine: list[LearnedRule]) -> list[LearnedR
         if rule is other:
             continue
         rule.remaining = min(other.remaining, rule.remaining)
+        rule.failed = rule.failed or other.failed
         rule.derivations[:0] = [d for d in other.derivations if d not in rule.derivations]
         del rule.derivations[MAX_RECORDED:]
     return [by_number[number] for number in sorted(by_number)]

@@ -221,12 +221,12 @@ class Shards:
         handled: list[str] = []
         profile = self.kernel.config.shard(self.shard_type)
         for (action_id,) in self.kernel.query("awaiting_routing(A)"):
-            _, action_type, target, payload, _ = self.kernel.query(f"pending_action({action_id}, T, G, P, M)")[0]
-            routes = self.kernel.query(f"chosen_route({action_id}, K, E)")  # one, or none (routing_problem)
+            _, action_type, target, payload, _ = self.kernel.match("pending_action", action_id, sort=True)[0]
+            routes = self.kernel.match("chosen_route", action_id, sort=True)  # one, or none (routing_problem)
             with self.kernel.transaction() as tx:
                 now = self.kernel.now_ms()
                 if not routes:
-                    problems = self.kernel.query(f"routing_problem({action_id}, R)")
+                    problems = self.kernel.match("routing_problem", action_id, sort=True)
                     reason = "; ".join(r for _, r in problems) or f"no route for {action_type}"
                     tx.assert_("routing_result", (action_id, Name("/failure"), reason, now))
                     tx.assert_("routing_error", (action_id, action_type, reason))
@@ -234,7 +234,8 @@ class Shards:
                 else:
                     [(_, canonical, route)] = routes
                     executor, kind = str(route).lstrip("/"), str(canonical).lstrip("/")
-                    [(_, _, reason, _)] = self.kernel.query(f"permission_check_result({action_id}, /permit, R, M)")
+                    permits = self.kernel.match("permission_check_result", action_id, Name("/permit"), sort=True)
+                    [(_, _, reason, _)] = permits
                     tx.assert_("permit_record", (action_id, reason, now))
                     outcome = self._execute(executor, Action(str(action_id), kind, target, payload), profile)
                     status = Name("/success" if outcome.ok else "/failure")
@@ -290,16 +291,16 @@ class Shards:
 
     def report(self, action_id: str) -> ActionReport:
         """The report of an action by id (archived actions included)."""
-        k = self.kernel
-        _, action_type, target, payload, _ = k.query(f"pending_action({action_id}, T, G, P, M)")[0]
+        k, key = self.kernel, Name(str(action_id))  # the id as the rules hold it (a name), never as pattern text
+        _, action_type, target, payload, _ = k.match("pending_action", key, sort=True)[0]
         decision, reason = k.final_decision(action_id)
         report = ActionReport(action_id, str(action_type), target, payload, decision, reason)
-        report.source = next((str(source) for _, source in k.query(f"action_source({action_id}, S)")), "")
-        for _, status, details, _ in k.query(f"routing_result({action_id}, S, D, M)"):
+        report.source = next((str(source) for _, source in k.match("action_source", key, sort=True)), "")
+        for _, status, details, _ in k.match("routing_result", key, sort=True):
             report.executor = details if status == Name("/success") else None
             if status == Name("/failure"):
                 report.status, report.output = "/failure", details
-        for _, _, status, output, _ in k.query(f"execution_result({action_id}, T, S, O, M)"):
+        for _, _, status, output, _ in k.match("execution_result", key, sort=True):
             report.status, report.output = str(status), output
-        report.warnings = [message for _, message in k.query(f"chesterton_fence_warning({action_id}, W)")]
+        report.warnings = [message for _, message in k.match("chesterton_fence_warning", key, sort=True)]
         return report

@@ -99,12 +99,11 @@ def compact(kernel: Kernel, storage: ColdStorage) -> int:
     for action_id, action_type, target, _, created in chosen:
         facts: list[str] = []
         for predicate in KEYED:
-            arity = kernel.engine.relations[predicate].arity
-            rows = kernel.query(f"{predicate}({action_id}{', _' * (arity - 1)})")
+            rows = kernel.match(predicate, action_id, sort=True)
             tx.retract(predicate, *rows)
             facts += [f"{predicate}({', '.join(display(v) for v in row)})" for row in rows]
         decision, reason = kernel.final_decision(action_id)
-        result = kernel.query(f"execution_result({action_id}, T, S, O, M)")
+        result = kernel.match("execution_result", action_id, sort=True)
         archive.append((
             action_number(action_id), str(action_id), created, str(action_type), target,
             decision, reason,

@@ -113,6 +113,9 @@ def check_packet(raw: Any, validator: UpdateValidator | None, limits: Limits, re
     return result
 
 
+FAIL_CLOSED_GATES: dict[str, Any] = {"requires_user_approval": True}  # what a malformed safety_gates means
+
+
 def _drop_invalid(data: dict[str, Any], exc: ValidationError, result: PacketResult) -> bool:
     """Remove what failed validation; False when the intent classification itself is unusable."""
     dropped_items: dict[str, set[int]] = {}
@@ -123,7 +126,11 @@ def _drop_invalid(data: dict[str, Any], exc: ValidationError, result: PacketResu
         if section == "intent_classification" or not section:
             result.errors.append(f"{where or 'control_packet'}: {error['msg']} — the packet is rejected")
             continue
-        if section in LIST_SECTIONS and len(location) > 1 and isinstance(location[1], int):
+        if section == "safety_gates":  # a safety field degrades closed: the model may have asked for approval
+            data[section] = FAIL_CLOSED_GATES
+            result.warnings.append(f"{where}: {error['msg']} — safety_gates is unusable, so it is read as asking "
+                                   "for the user's approval")  # fmt: skip
+        elif section in LIST_SECTIONS and len(location) > 1 and isinstance(location[1], int):
             dropped_items.setdefault(section, set()).add(location[1])
             result.warnings.append(f"{where}: {error['msg']} — this item was dropped")
         elif section in data:

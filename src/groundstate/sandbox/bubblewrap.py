@@ -41,6 +41,7 @@ def command(
     writable_git: bool = False,
     env: Mapping[str, str] | None = None,
     read_only: Sequence[Path] = (),
+    tmp_bytes: int = 64 << 20,
 ) -> list[str]:
     """The bwrap command line; ``read_only``: further host directories the program may read (a Python tool's module
     and the groundstate package it imports), bound read-only at the same path."""
@@ -48,8 +49,8 @@ def command(
             "--cap-drop", "ALL", "--clearenv"]  # fmt: skip
     for name, value in _environment(env).items():
         args += ["--setenv", name, value]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # first: later binds go on top of them (a
-    # virtual environment under /tmp stays visible)
+    # first: later binds go on top of them (a virtual environment under /tmp stays visible); /tmp is memory: sized
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     for directory in _SYSTEM_DIRS:
         if os.path.islink(directory):
             args += ["--symlink", os.readlink(directory), directory]

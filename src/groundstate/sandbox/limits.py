@@ -17,6 +17,9 @@ class Limits:
     processes: int = 64  # processes and threads alive at once (a pids cgroup, or RLIMIT_NPROC)
     output_chars: int = 65_536  # stdout and stderr kept for the caller, each
     total_memory_mb: int | None = None  # all processes together (a memory cgroup); each process is capped at it too
+    written_mb: int = 256  # what one program may add to the workspace, all files together (watched; then killed)
+    workspace_mb: int = 2048  # the workspace's whole size: a program does not start past it, and is killed reaching it
+    tmp_mb: int = 64  # the private /tmp (a tmpfs: memory) of one program
 
 
 def apply_rlimits(limits: Limits, *, nproc: bool) -> None:

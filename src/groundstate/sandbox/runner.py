@@ -28,6 +28,7 @@ from . import bubblewrap
 from .cgroup import MemoryCgroup, PidsCgroup, _Cgroup
 from .errors import SandboxError, SandboxUnavailable
 from .limits import Limits, apply_rlimits
+from .watch import WriteWatch, disk_usage
 
 UNCONFINED_ENV = "GROUNDSTATE_UNSAFE_NO_SANDBOX"
 UNCONFINED_VALUE = "i-understand"
@@ -43,11 +44,12 @@ class Completed:
     stderr: str
     timed_out: bool = False
     confined: bool = True
+    stopped: str | None = None  # why it was stopped before its end other than time (a write limit), or None
 
     @property
     def ok(self) -> bool:
-        """Exited 0 within its time."""
-        return self.returncode == 0 and not self.timed_out
+        """Exited 0 within its time and its limits."""
+        return self.returncode == 0 and not self.timed_out and self.stopped is None
 
 
 class Sandbox:
@@ -73,8 +75,13 @@ class Sandbox:
         if not argv:
             raise SandboxError("nothing to run")
         workspace = Path(workspace).resolve(strict=True)
+        before = disk_usage(workspace)
+        if before >= limits.workspace_mb << 20:
+            return Completed(-1, "", "", confined=self.confined, stopped=f"not started: the workspace already holds "
+                             f"{before >> 20} MB (at most {limits.workspace_mb} MB)")  # fmt: skip
         if self.confined:
-            full = bubblewrap.command(argv, workspace, writable_git=writable_git, env=env, read_only=read_only)
+            full = bubblewrap.command(argv, workspace, writable_git=writable_git, env=env, read_only=read_only,
+                                      tmp_bytes=limits.tmp_mb << 20)  # fmt: skip
             cwd = "/"
         else:
             full, cwd = list(argv), str(workspace)
@@ -99,14 +106,18 @@ class Sandbox:
                     for group in groups:
                         group.kill_all()
                     raise SandboxError(f"cannot start {full[0]}: {exc.strerror}") from None
-                timed_out = _wait(process, stdin, limits.timeout_s)
+                watch = WriteWatch(workspace, before, limits, lambda: _kill_tree(process, groups, wait=False))
+                try:
+                    timed_out = _wait(process, stdin, limits.timeout_s)
+                finally:
+                    watch.stop()
                 _kill_tree(process, groups)
             stdout = _read_bounded(out_path, limits.output_chars)
             stderr = _read_bounded(err_path, limits.output_chars)
         if not self.confined:
             stderr = "[groundstate: this program ran WITHOUT a sandbox (GROUNDSTATE_UNSAFE_NO_SANDBOX)]\n" + stderr
         code = process.returncode if process.returncode is not None else -signal.SIGKILL
-        return Completed(code, stdout, stderr, timed_out, self.confined)
+        return Completed(code, stdout, stderr, timed_out, self.confined, watch.exceeded)
 
 
 def _child_setup(limits: Limits, groups: list[_Cgroup], *, nproc: bool) -> None:  # between fork and exec
@@ -128,13 +139,14 @@ def _wait(process: subprocess.Popen[bytes], stdin: str | None, timeout_s: float)
     return False
 
 
-def _kill_tree(process: subprocess.Popen[bytes], groups: list[_Cgroup]) -> None:
+def _kill_tree(process: subprocess.Popen[bytes], groups: list[_Cgroup], *, wait: bool = True) -> None:
     """Whatever is left of the session (or its cgroups) dies: a program's forked children never outlive it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     for group in groups:
         group.kill_all()
-    process.wait()
+    if wait:
+        process.wait()
 
 
 def _read_bounded(path: Path, limit: int) -> str:

@@ -21,6 +21,7 @@ from .database import (
     reading,
     within,
 )
+from .holders import gone_here, this_process
 from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
 from .operators import (
     FIRST_ADMIN,
@@ -57,6 +58,7 @@ __all__ = [
     "call_digest",
     "command_line_operator",
     "create_tables",
+    "gone_here",
     "hot_transaction",
     "in_store",
     "may",
@@ -64,6 +66,7 @@ __all__ = [
     "private_sqlite_file",
     "reading",
     "roles",
+    "this_process",
     "token_hash",
     "within",
 ]

@@ -50,4 +50,16 @@ def alive(holder: str) -> bool:
     return _start_of(int(pid)) == start
 
 
-__all__ = ["alive", "this_process"]
+def gone_here(holder: str) -> bool:
+    """Whether ``holder`` (``host:pid:start``, optionally followed by ``:more``) is certainly gone: it names this
+    host and a start time, and no process with that pid and start time runs. False whenever that cannot be told (another
+    host, an older holder without its start time) — then only its lease's expiry says it is gone."""
+    host, _, rest = holder.partition(":")
+    pid, _, tail = rest.partition(":")
+    start = tail.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or not start or start == "?":
+        return False
+    return _start_of(int(pid)) != start
+
+
+__all__ = ["alive", "gone_here", "this_process"]

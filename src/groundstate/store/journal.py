@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -94,6 +95,9 @@ class ToolJournal:
         create_tables(self.engine, entries)
         self.holder = this_process()  # host:pid:start (holders.py)
         self._hot = _HotStatements(self.engine)
+        database = self.engine.url.database or ""
+        file = self.engine.dialect.name == "sqlite" and database not in ("", ":memory:") and "memory" not in database
+        self._wal = database + "-wal" if file else None  # what ``durable`` fsyncs
 
     def begin(
         self, scope: str, position: int, tool: str, arguments: Any, db: Executes | None = None
@@ -119,6 +123,21 @@ class ToolJournal:
             else:
                 db.exec_driver_sql(hot.restart, (INTENT, self.holder, now, *key))
         return None
+
+    def durable(self) -> None:
+        """Make every committed intent survive a power loss, before its effect runs. The store's SQLite runs in WAL
+        with ``synchronous=NORMAL``: a commit reaches the operating system (a process crash loses nothing) but not
+        the disk; fsyncing the WAL file puts every commit made so far on the disk — one fsync per effect, only on
+        the path that runs one. PostgreSQL commits durably already (``synchronous_commit`` on, its default)."""
+        if self._wal is not None:
+            try:
+                descriptor = os.open(self._wal, os.O_RDONLY)
+            except FileNotFoundError:  # no WAL yet: every commit so far is in the database file, synced there
+                return
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
 
     def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""

@@ -57,7 +57,9 @@ def execute_python(action: Action, context: Context) -> Outcome:
 
 def git(arguments: Sequence[str], context: Context) -> Outcome:
     """git in the sandbox, with every command-running configuration refused or overridden."""
-    listed = _run(["git", "config", "--local", "--list", "--name-only"], context, git=True)
+    # every scope git itself will read (system and global are off): .git/config and, with
+    # extensions.worktreeConfig, .git/config.worktree — a filter set there runs as surely as one in .git/config
+    listed = _run(["git", "config", "--list", "--name-only"], context, git=True)
     if listed.ok:
         unsafe = sorted({k for k in listed.stdout.lower().split() if not _SAFE_GIT_KEYS.fullmatch(k)})
         if unsafe:
@@ -84,5 +86,7 @@ def _outcome(done: Completed, context: Context) -> Outcome:
         killed = f"\n[did not finish within {context.timeout_s:g} s; every process it started was killed]"
         return Outcome(False, context.bounded(f"{done.stdout}{done.stderr}{killed}"))
     output = done.stdout + (("\n" if done.stdout else "") + done.stderr if done.stderr else "")
+    if done.stopped is not None:
+        return Outcome(False, context.bounded(f"{output}\n[{done.stopped}]"))
     status = "" if done.returncode == 0 else f"\n[exit status {done.returncode}]"
     return Outcome(done.returncode == 0, context.bounded(output + status))

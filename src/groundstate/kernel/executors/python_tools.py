@@ -1,15 +1,18 @@
 """The executor of your own Python tools (``@groundstate.tool``): the arguments — a JSON object the model wrote —
 are checked against the function's signature first; a sandboxed tool then runs in a fresh interpreter in the OS
-sandbox (its module and the groundstate package readable, the workspace its only writable place), an in-process one
+sandbox (its module's own file — or its top-level package — and the groundstate package readable, the workspace
+its only writable place), an in-process one
 in this process. The result comes back as text."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
 
 from ... import tools
+from ...config import home
 from ...errors import ExecutorError
 from ...sandbox import Limits, SandboxError
 from .base import Action, Context, Outcome
@@ -51,18 +54,36 @@ def run_python_tool(action: Action, context: Context) -> Outcome:
     return _sandboxed(found, arguments, context)
 
 
+def module_source(found: tools.PythonTool) -> tuple[Path, Path]:
+    """(what the sandbox shows, the directory to import from): a plain module's own file, or a package module's
+    top-level package directory — never the whole folder the module lies in, which may hold the configuration, the
+    run database or ``$GROUNDSTATE_HOME``. A package directory that holds the state directory is refused."""
+    file = Path(inspect.getfile(found.function)).resolve()
+    depth = found.module.count(".")
+    if depth == 0 and file.name != "__init__.py":
+        return file, file.parent
+    top = file.parents[depth] if file.name == "__init__.py" else file.parents[depth - 1]
+    state = home().resolve()
+    if state == top or top in state.parents:
+        raise ExecutorError(f"{found.name}: its package {top} contains the state directory {state}; a sandboxed "
+                            "tool may not read that — move the package or $GROUNDSTATE_HOME")  # fmt: skip
+    return top, top.parent
+
+
 def _sandboxed(found: tools.PythonTool, arguments: dict[str, object], context: Context) -> Outcome:
     limits = Limits(timeout_s=context.timeout_s, memory_mb=context.memory_mb, total_memory_mb=context.total_memory_mb,
                     output_chars=context.max_output_chars + 4096)  # fmt: skip
-    argv = [sys.executable, "-I", "-c", _RUNNER, found.search_path, found.module, found.name, RESULT_MARK]
-    readable = [Path(found.search_path), _PACKAGE_ROOT]
+    shown, search = module_source(found)
+    argv = [sys.executable, "-I", "-c", _RUNNER, str(search), found.module, found.name, RESULT_MARK]
     try:
         done = context.sandbox().run(argv, context.workspace.root, limits, stdin=json.dumps(arguments),
-                                     read_only=[p for p in readable if p.is_dir()])  # fmt: skip
+                                     read_only=[shown, _PACKAGE_ROOT])  # fmt: skip
     except SandboxError as exc:
         raise ExecutorError(str(exc)) from None
     if done.timed_out:
         return Outcome(False, f"{found.name} did not finish within {context.timeout_s:g} s; it was killed")
+    if done.stopped is not None:
+        return Outcome(False, f"{found.name}: {done.stopped}")
     printed, mark, last = done.stdout.rpartition(RESULT_MARK)
     if not mark:
         problem = (done.stderr or printed).strip()[-2000:]

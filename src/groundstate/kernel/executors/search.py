@@ -1,10 +1,16 @@
-"""Searching the workspace: code by regular expression, files by glob."""
+"""Searching the workspace: code by regular expression, files by glob.
+
+The model writes the expression, so it is compiled by RE2 (``google-re2``), whose matching is linear in the text:
+a pattern like ``(a+)+$`` cannot stall the kernel's process as it does Python's backtracking ``re``. RE2 has no
+back-references or look-around; such a pattern is refused with RE2's reason.
+"""
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from pathlib import Path
+
+import re2
 
 from ...errors import ExecutorError
 from ..workspace import WorkspaceError
@@ -18,8 +24,8 @@ MAX_LINE_CHARS = 4096  # a pattern is matched against at most this much of a lin
 def search_code(action: Action, context: Context) -> Outcome:
     """Target is a regular expression; the payload may name a sub-directory as ``{"path": ...}``."""
     try:
-        pattern = re.compile(action.target)
-    except re.error as exc:
+        pattern = re2.compile(action.target)
+    except re2.error as exc:
         raise ExecutorError(f"{action.target!r} is not a valid regular expression: {exc}") from None
     under = action.fields().get("path", "") if action.payload else ""
     matches: list[str] = []
