@@ -72,8 +72,11 @@ def serving(tmp_path: Path, *options: str) -> Iterator[Console]:
 
 
 @pytest.fixture
-def console(tmp_path: Path) -> Iterator[Console]:
-    with serving(tmp_path) as running:
+def console(tmp_path: Path, model: tuple[str, Script]) -> Iterator[Console]:  # noqa: F811 - uses the fixture
+    """The console, configured to let runs use the scripted model (``[models] endpoints``): a run an account starts
+    over HTTP may use only model endpoints the configuration names."""
+    (tmp_path / "console.toml").write_text(f'[models]\nendpoints = ["{model[0]}"]\n')
+    with serving(tmp_path, "--config", "console.toml") as running:
         yield running
 
 

@@ -10,6 +10,7 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from ..loopback import Reply, loopback
+from ..runtime.conftest import Script, envelope
 from .conftest import Console
 
 
@@ -168,3 +169,26 @@ def test_a_hostile_page_in_the_operators_browser_cannot_log_it_into_another_acco
             expect(page.locator("p.error")).to_contain_text("login refused: the browser sent it from another site")
             page.goto(f"{console.url}/")
             expect(page.locator("#who")).to_have_text("admin (admin)")  # not mallory
+
+
+def test_an_account_cannot_make_the_console_call_an_address_of_its_choosing(
+    console: Console, model: tuple[str, Script]
+) -> None:
+    """POST /api/runs naming a model endpoint the configuration does not name is a 422, and nothing is sent there
+    (neither the provider key nor any request); the configured endpoint works."""
+    seen: list[dict[str, str]] = []
+
+    def respond(_path: str, headers: dict[str, str], _raw: bytes) -> Reply:
+        seen.append(headers)
+        return Reply(404, {}, b"")
+
+    flow = "name: ssrf\nagents:\n  - id: writer_a\n    instructions: Write it.\n    tools: [write_file]\n"
+    with loopback(respond) as elsewhere:
+        for body in ({"workflow": flow, "model": f"openai-chat:m@{elsewhere}"},
+                     {"workflow": flow.replace("tools:", f"model: openai-chat:m@{elsewhere}\n    tools:")}):
+            refused = console.api().post("/api/runs", json=body)
+            assert refused.status_code == 422 and "not one the configuration" in refused.text, refused.text
+    assert seen == []
+    url, script = model
+    script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
+    assert console.api().post("/api/runs", json={"workflow": flow, "model": f"openai-chat:m@{url}"}).status_code == 201

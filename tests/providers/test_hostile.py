@@ -21,7 +21,7 @@ from groundstate.providers.ollama import OllamaAdapter
 from groundstate.providers.sse import SSEParser
 
 from ..loopback import Reply, loopback
-from .conftest import GatewayFor, Script
+from .conftest import GatewayFor, Script, free_port
 
 DEEP = "[" * 50_000 + "]" * 50_000
 
@@ -278,3 +278,32 @@ def test_a_deeply_nested_request_body_is_a_400_with_a_reason_not_a_500(
     process = gateway_for.processes[-1]  # type: ignore[attr-defined]
     process.terminate()
     assert b"Traceback" not in process.communicate(timeout=10)[1]
+
+
+def test_upstream_credentials_never_reach_metrics_logs_or_error_bodies(
+    tmp_path: Path, server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """``--upstream http://user:password@host``: the credentials are used for the hop and shown nowhere — not in a
+    metrics label, not in the gateway's 502 when the upstream is gone, not on its standard error."""
+    upstream, script = server
+    script.responses = [(200, {}, sse(json.dumps(chat_event(content="hi"))))]
+    secret = "s3cret-pw"
+    with_password = upstream.replace("http://", f"http://alice:{secret}@")
+    (tmp_path / "open.toml").write_text("[metrics]\nopen = true\n")
+    base_url, _ = gateway_for(with_password, "--config", "open.toml")
+    answered = httpx.post(base_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user",
+                          "content": "hi"}], "stream": True}, timeout=30)  # fmt: skip
+    assert answered.status_code == 200
+    dead = f"http://alice:{secret}@127.0.0.1:{free_port()}"
+    dead_url, _ = gateway_for(dead, "--config", "open.toml")
+    failed = httpx.post(dead_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user",
+                        "content": "hi"}], "stream": True}, timeout=30)  # fmt: skip
+    assert failed.status_code == 502 and "***@127.0.0.1" in failed.text
+    metrics = httpx.get(base_url.removesuffix("/v1") + "/metrics", timeout=10).text
+    metrics += httpx.get(dead_url.removesuffix("/v1") + "/metrics", timeout=10).text
+    assert "groundstate_model_calls_total" in metrics and "***@" in metrics
+    for process in gateway_for.processes:  # type: ignore[attr-defined]
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+        assert secret not in stderr.decode()
+    assert secret not in failed.text and secret not in metrics

@@ -3,6 +3,7 @@ one the command line accepts, the pieces point at each other, and its configurat
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,40 @@ def test_the_compose_file_has_the_documented_services() -> None:
     assert (DEPLOY / services["worker"]["build"]["dockerfile"].removeprefix("deploy/")).is_file()
 
 
+def command_of(service: dict[str, Any]) -> list[str]:
+    """A service's command as argv: a ``sh -c "exec ..."`` one split as the shell would (its ``$$(hostname -i)``
+    stands for the container's address on the compose network)."""
+    command: list[str] = service["command"]
+    if command[:2] == ["sh", "-c"]:
+        assert command[2].startswith("exec ")
+        return shlex.split(command[2].removeprefix("exec ").replace("$$(hostname -i)", "172.18.0.5"))
+    return command
+
+
 def test_every_groundstate_command_in_it_parses_and_they_point_at_the_head() -> None:
     services = compose()["services"]
-    head = services["ray-head"]["command"]
+    head = command_of(services["ray-head"])
     assert head[:3] == ["ray", "start", "--head"]
+    assert head[head.index("--node-ip-address") + 1] == "172.18.0.5"  # its own address, not every interface
     address = f"ray-head:{head[head.index('--port') + 1]}"
-    worker = parsed(services["worker"]["command"][1:])
+    worker = parsed(command_of(services["worker"])[1:])
     assert worker.params["address"] == address and worker.params["slots"] == 8
+    assert worker.params["node_ip"] == "172.18.0.5"
     console = parsed(services["console"]["command"][1:])
     assert console.params["executor"] == f"ray://{address}"
     port = str(console.params["port"])
-    assert services["console"]["ports"] == [f"{port}:{port}"]
+    assert services["console"]["ports"] == [f"127.0.0.1:{port}:{port}"]  # the host's loopback only
+
+
+def test_nothing_secret_is_fixed_in_it() -> None:
+    """The database password comes from the operator's environment (compose refuses to start without it), and the
+    store URL that carries it is not in the shared configuration file."""
+    services = compose()["services"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${GROUNDSTATE_DB_PASSWORD:?")
+    assert "${GROUNDSTATE_DB_PASSWORD:?" in services["console"]["environment"]["GROUNDSTATE_DB"]
+    settings = ProjectConfig.model_validate(tomllib.loads((DEPLOY / "groundstate.toml").read_text(encoding="utf-8")))
+    assert settings.store.url is None
+    assert "state:/state" in services["console"]["volumes"]  # the token stays in a volume, not the log
 
 
 def test_a_wrong_command_in_it_would_be_caught() -> None:
@@ -67,7 +91,7 @@ def test_a_wrong_command_in_it_would_be_caught() -> None:
 
 def test_its_configuration_passes_the_schema_and_uses_the_cluster() -> None:
     settings = ProjectConfig.model_validate(tomllib.loads((DEPLOY / "groundstate.toml").read_text(encoding="utf-8")))
-    assert settings.store.url is not None and settings.store.url.startswith("postgresql+psycopg://")
-    assert settings.store.url.split("@")[1].startswith("postgres:")  # the compose file's service
+    store = compose()["x-groundstate"]["environment"]["GROUNDSTATE_DB"]
+    assert store.startswith("postgresql+psycopg://") and store.split("@")[1].startswith("postgres:")  # the service
     assert settings.executor.address == "ray://ray-head:6379"
     assert settings.executor.runs_dir == Path("/shared/runs")

@@ -261,6 +261,22 @@ def test_a_worker_that_cannot_write_the_runs_directory_does_not_join(tmp_path: P
     assert "cannot drive runs" in done.stdout and "Traceback" not in done.stdout + done.stderr
 
 
+def test_a_worker_listens_only_on_an_address_it_was_given(tmp_path: Path) -> None:
+    """Ray's ports accept jobs without authentication: a worker joining a head elsewhere must be told its own address
+    on the private network (--node-ip), and never falls back to every interface."""
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    refused = subprocess.run(["groundstate", "worker", "--address", "10.1.2.3:6379"], env=env, capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 2 and "--node-ip" in refused.stdout and "Traceback" not in refused.stderr
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    config = tmp_path / "groundstate.toml"
+    config.write_text(f'[executor]\nruns_dir = "{blocked}/runs"\n')
+    named = subprocess.run(["groundstate", "worker", "--address", "10.1.2.3:6379", "--node-ip", "10.1.2.4",
+                            "--config", str(config)], env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "--node-ip" not in named.stdout and "cannot drive runs" in named.stdout  # past the address check
+
+
 def test_an_unknown_executor_is_refused_saying_what_to_use(tmp_path: Path) -> None:
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path)
     with pytest.raises(Exception, match="use 'local' or 'ray://HOST:PORT'"):

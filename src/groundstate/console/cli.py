@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -49,10 +50,14 @@ def _executor(runtime: Runtime, address: str | None) -> Executor:
 
 def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple[uvicorn.Server, str]:
     token, created = load_or_create_token(runtime.home)
-    if created:
-        console.print(f"a console token was created in {runtime.home / 'console.token'} (mode 0600):",
+    if created:  # the token itself only to a person's terminal: a log (a container's, a service's) keeps it forever
+        where = runtime.home / "console.token"
+        shown = sys.stdout.isatty()
+        console.print(f"a console token was created in {where} (mode 0600)" + (":" if shown else
+                      f"; it is not printed where output is not a terminal: read it with `cat {where}`"),
                       markup=False, highlight=False)  # fmt: skip
-        console.print(token, markup=False, highlight=False, soft_wrap=True)
+        if shown:
+            console.print(token, markup=False, highlight=False, soft_wrap=True)
     config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning")
     return uvicorn.Server(config), token
 
@@ -157,7 +162,7 @@ def gateway(
     Responses pass through unchanged (with --gate: only the surface of replies whose control packet validates) and
     are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an operator's token unless the
     configuration's metrics.open)."""
-    from ..providers import GATED_APIS, serve_gateway
+    from ..providers import GATED_APIS, serve_gateway, without_credentials
 
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
@@ -165,7 +170,7 @@ def gateway(
         raise typer.Exit(2)
     settings = load_config(config).config
     reader = None if settings.metrics.open else _metrics_reader(settings.store.url or default_db_url(home()))
-    mode = "the local model" if upstream == "local" else f"a proxy to {upstream} ({api})"
+    mode = "the local model" if upstream == "local" else f"a proxy to {without_credentials(upstream)} ({api})"
     published = f"; SIGIL frames on {publish}" if publish else ""
     metrics = "open" if reader is None else "with an operator's token"
     gated = "; replies through the packet gate" if gate else ""

@@ -79,7 +79,7 @@ class Operations:
         if not text:
             raise HTTPException(422, "give a workflow (YAML text) or the name of a bundled example")
         try:
-            run_id = self.runtime.create(text, "console", model, actor=operator.actor)
+            run_id = self.runtime.create(text, "console", model, actor=operator.actor, model_is_operators=False)
         except (WorkflowError, ValueError) as exc:
             raise HTTPException(422, str(exc)) from None
         self.drive(run_id)

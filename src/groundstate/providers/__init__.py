@@ -46,6 +46,7 @@ _LAZY = {
     "parse_chat_request": ("chat_request", "parse_chat_request"),
     "RetryPolicy": ("client", "RetryPolicy"), "StreamClient": ("client", "StreamClient"),
     "Gateway": ("gateway", "Gateway"), "serve_gateway": ("gateway", "serve"),
+    "without_credentials": ("gateway", "without_credentials"),
     "SEPARATOR": ("mcp_servers", "SEPARATOR"), "ToolCaller": ("mcp_servers", "ToolCaller"),
     "UpstreamError": ("mcp_servers", "UpstreamError"), "Upstreams": ("mcp_servers", "Upstreams"),
     "connect": ("mcp_servers", "connect"), "first_error": ("mcp_servers", "first_error"),
@@ -55,7 +56,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .chat_request import ChatRequestError, parse_chat_request
     from .client import RetryPolicy, StreamClient
-    from .gateway import Gateway
+    from .gateway import Gateway, without_credentials
     from .gateway import serve as serve_gateway
     from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect, first_error
     from .metrics import ProviderMetrics, provider_of
@@ -122,4 +123,5 @@ __all__ = [
     "provider_of",
     "serve_gateway",
     "to_json",
+    "without_credentials",
 ]

@@ -13,6 +13,7 @@ import itertools
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
@@ -60,6 +61,19 @@ def _too_deep(body: bytes) -> str | None:
     return f"the request body is JSON nested {found} levels deep; at most {safejson.MAX_DEPTH} are accepted"
 
 
+def without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``: an ``--upstream`` may carry credentials, and the
+    gateway's metrics labels, log lines and error bodies are read by people who must not learn them."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.username and not parts.password and "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+
+
 class Gateway:
     """The proxy (or the local model's endpoint) as an ASGI application; ``GET /metrics`` serves its Prometheus
     metrics to a client whose bearer token ``metrics_reader`` accepts (an operator account that may see; to anyone
@@ -82,6 +96,7 @@ class Gateway:
         self.gate = gate  # each reply through a fresh packet gate (None: replies pass unchanged)
         self.max_body = max_body  # bytes of a request body, at most (beyond: 413, and the rest is never read)
         self.upstream, self.api = upstream.rstrip("/"), api
+        self.shown_upstream = without_credentials(self.upstream)  # for labels, logs and error bodies
         self.metrics_reader = metrics_reader
         self.registry = CollectorRegistry()
         self.metrics = ProviderMetrics(self.registry)
@@ -184,7 +199,11 @@ class Gateway:
         if model not in self._models and len(self._models) >= MAX_MODEL_LABELS:
             model = "other"
         self._models.add(model)
-        return f"{self.api}:{model}@{self.upstream}"
+        return f"{self.api}:{model}@{self.shown_upstream}"
+
+    def _scrubbed(self, text: str) -> str:
+        """``text`` (an HTTP library's message may quote the URL) without the upstream's user and password."""
+        return text.replace(self.upstream, self.shown_upstream) if self.upstream != self.shown_upstream else text
 
     # -- proxy ---------------------------------------------------------------------------------------------
     async def _forward(self, scope: Scope, body: bytes, send: Send) -> None:
@@ -211,7 +230,7 @@ class Gateway:
         try:
             await self._relay(scope, url, body, headers, tracked, bridge, model, provider, adapter_type)
         except UpstreamFailure as exc:  # the upstream is unreachable, too slow, or broke off
-            reason = f"the upstream at {self.upstream} failed: {exc}"
+            reason = f"the upstream at {self.shown_upstream} failed: {self._scrubbed(str(exc))}"
             self.requests.labels(self.api, "502").inc()
             self.metrics.called(model, ok=False)
             self.metrics.failed(model, None, "transport")

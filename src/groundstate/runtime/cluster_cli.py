@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
-from ..errors import GroundstateError, exit_code
+from ..errors import ConfigurationError, GroundstateError, exit_code
 from .configured import configured_runtime
 from .executors import ray_head
 from .runner import Runtime
@@ -30,14 +30,22 @@ console = Console()
 def worker(
     address: str = typer.Option(..., "--address", help="The Ray head's HOST:PORT (as `ray start --head` prints it)."),
     slots: int = typer.Option(4, "--slots", min=1, max=1000, help="Segment drivers this machine may host."),
+    node_ip: str | None = typer.Option(
+        None,
+        "--node-ip",
+        help="This machine's address on the cluster's private network, where Ray listens (default: 127.0.0.1 when "
+        "the head is on loopback; otherwise required).",
+    ),
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Join this machine to the Ray pool that drives runs.
 
     A Ray node offering SLOTS segment drivers, once this machine has shown that it reaches the store and can write
-    the runs directory; it runs until stopped (Ctrl+C or SIGTERM), and then leaves the pool."""
+    the runs directory; it runs until stopped (Ctrl+C or SIGTERM), and then leaves the pool. Ray's ports accept jobs
+    without authentication, so the node listens only on the address named (never every interface)."""
     try:
+        listen = node_address(address, node_ip)
         runtime = configured_runtime(db, config)
         runs_dir = _writable(runtime)
     except (GroundstateError, OSError) as exc:
@@ -50,11 +58,26 @@ def worker(
         raise typer.Exit(2)
     from .ray_executor import SLOT
 
-    command = [binary, "start", "--address", address, "--resources", json.dumps({SLOT: slots}), "--block"]
+    command = [binary, "start", "--address", address, "--node-ip-address", listen, "--resources",
+               json.dumps({SLOT: slots}), "--block"]  # fmt: skip
     console.print(f"joining the Ray cluster at {address} with {slots} segment-driver slots (store: "
                   f"{_redacted(runtime.store.url)}, runs: {runs_dir})", markup=False, highlight=False)  # fmt: skip
     sys.stdout.flush()
     os.execv(binary, command)  # Ray's own node process from here on: stopping it (Ctrl+C, SIGTERM) leaves the pool
+
+
+def node_address(head: str, named: str | None) -> str:
+    """The address this node's Ray listens on: the one named, else loopback for a head on loopback (a one-machine
+    cluster); a head elsewhere needs it named (ConfigurationError), for Ray would otherwise pick the machine's network
+    interface and accept unauthenticated jobs there."""
+    if named:
+        return named
+    host = head.removeprefix("ray://").rpartition(":")[0] or head.removeprefix("ray://")
+    if host.strip("[]") in ("127.0.0.1", "localhost", "::1"):
+        return "127.0.0.1"
+    raise ConfigurationError(f"the Ray head {head} is not on this machine's loopback: name this machine's address on "
+                             "the cluster's private network with --node-ip (Ray's ports accept jobs without "
+                             "authentication; see docs/scale-out.md)")  # fmt: skip
 
 
 def status(

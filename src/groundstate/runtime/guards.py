@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..kernel import Kernel, PolicyInvariantError, Transaction, why
+from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
 from ..logic import Float, Name
 from .backends import Signals
 from .policy import PinnedPolicy
@@ -309,19 +309,15 @@ class GuardKernel:
 
     def why(self, agent: str, approval: Approval) -> dict[str, Any]:
         """The rules and facts that derived this pause, as a tree (kept in the event: it outlives the process)."""
-        reason = approval.reason.replace("\\", "\\\\").replace('"', '\\"')
-        pattern = f'needs_approval("{self.run_id}", "{_quoted(agent)}", /{approval.category}, "{reason}")'
-        return why(self.kernel, pattern).to_json()
+        found = why_row(self.kernel, "needs_approval", self.run_id, agent, Name("/" + approval.category),
+                        approval.reason)  # fmt: skip
+        return found.to_json()
 
     def interrupts(self) -> list[tuple[str, str]]:
         return [(a, r) for _, a, r in self.kernel.match("interrupt", self.run_id, sort=True)]
 
     def spawns(self) -> list[tuple[str, str]]:
         return [(p, a) for _, p, a in self.kernel.match("spawn_agent", self.run_id, sort=True)]
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _bounded(text: str) -> tuple[str, str | None]:

@@ -48,10 +48,10 @@ from ..kernel import (
 from ..logic import Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
-from ..store import ToolJournal
+from ..store import ToolJournal, this_process
 from ..wire import Mode
 from . import run_events as ev
-from .backends import Backend, Piece, Signals, check_model_spec, make_backend
+from .backends import Backend, Piece, Signals, check_model_spec, make_backend, origin_of
 from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
 from .deferred_starts import DeferredStarts
@@ -96,6 +96,7 @@ from .workflow import (
 )
 
 HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
+INTERRUPTED_BEFORE_CALL = "not run: a cortex pattern interrupted the run when the call was requested"
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
 DECISIONS = ("retry", "skip", "abort")
@@ -176,6 +177,7 @@ class RunContext:
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
     fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
+    credentials: frozenset[str] = frozenset()  # origins GROUNDSTATE_API_KEY may go to (configuration, own --model)
     prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
     mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
@@ -245,11 +247,20 @@ class Runtime:
 
     # -- starting --------------------------------------------------------------------------------------
     def create(
-        self, workflow_text: str, source: str = "<workflow>", model: str | None = None, actor: str = "runtime"
+        self,
+        workflow_text: str,
+        source: str = "<workflow>",
+        model: str | None = None,
+        actor: str = "runtime",
+        *,
+        model_is_operators: bool = True,
     ) -> str:
         """Create a run of ``workflow_text`` (WorkflowError if it is invalid); returns its id. Nothing runs yet.
         ``model`` is the run's model (default: the configuration's ``models.default``, else ``local``); ``actor``:
-        who created it (an operator's ``operator:NAME``), recorded on RunCreated."""
+        who created it (an operator's ``operator:NAME``), recorded on RunCreated. ``model_is_operators`` (the
+        default: the caller is the operator's own command line or code): ``model``'s endpoint may receive
+        ``GROUNDSTATE_API_KEY``; False (an account's request over HTTP): every model URL the run would call must be
+        one the configuration names — the console host sends no request to an address a request body chose."""
         workflow = parse_workflow(workflow_text, source, roles=self.roles)
         servers = {tool[4:].split("/")[0] for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)}
         unknown = sorted(servers - set(self.settings.mcp.servers))
@@ -264,9 +275,12 @@ class Runtime:
             for spec in [*named, workflow.model, *(a.model for a in workflow.agents), *models.values(), *fallback]:
                 if spec is not None:
                     check_model_spec(spec)
+        if not model_is_operators:
+            self._refuse_unconfigured_urls(source, [model, workflow.model, *(a.model for a in workflow.agents)])
+        own = origin_of(model) if model_is_operators else None
         budgets = self.settings.budgets.model_dump(exclude_none=True)
         run_id = self.store.create_run(workflow.name, workflow_text, model, actor=actor, policy=self.policy.to_json(),
-                                       models=models, budgets=budgets,
+                                       models=models, budgets=budgets, credentials=[own] if own else [],
                                        fallback=list(self.settings.models.fallback),
                                        prices={m: p.model_dump() for m, p in self.settings.prices.items()})  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
@@ -282,7 +296,7 @@ class Runtime:
         state = self.store.state(run_id)
         if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
-        holder = f"{self.node}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        holder = f"{this_process()}:{uuid.uuid4().hex[:8]}"  # host:pid:start: a dead one is known dead at once
         if not await self._acquire(run_id, holder, take_over):
             return self.store.state(run_id)
         try:
@@ -395,7 +409,7 @@ class Runtime:
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
                          state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
-                         fallback=list(state.fallback),
+                         fallback=list(state.fallback), credentials=frozenset(state.credentials),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         ctx.turn = TurnBatch(lambda items: self.store.transact(run_id, lambda _: items, holder=holder),
                              lambda event: self._observe(ctx, event))  # fmt: skip
@@ -416,6 +430,29 @@ class Runtime:
             self._mcp = McpTools(self.settings.mcp.servers)
         return self._mcp
 
+    @property
+    def credential_origins(self) -> frozenset[str]:
+        """The endpoints the operator's configuration names for models: the only ones (with a run's own --model)
+        that receive ``GROUNDSTATE_API_KEY``."""
+        models = self.settings.models
+        named = [models.default, *models.roles.values(), *models.agents.values(), *models.fallback]
+        named += [profile.model for profile in self.config.shard_profiles.values()]
+        named += [f"openai-chat:endpoint@{endpoint}" for endpoint in models.endpoints]  # origin_of reads specs
+        return frozenset(o for o in map(origin_of, named) if o is not None)
+
+    def _refuse_unconfigured_urls(self, source: str, specs: list[str | None]) -> None:
+        """A run not created from the operator's command line calls only model endpoints the configuration names."""
+        allowed = self.credential_origins
+        foreign = sorted({s for s in specs if s is not None and origin_of(s) not in (None, *allowed)})
+        if foreign:
+            raise WorkflowError(source, [f"model {spec!r}: its URL is not one the configuration's [models] names; "
+                                         "a run started this way may only use those" for spec in foreign])  # fmt: skip
+
+    def _make_backend(self, ctx: RunContext, spec: str) -> Backend:
+        if self._backend_factory is make_backend:
+            return make_backend(spec, credentialed=origin_of(spec) in self.credential_origins | ctx.credentials)
+        return self._backend_factory(spec)
+
     def _configured_models(self, workflow: Workflow) -> dict[str, str]:
         """The configuration's model for each agent that names none itself: ``models.agents``, else
         ``models.roles`` by the agent's role (recorded in the run, so a later configuration does not change it)."""
@@ -435,7 +472,7 @@ class Runtime:
         model = spec.model or ctx.models.get(spec.id) or ctx.workflow.model
         if model not in ctx.backends:
             run_backend = self._backend if model is None else None
-            ctx.backends[model] = run_backend or self._backend_factory(model or ctx.run_model)
+            ctx.backends[model] = run_backend or self._make_backend(ctx, model or ctx.run_model)
         return ctx.backends[model]
 
     def _backends_for(self, ctx: RunContext, spec: AgentSpec) -> list[Backend]:
@@ -443,7 +480,7 @@ class Runtime:
         chosen = [self._backend_for(ctx, spec)]
         for model in ctx.fallback:
             if model not in ctx.backends:
-                ctx.backends[model] = self._backend_factory(model)
+                ctx.backends[model] = self._make_backend(ctx, model)
             chosen.append(ctx.backends[model])
         return chosen
 
@@ -852,6 +889,14 @@ class Runtime:
                                        held_call=call.seq, usage=outcome.usage())  # fmt: skip
                 outcome.paused = True
                 return False
+        if ctx.policy.acting and ctx.guards.interrupts():  # a pattern on ToolCall acts before the call, never after
+            for seq, held in zip(calls, requests, strict=True):
+                self._emit(ctx, ev.TOOL_RESULT, agent, {
+                    "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
+                    "reason": INTERRUPTED_BEFORE_CALL})  # fmt: skip
+            self._cortex_actions(ctx, agent)
+            outcome.paused = True  # the run is aborted: this attempt writes nothing more
+            return False
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0

@@ -169,6 +169,7 @@ class RunState:
     models: dict[str, str] = field(default_factory=dict)  # agent -> model the configuration chose at creation
     budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
     fallback: list[str] = field(default_factory=list)  # models tried, in order, when one fails before its first token
+    credentials: list[str] = field(default_factory=list)  # origins the operator's own --model named: keyed requests
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
@@ -259,6 +260,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.models = dict(p.get("models") or {})
     state.budgets = dict(p.get("budgets") or {})
     state.fallback = list(p.get("fallback") or [])
+    state.credentials = list(p.get("credentials") or [])
     state.prices = dict(p.get("prices") or {})
 
 

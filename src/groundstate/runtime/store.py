@@ -40,7 +40,16 @@ from sqlalchemy.engine import Engine
 
 from .. import safejson
 from ..errors import ConfigurationError, ConflictError, StoreError
-from ..store import DriverSQL, HeldConnection, aware, create_tables, hot_transaction, open_engine, reading
+from ..store import (
+    DriverSQL,
+    HeldConnection,
+    aware,
+    create_tables,
+    gone_here,
+    hot_transaction,
+    open_engine,
+    reading,
+)
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -198,7 +207,8 @@ class EventStore:
                 db.execute(insert(leases).values(run_id=run_id, holder=holder, expires_at=expires))
                 return
             until = aware(current["expires_at"])
-            if current["holder"] != holder and until > now:
+            # a holder on this host whose process is gone (pid and start time) has no lease left to wait out
+            if current["holder"] != holder and until > now and not gone_here(current["holder"]):
                 raise LeaseHeld(
                     f"run {run_id} is being driven by {current['holder']} (its lease runs until "
                     f"{until:%H:%M:%S} UTC); wait for it to finish, or if that process is gone, try again after "
@@ -284,7 +294,8 @@ class EventStore:
         now = datetime.now(UTC)
         with reading(self.engine) as db:
             rows = db.execute(select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc())).mappings().all()
-            live = {r.run_id for r in db.execute(select(leases)) if aware(r.expires_at) > now}
+            live = {r.run_id for r in db.execute(select(leases))
+                    if aware(r.expires_at) > now and not gone_here(r.holder)}  # fmt: skip
         listed = [dict(row) for row in rows]
         for row in listed:
             if row["open_pauses"] is None:  # written before the count was kept: its leading pause, if any
