@@ -307,3 +307,32 @@ def test_upstream_credentials_never_reach_metrics_logs_or_error_bodies(
         _, stderr = process.communicate(timeout=10)
         assert secret not in stderr.decode()
     assert secret not in failed.text and secret not in metrics
+
+
+def test_the_gate_passes_nothing_of_a_whole_reply_but_what_it_judged(
+    server: tuple[str, Script], gateway_for: GatewayFor
+) -> None:
+    """``gateway --gate`` with a non-streamed reply carrying native ``tool_calls``, a second choice and a refusal
+    field beside a valid envelope: the client gets one choice whose content is the released surface, and nothing
+    else of what the upstream sent."""
+    upstream, script = server
+    good = json.dumps({"control_packet": {"intent_classification": {"category": "/query", "verb": "/research",
+                                                                    "confidence": 0.9}},
+                       "surface_response": "The answer is 42."})  # fmt: skip
+    smuggled = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "usage": {"prompt_tokens": 3,
+                "completion_tokens": 5, "total_tokens": 8},
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": good, "refusal": "unjudged text",
+                    "tool_calls": [{"id": "t1", "type": "function", "function": {
+                        "name": "delete_everything", "arguments": "{}"}}]}},
+                    {"index": 1, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                      "content": "an unjudged second answer"}}]}
+    script.responses = [(200, {"content-type": "application/json"}, json.dumps(smuggled).encode())]
+    base_url, _ = gateway_for(upstream, "--gate")
+    reply = httpx.post(base_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user",
+                       "content": "hi"}]}, timeout=30).json()  # fmt: skip
+    assert reply["choices"] == [{"index": 0, "message": {"role": "assistant", "content": "The answer is 42."},
+                                 "finish_reason": "stop"}]  # fmt: skip
+    text = json.dumps(reply)
+    assert "delete_everything" not in text and "unjudged" not in text
+    assert reply["usage"]["total_tokens"] == 8

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .. import safejson
 from .errors import CUT_OFF
 from .normalized import Finish, TextDelta
 from .openai_chat import OpenAIChatAdapter
@@ -96,7 +97,7 @@ class GatedStream:
     async def _pass(self, events: list[Any]) -> None:
         for event in events:
             self.cut_off = self.cut_off or (isinstance(event, Finish) and event.reason == "length")
-            if isinstance(event, TextDelta):
+            if isinstance(event, TextDelta) and event.choice == 0:  # one answer is judged: other choices never pass
                 for piece in self.gate.feed(event.text):
                     await self._chunk({"content": piece}, None)
 
@@ -109,13 +110,17 @@ class GatedStream:
 
 
 async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
-    """A non-streamed reply through the gate: its message content replaced by the released surface text, or a 502
-    with the refusal."""
+    """A non-streamed reply through the gate: a reply built anew from the released surface text alone, or a 502
+    with the refusal. Nothing else of the upstream's reply is passed on — not its native ``tool_calls`` or
+    ``function_call``, not further choices, not a ``refusal`` field — for none of it went through the gate: the
+    client receives exactly what was judged."""
     try:
-        reply = json.loads(data)
-        message = reply["choices"][0]["message"]
-        text = message.get("content") or ""
-        cut_off = reply["choices"][0].get("finish_reason") == "length"
+        reply = safejson.loads(data)
+        choice = reply["choices"][0]
+        text = choice["message"].get("content") or ""
+        cut_off = choice.get("finish_reason") == "length"
+        if not isinstance(text, str):
+            raise TypeError("the message content is not text")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         await send_json(send, 502, error_body("the upstream's reply is not a chat completion", "upstream_error"))
         return
@@ -124,5 +129,12 @@ async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
     if verdict.decision != "accepted":
         await send_json(send, 502, refusal(verdict.reason, cut_off))
         return
-    message["content"] = released
-    await send_json(send, 200, reply)
+    built: dict[str, Any] = {
+        "id": str(reply.get("id") or f"chatcmpl-gated-{time.time_ns()}")[:200], "object": "chat.completion",
+        "created": reply["created"] if isinstance(reply.get("created"), int) else int(time.time()),
+        "model": str(reply.get("model") or "")[:200],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": released}, "finish_reason": "stop"}],
+    }  # fmt: skip
+    if isinstance(reply.get("usage"), dict):
+        built["usage"] = {k: v for k, v in reply["usage"].items() if isinstance(v, int) and not isinstance(v, bool)}
+    await send_json(send, 200, built)
