@@ -263,7 +263,7 @@ class Shards:
 
     def approve(self, action_id: str) -> None:
         """The user approved an action that required approval; the policy now decides again."""
-        if not self.kernel.holds(f"awaiting_approval({action_id}, _)"):
+        if not self.kernel.match("awaiting_approval", Name(action_id)):
             raise NotAwaitingApproval(f"{action_id} is not awaiting approval")
         self.kernel.assert_facts("user_approved", (Name(action_id),))
 

@@ -117,19 +117,32 @@ def _read_patterns(source: Path) -> list[Pattern]:
 
 
 def compile_patterns(patterns: list[Pattern]) -> str:
-    """Mangle rules, one per pattern, each commented with the pattern it comes from. Clauses end with " ." because
-    a name constant at the end of a body would otherwise swallow the period."""
-    lines = ["# compiled from cortex patterns"]
+    """Mangle rules, one per pattern, each commented with the id of the pattern it comes from. Only the operator's
+    own condition text and validated tokens go into the rules — the id (``[a-z][a-z0-9_]*``), the category (safety or
+    quality) and the trigger (a known event type); a pattern's name and reason are values, reported as
+    ``cortex_reason`` facts (``pattern_reasons``), never spliced into rule text. Clauses end with " ." because a name
+    constant at the end of a body would otherwise swallow the period."""
+    lines = ["# compiled from cortex patterns; each reason is a cortex_reason fact",
+             "Decl cortex_reason(Pattern, Reason) bound [/string, /string]."]  # fmt: skip
     for p in patterns:
         body = f"event(Run, Seq, {mangle_name(p.trigger_event)}, Agent)"
         if p.condition.strip() != "*":
             body += ", " + p.condition.strip().rstrip(".")
-        lines.append(f"# {p.id}: {p.name}")
+        lines.append(f"# {p.id}")
         if p.action.request_approval is not None:
-            reason = json.dumps(p.action.request_approval.reason)
-            lines.append(f"pattern_approval(Run, Agent, /{p.category}, {reason}) :- {body} .")
+            lines.append(f'pattern_approval(Run, Agent, /{p.category}, R) :- {body}, cortex_reason("{p.id}", R) .')
         elif p.action.interrupt is not None:
-            lines.append(f"interrupt(Run, Agent, {json.dumps(p.action.interrupt.reason)}) :- {body} .")
+            lines.append(f'interrupt(Run, Agent, R) :- {body}, cortex_reason("{p.id}", R) .')
         elif p.action.spawn_agent is not None:
             lines.append(f'spawn_agent(Run, "{p.id}", Agent) :- {body} .')
     return "\n".join(lines) + "\n"
+
+
+def pattern_reasons(patterns: list[Pattern]) -> list[tuple[str, str]]:
+    """(pattern id, reason) for every pattern that gives one: the ``cortex_reason`` facts its rule reads."""
+    reasons = []
+    for p in patterns:
+        given = p.action.request_approval or p.action.interrupt
+        if given is not None:
+            reasons.append((p.id, given.reason))
+    return reasons

@@ -20,6 +20,7 @@ from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
 from ..logic import Float, Name
 from .backends import Signals
+from .cortex import pattern_reasons
 from .policy import PinnedPolicy
 from .workflow import Workflow
 
@@ -129,6 +130,7 @@ class GuardKernel:
         self._attempted: set[str] = {str(row[1]) for p in ATTEMPT_FACTS for row in self.kernel.match(p, run_id)}
         self._attempted.update(str(row[3]) for row in self.kernel.match("event", run_id))
         with self.kernel.transaction() as tx:
+            tx.assert_("cortex_reason", *pattern_reasons(list(policy.patterns)))  # values, never rule text
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
                 for tool in role.mandatory_tools:
                     tx.assert_("mandatory_tool", (Name("/" + role.prefix), Name("/" + tool)))
