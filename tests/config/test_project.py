@@ -90,3 +90,13 @@ def test_where_the_configuration_is_found(tmp_path: Path, monkeypatch: pytest.Mo
     assert find_config(explicit) == explicit
     with pytest.raises(ConfigFileError, match="no such configuration file"):
         find_config(tmp_path / "missing.toml")
+
+
+def test_the_store_url_may_come_from_the_environment(tmp_path: Path) -> None:
+    """``GROUNDSTATE_DB`` names the store (so a password need not sit in a file); ``--db`` still wins."""
+    from_env, from_option = tmp_path / "env.db", tmp_path / "option.db"
+    env = {"GROUNDSTATE_HOME": str(tmp_path / "home"), "GROUNDSTATE_DB": f"sqlite:///{from_env}"}
+    assert groundstate("runs", "list", cwd=tmp_path, env=env).returncode == 0
+    assert from_env.exists() and not (tmp_path / "home" / "groundstate.db").exists()
+    assert groundstate("runs", "list", "--db", f"sqlite:///{from_option}", cwd=tmp_path, env=env).returncode == 0
+    assert from_option.exists()

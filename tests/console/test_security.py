@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import httpx
 from playwright.sync_api import Page, expect
@@ -192,3 +197,28 @@ def test_an_account_cannot_make_the_console_call_an_address_of_its_choosing(
     url, script = model
     script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
     assert console.api().post("/api/runs", json={"workflow": flow, "model": f"openai-chat:m@{url}"}).status_code == 201
+
+
+def test_serve_never_prints_the_first_token_where_output_is_not_a_terminal(tmp_path: Path) -> None:
+    """A container's or a service's log keeps what ``serve`` prints: the first admin token stays in its 0600 file."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
+    env.pop("GROUNDSTATE_CONFIG", None)
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/login", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        server.terminate()
+        output, _ = server.communicate(timeout=10)
+    token = (tmp_path / "home" / "console.token").read_text().strip()
+    assert "a console token was created" in output and "cat " in output
+    assert token not in output

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,43 @@ def test_a_policy_can_require_approval_before_workspace_content_runs(tmp_path: P
     default = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "lint"], capture_output=True, text=True,
                              timeout=120)  # fmt: skip
     assert "run workspace content (sandboxed" in default.stdout and "requires approval" not in default.stdout
+
+
+def test_git_reads_the_worktree_configuration_too(tmp_path: Path) -> None:
+    """``extensions.worktreeConfig`` makes git read ``.git/config.worktree``: a filter set there runs as surely as
+    one in ``.git/config``, so the check reads every scope git reads."""
+    root = make_workspace(tmp_path)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "config", "extensions.worktreeConfig", "true"], check=True)
+    (root / ".git" / "config.worktree").write_text('[filter "x"]\n\tclean = touch /workspace/pwned\n')
+    (root / ".gitattributes").write_text("* filter=x\n")
+    (root / "a.txt").write_text("a")
+    actions = step(root, [{"tool": "git_status", "argument": ""}, {"tool": "git_diff", "argument": ""}])
+    assert all(a["status"] == "/failure" and "filter.x.clean" in a["output"] for a in actions), actions
+    assert not (root / "pwned").exists()
+
+
+def test_a_catastrophic_pattern_does_not_stall_search_code(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path)
+    (root / "a.txt").write_text("a" * 30_000 + "b\n")
+    started = time.monotonic()
+    [found] = step(root, [{"tool": "search_code", "argument": "(a+)+$"}])
+    assert found["status"] == "/success" and time.monotonic() - started < 30  # Python's re: hours
+    [refused] = step(root, [{"tool": "search_code", "argument": "(a)\\1"}])  # a back-reference: RE2 says no
+    assert refused["status"] == "/failure" and "regular expression" in refused["output"]
+
+
+def test_a_malformed_safety_gates_asks_for_approval_instead_of_vanishing(tmp_path: Path) -> None:
+    """The model's own request for approval, malformed (a string where a boolean belongs), degrades closed: the
+    write waits for approval instead of running."""
+    root = make_workspace(tmp_path)
+    packet = tmp_path / "packet.json"
+    intent = {"category": "/instruction", "verb": "/do", "confidence": 0.9}
+    control = {"intent_classification": intent, "safety_gates": {"requires_user_approval": "yes"},
+               "tool_requests": [{"tool": "write_file", "argument": "a.txt", "content": "x"}]}  # fmt: skip
+    packet.write_text(json.dumps({"control_packet": control, "surface_response": "ok"}))
+    done = subprocess.run([sys.executable, "-m", "groundstate", "kernel", "step", "--packet", str(packet),
+                           "--workspace", str(root)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    [action] = json.loads(done.stdout)["actions"]
+    assert action["decision"] != "/permit" and "approval" in action["reason"], action
+    assert not (root / "a.txt").exists()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,3 +134,36 @@ def test_an_interrupt_pattern_on_a_tool_call_acts_before_the_call(
     [result] = [e for e in events if e.type == ev.TOOL_RESULT]
     assert result.payload["status"] is None and result.payload["decision"] == "/deny"
     assert events[-1].type == ev.RUN_ABORTED and events[-1].payload["reason"] == "tools are off"
+
+
+def test_a_killed_drivers_run_is_resumed_at_once_on_the_same_host(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """A driver killed mid-run leaves its lease behind; on the same host its process is known to be gone (pid and
+    start time), so ``runs resume`` takes the run over at once instead of refusing for the lease's 30 s."""
+    url, script = model
+    script.answers = {"writer_a": [DONE]}
+    script.delays = {"writer_a": [60.0, 0.0]}  # the first answer never comes in time: the driver is mid-call
+    (tmp_path / "flow.yaml").write_text(flow(None))
+    environment = {k: v for k, v in os.environ.items() if k not in ("GROUNDSTATE_CONFIG", "GROUNDSTATE_API_KEY")}
+    environment |= {"GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    driver = subprocess.Popen([sys.executable, "-m", "groundstate", "run", "flow.yaml", "--model",
+                               f"openai-chat:m@{url}"], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        assert driver.stdout is not None
+        first = driver.stdout.readline()
+        run_id = first.split()[1]
+        deadline = time.monotonic() + 60
+        while not script.requests:  # the driver is inside its model call
+            assert time.monotonic() < deadline and driver.poll() is None, first
+            time.sleep(0.05)
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)
+    started = time.monotonic()
+    resumed = groundstate("runs", "resume", run_id, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "being driven by" not in resumed.stdout + resumed.stderr and time.monotonic() - started < 25
+    shown = groundstate("runs", "show", run_id, "--json", cwd=tmp_path)
+    assert json.loads(shown.stdout)["status"] == "completed"

@@ -118,3 +118,43 @@ def test_tools_that_cannot_be_registered_say_why(tmp_path: Path) -> None:
     (tmp_path / "groundstate.toml").write_text('[tools]\nmodules = ["x"]\npath = ["missing"]\n')
     with pytest.raises(ConfigFileError, match=r"groundstate.toml:3: tools.path: no such directory"):
         load_config(tmp_path / "groundstate.toml")
+
+
+READER = '''
+import groundstate
+
+@groundstate.tool(read_only=True)
+def read_path(path: str) -> str:
+    """Read a file."""
+    with open(path) as file:
+        return file.read()
+'''
+
+
+def test_a_sandboxed_tool_sees_its_module_not_the_folder_around_it(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """The docs' layout: the tool module beside groundstate.toml and the state directory. A tool taking a path could
+    read all of that when the whole folder was mounted; now only its own module file is there to read."""
+    url, script = model
+    (tmp_path / "tools_reader.py").write_text(READER)
+    (tmp_path / "groundstate.toml").write_text('[tools]\nmodules = ["tools_reader"]\n')
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "console.token").write_text("the-admin-token")
+    (tmp_path / "secret.txt").write_text("a secret beside the module")
+    script.by_round = True
+    script.answers = {"writer_x": [envelope("reading", [
+        call("read_path", f'{{"path": "{tmp_path / "home" / "console.token"}"}}'),
+        call("read_path", f'{{"path": "{tmp_path / "secret.txt"}"}}'),
+        call("read_path", f'{{"path": "{tmp_path / "tools_reader.py"}"}}'),
+    ]), envelope("done [STATUS: SUCCESS]")]}  # fmt: skip
+    settings = load_config(tmp_path / "groundstate.toml").config
+    store = EventStore(f"sqlite:///{tmp_path / 'tools.db'}")
+    runtime = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url), settings=settings)
+    flow = FLOW.replace("tools: [count_words, append_to, driver_pid]", "tools: [read_path]")
+    run_id = runtime.create(flow, "flow.yaml", "scripted")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    token, secret, module = [e.payload for e in store.events(run_id) if e.type == ev.TOOL_RESULT]
+    assert token["status"] == "/failure" and "the-admin-token" not in token["output"]
+    assert secret["status"] == "/failure" and "a secret" not in secret["output"]
+    assert module["status"] == "/success" and "def read_path" in module["output"]  # its own file: shown

@@ -55,7 +55,7 @@ def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple
         shown = sys.stdout.isatty()
         console.print(f"a console token was created in {where} (mode 0600)" + (":" if shown else
                       f"; it is not printed where output is not a terminal: read it with `cat {where}`"),
-                      markup=False, highlight=False)  # fmt: skip
+                      markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         if shown:
             console.print(token, markup=False, highlight=False, soft_wrap=True)
     config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning")
