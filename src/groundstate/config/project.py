@@ -149,6 +149,10 @@ class LearnedConfig(BaseModel):
         return self.path or home() / "learned.mg"
 
 
+ToolLabel = Literal["untrusted", "private", "outbound", "trusted", "internal"]
+LOOSENING_LABELS = ("trusted", "internal")  # labels that make a tool less strict than its annotations say
+
+
 class McpServerConfig(BaseModel):
     """``[mcp.servers.NAME]``: one upstream MCP server the guard fronts — a command it starts (stdio) or a URL."""
 
@@ -157,6 +161,8 @@ class McpServerConfig(BaseModel):
     command: list[str] | None = Field(None, min_length=1)  # stdio: the program and its arguments
     url: str | None = Field(None, pattern=r"^https?://")  # streamable HTTP
     env: dict[str, str] = Field(default_factory=dict)  # for a command: its environment (nothing else is passed)
+    # per tool: where its results come from and where its calls go (docs/provenance.md); by the tool's own name
+    labels: dict[str, list[ToolLabel]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -173,6 +179,22 @@ class McpConfig(BaseModel):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     policy: list[Path] = Field(default_factory=list)  # .mg files added to the shipped mcp.mg
     approval_timeout_sec: float = Field(300.0, gt=0)  # a held call nobody approves in time is denied
+    history_calls: int = Field(200, gt=0)  # forwarded calls (with results) a client session keeps for provenance
+    history_bytes: int = Field(1 << 20, gt=0)  # bytes of results it keeps; past either bound the oldest go and
+    # the session is marked (the shipped rules become stricter)
+    labels_may_loosen: bool = False  # whether "trusted" and "internal" labels may overrule a tool's annotations
+
+    @model_validator(mode="after")
+    def _loosening_is_explicit(self) -> McpConfig:
+        if self.labels_may_loosen:
+            return self
+        for name, server in self.servers.items():
+            for tool, labels in server.labels.items():
+                loosening = sorted(set(labels) & set(LOOSENING_LABELS))
+                if loosening:
+                    raise ValueError(f"servers.{name}.labels.{tool}: {', '.join(loosening)} would make the tool less "
+                                     "strict than its annotations; set [mcp] labels_may_loosen = true to allow it")
+        return self
 
 
 class ToolsConfig(BaseModel):

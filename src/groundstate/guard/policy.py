@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,14 @@ MAX_ARGUMENT_DEPTH = 32  # nesting of the arguments; deeper is refused
 def shipped_rules() -> Path:
     """The shipped ``mcp.mg``."""
     return Path(str(resources.files("groundstate.guard") / "defaults" / "mcp.mg"))
+
+
+def provenance_rules() -> Path:
+    """The shipped ``provenance.mg``: where each argument came from, and which flows are refused or held."""
+    return Path(str(resources.files("groundstate.guard") / "defaults" / "provenance.mg"))
+
+
+Provenance = Callable[[str, list[tuple[str, Any]]], list[tuple[str, tuple[Any, ...]]]]
 
 
 @dataclass(frozen=True)
@@ -51,12 +60,15 @@ class ArgumentsTooLarge(InputError, ValueError):
 class McpPolicy:
     """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
 
-    def __init__(self, files: list[Path] | None = None) -> None:
-        self._calls = OneAtATime([shipped_rules(), *(files or [])], "groundstate-mcp-")
+    def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False) -> None:
+        self._calls = OneAtATime([shipped_rules(), provenance_rules(), *(files or [])], "groundstate-mcp-")
         self.kernel = self._calls.kernel
+        if labels_may_loosen:
+            self.kernel.assert_facts("mcp_labels_may_loosen", ())
 
-    def add_tools(self, server: str, tools: list[Any]) -> None:
-        """Report an upstream server's tools and what their annotations say."""
+    def add_tools(self, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Report an upstream server's tools, what their annotations say and the labels the configuration gives
+        them (by tool name)."""
         with self.kernel.transaction() as tx:
             for tool in tools:
                 tx.assert_("mcp_tool", (server, tool.name))
@@ -66,18 +78,25 @@ class McpPolicy:
                     tx.assert_("mcp_read_only", (server, tool.name))
                 elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
                     tx.assert_("mcp_destructive", (server, tool.name))
+                if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
+                    tx.assert_("mcp_open_world", (server, tool.name))
+                for label in (labels or {}).get(tool.name, []):
+                    tx.assert_("mcp_label", (server, tool.name, Name("/" + label)))
 
-    def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False) -> Verdict:
+    def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False,
+               provenance: Provenance | None = None) -> Verdict:  # fmt: skip
         """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
         is decided on its own: its facts are supposed for the length of the decision (the decision path: one
         incremental evaluation from them, undone after).
-        ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``)."""
+        ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``).
+        ``provenance``: the session's facts about where each argument came from (``History.facts``)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
         flattened = _flatten(arguments)  # first: refused arguments are never hashed
         digest = call_digest(server, tool, arguments)
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
+        facts += provenance(call, flattened) if provenance is not None else []
         try:
             return self._judged(call, server, tool, digest, facts)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why

@@ -15,8 +15,9 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import mcp_types as types
@@ -30,6 +31,7 @@ from ..providers import UpstreamError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
+from .history import History, Session, result_text
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
@@ -37,6 +39,7 @@ from .stdio import TOO_DEEP, claimed_stdio
 REFUSED = -32001  # JSON-RPC server error: the guard refused the call
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
+REQUEST = "groundstate/request"  # _meta key: the user's request, as the client declares it (provenance)
 OPERATOR_STATE = "groundstate_operator"  # where the HTTP transport leaves the authenticated account for the handler
 MAX_KEY_CHARS = 200
 MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
@@ -72,6 +75,7 @@ class _Call:
     arguments: dict[str, Any]
     key: str | None
     client: str  # who calls (see Guard._client_of)
+    session: Session  # the client session's history (provenance)
 
     @property
     def scope(self) -> str:
@@ -109,13 +113,17 @@ class Guard:
         approvals: Approvals,
         journal: ToolJournal,
         client: str = "stdio",
+        *,
+        history: History | None = None,
+        labels: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> None:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
         self.client = client  # the transport: stdio, or http (where each request names its operator account)
+        self.history = history or History()  # per client session: what it was told, for provenance
         for server, listed in upstreams.tools.items():
-            policy.add_tools(server, listed)
+            policy.add_tools(server, listed, (labels or {}).get(server, {}))
 
     async def list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
         """Every upstream tool, namespaced ``SERVER__TOOL``."""
@@ -135,7 +143,9 @@ class Guard:
             check_arguments(arguments)
         except ArgumentsTooLarge as exc:
             raise MCPError(REFUSED, f"denied: {exc}") from None
-        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx))
+        session = self.history.session(_session_key(ctx))
+        self.history.declare(session, _declared_request(params))
+        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx), session)
         admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
@@ -151,7 +161,9 @@ class Guard:
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
-        return await self._forward(call, entry, admitted.recorded)
+        result = await self._forward(call, entry, admitted.recorded)
+        self.history.record(session, verdict.call, call.server, call.tool, result_text(result))  # what the model read
+        return result
 
     def _client_of(self, ctx: Any) -> str:
         """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
@@ -170,8 +182,9 @@ class Guard:
         with hot_transaction(self.ledger.engine) as db:
             in_doubt = self.journal.doubts(call.scope, call.named, call.arguments, db=db)
             with self._deciding:
+                provenance = partial(self.history.facts, call.session)
                 verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client,
-                                             in_doubt=in_doubt)  # fmt: skip
+                                             in_doubt=in_doubt, provenance=provenance)  # fmt: skip
             entry = self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
                                        self.approvals.timeout, db=db)  # fmt: skip
             admitted = _Admitted(verdict, entry, in_doubt)
@@ -219,6 +232,28 @@ class Guard:
         return result
 
 
+def _session_key(ctx: Any) -> str:
+    """Which client session a request belongs to: over HTTP its ``mcp-session-id`` header (a client without one is
+    its own session per request), over stdio the one client of this process."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        found = headers.get("mcp-session-id")
+        return f"http:{found}" if found else f"http:request-{id(request)}"
+    return "stdio"
+
+
+def _declared_request(params: types.CallToolRequestParams) -> str:
+    """The user's request the client declares for its session (``_meta["groundstate/request"]``, text): the
+    provenance rules ask whether an argument's value was named there. Not text: the call is invalid."""
+    value = (params.meta or {}).get(REQUEST)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MCPError(UNKNOWN_TOOL, f"_meta.{REQUEST} must be text (the user's request)")
+    return value
+
+
 def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
     """The client's idempotency key (``_meta["groundstate/idempotency_key"]``): a call sent again with the same key
     — after a crash, a timeout, a restart — gets the recorded result instead of running twice."""
@@ -255,7 +290,11 @@ async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncI
         ledger = Ledger(store_url)
         approvals = Approvals(ledger, config.approval_timeout_sec)
         journal = ToolJournal(store_url, engine=ledger.engine)  # one database: a call's admission, one transaction
-        guard = Guard(upstreams, McpPolicy(list(config.policy)), ledger, approvals, journal, client)
+        policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen)
+        history = History(config.history_calls, config.history_bytes)
+        labels = {name: {tool: list(given) for tool, given in server.labels.items()}
+                  for name, server in config.servers.items()}  # fmt: skip
+        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels)
         yield Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool), upstreams
 
 

@@ -238,6 +238,8 @@ def format_float(value: float) -> str:
 
 
 def _quote(text: str) -> str:
+    if text.isprintable() and '"' not in text and "\\" not in text:  # the common case, at C speed
+        return f'"{text}"'
     out = ['"']
     for ch in text:
         if ch == '"':

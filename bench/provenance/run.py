@@ -1,0 +1,78 @@
+"""What provenance adds to an MCP guard decision: the same call decided by ``McpPolicy`` with and without the
+session's provenance facts, the session holding 200 forwarded calls and 1 MB of results (the issue's bound), in
+alternating rounds; p50 and p99 of each and the added p50 per round.
+
+    python bench/provenance/run.py [--decisions 2000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import string
+import time
+from functools import partial
+from typing import Any
+
+from mcp_types import Tool, ToolAnnotations
+
+from groundstate.guard import McpPolicy
+from groundstate.guard.history import History
+
+TOOLS = [Tool(name="read_inbox", input_schema={"type": "object"}, annotations=ToolAnnotations(read_only_hint=True)),
+         Tool(name="send_email", input_schema={"type": "object"},
+              annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))]  # fmt: skip
+
+
+def session(history: History, calls: int, total: int) -> Any:
+    """A session holding ``calls`` results of ``total`` bytes in all: text with addresses, codes and URLs in it."""
+    rng = random.Random(7)
+    held = history.session("bench")
+    history.declare(held, "Summarise my mail and send the summary to alice@corp.example")
+    each = total // calls
+    for number in range(calls):
+        words = []
+        while sum(len(w) + 1 for w in words) < each:
+            words.append(rng.choice([
+                "".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 9))),
+                f"user{rng.randint(0, 10**6)}@example.com", f"https://site{rng.randint(0, 999)}.example/p",
+                str(rng.randint(10**5, 10**6))]))  # fmt: skip
+        history.record(held, f"call-{number}", "mail", "read_inbox", " ".join(words)[:each])
+    return held
+
+
+def timed(policy: McpPolicy, arguments: dict[str, Any], count: int, provenance: Any) -> list[float]:
+    out = []
+    for _ in range(count):
+        started = time.perf_counter()
+        policy.decide("mail", "send_email", arguments, "bench", provenance=provenance)
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--decisions", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    policy = McpPolicy()
+    policy.add_tools("mail", TOOLS)
+    history = History(200, 1 << 20)
+    held = session(history, 200, 1 << 20)
+    arguments = {"to": "alice@corp.example", "body": "Revenue was 4.2M; the meeting is on Friday at 10."}
+    added = []
+    for round_number in range(options.rounds):
+        plain = timed(policy, arguments, options.decisions, None)
+        traced = timed(policy, arguments, options.decisions, partial(history.facts, held))
+        p50, p50_traced = statistics.median(plain), statistics.median(traced)
+        p99, p99_traced = sorted(plain)[int(len(plain) * 0.99)], sorted(traced)[int(len(traced) * 0.99)]
+        added.append(p50_traced - p50)
+        print(f"round {round_number + 1}: p50 {p50 * 1e3:.3f} -> {p50_traced * 1e3:.3f} ms (+{added[-1] * 1e3:.3f}), "
+              f"p99 {p99 * 1e3:.3f} -> {p99_traced * 1e3:.3f} ms")  # fmt: skip
+    print(f"added p50 over {options.rounds} rounds: {min(added) * 1e3:.3f}-{max(added) * 1e3:.3f} ms "
+          "(target: at most 0.3 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""What a client session has seen, and where each argument of its next call comes from — reported as facts.
+
+The guard keeps, per client session, the calls it forwarded with their results (bounded: ``[mcp] history_calls``
+calls and ``history_bytes`` bytes of results; past either bound the oldest are dropped *and the session is marked*,
+so the rules can only become stricter) and the user's request as the client declared it
+(``_meta["groundstate/request"]`` on ``tools/call``). For a new call it reports, never decides:
+
+- ``mcp_session_used(Call, Server, Tool)``: each tool whose results the session still holds;
+- ``mcp_earlier(Call, Earlier, Server, Tool)``: each earlier call an argument's value was found in;
+- ``mcp_argument_from(Call, Key, Earlier, How)``: the argument ``Key``'s value — one the user's request does not
+  name (a named value is the user's, wherever else it occurs; not scanning for it halves a decision's cost) — occurs
+  in ``Earlier``'s result —
+  ``/whole`` (the value, at least ``MIN_VALUE`` characters, appears in the result as it is) or ``/part`` (the value
+  contains a distinctive word the result contains — a code, an address, a URL, an id: see ``words`` — copied into a
+  longer text);
+- ``mcp_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
+  distinctive word of it does;
+- ``mcp_text_argument(Call, Key)``: the value is text of at least ``MIN_VALUE`` characters;
+- ``mcp_request_declared(Call)``, ``mcp_session_overflowed(Call)``.
+
+Matching is linear: a value is searched once in all kept results joined (``str.find``, C speed) and its
+distinctive words are looked up in an index of the results' words, built once when a result is kept. What value
+matching cannot see — paraphrase, encodings, a value split across calls — is said in docs/provenance.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import threading
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..logic import Name
+
+Fact = tuple[str, tuple[Any, ...]]
+MIN_VALUE = 5  # characters a value needs before "it occurs in that text" means anything ("a", "1", "yes" do not)
+MIN_PART = 6  # characters of a distinctive word that, found in a value and a result, ties them
+LONG_WORD = 16  # a word this long ties them whatever it holds
+MAX_REQUEST_CHARS = 100_000  # of the user's request kept per session
+MAX_SESSIONS = 1000  # sessions kept at once (HTTP clients come and go)
+_WORDS = re.compile(r"[^\s\"'<>()\[\]{},;]+")
+_TRIM = ".:!?*`"
+_DISTINCT = re.compile(r"[0-9@/]")
+
+
+def words(text: str) -> set[str]:
+    """The distinctive words of ``text`` (case-folded, punctuation around them trimmed): at least ``MIN_PART``
+    characters holding a digit, an ``@`` or a ``/`` — codes, addresses, URLs, ids, amounts — or ``LONG_WORD``
+    characters of anything. Ordinary words ("revenue", "friday") tie nothing: a summary in the model's own words is
+    not a copy (and what matching cannot see, docs/provenance.md says)."""
+    found = set()
+    for match in _WORDS.finditer(text):
+        word = match.group().strip(_TRIM).casefold()
+        if len(word) >= LONG_WORD or (len(word) >= MIN_PART and _DISTINCT.search(word)):
+            found.add(word)
+    return found
+
+
+@dataclass
+class Seen:
+    """One forwarded call and its result, as the session keeps it."""
+
+    number: int  # its place in the session (never reused, so dropping the oldest renumbers nothing)
+    call: str
+    server: str
+    tool: str
+    text: str  # the result, case-folded
+    words: set[str]
+
+
+@dataclass
+class Session:
+    """One client session's history and declared request, with the indexes a decision reads: every kept result
+    joined in one text (one scan per value, at C speed), each distinctive word's results, the tools used."""
+
+    calls: deque[Seen] = field(default_factory=deque)
+    size: int = 0
+    overflowed: bool = False
+    request: str = ""  # case-folded
+    request_words: set[str] = field(default_factory=set)
+    counter: int = 0
+    by_word: dict[str, set[int]] = field(default_factory=dict)
+    used: Counter[tuple[str, str]] = field(default_factory=Counter)
+    joined: str | None = None  # built on the first decision after a change
+    starts: list[int] = field(default_factory=list)
+
+    def add(self, seen: Seen) -> None:
+        self.calls.append(seen)
+        self.size += len(seen.text)
+        self.used[(seen.server, seen.tool)] += 1
+        for word in seen.words:
+            self.by_word.setdefault(word, set()).add(seen.number)
+        self.joined = None
+
+    def drop_oldest(self) -> None:
+        dropped = self.calls.popleft()
+        self.size -= len(dropped.text)
+        self.used[(dropped.server, dropped.tool)] -= 1
+        if not self.used[(dropped.server, dropped.tool)]:
+            del self.used[(dropped.server, dropped.tool)]
+        for word in dropped.words:
+            holders = self.by_word[word]
+            holders.discard(dropped.number)
+            if not holders:
+                del self.by_word[word]
+        self.overflowed, self.joined = True, None
+
+    def containing(self, value: str) -> list[Seen]:
+        """The kept results ``value`` occurs in, found with one scan of the joined text."""
+        if self.joined is None:
+            self.starts, offset = [], 0
+            for seen in self.calls:
+                self.starts.append(offset)
+                offset += len(seen.text) + 1
+            self.joined = "\x00".join(seen.text for seen in self.calls)
+        found: list[Seen] = []
+        position = self.joined.find(value)
+        while position >= 0:
+            index = bisect.bisect_right(self.starts, position) - 1
+            found.append(self.calls[index])
+            following = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.joined)
+            position = self.joined.find(value, following)
+        return found
+
+
+class History:
+    """The client sessions' histories, by session key (stdio: the one client; HTTP: its ``mcp-session-id``); at most
+    ``MAX_SESSIONS``, the least recently used forgotten first."""
+
+    def __init__(self, max_calls: int = 200, max_bytes: int = 1 << 20) -> None:
+        self.max_calls, self.max_bytes = max_calls, max_bytes
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()  # decisions read a session in a worker thread while results are recorded
+
+    def session(self, key: str) -> Session:
+        """The history of the client session ``key``."""
+        with self._lock:
+            found = self._sessions.pop(key, None) or Session()
+            self._sessions[key] = found
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+            return found
+
+    def declare(self, session: Session, request: str) -> None:
+        """The client's declaration of the user's request (each new one is added: a conversation has several)."""
+        with self._lock:
+            if request and request.casefold() not in session.request:
+                kept = (session.request + "\n" + request.casefold())[-MAX_REQUEST_CHARS:]
+                session.request, session.request_words = kept, words(kept)
+
+    def record(self, session: Session, call: str, server: str, tool: str, result: str) -> None:
+        """A forwarded call's result, kept within the bounds (the oldest dropped first; then the session is marked)."""
+        text = result.casefold().replace("\x00", " ")
+        cut = len(text) > self.max_bytes
+        if cut:
+            text = text[: self.max_bytes]
+        found = words(text)
+        with self._lock:
+            session.counter += 1
+            session.overflowed = session.overflowed or cut
+            session.add(Seen(session.counter, call, server, tool, text, found))
+            while len(session.calls) > self.max_calls or session.size > self.max_bytes:
+                session.drop_oldest()
+
+    def facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
+        """The provenance facts of ``call`` (its arguments flattened as the policy sees them)."""
+        with self._lock:
+            return self._facts(session, call, flattened)
+
+    def _facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
+        out: list[Fact] = [("mcp_session_used", (call, server, tool)) for server, tool in session.used]
+        if session.request:
+            out.append(("mcp_request_declared", (call,)))
+        if session.overflowed:
+            out.append(("mcp_session_overflowed", (call,)))
+        numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
+        named: dict[str, Seen] = {}
+        for key, value in flattened:
+            if not isinstance(value, str) or len(value) < MIN_VALUE:
+                continue
+            out.append(("mcp_text_argument", (call, key)))
+            folded = value.casefold()
+            own = words(folded)
+            if folded in session.request or (own and own <= session.request_words):
+                out.append(("mcp_argument_in_request", (call, key)))
+                continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
+            whole = session.containing(folded)
+            for seen in whole:
+                out.append(("mcp_argument_from", (call, key, seen.call, WHOLE)))
+                named[seen.call] = seen
+            wholly = {seen.number for seen in whole}
+            for number in sorted({n for word in own for n in session.by_word.get(word, ())} - wholly):
+                seen = numbers[number]
+                out.append(("mcp_argument_from", (call, key, seen.call, PART)))
+                named[seen.call] = seen
+        out += [("mcp_earlier", (call, seen.call, seen.server, seen.tool)) for seen in named.values()]
+        return out
+
+
+WHOLE, PART = Name("/whole"), Name("/part")
+
+
+def result_text(result: Any) -> str:
+    """What a tools/call result says, as text: its text blocks, then its structured content as JSON."""
+    parts = [str(getattr(block, "text", "") or "") for block in getattr(result, "content", None) or []]
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False, default=str))
+    return "\n".join(parts)

@@ -1,0 +1,49 @@
+"""The guard's session history: bounded in calls and bytes, a session past its bounds marked (never unmarked), and
+the provenance facts exactly what the texts say — checked against a direct scan on random sessions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundstate.guard.history import MIN_VALUE, History, words
+
+TEXT = st.lists(st.sampled_from([*"ab c@1/.:\n", "x9@q.example", " 771203 ", "Alice"]), max_size=16).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(results=st.lists(TEXT, max_size=12), value=TEXT, calls=st.integers(1, 5), size=st.integers(10, 300))
+def test_facts_match_a_direct_scan_within_the_bounds(results: list[str], value: str, calls: int, size: int) -> None:
+    history = History(max_calls=calls, max_bytes=size)
+    session = history.session("s")
+    for number, text in enumerate(results):
+        history.record(session, f"call-{number}", "srv", "read", text)
+    kept = list(session.calls)
+    assert len(kept) <= calls and sum(len(seen.text) for seen in kept) <= size
+    assert session.overflowed == (len(kept) < len(results) or any(len(t) > size for t in results))
+    facts = history.facts(session, "now", [("k", value)])
+    found = {(args[2], str(args[3])) for name, args in facts if name == "mcp_argument_from"}
+    if len(value) < MIN_VALUE:
+        assert found == set()
+        return
+    folded = value.casefold()
+    expected = set()
+    for seen in kept:
+        if folded in seen.text:
+            expected.add((seen.call, "/whole"))
+        elif words(folded) & words(seen.text):
+            expected.add((seen.call, "/part"))
+    assert found == expected
+    earlier = {args[1] for name, args in facts if name == "mcp_earlier"}
+    assert earlier == {call for call, _ in found}  # every earlier call named is one a value came from
+
+
+def test_a_value_the_user_named_is_reported_as_named() -> None:
+    history = History()
+    session = history.session("s")
+    history.declare(session, "Send the report to Alice@Corp.example please")
+    history.record(session, "call-1", "mail", "read", "from alice@corp.example: hi")
+    facts = history.facts(session, "now", [("to", "alice@corp.example"), ("body", "see https://x.example/r9")])
+    assert ("mcp_argument_in_request", ("now", "to")) in facts
+    assert ("mcp_argument_in_request", ("now", "body")) not in facts
+    assert ("mcp_session_used", ("now", "mail", "read")) in facts and ("mcp_request_declared", ("now",)) in facts
