@@ -18,7 +18,8 @@ FLOW = "name: m\nagents:\n  - id: writer_a\n    instructions: Write it.\n"
 def test_metrics_need_the_token_and_count_the_consoles_runs(tmp_path: Path, model: tuple[str, Script]) -> None:
     url, script = model
     script.answers = {"writer_a": [envelope("Done. [STATUS: SUCCESS]")]}
-    with serving(tmp_path) as console:
+    (tmp_path / "console.toml").write_text(f'[models]\nendpoints = ["{url}"]\n')  # runs an account starts may use it
+    with serving(tmp_path, "--config", "console.toml") as console:
         assert httpx.get(f"{console.url}/metrics", timeout=10).status_code == 401  # a status, not a login page
         api = console.api()
         run_id = api.post("/api/runs", json={"workflow": FLOW, "model": f"openai-chat:m@{url}"}).json()["run_id"]

@@ -32,7 +32,7 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: tuple[str, Sc
     (tmp_path / "groundstate.toml").write_text(f'[models]\ndefault = "openai-chat:m@{model_url}"\n'
                                                '[approvals]\ntimeout_sec = 1\ndefault_decision = "skip"\n'
                                                f'[notify]\nwebhook = "{hook_url}"\n')  # fmt: skip
-    with serving(tmp_path) as console:
+    with serving(tmp_path, "--config", "groundstate.toml") as console:  # named: a working-directory file is data
         api = console.api()
         run_id = api.post("/api/runs", json={"workflow": TWO_WRITERS}).json()["run_id"]
         deadline = time.monotonic() + 60

@@ -47,4 +47,4 @@ def test_quarantine_counts_completed_runs(tmp_path: Path, model: tuple[str, Scri
     assert decisions == ["/permit", "/permit", "/deny"]  # acting only once two runs have completed
     assert remaining == [1, 0, 0]
     text = (tmp_path / "rules" / "learned.mg").read_text()
-    assert re.search(r'# derived in quarantine: denied\(/action/\d+, "writes to docs/ are frozen"\)', text)
+    assert re.search(r'# derived in quarantine: "denied\(/action/\d+, \\"writes to docs/ are frozen\\"\)"', text)

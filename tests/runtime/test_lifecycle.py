@@ -127,11 +127,9 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     run_id = store.runs()[0]["id"]
     assert store.state(run_id).nodes["writer_join"].status == "running"  # it died mid-invocation
     script.delays = {}
-    early = subprocess.run([sys.executable, "-m", "groundstate", "runs", "resume", run_id, "--db", db], env=env,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert early.returncode == 4 and "is being driven by" in early.stdout  # the dead driver's lease still holds
-    time.sleep(3.5)
-    assert store.runs()[0]["status"] == "interrupted"  # its lease expired: nobody drives it
+    # its lease has not expired, but its holder is a process of this host that is gone (pid and start time): the
+    # run is interrupted at once, and a resume need not wait the lease out (test_boundary_attacks.py resumes one)
+    assert store.lease(run_id) is not None and store.runs()[0]["status"] == "interrupted"
     listed = subprocess.run([sys.executable, "-m", "groundstate", "runs", "list", "--db", db], env={**env,
                             "COLUMNS": "300"}, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert f"interrupted — its driver is gone; resume with: groundstate runs resume {run_id}" in listed.stdout

@@ -78,8 +78,10 @@ def script_fleet(script: Script, delay: float = 0.0, pause_first: bool = False) 
     script.delays = {agent: delay for agent in script.answers}
 
 
-def ray_runtime(store_url: str, home: Path, address: str, lease_seconds: float = 30.0, **executor: Any) -> Runtime:
-    settings = ProjectConfig.model_validate({"executor": {"address": f"ray://{address}", **executor}})
+def ray_runtime(store_url: str, home: Path, address: str, lease_seconds: float = 30.0, endpoints: tuple[str, ...] = (),
+                **executor: Any) -> Runtime:  # fmt: skip
+    settings = ProjectConfig.model_validate({"executor": {"address": f"ray://{address}", **executor},
+                                             "models": {"endpoints": list(endpoints)}})  # fmt: skip
     return Runtime(EventStore(store_url), home, settings=settings, lease_seconds=lease_seconds)
 
 
@@ -150,7 +152,7 @@ def test_a_console_decision_wakes_a_run_that_paused_on_another_node(
 ) -> None:
     url, script = model
     script_fleet(script, pause_first=True)
-    runtime = ray_runtime(postgres, tmp_path, cluster.address, processes=2)
+    runtime = ray_runtime(postgres, tmp_path, cluster.address, processes=2, endpoints=(url,))  # accounts may use it
     app = create_app(runtime, "console-token", open_executor(runtime))
     with TestClient(app) as client:
         client.headers["Authorization"] = "Bearer console-token"
@@ -212,7 +214,9 @@ def test_runs_are_driven_where_their_model_has_its_resources(
 def test_worker_joins_the_pool_and_status_shows_it(cluster: Any, postgres: str, tmp_path: Path) -> None:
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
     before = ray.cluster_resources().get("groundstate", 0)
-    command = ["groundstate", "worker", "--address", cluster.address, "--slots", "3", "--db", postgres]
+    host = cluster.address.rpartition(":")[0]  # this machine's address, where the test cluster's head listens
+    command = ["groundstate", "worker", "--address", cluster.address, "--node-ip", host, "--slots", "3", "--db",
+               postgres]  # fmt: skip
     pipe = subprocess.PIPE
     worker = subprocess.Popen(command, env=env, stdout=pipe, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -382,7 +386,9 @@ def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = ["groundstate", "serve", "--port", str(port), "--db", postgres, "--executor", f"ray://{cluster.address}"]
+    (tmp_path / "serve.toml").write_text(f'[models]\nendpoints = ["{url}"]\n')  # runs accounts start may use it
+    command = ["groundstate", "serve", "--port", str(port), "--db", postgres, "--executor", f"ray://{cluster.address}",
+               "--config", str(tmp_path / "serve.toml")]  # fmt: skip
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         lines: list[str] = []

@@ -296,7 +296,8 @@ class Runtime:
         state = self.store.state(run_id)
         if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
-        holder = f"{this_process()}:{uuid.uuid4().hex[:8]}"  # host:pid:start: a dead one is known dead at once
+        pid_and_start = this_process().split(":", 1)[1]  # with the node: a dead holder on this host is known dead
+        holder = f"{self.node}:{pid_and_start}:{uuid.uuid4().hex[:8]}"
         if not await self._acquire(run_id, holder, take_over):
             return self.store.state(run_id)
         try:
