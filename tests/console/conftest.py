@@ -27,6 +27,7 @@ class Console:
     url: str
     token: str
     home: Path
+    output: str = ""  # what the server printed, once it has stopped
 
     def api(self, token: str | None = None) -> httpx.Client:
         """A client authenticated as the first admin (or as the account whose ``token`` is given)."""
@@ -64,11 +65,12 @@ def serving(tmp_path: Path, *options: str) -> Iterator[Console]:
         server.kill()
         pytest.fail(f"the console did not start: {server.stdout.read() if server.stdout else ''}")
     token = (home / "console.token").read_text().strip()
+    console = Console(url, token, home)
     try:
-        yield Console(url, token, home)
+        yield console
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        console.output = server.communicate(timeout=10)[0]
 
 
 @pytest.fixture

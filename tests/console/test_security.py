@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from ..loopback import Reply, loopback
 from ..runtime.conftest import Script, envelope
-from .conftest import Console
+from .conftest import Console, serving
 
 
 def test_requests_without_the_token_are_refused(console: Console) -> None:
@@ -201,24 +197,7 @@ def test_an_account_cannot_make_the_console_call_an_address_of_its_choosing(
 
 def test_serve_never_prints_the_first_token_where_output_is_not_a_terminal(tmp_path: Path) -> None:
     """A container's or a service's log keeps what ``serve`` prints: the first admin token stays in its 0600 file."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}
-    env.pop("GROUNDSTATE_CONFIG", None)
-    server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], env=env,
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/login", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-    finally:
-        server.terminate()
-        output, _ = server.communicate(timeout=10)
-    token = (tmp_path / "home" / "console.token").read_text().strip()
-    assert "a console token was created" in output and "cat " in output
-    assert token not in output
+    with serving(tmp_path) as console:
+        pass
+    assert "a console token was created" in console.output and "cat " in console.output
+    assert console.token not in console.output
