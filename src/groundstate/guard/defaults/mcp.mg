@@ -1,7 +1,7 @@
 # The MCP guard's policy: every tools/call through `groundstate mcp serve` is reported as facts; these rules decide
 # whether it is forwarded (/permit), refused (/deny) or held for an operator (/approve). User rule files add to them:
 # mcp_denied/2 and mcp_needs_approval/2 are the extension points (a denial wins over everything, an approval need
-# over a permit), mcp_permitted/2 too.
+# over a permit), mcp_permitted/2 too, and mcp_unattended/2 lets a call skip the shipped write holds.
 
 Decl mcp_tool(Server, Tool)
   descr [doc("A tool an upstream MCP server lists (Server is its name in the configuration).")]
@@ -27,14 +27,24 @@ Decl mcp_needs_approval(Call, Reason) descr [doc("An operator must approve the c
 Decl mcp_denied(Call, Reason) descr [doc("The call is refused.")] bound [/string, /string].
 
 # -- the shipped policy: read-only tools pass, anything else waits for an operator -----------------------------
+# unless one of your rules says a call may run unattended (mcp_unattended): then it is permitted with your reason,
+# and every other rule still applies — a denial (yours, provenance.mg's) wins, provenance's holds and an in-doubt
+# call still wait for an operator. Only the two holds below give way to it.
+Decl mcp_unattended(Call, Reason)
+  descr [doc("A user rule lets this call run without an operator's approval (the shipped write holds give way; denials and other holds do not).")]
+  bound [/string, /string].
+Decl mcp_has_unattended(Call) descr [doc("Some rule lets the call run unattended.")] bound [/string].
+mcp_has_unattended(C) :- mcp_unattended(C, _).
+mcp_permitted(C, Reason) :- mcp_unattended(C, Reason).
+
 mcp_permitted(C, Reason) :-
   mcp_call(C, S, T, _, _), mcp_read_only(S, T),
   Reason = fn:string:concat(S, "/", T, " is read-only").
 mcp_needs_approval(C, Reason) :-
-  mcp_call(C, S, T, _, _), mcp_destructive(S, T),
+  mcp_call(C, S, T, _, _), mcp_destructive(S, T), !mcp_has_unattended(C),
   Reason = fn:string:concat(S, "/", T, " may destroy data (the server marks it destructive): an operator approves it first").
 mcp_needs_approval(C, Reason) :-
-  mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T),
+  mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T), !mcp_has_unattended(C),
   Reason = fn:string:concat(S, "/", T, " changes things (it is not read-only): an operator approves it first").
 
 # -- the tool journal: a call that may already have taken effect is never repeated without an operator ----------
