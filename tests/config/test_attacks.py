@@ -71,3 +71,39 @@ def test_an_explicit_configuration_needs_no_trust_record(tmp_path: Path) -> None
     done = groundstate("config", "show", "--config", str(repository / "groundstate.toml"), cwd=tmp_path, home=home)
     assert done.returncode == 0 and not done.stdout.startswith("# UNTRUSTED")
     assert 'policy.disable_guards = ["context_drought"]' in done.stdout
+
+
+def test_a_link_to_a_trusted_configuration_is_not_trusted(tmp_path: Path) -> None:
+    """A repository whose groundstate.toml is a symbolic link to the operator's trusted file: its relative paths
+    and tool modules would be found in the repository, so the link is another configuration, untrusted."""
+    home = tmp_path / "home"
+    operator = tmp_path / "operator"
+    operator.mkdir()
+    (operator / "groundstate.toml").write_text('[tools]\nmodules = ["my_tools"]\n')
+    (operator / "my_tools.py").write_text("")
+    assert groundstate("config", "trust", cwd=operator, home=home).returncode == 0
+    repository = tmp_path / "cloned"
+    repository.mkdir()
+    (repository / "groundstate.toml").symlink_to(operator / "groundstate.toml")
+    (repository / "my_tools.py").write_text(EVIL_MODULE)
+    done = groundstate("runs", "list", cwd=repository, home=home)
+    assert done.returncode == 0 and "not trusted" in done.stderr
+    assert not (repository / "IMPORTED").exists()
+
+
+def test_a_hostile_trust_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    repository, home = cloned_repository(tmp_path), tmp_path / "home"
+    home.mkdir()
+    (home / "trusted-configs.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    done = groundstate("runs", "list", cwd=repository, home=home)
+    assert done.returncode == 2 and "trusted-configs.json" in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr and not (repository / "IMPORTED").exists()
+
+
+def test_python_m_does_not_import_modules_from_the_working_directory(tmp_path: Path) -> None:
+    repository, home = cloned_repository(tmp_path), tmp_path / "home"
+    (repository / "tomllib.py").write_text(EVIL_MODULE)  # shadows a module the commands import on first use
+    done = subprocess.run([sys.executable, "-m", "groundstate", "runs", "list"], cwd=repository, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "GROUNDSTATE_HOME": str(home)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (repository / "IMPORTED").exists()

@@ -75,12 +75,12 @@ def test_where_the_configuration_is_found(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     assert find_config() is None and effective(load_config())[0][2] == "default"
     (tmp_path / "groundstate.toml").write_text(GOOD)
-    assert find_config() is None  # found, but nobody trusted it: data, not configuration
-    assert find_config(untrusted=True) == tmp_path / "groundstate.toml"  # what config show/check read
+    assert load_config().path is None  # found, but nobody trusted it: data, not configuration
+    assert load_config(untrusted=True).path == tmp_path / "groundstate.toml"  # what config show/check read
     trust(tmp_path / "groundstate.toml")
-    assert find_config() == tmp_path / "groundstate.toml"
+    assert load_config().path == tmp_path / "groundstate.toml"
     (tmp_path / "groundstate.toml").write_text(GOOD + "\n[budgets]\nmax_tokens = 5\n")  # changed: trust withdrawn
-    assert find_config() is None
+    assert load_config().path is None
     other = tmp_path / "other.toml"
     other.write_text("[models]\ndefault = 'local'\n")
     monkeypatch.setenv("GROUNDSTATE_CONFIG", str(other))

@@ -201,3 +201,13 @@ def test_serve_never_prints_the_first_token_where_output_is_not_a_terminal(tmp_p
         pass
     assert "a console token was created" in console.output and "cat " in console.output
     assert console.token not in console.output
+
+
+def test_a_model_url_only_a_lenient_parser_reads_is_refused_too(console: Console) -> None:
+    """Ports written "+18002", " 18002" or with a full-width digit: Python's URL parser reads them, so a check that
+    trusted an unreadable origin let the console call any address; a file path for the model likewise."""
+    flow = "name: ssrf\nagents:\n  - id: writer_a\n    instructions: Write it.\n    tools: [write_file]\n"
+    for model in ("openai-chat:m@http://127.0.0.2:+18002", "openai-chat:m@http://127.0.0.2: 18002",
+                  "openai-chat:m@http://127.0.0.2:1800\uff12", "local:/etc/passwd"):  # fmt: skip
+        refused = console.api().post("/api/runs", json={"workflow": flow, "model": model})
+        assert refused.status_code == 422, (model, refused.text)

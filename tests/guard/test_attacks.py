@@ -72,6 +72,9 @@ def test_deeply_nested_arguments_get_an_answer(tmp_path: Path) -> None:
     lines.append('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "lying__append", '
                  f'"arguments": {{"path": {json.dumps(str(effects))}, "note": {deep}}}}}}}')
     lines.append(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))  # and the session goes on
+    for number, hostile in ((4, '"\\ud800"'), (5, "7" * 5000)):  # a lone surrogate, a number of 5,000 digits
+        lines.append(f'{{"jsonrpc": "2.0", "id": {number}, "method": "tools/call", "params": {{"name": '
+                     f'"lying__append", "arguments": {{"path": {json.dumps(str(effects))}, "note": {hostile}}}}}}}')
     guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
                                   "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
@@ -88,19 +91,21 @@ def test_deeply_nested_arguments_get_an_answer(tmp_path: Path) -> None:
                 message = json.loads(line)
                 if "id" in message:
                     answers[message["id"]] = message
-                if len(answers) == 3:
+                if len(answers) == 5:
                     return
 
         reader = threading.Thread(target=read, args=(guard.stdout,), daemon=True)
         reader.start()
         reader.join(60)
-        assert len(answers) == 3, f"no answer within 60 s (answered: {sorted(answers)})"  # the hang this test pins
+        assert len(answers) == 5, f"no answer within 60 s (answered: {sorted(answers)})"  # the hang this test pins
         assert 2 in answers, "no answer to the deeply nested call"
         answer = answers[2]
         text = json.dumps(answer)
         assert "error" in answer or answer["result"].get("isError"), text
         assert "Traceback" not in text and "RecursionError" not in text
         assert answers[3]["result"]["tools"]  # the guard still serves
+        for number in (4, 5):
+            assert "cannot be read whole" in json.dumps(answers[number]), answers[number]
     finally:
         guard.kill()
         _, stderr = guard.communicate(timeout=30)

@@ -306,9 +306,9 @@ class LoadedConfig:
 
 
 def find_config(explicit: str | Path | None = None, *, untrusted: bool = False) -> Path | None:
-    """The configuration file to use (see the module docstring); ConfigFileError if a named one is missing.
-    ``untrusted=True`` also returns a working-directory file nobody trusted (for ``config show``/``check``, which
-    only read it)."""
+    """The configuration file found (see the module docstring); ConfigFileError if a named one is missing. A
+    working-directory file is returned as found; whether it is trusted is decided on the bytes ``load_config``
+    reads. (``untrusted`` is accepted for symmetry with ``load_config``.)"""
     named = explicit or os.environ.get(ENVIRONMENT)
     if named:
         path = Path(named)
@@ -317,12 +317,7 @@ def find_config(explicit: str | Path | None = None, *, untrusted: bool = False) 
             raise ConfigFileError(f"{path}: no such configuration file (named by {where})")
         return path
     here = Path.cwd() / FILE_NAME
-    if not here.is_file():
-        return None
-    if untrusted or is_trusted(here):
-        return here
-    _say_ignored(here)
-    return None
+    return here if here.is_file() else None
 
 
 _IGNORED_SAID: set[Path] = set()
@@ -343,8 +338,15 @@ def load_config(explicit: str | Path | None = None, *, untrusted: bool = False) 
     path = find_config(explicit, untrusted=untrusted)
     if path is None:
         return LoadedConfig(ProjectConfig(), None, {})
-    trusted = bool(explicit or os.environ.get(ENVIRONMENT)) or is_trusted(path)
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()  # read once: the bytes checked for trust are the bytes parsed (no swap in between)
+    trusted = bool(explicit or os.environ.get(ENVIRONMENT)) or is_trusted(path, data)
+    if not trusted and not untrusted:
+        _say_ignored(path)
+        return LoadedConfig(ProjectConfig(), None, {})
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"{path}: not UTF-8 text ({exc})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

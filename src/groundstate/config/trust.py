@@ -16,20 +16,28 @@ import json
 import os
 from pathlib import Path
 
+from .. import safejson
 from ..errors import ConfigurationError
 from .home import home
 
 TRUST_FILE = "trusted-configs.json"
 
 
-def digest_of(path: Path) -> str:
-    """``sha256:…`` of the file's bytes: what a trust record is bound to."""
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+def digest_of(data: bytes) -> str:
+    """``sha256:…`` of a file's bytes: what a trust record is bound to."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def is_trusted(path: Path) -> bool:
-    """Whether ``path``'s current bytes are the ones the operator trusted at that path."""
-    return _records().get(str(path.resolve())) == digest_of(path)
+def _key(path: Path) -> str:
+    """The path a record names: absolute, with its symbolic links *not* followed — the configuration's own directory
+    is where its relative paths and its tool modules are found, so a link in another directory to a trusted file is
+    another, untrusted, configuration."""
+    return os.path.normpath(os.path.abspath(path))
+
+
+def is_trusted(path: Path, data: bytes) -> bool:
+    """Whether ``data`` (the bytes about to be used, read once) are the ones the operator trusted at ``path``."""
+    return _records().get(_key(path)) == digest_of(data)
 
 
 def trust(path: Path) -> str:
@@ -37,7 +45,7 @@ def trust(path: Path) -> str:
     if not path.is_file():
         raise ConfigurationError(f"{path}: no such configuration file to trust")
     records = _records()
-    digest = records[str(path.resolve())] = digest_of(path)
+    digest = records[_key(path)] = digest_of(path.read_bytes())
     _write(records)
     return digest
 
@@ -45,7 +53,7 @@ def trust(path: Path) -> str:
 def untrust(path: Path) -> bool:
     """Forget ``path``'s trust record; False when there was none."""
     records = _records()
-    if records.pop(str(path.resolve()), None) is None:
+    if records.pop(_key(path), None) is None:
         return False
     _write(records)
     return True
@@ -54,7 +62,7 @@ def untrust(path: Path) -> bool:
 def _records() -> dict[str, str]:
     file = home() / TRUST_FILE
     try:
-        loaded = json.loads(file.read_text(encoding="utf-8"))
+        loaded = safejson.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

@@ -133,8 +133,9 @@ class Guard:
         """Decide, then forward, hold or refuse."""
         if params.name == TOO_DEEP:  # a request the transport could not parse whole (stdio.py)
             method = str((params.arguments or {}).get("method", ""))
-            raise MCPError(UNKNOWN_TOOL, f"refused: the {method or 'request'} message nests deeper than "
-                                         f"{MAX_MESSAGE_DEPTH} levels")  # fmt: skip
+            raise MCPError(UNKNOWN_TOOL, f"refused: the {method or 'request'} message cannot be read whole (nested "
+                                         f"deeper than {MAX_MESSAGE_DEPTH} levels, a lone surrogate, or a number of "
+                                         "a thousand digits)")  # fmt: skip
         route = self.upstreams.route(params.name)
         if route is None:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")

@@ -1,10 +1,11 @@
 """The guard's stdio transport with a nesting bound on what it reads.
 
-The MCP SDK parses each line with a recursive parser; a line nested a few hundred levels deep fails to parse and the
-SDK answers nothing (it cannot know the request's id), so the client waits forever. Here every line is measured first
-(``safejson``'s linear scan); one deeper than ``safejson.MAX_DEPTH`` is not handed to the SDK as sent: its outer
-fields are read from a flattened copy and, for a request, it becomes a ``tools/call`` of ``TOO_DEEP`` with the same
-id, which the guard refuses with a message saying why — so every request gets its answer. A notification that deep
+The MCP SDK parses each line with a recursive parser; a line nested a few hundred levels deep, holding a lone
+surrogate or a number of thousands of digits fails to parse and the SDK answers nothing (it cannot know the
+request's id), so the client waits forever. Here every line is measured first (``safejson``'s linear scan, and a
+cheap scan for surrogate escapes and long digit runs); one the SDK could not read is not handed to it as sent: its
+outer fields are read from a flattened copy and, for a request, it becomes a ``tools/call`` of ``TOO_DEEP`` with the
+same id, which the guard refuses with a message saying why — so every request gets its answer. A notification that deep
 is dropped with one line on stderr.
 
 The descriptors are claimed as the SDK does for itself (it skips that for explicit streams): fd 0 points at the null
@@ -18,6 +19,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -37,7 +39,8 @@ class BoundedLines:
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
-            if line.count("[") + line.count("{") <= safejson.MAX_DEPTH or safejson.depth(line) <= safejson.MAX_DEPTH:
+            deep = line.count("[") + line.count("{") > safejson.MAX_DEPTH and safejson.depth(line) > safejson.MAX_DEPTH
+            if not deep and (_SUSPECT.search(line) is None or not _unreadable(line)):
                 yield line
                 continue
             answer = _answerable(line)
@@ -46,6 +49,36 @@ class BoundedLines:
                                  f"{safejson.MAX_DEPTH} levels (a notification, or without an id)\n")  # fmt: skip
                 continue
             yield answer
+
+
+_DIGITS = re.compile(r"[0-9]{1000}")
+_SUSPECT = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[0-9]{1000}")  # a surrogate escape, a thousand digits
+
+
+def _unreadable(line: str) -> bool:
+    """Whether the SDK's parser would drop ``line`` without an answer: a lone surrogate (``"\\ud800"``, which a
+    model can write in its tool-call JSON) or a number of a thousand digits or more. Only lines the cheap
+    ``_SUSPECT`` scan flags get here."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):  # Python's own limit on an integer's digits, or not JSON at all
+        return _DIGITS.search(line) is not None
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 3000:
+            return True
+    return False
 
 
 def _answerable(line: str) -> str | None:

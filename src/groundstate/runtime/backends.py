@@ -203,8 +203,13 @@ def origin_of(spec: str | None) -> str | None:
         port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
     except ValueError:
         return None
-    if not parts.hostname or port is None:
-        return None
+    hostport = parts.netloc.rpartition("@")[2]
+    if hostport.startswith("["):  # [IPv6]:PORT
+        written = hostport.partition("]")[2].removeprefix(":")
+    else:
+        written = hostport.rpartition(":")[2] if ":" in hostport else ""
+    if not parts.hostname or port is None or (written and not (written.isascii() and written.isdigit())):
+        return None  # "+18002", " 18002", a full-width digit: int() reads them, so must we not
     return f"{parts.scheme.lower()}://{parts.hostname.lower()}:{port}"
 
 
@@ -218,3 +223,5 @@ def check_model_spec(spec: str) -> None:
     if api not in usable or not model or not url:
         raise ModelSpecError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
                              f"(API: {', '.join(usable)})")  # fmt: skip
+    if origin_of(spec) is None or url != url.strip():
+        raise ModelSpecError(f"model {spec!r}: its URL must be http(s)://HOST[:PORT][/PATH] with a port of digits")

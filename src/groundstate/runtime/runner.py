@@ -432,19 +432,27 @@ class Runtime:
         return self._mcp
 
     @property
-    def credential_origins(self) -> frozenset[str]:
-        """The endpoints the operator's configuration names for models: the only ones (with a run's own --model)
-        that receive ``GROUNDSTATE_API_KEY``."""
+    def configured_models(self) -> frozenset[str]:
+        """Every model spec the operator's configuration names."""
         models = self.settings.models
         named = [models.default, *models.roles.values(), *models.agents.values(), *models.fallback]
         named += [profile.model for profile in self.config.shard_profiles.values()]
-        named += [f"openai-chat:endpoint@{endpoint}" for endpoint in models.endpoints]  # origin_of reads specs
+        return frozenset(spec for spec in named if spec)
+
+    @property
+    def credential_origins(self) -> frozenset[str]:
+        """The endpoints the operator's configuration names for models: the only ones (with a run's own --model)
+        that receive ``GROUNDSTATE_API_KEY``."""
+        named = [*self.configured_models]
+        named += [f"openai-chat:endpoint@{endpoint}" for endpoint in self.settings.models.endpoints]  # as specs
         return frozenset(o for o in map(origin_of, named) if o is not None)
 
     def _refuse_unconfigured_urls(self, source: str, specs: list[str | None]) -> None:
         """A run not created from the operator's command line calls only model endpoints the configuration names."""
         allowed = self.credential_origins
-        foreign = sorted({s for s in specs if s is not None and origin_of(s) not in (None, *allowed)})
+        # "local" is the embedded model; a file path, or a URL whose origin cannot be read, is never an account's
+        configured = {"local", *self.configured_models}
+        foreign = sorted({s for s in specs if s is not None and s not in configured and origin_of(s) not in allowed})
         if foreign:
             raise WorkflowError(source, [f"model {spec!r}: its URL is not one the configuration's [models] names; "
                                          "a run started this way may only use those" for spec in foreign])  # fmt: skip
