@@ -288,7 +288,7 @@ def test_upstream_credentials_never_reach_metrics_logs_or_error_bodies(
     upstream, script = server
     script.responses = [(200, {}, sse(json.dumps(chat_event(content="hi"))))]
     secret = "s3cret-pw"
-    with_password = upstream.replace("http://", f"http://alice:{secret}@")
+    with_password = upstream.replace("http://", f"http://alice:{secret}@") + f"?token={secret}"
     (tmp_path / "open.toml").write_text("[metrics]\nopen = true\n")
     base_url, _ = gateway_for(with_password, "--config", "open.toml")
     answered = httpx.post(base_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user",
@@ -334,5 +334,5 @@ def test_the_gate_passes_nothing_of_a_whole_reply_but_what_it_judged(
     assert reply["choices"] == [{"index": 0, "message": {"role": "assistant", "content": "The answer is 42."},
                                  "finish_reason": "stop"}]  # fmt: skip
     text = json.dumps(reply)
-    assert "delete_everything" not in text and "unjudged" not in text
+    assert "delete_everything" not in text and "unjudged" not in text and reply["id"].startswith("chatcmpl-gated-")
     assert reply["usage"]["total_tokens"] == 8

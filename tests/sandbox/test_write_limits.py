@@ -45,3 +45,29 @@ def test_writes_within_the_bound_run_to_their_end(tmp_path: Path) -> None:
     done = default_sandbox().run(["python3", "-c", MANY_FILES.replace("range(40)", "range(2)")], tmp_path,
                                  Limits(written_mb=64))  # fmt: skip
     assert done.ok and "wrote everything" in done.stdout
+
+
+INODES_AND_LINKS = """
+import os
+os.mkdir("l")
+for i in range(20000):
+    os.symlink("/" + "a" * 4000, f"l/{i}")
+os.mkdir("d")
+for i in range(20000):
+    open(f"d/{i:0200d}", "w").close()
+print("wrote everything")
+"""
+
+
+def test_links_directories_and_empty_files_count_toward_the_bound(tmp_path: Path) -> None:
+    """The review's disk filler: long symbolic links and many empty files with long names take blocks and inodes
+    that counting regular files' blocks never saw."""
+    done = default_sandbox().run(["python3", "-c", INODES_AND_LINKS], tmp_path, Limits(timeout_s=60, written_mb=32))
+    assert done.stopped is not None and "wrote everything" not in done.stdout
+    assert sum(1 for _ in tmp_path.rglob("*")) < 20000  # killed well before the second half
+
+
+def test_open_files_are_bounded(tmp_path: Path) -> None:
+    code = "import tempfile\nfiles = [open(f'f{i}', 'w') for i in range(1000)]\nprint('opened all')"
+    done = default_sandbox().run(["python3", "-c", code], tmp_path, Limits(open_files=64))
+    assert "opened all" not in done.stdout and "Too many open files" in done.stderr

@@ -40,17 +40,19 @@ MIN_VALUE = 5  # characters a value needs before "it occurs in that text" means 
 MIN_PART = 6  # characters of a distinctive word that, found in a value and a result, ties them
 LONG_WORD = 16  # a word this long ties them whatever it holds
 MAX_REQUEST_CHARS = 100_000  # of the user's request kept per session
-MAX_SESSIONS = 1000  # sessions kept at once (HTTP clients come and go)
-_WORDS = re.compile(r"[^\s\"'<>()\[\]{},;]+")
+MAX_SESSIONS = 256  # sessions kept at once (HTTP clients come and go); a forgotten one comes back marked
+MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come back marked
+MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
+_WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _TRIM = ".:!?*`"
-_DISTINCT = re.compile(r"[0-9@/]")
+_DISTINCT = re.compile(r"[0-9@]")
 
 
 def words(text: str) -> set[str]:
-    """The distinctive words of ``text`` (case-folded, punctuation around them trimmed): at least ``MIN_PART``
-    characters holding a digit, an ``@`` or a ``/`` — codes, addresses, URLs, ids, amounts — or ``LONG_WORD``
-    characters of anything. Ordinary words ("revenue", "friday") tie nothing: a summary in the model's own words is
-    not a copy (and what matching cannot see, docs/provenance.md says)."""
+    """The distinctive words of ``text`` (case-folded, punctuation around them trimmed; a URL's parts are words of
+    their own): at least ``MIN_PART`` characters holding a digit or an ``@`` — codes, addresses, ids, amounts — or
+    ``LONG_WORD`` characters of anything. Ordinary words ("revenue", "friday") tie nothing: a summary in the model's
+    own words is not a copy (and what matching cannot see, docs/provenance.md says)."""
     found = set()
     for match in _WORDS.finditer(text):
         word = match.group().strip(_TRIM).casefold()
@@ -133,15 +135,21 @@ class History:
     def __init__(self, max_calls: int = 200, max_bytes: int = 1 << 20) -> None:
         self.max_calls, self.max_bytes = max_calls, max_bytes
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._forgotten: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()  # decisions read a session in a worker thread while results are recorded
 
     def session(self, key: str) -> Session:
         """The history of the client session ``key``."""
         with self._lock:
-            found = self._sessions.pop(key, None) or Session()
+            found = self._sessions.pop(key, None)
+            if found is None:  # new, or forgotten to make room: then what it was told is gone — it comes back marked
+                found = Session(overflowed=self._forgotten.pop(key, False) is None)
             self._sessions[key] = found
             while len(self._sessions) > MAX_SESSIONS:
-                self._sessions.popitem(last=False)
+                forgotten, _ = self._sessions.popitem(last=False)
+                self._forgotten[forgotten] = None
+                while len(self._forgotten) > MAX_FORGOTTEN:
+                    self._forgotten.popitem(last=False)
             return found
 
     def declare(self, session: Session, request: str) -> None:
@@ -159,6 +167,11 @@ class History:
             text = text[: self.max_bytes]
         found = words(text)
         with self._lock:
+            new = found - session.by_word.keys()
+            room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
+            if len(new) > room:  # the index is full: words past it go unseen, so the session is marked
+                found = (found - new) | set(sorted(new)[:room])
+                cut = True
             session.counter += 1
             session.overflowed = session.overflowed or cut
             session.add(Seen(session.counter, call, server, tool, text, found))
@@ -178,13 +191,10 @@ class History:
             out.append(("mcp_session_overflowed", (call,)))
         numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
         named: dict[str, Seen] = {}
-        for key, value in flattened:
-            if not isinstance(value, str) or len(value) < MIN_VALUE:
-                continue
+        for key, folded in _candidates(flattened):
             out.append(("mcp_text_argument", (call, key)))
-            folded = value.casefold()
             own = words(folded)
-            if folded in session.request or (own and own <= session.request_words):
+            if folded in session.request or (own and own <= session.request_words and not _rest(folded, own)):
                 out.append(("mcp_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             whole = session.containing(folded)
@@ -201,6 +211,36 @@ class History:
 
 
 WHOLE, PART = Name("/whole"), Name("/part")
+_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+def _candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """(key, a text case-folded) for every value a value can come from: text of at least ``MIN_VALUE``
+    characters, a number written out (a code sent as ``771203``), and each part of the key's path (a value smuggled
+    in as a key name)."""
+    found = []
+    for key, value in flattened:
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            text = str(value)
+        else:
+            text = ""
+        if len(text) >= MIN_VALUE:
+            found.append((key, text.casefold()))
+        for part in key.split("."):
+            if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
+                found.append((key, part.casefold()))
+    return found
+
+
+def _rest(folded: str, named: set[str]) -> str:
+    """What is left of a value once the words the user named and separators are taken out: a value that is just
+    those words is the user's; one that wraps them in other text is not."""
+    rest = folded
+    for word in named:
+        rest = rest.replace(word, " ")
+    return _SEPARATORS.sub("", rest)
 
 
 def result_text(result: Any) -> str:

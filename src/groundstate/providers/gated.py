@@ -15,6 +15,7 @@ Only the OpenAI Chat Completions API is gated (its stream's text is what the gat
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ from .openai_chat import OpenAIChatAdapter
 from .openai_wire import Send, error_body, send_json
 
 GATED_APIS = ("openai-chat",)
+_MODEL_NAME = re.compile(r"[^A-Za-z0-9._:/@+-]")
 
 
 class Verdict(Protocol):
@@ -130,9 +132,9 @@ async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
         await send_json(send, 502, refusal(verdict.reason, cut_off))
         return
     built: dict[str, Any] = {
-        "id": str(reply.get("id") or f"chatcmpl-gated-{time.time_ns()}")[:200], "object": "chat.completion",
+        "id": f"chatcmpl-gated-{time.time_ns()}", "object": "chat.completion",  # ours: the upstream's is unjudged
         "created": reply["created"] if isinstance(reply.get("created"), int) else int(time.time()),
-        "model": str(reply.get("model") or "")[:200],
+        "model": _MODEL_NAME.sub("", str(reply.get("model") or ""))[:100],  # a name, one line of plain characters
         "choices": [{"index": 0, "message": {"role": "assistant", "content": released}, "finish_reason": "stop"}],
     }  # fmt: skip
     if isinstance(reply.get("usage"), dict):

@@ -62,16 +62,18 @@ def _too_deep(body: bytes) -> str | None:
 
 
 def without_credentials(url: str) -> str:
-    """``url`` with any ``user:password@`` replaced by ``***@``: an ``--upstream`` may carry credentials, and the
-    gateway's metrics labels, log lines and error bodies are read by people who must not learn them."""
+    """``url`` with any ``user:password@`` replaced by ``***@`` and its query by ``***``: an ``--upstream`` may carry
+    credentials (``?key=``, ``?token=`` too), and the gateway's metrics labels, log lines and error bodies are read by
+    people who must not learn them."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
-    if not parts.username and not parts.password and "@" not in parts.netloc:
+    if not parts.username and not parts.password and "@" not in parts.netloc and not parts.query:
         return url
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+    shown = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit((parts.scheme, shown, parts.path, "***" if parts.query else "", ""))  # a query may hold a key
 
 
 class Gateway:

@@ -20,6 +20,7 @@ class Limits:
     written_mb: int = 256  # what one program may add to the workspace, all files together (watched; then killed)
     workspace_mb: int = 2048  # the workspace's whole size: a program does not start past it, and is killed reaching it
     tmp_mb: int = 64  # the private /tmp (a tmpfs: memory) of one program
+    open_files: int = 256  # descriptors per process (RLIMIT_NOFILE): also bounds files deleted while held open
 
 
 def apply_rlimits(limits: Limits, *, nproc: bool) -> None:
@@ -31,5 +32,6 @@ def apply_rlimits(limits: Limits, *, nproc: bool) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
     if nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))

@@ -4,7 +4,8 @@
 thousand. A thread measures the workspace's allocated size every ``INTERVAL_S`` while the program runs and kills the
 whole process tree when it has grown by more than ``Limits.written_mb`` or reached ``Limits.workspace_mb``. The
 bound is what was allocated between two looks: the overshoot is at most what the program writes in one interval
-(tens of MB on fast disks), which docs/security.md states.
+(tens of MB on fast disks), which docs/security.md states. What it cannot see is a file the program deleted while
+holding it open: ``RLIMIT_NOFILE`` (256) and ``RLIMIT_FSIZE`` bound that, for the program's lifetime only.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from pathlib import Path
 from .limits import Limits
 
 INTERVAL_S = 0.05
+ENTRY_BYTES = 4096  # what one entry (an inode) counts for, whatever its blocks: 1,000 empty files weigh 4 MB
 
 
 def disk_usage(root: Path) -> int:
-    """Bytes allocated to the regular files under ``root`` (symbolic links not followed; holes not counted)."""
+    """Bytes allocated under ``root`` to every entry — files, directories, symbolic links (a long link target takes
+    a block) — plus ``ENTRY_BYTES`` for each entry, so that many empty files or links (inodes) count too. Holes are
+    not counted; links are not followed."""
     total = 0
     pending = [str(root)]
     while pending:
@@ -33,8 +37,7 @@ def disk_usage(root: Path) -> int:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512 + ENTRY_BYTES
                 except OSError:
                     continue
     return total
