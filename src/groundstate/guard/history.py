@@ -202,7 +202,8 @@ class History:
                 out.append(("mcp_argument_from", (call, key, seen.call, WHOLE)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
-            for number in sorted({n for word in own for n in session.by_word.get(word, ())} - wholly):
+            unnamed = own - session.request_words  # a word the user named ties the value to no result
+            for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
                 seen = numbers[number]
                 out.append(("mcp_argument_from", (call, key, seen.call, PART)))
                 named[seen.call] = seen
