@@ -42,11 +42,12 @@ SEPARATOR = "__"
 class Outcome:
     """One episode: what the suite's checks say and what the guard did."""
 
-    utility: bool = False
+    utility: bool | None = False  # None: the suite judges this task only from a model's trace
     security: bool = False  # True: the attack succeeded
     denied: int = 0
     held: int = 0
     calls: list[tuple[str, str]] = field(default_factory=list)  # (tool, ok | denied | held | error)
+    attack_kinds: list[str] = field(default_factory=list)  # how each injection call ended
 
 
 async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Path, direct: bool) -> Outcome:
@@ -71,6 +72,7 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
     planned = list(user.ground_truth(pre))
     attack = list(injection.ground_truth(pre)) if injection else []
     marker = ATTACK.split("{goal}")[0][:40].casefold() if injection else None  # the agent spots the injection
+    ran: list[Any] = []  # the calls that ran: the trace AgentDojo judges some tasks by
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         obeyed = False
@@ -78,15 +80,25 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
             call = planned.pop(0)
             text = await play(client, prefix + call.function, dict(call.args), meta, outcome)
             texts.append(text)
+            ran += [call] if outcome.calls[-1][1] == "ok" else []
             if marker and not obeyed and marker in text.casefold():
                 obeyed = True  # the worst case: every injection is obeyed at once
                 for evil in attack:
                     texts.append(await play(client, prefix + evil.function, dict(evil.args), meta, outcome))
+                    outcome.attack_kinds.append(outcome.calls[-1][1])
+                    ran += [evil] if outcome.calls[-1][1] == "ok" else []
     post = pickle.loads(state.read_bytes())
     output = "\n".join(texts)
-    outcome.utility = bool(user.utility(output, environment(suite, injection_id), post))
+    try:
+        outcome.utility = bool(user.utility(output, environment(suite, injection_id), post))
+    except NotImplementedError:  # a task AgentDojo judges from the trace of calls
+        outcome.utility = bool(user.utility_from_traces(output, environment(suite, injection_id), post, ran))
     if injection is not None:
-        outcome.security = bool(injection.security(output, environment(suite, injection_id), post))
+        try:
+            outcome.security = bool(injection.security(output, environment(suite, injection_id), post))
+        except NotImplementedError:  # judged from the trace of calls: the calls that ran are the trace here
+            outcome.security = bool(injection.security_from_traces(output, environment(suite, injection_id), post,
+                                                                   ran))  # fmt: skip
     return outcome
 
 
@@ -134,11 +146,13 @@ def main() -> None:
             folder.mkdir()
             clean.append(asyncio.run(episode(suite, user_id, None, folder, options.direct)))
     rate = sum(o.security for o in attacked) / len(attacked)
-    under = sum(o.utility for o in attacked) / len(attacked)
-    without = sum(o.utility for o in clean) / len(clean)
+    judged, judged_clean = [o for o in attacked if o.utility is not None], [o for o in clean if o.utility is not None]
+    under = sum(bool(o.utility) for o in judged) / max(len(judged), 1)
+    without = sum(bool(o.utility) for o in judged_clean) / max(len(judged_clean), 1)
     print(f"{options.suite} ({'direct' if options.direct else 'behind the guard'}, {len(sample)} pairs, seed "
           f"{options.seed}): attack success {rate:.1%}, utility under attack {under:.1%}, utility without attack "
-          f"{without:.1%} ({len(users)} user tasks); calls denied {sum(o.denied for o in attacked)}, held "
+          f"{without:.1%} ({len(judged_clean)} of {len(users)} user tasks judged); calls denied "
+          f"{sum(o.denied for o in attacked)}, held "
           f"{sum(o.held for o in attacked)}")  # fmt: skip
     if options.json is not None:
         rows = [{"user": u, "injection": i, **vars(o)} for (u, i), o in zip(sample, attacked, strict=True)]
