@@ -99,11 +99,3 @@ def test_a_hostile_trust_file_is_one_line_not_a_traceback(tmp_path: Path) -> Non
     assert done.returncode == 2 and "trusted-configs.json" in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr and not (repository / "IMPORTED").exists()
 
-
-def test_python_m_does_not_import_modules_from_the_working_directory(tmp_path: Path) -> None:
-    repository, home = cloned_repository(tmp_path), tmp_path / "home"
-    (repository / "tomllib.py").write_text(EVIL_MODULE)  # shadows a module the commands import on first use
-    done = subprocess.run([sys.executable, "-m", "groundstate", "runs", "list"], cwd=repository, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "GROUNDSTATE_HOME": str(home)})  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert not (repository / "IMPORTED").exists()

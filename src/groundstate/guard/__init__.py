@@ -3,6 +3,7 @@ fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the
 applies the user's reply rules to what passes through ``groundstate gateway --gate``."""
 
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
+from .history import History
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
@@ -19,6 +20,7 @@ __all__ = [
     "ArgumentsTooLarge",
     "Entry",
     "Guard",
+    "History",
     "Ledger",
     "McpPolicy",
     "ReplyPolicy",

@@ -20,10 +20,13 @@ SERVER = "python"  # the name the guard lists them under; a configured upstream 
 
 
 def listed() -> list[types.Tool]:
-    """The registered tools as MCP tools."""
+    """The registered tools as MCP tools. They are your own code (``@groundstate.tool``), so they are closed world
+    (``openWorldHint`` false): their results are not content written by others and a call to one is no way out —
+    the provenance rules leave them alone (a sandboxed one reaches no network either)."""
     return [types.Tool(name=t.name, description=t.description, input_schema=t.schema,
                        annotations=types.ToolAnnotations(read_only_hint=t.read_only,
-                                                         destructive_hint=not t.read_only))
+                                                         destructive_hint=not t.read_only,
+                                                         open_world_hint=False))
             for t in tools.REGISTRY.values()]  # fmt: skip
 
 

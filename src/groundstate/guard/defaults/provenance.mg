@@ -82,12 +82,14 @@ mcp_denied(C, Reason) :-
   Reason = fn:string:concat(S, "/", T, " reaches the open world with '", K, "' taken from the result of ", ES, "/", ET, " (", E, "), content written by others").
 
 # A way out that only reads, fed after content written by others with a value neither the user's request nor any
-# result holds (it may be that content encoded, reworded or cut up: matching cannot see it) waits for an operator.
+# result holds (it may be that content encoded, reworded or cut up: matching cannot see it) waits for an operator —
+# for a client that declared the user's request (without one, every novel value would wait: a second fetch, a
+# second search).
 Decl mcp_argument_seen(Call, Key) descr [doc("The argument's value occurs in some earlier result of the session.")]
   bound [/string, /string].
 mcp_argument_seen(C, K) :- mcp_argument_from(C, K, _, _).
 mcp_needs_approval(C, Reason) :-
-  mcp_call(C, S, T, _, _), mcp_way_out(S, T), !mcp_effectful(S, T), mcp_session_untrusted(C),
+  mcp_call(C, S, T, _, _), mcp_way_out(S, T), !mcp_effectful(S, T), mcp_session_untrusted(C), mcp_request_declared(C),
   mcp_text_argument(C, K), !mcp_argument_in_request(C, K), !mcp_argument_seen(C, K),
   Reason = fn:string:concat(S, "/", T, " reaches the open world with '", K, "', which neither the user's request nor any result holds, after content written by others entered the session: an operator approves it first").
 
