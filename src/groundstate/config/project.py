@@ -305,10 +305,10 @@ class LoadedConfig:
         return f"{self.path}:{_line_of(self.text, key)}"
 
 
-def find_config(explicit: str | Path | None = None, *, untrusted: bool = False) -> Path | None:
+def find_config(explicit: str | Path | None = None) -> Path | None:
     """The configuration file found (see the module docstring); ConfigFileError if a named one is missing. A
     working-directory file is returned as found; whether it is trusted is decided on the bytes ``load_config``
-    reads. (``untrusted`` is accepted for symmetry with ``load_config``.)"""
+    reads."""
     named = explicit or os.environ.get(ENVIRONMENT)
     if named:
         path = Path(named)
@@ -335,7 +335,7 @@ def _say_ignored(path: Path) -> None:
 def load_config(explicit: str | Path | None = None, *, untrusted: bool = False) -> LoadedConfig:
     """The project configuration, validated; ConfigFileError lists every problem with its file, line and key.
     ``untrusted=True``: read an untrusted working-directory file too (as data: nothing here acts on it)."""
-    path = find_config(explicit, untrusted=untrusted)
+    path = find_config(explicit)
     if path is None:
         return LoadedConfig(ProjectConfig(), None, {})
     data = path.read_bytes()  # read once: the bytes checked for trust are the bytes parsed (no swap in between)

@@ -101,7 +101,8 @@ class _Explainer:
             info = self.kernel.engine.predicates.get(literal.predicate)
             if info is not None and info.external:
                 return Explanation(pattern, "external predicate")
-            bound = {i: _value(a, binding) for i, a in enumerate(literal.args) if _known(a, binding)}
+            values = {i: _computed(a, binding) for i, a in enumerate(literal.args)}  # functions evaluated on values
+            bound = {i: value for i, value in values.items() if value is not _UNKNOWN}
             rows = sort_facts(self.kernel.engine.lookup(literal.predicate, bound))
             return self.explain(literal.predicate, rows[0], depth, seen) if rows else Explanation(pattern, "?")
         if isinstance(literal, Negation):
@@ -132,20 +133,13 @@ def _variables(body: tuple[Any, ...]) -> list[str]:
     return names
 
 
-def _known(term: Term, binding: dict[str, Any]) -> bool:
-    """Whether the term's value is known from the binding: a constant, a bound variable, or a function of those
-    that evaluates (a computed argument is evaluated here on values, never rendered and parsed back)."""
-    if isinstance(term, Apply):
-        return _computed(term, binding) is not _UNKNOWN
-    return isinstance(term, Const) or (isinstance(term, Var) and term.name in binding)
-
-
-_UNKNOWN = object()
+_UNKNOWN = object()  # a term whose value the binding does not give
 
 
 def _computed(term: Term, binding: dict[str, Any]) -> Any:
-    """The value of a function term over bound values, or _UNKNOWN (an unbound variable, an unknown function or
-    one that fails on these values)."""
+    """The term's value from the binding — a constant, a bound variable, or a function of those evaluated here on
+    values, never rendered and parsed back — or _UNKNOWN (an unbound variable, an unknown function or one that fails
+    on these values)."""
     if isinstance(term, Var):
         return binding.get(term.name, _UNKNOWN)
     if isinstance(term, Const):
@@ -161,12 +155,6 @@ def _computed(term: Term, binding: dict[str, Any]) -> Any:
         return _UNKNOWN
 
 
-def _value(term: Term, binding: dict[str, Any]) -> Any:
-    if isinstance(term, Var):
-        return binding[term.name]
-    if isinstance(term, Const):
-        return term.value
-    return _computed(term, binding)
 
 
 def _term(term: Term, binding: dict[str, Any]) -> str:
