@@ -62,8 +62,10 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
         prefix = ""
     else:
         config = folder / "groundstate.toml"
+        labels = json.loads((HERE / "annotations.json").read_text())["_labels"][suite.name]
         config.write_text(f'[mcp]\napproval_timeout_sec = 0.2\npolicy = ["{HERE / "unattended.mg"}"]\n'
-                          f"[mcp.servers.dojo]\ncommand = {json.dumps(server)}\n")  # fmt: skip
+                          f"[mcp.servers.dojo]\ncommand = {json.dumps(server)}\n[mcp.servers.dojo.labels]\n"
+                          + "".join(f"{tool} = {json.dumps(kinds)}\n" for tool, kinds in sorted(labels.items())))
         env = {**os.environ, "GROUNDSTATE_HOME": str(folder / "home"), "GROUNDSTATE_CONFIG": str(config)}
         params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], env=env)
         prefix = "dojo" + SEPARATOR
@@ -88,6 +90,7 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
                     outcome.attack_kinds.append(outcome.calls[-1][1])
                     ran += [evil] if outcome.calls[-1][1] == "ok" else []
     post = pickle.loads(state.read_bytes())
+    texts.append(user.GROUND_TRUTH_OUTPUT)  # the answer the task expects the agent to give the user, last
     output = "\n".join(texts)
     try:
         outcome.utility = bool(user.utility(output, environment(suite, injection_id), post))

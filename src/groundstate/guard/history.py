@@ -10,12 +10,19 @@ so the rules can only become stricter) and the user's request as the client decl
 - ``mcp_argument_from(Call, Key, Earlier, How)``: the argument ``Key``'s value — one the user's request does not
   name (a named value is the user's, wherever else it occurs; not scanning for it halves a decision's cost) — occurs
   in ``Earlier``'s result —
-  ``/whole`` (the value, at least ``MIN_VALUE`` characters, appears in the result as it is) or ``/part`` (the value
-  contains a distinctive word the result contains — a code, an address, a URL, an id: see ``words`` — copied into a
-  longer text);
+  ``/whole`` (the value, at least ``MIN_VALUE`` characters, appears in the result's text as it is), ``/part`` (the
+  value contains a distinctive word the result contains — a code, an address, a URL, an id: see ``words`` — copied
+  into a longer text) or ``/field`` (the value *is* one whole datum of the result's structured content — a
+  participant's address in a list of participants, a channel's name in a list of channels — and occurs nowhere else
+  in it: data the source structured, not words cut out of prose; see ``Reading``);
+- a short value (fewer than ``MIN_VALUE`` characters: an id such as ``13``) is tied only where it is a word of its
+  own (``13`` in "delete file 13", not in "2024-05-13"): ``/field`` where a result holds it as a datum, else
+  ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
 - ``mcp_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
-- ``mcp_text_argument(Call, Key)``: the value is text of at least ``MIN_VALUE`` characters;
+- ``mcp_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
+  not a calendar date or a time of day — a value that can name or carry something (a date carries no address, no
+  code, no instruction: see ``_CALENDAR``);
 - ``mcp_request_declared(Call)``, ``mcp_session_overflowed(Call)``.
 
 Matching is linear: a value is searched once in all kept results joined (``str.find``, C speed) and its
@@ -46,6 +53,25 @@ MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it th
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _TRIM = ".:!?*`"
 _DISTINCT = re.compile(r"[0-9@]")
+# A calendar date, a time of day, or both (ISO 8601's forms and the common "2024-05-19 13:00"): what a model computes
+# from a request ("an hour after noon") rather than copies. Such a value names no one and carries a few bits at
+# most, so it is not a candidate value: no provenance is reported for it and it is not a text argument.
+_CALENDAR = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[ t]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?",
+    re.IGNORECASE,
+)
+
+
+def short_words(text: str) -> Counter[str]:
+    """How often each short word (fewer than ``MIN_VALUE`` characters: an id like ``13``, a room like ``b2``) stands
+    alone in ``text`` (case-folded, trimmed as ``words`` trims). A short value is tied to a text only where it is a
+    word of its own there: ``13`` in "delete file 13", not in "2024-05-13"."""
+    found: Counter[str] = Counter()
+    for match in _WORDS.finditer(text):
+        word = match.group().strip(_TRIM)
+        if word and len(word) < MIN_VALUE:
+            found[word.casefold()] += 1
+    return found
 
 
 def words(text: str) -> set[str]:
@@ -61,6 +87,61 @@ def words(text: str) -> set[str]:
     return found
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What one result says, as provenance reads it: ``text``, everything the model reads as prose (the text blocks,
+    except one that only serializes the structured content, and each text of the structured content), and
+    ``fields``, the structured content's data — its scalar values that are one word of at most ``MAX_DATUM``
+    characters (an address, an id, a name), each with how often it occurs."""
+
+    text: str
+    fields: Counter[str] = field(default_factory=Counter)
+
+
+MAX_DATUM = 256  # characters of one structured value that is a datum rather than prose
+
+
+def reading(result: Any) -> Reading:
+    """A ``tools/call`` result as provenance reads it (see ``Reading``). Without structured content it is all
+    prose. A text block is left out only when it parses to exactly the structured content (MCP's advice for servers
+    that return both): a server cannot hide prose from the index by sending it in a block that merely resembles it."""
+    blocks = [str(getattr(block, "text", "") or "") for block in getattr(result, "content", None) or []]
+    structured = getattr(result, "structured_content", None)
+    if structured is None:
+        return Reading("\n".join(blocks))
+    values: list[str] = []
+    _scalars(structured, values, 0)
+    prose = [block for block in blocks if not _serializes(block, structured)]
+    fields = Counter(value.casefold() for value in values if _datum(value))
+    return Reading("\n".join(prose + values), fields)
+
+
+def _scalars(value: Any, into: list[str], depth: int) -> None:
+    """Every scalar of a structured result, as text (keys too: a key is something the server wrote)."""
+    if depth > 64:  # deeper than any message the guard accepts; a bound, not a case
+        into.append(json.dumps(value, ensure_ascii=False, default=str)[:MAX_DATUM])
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            into.append(str(key))
+            _scalars(item, into, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _scalars(item, into, depth + 1)
+    elif value is not None and not isinstance(value, bool):
+        into.append(str(value))
+
+
+def _datum(value: str) -> bool:
+    return 0 < len(value) <= MAX_DATUM and not any(c.isspace() for c in value)
+
+
+def _serializes(block: str, structured: Any) -> bool:
+    try:
+        return bool(json.loads(block) == structured)
+    except (ValueError, RecursionError):
+        return False
+
+
 @dataclass
 class Seen:
     """One forwarded call and its result, as the session keeps it."""
@@ -69,8 +150,10 @@ class Seen:
     call: str
     server: str
     tool: str
-    text: str  # the result, case-folded
+    text: str  # the result's prose, case-folded
     words: set[str]
+    fields: Counter[str]  # its structured data, case-folded (see Reading)
+    short: Counter[str]  # its short words (see short_words), case-folded
 
 
 @dataclass
@@ -83,6 +166,7 @@ class Session:
     overflowed: bool = False
     request: str = ""  # case-folded
     request_words: set[str] = field(default_factory=set)
+    request_short: set[str] = field(default_factory=set)
     counter: int = 0
     by_word: dict[str, set[int]] = field(default_factory=dict)
     used: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -158,14 +242,17 @@ class History:
             if request and request.casefold() not in session.request:
                 kept = (session.request + "\n" + request.casefold())[-MAX_REQUEST_CHARS:]
                 session.request, session.request_words = kept, words(kept)
+                session.request_short = set(short_words(kept))
 
-    def record(self, session: Session, call: str, server: str, tool: str, result: str) -> None:
-        """A forwarded call's result, kept within the bounds (the oldest dropped first; then the session is marked)."""
-        text = result.casefold().replace("\x00", " ")
+    def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading) -> None:
+        """A forwarded call's result (text, or as ``reading`` reads it), kept within the bounds (the oldest dropped
+        first; then the session is marked)."""
+        read = result if isinstance(result, Reading) else Reading(result)
+        text = read.text.casefold().replace("\x00", " ")
         cut = len(text) > self.max_bytes
         if cut:
             text = text[: self.max_bytes]
-        found = words(text)
+        found, short = words(text), short_words(text)
         with self._lock:
             new = found - session.by_word.keys()
             room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
@@ -174,7 +261,7 @@ class History:
                 cut = True
             session.counter += 1
             session.overflowed = session.overflowed or cut
-            session.add(Seen(session.counter, call, server, tool, text, found))
+            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short))
             while len(session.calls) > self.max_calls or session.size > self.max_bytes:
                 session.drop_oldest()
 
@@ -191,6 +278,17 @@ class History:
             out.append(("mcp_session_overflowed", (call,)))
         numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
         named: dict[str, Seen] = {}
+        for key, folded in _short_candidates(flattened):
+            if folded in session.request_short:
+                out.append(("mcp_argument_in_request", (call, key)))
+                continue
+            # A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
+            # a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some
+            # result holds as a datum is not also tied to every prose that happens to hold the word.
+            data = [seen for seen in session.calls if seen.fields.get(folded)]
+            for seen in data or [seen for seen in session.calls if seen.short.get(folded)]:
+                out.append(("mcp_argument_from", (call, key, seen.call, FIELD if data else PART)))
+                named[seen.call] = seen
         for key, folded in _candidates(flattened):
             out.append(("mcp_text_argument", (call, key)))
             own = words(folded)
@@ -199,7 +297,11 @@ class History:
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             whole = session.containing(folded)
             for seen in whole:
-                out.append(("mcp_argument_from", (call, key, seen.call, WHOLE)))
+                data = seen.fields.get(folded, 0)
+                if data:
+                    out.append(("mcp_argument_from", (call, key, seen.call, FIELD)))
+                if not data or seen.text.count(folded) > data:  # also in its prose
+                    out.append(("mcp_argument_from", (call, key, seen.call, WHOLE)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
             unnamed = own - session.request_words  # a word the user named ties the value to no result
@@ -211,14 +313,14 @@ class History:
         return out
 
 
-WHOLE, PART = Name("/whole"), Name("/part")
+WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
 _SEPARATORS = re.compile(r"[\s,;]+")
 
 
 def _candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
     """(key, a text case-folded) for every value a value can come from: text of at least ``MIN_VALUE``
-    characters, a number written out (a code sent as ``771203``), and each part of the key's path (a value smuggled
-    in as a key name)."""
+    characters that is not a calendar date or time of day, a number written out (a code sent as ``771203``), and
+    each part of the key's path (a value smuggled in as a key name)."""
     found = []
     for key, value in flattened:
         if isinstance(value, str):
@@ -227,11 +329,27 @@ def _candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
             text = str(value)
         else:
             text = ""
-        if len(text) >= MIN_VALUE:
+        if len(text) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
             found.append((key, text.casefold()))
         for part in key.split("."):
             if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
                 found.append((key, part.casefold()))
+    return found
+
+
+def _short_candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """(key, a text case-folded) for every short value — text or a whole number of fewer than ``MIN_VALUE``
+    characters, one word: an id (``delete_file("13")``) is short, and the one an attacker wrote must be seen too."""
+    found = []
+    for key, value in flattened:
+        if isinstance(value, str):
+            text = value.strip(_TRIM)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            text = str(value)
+        else:
+            continue
+        if 0 < len(text) < MIN_VALUE and _WORDS.fullmatch(text) is not None:
+            found.append((key, text.casefold()))
     return found
 
 
@@ -242,12 +360,3 @@ def _rest(folded: str, named: set[str]) -> str:
     for word in named:
         rest = rest.replace(word, " ")
     return _SEPARATORS.sub("", rest)
-
-
-def result_text(result: Any) -> str:
-    """What a tools/call result says, as text: its text blocks, then its structured content as JSON."""
-    parts = [str(getattr(block, "text", "") or "") for block in getattr(result, "content", None) or []]
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, default=str))
-    return "\n".join(parts)

@@ -31,7 +31,7 @@ from ..providers import UpstreamError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
-from .history import History, Session, result_text
+from .history import History, Session, reading
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
@@ -163,7 +163,7 @@ class Guard:
         if verdict.decision == "deny":
             raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
         result = await self._forward(call, entry, admitted.recorded)
-        self.history.record(session, verdict.call, call.server, call.tool, result_text(result))  # what the model read
+        self.history.record(session, verdict.call, call.server, call.tool, reading(result))  # what the model read
         return result
 
     def _client_of(self, ctx: Any) -> str:

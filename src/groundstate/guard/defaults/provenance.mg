@@ -20,13 +20,13 @@ Decl mcp_session_used(Call, Server, Tool)
   descr [doc("The session holds results of this tool (forwarded earlier in the same client session).")]
   bound [/string, /string, /string].
 Decl mcp_argument_from(Call, Key, Earlier, How)
-  descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is) or /part (a distinctive word of it: a code, an address, a URL, an id).")]
+  descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id) or /field (it is one whole datum of the result's structured content, and nowhere in its prose).")]
   bound [/string, /string, /string, /name].
 Decl mcp_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request the client declared (_meta groundstate/request).")]
   bound [/string, /string].
 Decl mcp_text_argument(Call, Key)
-  descr [doc("The argument is text of at least 5 characters: a value that can name or carry something.")]
+  descr [doc("The argument is text or a number of at least 5 characters, not a calendar date or time of day: a value that can name or carry something.")]
   bound [/string, /string].
 Decl mcp_request_declared(Call) descr [doc("The client declared the user's request for this session.")] bound [/string].
 Decl mcp_session_overflowed(Call)
@@ -62,7 +62,16 @@ Decl mcp_tainted(Call, Key, Earlier, Server, Tool)
   descr [doc("The argument's value came from content written by others (the earlier call's result) and the user's request does not name it.")]
   bound [/string, /string, /string, /string, /string].
 mcp_tainted(C, K, E, S, T) :-
-  mcp_argument_from(C, K, E, _), mcp_earlier(C, E, S, T), mcp_untrusted_source(S, T), !mcp_argument_in_request(C, K).
+  mcp_argument_copied(C, K, E), mcp_earlier(C, E, S, T), mcp_untrusted_source(S, T), !mcp_argument_in_request(C, K).
+
+# Copied out of what others wrote: out of a result's prose, as it is or a distinctive word of it. A value that is one
+# whole datum of a result's structured content (an address in a list of participants, a channel in a list of
+# channels) is data the source structured, not words an author slipped into text; it taints nothing by itself.
+Decl mcp_argument_copied(Call, Key, Earlier)
+  descr [doc("The argument's value was copied out of the earlier call's prose (/whole or /part).")]
+  bound [/string, /string, /string].
+mcp_argument_copied(C, K, E) :- mcp_argument_from(C, K, E, /whole).
+mcp_argument_copied(C, K, E) :- mcp_argument_from(C, K, E, /part).
 
 Decl mcp_session_untrusted(Call) descr [doc("Content written by others is in the session (or may be: it overflowed).")]
   bound [/string].
@@ -100,8 +109,15 @@ mcp_needs_approval(C, Reason) :-
   Reason = fn:string:concat(S, "/", T, " would send '", K, "', taken from private data (", ES, "/", ET, ", ", E, "), out: an operator approves it first").
 
 # Once content written by others is in the session, an outbound effect carrying a value the user never named needs
-# an operator (the value may have been paraphrased from that content: matching cannot see it).
+# an operator (the value may have been paraphrased from that content: matching cannot see it) — unless a result
+# vouches for it: it came from a tool whose results are not written by others (your contacts), or it is one whole
+# datum of a result's structured content (a participant of the meeting the user named).
+Decl mcp_argument_vouched(Call, Key)
+  descr [doc("The argument's value came from a result that is not content written by others, or is one whole datum of a result's structured content.")]
+  bound [/string, /string].
+mcp_argument_vouched(C, K) :- mcp_argument_from(C, K, E, _), mcp_earlier(C, E, S, T), !mcp_untrusted_source(S, T).
+mcp_argument_vouched(C, K) :- mcp_argument_from(C, K, _, /field).
 mcp_needs_approval(C, Reason) :-
   mcp_call(C, S, T, _, _), mcp_way_out(S, T), mcp_effectful(S, T), mcp_session_untrusted(C),
-  mcp_text_argument(C, K), !mcp_argument_in_request(C, K),
+  mcp_text_argument(C, K), !mcp_argument_in_request(C, K), !mcp_argument_vouched(C, K),
   Reason = fn:string:concat(S, "/", T, " sends '", K, "', which the user's request does not name, after content written by others entered the session: an operator approves it first").
