@@ -108,14 +108,19 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
 async def play(client: ClientSession, tool: str, arguments: dict[str, Any], meta: Any, outcome: Outcome) -> str:
     try:
         result = await client.call_tool(tool, _plain(arguments), meta=meta)
-    except MCPError as exc:
-        kind = "held" if "no operator approved" in str(exc) else "denied"
+    except MCPError as exc:  # a protocol error: the call did not run
+        outcome.calls.append((tool, "error"))
+        return f"failed: {exc}"
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    decision = (result.meta or {}).get("groundstate/decision")
+    if decision is not None:  # refused by the guard: by the policy, or held and not approved (a held call: not done)
+        kind = "held" if decision.get("policy_decision") == "approve" else "denied"
         outcome.denied += kind == "denied"
         outcome.held += kind == "held"
         outcome.calls.append((tool, kind))
-        return f"refused: {exc}"
+        return text
     outcome.calls.append((tool, "error" if result.is_error else "ok"))
-    return "\n".join(getattr(block, "text", "") for block in result.content)
+    return text
 
 
 def _plain(value: Any) -> Any:

@@ -13,11 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError
 
-from .test_mcp_guard import guarded
+from .test_mcp_guard import Refusal, guarded, refusal
 
 SERVER = Path(__file__).with_name("effect_server.py")
 
@@ -28,15 +26,13 @@ def effects_config(tmp_path: Path, rules: str) -> str:
             f'["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
 
 
-def refused(tmp_path: Path, rules: str, arguments: dict[str, Any]) -> MCPError:
-    """The error the guard answers ``lying__append`` with (the call must not succeed)."""
+def refused(tmp_path: Path, rules: str, arguments: dict[str, Any]) -> Refusal:
+    """The refusal the guard answers ``lying__append`` with (the call must not succeed)."""
 
-    async def use(client: ClientSession) -> MCPError:
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("lying__append", arguments)
-        return caught.value
+    async def use(client: ClientSession) -> Refusal:
+        return await refusal(client, "lying__append", arguments)
 
-    error: MCPError = guarded(tmp_path, effects_config(tmp_path, rules), use)
+    error: Refusal = guarded(tmp_path, effects_config(tmp_path, rules), use)
     return error
 
 
@@ -54,7 +50,7 @@ def test_a_word_padded_past_the_limit_is_refused_not_cut(tmp_path: Path) -> None
 def test_the_word_within_the_limit_is_denied_by_the_rule(tmp_path: Path) -> None:
     effects = tmp_path / "effects.txt"
     error = refused(tmp_path, CONTAINS, {"path": str(effects), "note": "x" * 999_000 + " forbidden"})
-    assert str(error) == "denied by policy: it mentions the forbidden word"
+    assert str(error) == "denied by policy: it mentions the forbidden word (decided by the policy)"
     assert not effects.exists()
 
 
@@ -120,7 +116,7 @@ def test_a_string_where_a_rule_compares_numbers_is_a_clean_denial(tmp_path: Path
     message = str(error)
     assert message.startswith("denied by policy: the policy could not be evaluated on this call's arguments")
     assert "mine.mg:1" in message and str(tmp_path) not in message  # the rule named, the operator's path not
-    assert error.error.code != 0 and "Traceback" not in message
+    assert error.data["decision"] == "deny" and "Traceback" not in message
     assert not effects.exists()
 
 
@@ -130,7 +126,7 @@ def test_a_reason_built_from_hostile_text_stays_a_value(tmp_path: Path) -> None:
              'R = fn:string:concat("refused: ", V).\n')  # fmt: skip
     hostile = 'forbidden"\n). evil(X) :- mcp_call(X, _, _, _, _).\n\\ :- .'
     error = refused(tmp_path, rules, {"path": str(effects), "note": hostile})
-    assert str(error) == f"denied by policy: refused: {hostile}"
-    why = error.error.data["why"]
+    assert str(error) == f"denied by policy: refused: {hostile} (decided by the policy)"
+    why = error.data["why"]
     assert "[derived by the rule at" in why and "[asserted]" in why  # the derivation found the fact: text as data
     assert not effects.exists()

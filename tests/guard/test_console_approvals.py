@@ -11,12 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError
 
 from ..console.conftest import serving
-from .test_mcp_guard import guarded
+from .test_mcp_guard import guarded, refusal
 
 
 def decide_when_held(api: Any, viewer: Any, decision: str, outcome: list[Any]) -> threading.Thread:
@@ -62,8 +60,9 @@ def test_an_operator_decides_held_calls_in_the_console(tmp_path: Path) -> None:
             added = await client.call_tool("git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
             worker.join(10)
             worker = decide_when_held(api, viewer, "deny", denied)
-            with pytest.raises(MCPError, match="denied: an operator denied the call: git/git_reset may destroy"):
-                await client.call_tool("git__git_reset", {"repo_path": str(repo)})
+            refused = await refusal(client, "git__git_reset", {"repo_path": str(repo)})
+            assert str(refused).startswith("denied: the operator dana denied the call: git/git_reset may destroy")
+            assert (refused.data["decision"], refused.data["by"]) == ("deny", "operator:dana")
             worker.join(10)
             return added.content[0].text  # type: ignore[union-attr]
 

@@ -23,7 +23,7 @@ from groundstate.config import default_db_url
 from groundstate.guard import Ledger
 from groundstate.store import ToolJournal
 
-from .test_mcp_guard import guarded
+from .test_mcp_guard import guarded, refusal
 
 SERVER = Path(__file__).with_name("effect_server.py")
 
@@ -60,9 +60,7 @@ def test_a_call_in_flight_when_the_guard_dies_is_held_not_repeated(tmp_path: Pat
     assert [(e.tool, e.state) for e in ToolJournal(store).in_doubt("mcp:")] == [("lying/append", "intent")]
 
     async def again(client: ClientSession) -> str:
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("lying__append", arguments)
-        return str(refused.value)
+        return str(await refusal(client, "lying__append", arguments))
 
     message = guarded(tmp_path, config, again)
     assert "no operator approved the call within 2 s: an identical call to lying/append was being forwarded when " \
@@ -148,9 +146,9 @@ def test_an_identical_call_while_another_guard_forwards_one_is_not_in_doubt(tmp_
             (tmp_path / "effects.slow").unlink()
             try:
                 second = await asyncio.wait_for(sessions[1].call_tool("lying__append", arguments), 20)
-                answered.append(second.content[0].text)  # type: ignore[union-attr]
-            except MCPError as refused:  # held as if the first call's guard had died, and denied in the end
-                answered.append(f"refused: {refused}")
+                answered.append(("refused: " if second.is_error else "") + second.content[0].text)  # type: ignore[union-attr]
+            except MCPError as failed:
+                answered.append(f"failed: {failed}")
             guard, server = (int(pid) for pid in pids.read_text().split())
             first.cancel()
             for pid in (server, guard):  # the first call's upstream still sleeps: stopped with its guard

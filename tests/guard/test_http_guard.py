@@ -16,15 +16,13 @@ from typing import Any
 
 import httpx
 import httpx2
-import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from groundstate.config import default_db_url
 from groundstate.store import Operators
 
-from .test_mcp_guard import TIME
+from .test_mcp_guard import TIME, refusal
 
 
 def approve_when_held(home: Path, token: str) -> None:
@@ -86,17 +84,16 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
                 await client.initialize()
                 tools = [tool.name for tool in (await client.list_tools()).tools]
                 result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
-                with pytest.raises(MCPError) as denied:
-                    await client.call_tool("time__get_current_time", {"timezone": "Asia/Pyongyang"})
+                denied = await refusal(client, "time__get_current_time", {"timezone": "Asia/Pyongyang"})
                 approver.start()  # an operator approves the held conversion with the CLI, as olga
                 conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
                 converted = await client.call_tool("time__convert_time", conversion)
-                return tools, result.content[0].text, denied.value, converted.content[0].text  # type: ignore[union-attr]
+                return tools, result.content[0].text, denied, converted.content[0].text  # type: ignore[union-attr]
 
         tools, text, denied, converted = asyncio.run(asyncio.wait_for(use(), 90))
         assert tools == ["time__get_current_time", "time__convert_time"] and '"timezone": "UTC"' in text
         assert "denied by policy: no questions about Pyongyang" in str(denied)
-        assert 'mcp_argument("' in denied.error.data["why"]  # the derivation travels with the refusal
+        assert 'mcp_argument("' in denied.data["why"]  # the derivation travels with the refusal
         assert '"Europe/Paris"' in converted  # held, approved by olga, forwarded once
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list", "--all"], cwd=tmp_path,
                                 env={"GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True, text=True,

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
 from mcp_types import Tool, ToolAnnotations
 
 from groundstate.config import ConfigFileError, default_db_url, load_config, load_or_create_token
@@ -31,13 +30,35 @@ from ..test_docs import blocks
 Session = Callable[[ClientSession], Awaitable[Any]]
 
 
+class Refusal:
+    """A call the guard refused, as the model reads it: an error result, its text, and the structured decision."""
+
+    def __init__(self, result: Any) -> None:
+        assert result.is_error, f"the call was not refused: {result}"
+        self.text: str = result.content[0].text
+        self.data: dict[str, Any] = (result.meta or {})["groundstate/decision"]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+async def refusal(client: ClientSession, tool: str, arguments: dict[str, Any], **options: Any) -> Refusal:
+    """Call ``tool`` and return the guard's refusal (the call must be refused, with a result the model reads)."""
+    return Refusal(await client.call_tool(tool, arguments, **options))
+
+
+def _search_path() -> dict[str, str]:
+    """The test's own PYTHONPATH, when it has one (a checkout tested without installing it), for the guard too."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+
+
 def guarded(tmp_path: Path, config: str, use: Session) -> Any:
     """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml)."""
     (tmp_path / "groundstate.toml").write_text(config)
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
                                    cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                                           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
-                                   )  # fmt: skip
+                                                           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
+                                                           **_search_path()})  # fmt: skip
 
     async def session() -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -67,16 +88,15 @@ def test_a_user_rule_denies_with_reasons_and_derivation(tmp_path: Path) -> None:
     (tmp_path / "mine.mg").write_text('mcp_denied(C, "no questions about Pyongyang") :- '
                                       'mcp_argument(C, "timezone", "Asia/Pyongyang").\n')  # fmt: skip
 
-    async def use(client: ClientSession) -> tuple[MCPError, str]:
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("time__get_current_time", {"timezone": "Asia/Pyongyang"})
+    async def use(client: ClientSession) -> tuple[Refusal, str]:
+        refused = await refusal(client, "time__get_current_time", {"timezone": "Asia/Pyongyang"})
         allowed = await client.call_tool("time__get_current_time", {"timezone": "Asia/Tokyo"})
-        return refused.value, allowed.content[0].text  # type: ignore[union-attr]
+        return refused, allowed.content[0].text  # type: ignore[union-attr]
 
     error, allowed = guarded(tmp_path, TIME + '[mcp]\npolicy = ["mine.mg"]\n', use)
-    assert str(error) == "denied by policy: no questions about Pyongyang"
-    data = error.error.data
-    assert data["decision"] == "deny" and data["digest"].startswith("sha256:")
+    assert str(error) == "denied by policy: no questions about Pyongyang (decided by the policy)"
+    data = error.data
+    assert data["decision"] == "deny" and data["by"] == "the policy" and data["digest"].startswith("sha256:")
     assert f'mcp_argument("{data["call"]}", "timezone", "Asia/Pyongyang")' in data["why"]  # down to the fact
     assert "Asia/Tokyo" in allowed  # the rule denies exactly what it says
 
@@ -88,18 +108,17 @@ def test_a_writing_call_waits_for_an_operator_and_is_denied_in_time(tmp_path: Pa
     config = (f'[mcp]\napproval_timeout_sec = 1\n[mcp.servers.git]\ncommand = ["{sys.executable}", "-m", '
               f'"mcp_server_git", "--repository", "{repo}"]\n')  # fmt: skip
 
-    async def use(client: ClientSession) -> tuple[str, MCPError, MCPError]:
+    async def use(client: ClientSession) -> tuple[str, Refusal, Refusal]:
         status = await client.call_tool("git__git_status", {"repo_path": str(repo)})
-        with pytest.raises(MCPError) as add:
-            await client.call_tool("git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
-        with pytest.raises(MCPError) as reset:
-            await client.call_tool("git__git_reset", {"repo_path": str(repo)})
-        return status.content[0].text, add.value, reset.value  # type: ignore[union-attr]
+        add = await refusal(client, "git__git_add", {"repo_path": str(repo), "files": ["a.txt"]})
+        reset = await refusal(client, "git__git_reset", {"repo_path": str(repo)})
+        return status.content[0].text, add, reset  # type: ignore[union-attr]
 
     status, add, reset = guarded(tmp_path, config, use)
     assert "a.txt" in status  # read-only: forwarded
     assert str(add) == ("denied: no operator approved the call within 1 s: git/git_add changes things (it is not "
-                        "read-only): an operator approves it first")  # fmt: skip
+                        "read-only): an operator approves it first (decided by the timeout)")  # fmt: skip
+    assert add.data["decision"] == "deny" and add.data["policy_decision"] == "approve"
     assert "git/git_reset may destroy data" in str(reset)
     staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True)
     assert staged.stdout == ""  # nothing reached the repository
@@ -243,10 +262,9 @@ def test_the_guard_serves_your_python_tools_under_the_same_policy(tmp_path: Path
         tools = (await client.list_tools()).tools
         shouted = await client.call_tool("python__shout", {"text": "quiet"})
         wrong = await client.call_tool("python__shout", {"text": 3})
-        with pytest.raises(MCPError) as held:
-            await client.call_tool("python__note", {"text": "hello"})
+        held = await refusal(client, "python__note", {"text": "hello"})
         return (tools, shouted.content[0].text, wrong.content[0].text,  # type: ignore[union-attr]
-                str(held.value))  # fmt: skip
+                str(held))  # fmt: skip
 
     tools, shouted, wrong, held = guarded(tmp_path, config, use)
     assert [(t.name, t.annotations.read_only_hint) for t in tools] == [("python__shout", True), ("python__note", False)]

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError
 
 from groundstate.config import default_db_url
 from groundstate.guard import Ledger
 
 from .test_mcp_guard import guarded
+from .test_mcp_guard import refusal as refused
 
 SERVER = Path(__file__).with_name("inbox_server.py")
 REQUEST: Any = {"groundstate/request": "Summarise my unread mail and email the summary to alice@corp.example"}
@@ -28,9 +28,7 @@ def config(tmp_path: Path, extra: str = "") -> str:
 
 
 async def refusal(client: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
-    with pytest.raises(MCPError) as caught:
-        await client.call_tool(tool, arguments, meta=REQUEST)
-    return str(caught.value)
+    return str(await refused(client, tool, arguments, meta=REQUEST))
 
 
 def test_an_injected_flow_is_refused_naming_where_the_value_came_from(tmp_path: Path) -> None:

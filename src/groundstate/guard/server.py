@@ -1,7 +1,11 @@
 """``groundstate mcp serve``: an MCP server in front of the configured upstream MCP servers. It lists their tools
 (namespaced per server) and decides every ``tools/call`` with the policy before anything reaches an upstream:
-permitted calls are forwarded and their result returned; denied ones are an MCP error carrying the reasons and the
-derivation; calls that need an operator are held until one approves or ``mcp.approval_timeout_sec`` denies them.
+permitted calls are forwarded and their result returned; refused ones (by the policy or an operator) are a tool
+result with ``isError`` whose text says the decision, the reasons and who decided, the structured decision (digest,
+derivation) in its ``_meta["groundstate/decision"]`` — what the model reads and the agent frameworks pass on, where a
+JSON-RPC error would be hidden or crash them; calls that need an operator are held until one approves or
+``mcp.approval_timeout_sec`` denies them. JSON-RPC errors are left for protocol errors (an unknown tool, malformed
+``_meta``, a message that cannot be read whole, an upstream that broke).
 
 What an attacker controls: the client's requests (names, arguments — a model chose them) and the upstreams' answers.
 A name no upstream lists is refused; arguments are facts, never rule text; an upstream's failure is that call's
@@ -36,7 +40,7 @@ from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
 from .policy import ArgumentsTooLarge, McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
 
-REFUSED = -32001  # JSON-RPC server error: the guard refused the call
+DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
 REQUEST = "groundstate/request"  # _meta key: the user's request, as the client declares it (provenance)
@@ -143,7 +147,7 @@ class Guard:
         try:  # judged whole or refused: before anything hashes, journals or decides on them
             check_arguments(arguments)
         except ArgumentsTooLarge as exc:
-            raise MCPError(REFUSED, f"denied: {exc}") from None
+            return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(_session_key(ctx))
         self.history.declare(session, _declared_request(params))
         call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx), session)
@@ -156,13 +160,19 @@ class Guard:
                 operator = (decided.operator if decided else None) or "operator"
                 await asyncio.to_thread(self.journal.resolve, call.scope, operator, ended, call.named, call.arguments)
             if ended != APPROVED:
-                why = ("an operator denied the call" if ended == DENIED else
+                decided = await asyncio.to_thread(self.ledger.get, entry)
+                operator = decided.operator if decided is not None and ended == DENIED else None
+                why = (f"the operator {operator or 'an operator'} denied the call" if ended == DENIED else
                        f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
-                raise MCPError(REFUSED, f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry))
+                by = f"operator:{operator}" if operator else ("an operator" if ended == DENIED else "the timeout")
+                return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
-            raise MCPError(REFUSED, f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry))
-        result = await self._forward(call, entry, admitted.recorded)
+            return refused(f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry, "the policy"))
+        try:
+            result = await self._forward(call, entry, admitted.recorded)
+        except _NotForwarded as exc:
+            return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
         self.history.record(session, verdict.call, call.server, call.tool, reading(result))  # what the model read
         return result
 
@@ -212,10 +222,10 @@ class Guard:
         server, tool, arguments, named = call.server, call.tool, call.arguments, call.named
         scope, entry = call.where(entry)
         if isinstance(recorded, CallInDoubt):  # the same key, in flight when a guard died, and nobody decided
-            raise MCPError(REFUSED, f"denied: {recorded}")
+            raise _NotForwarded(str(recorded))
         if recorded is not None:
             if "cut" in recorded:
-                raise MCPError(REFUSED, f"denied: this call ({named}) already ran; its result was too large to keep")
+                raise _NotForwarded(f"this call ({named}) already ran; its result was too large to keep")
             return types.CallToolResult.model_validate(recorded)
         await asyncio.to_thread(self.journal.durable)  # the intent on the disk before the effect (power loss)
         try:
@@ -267,9 +277,25 @@ def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
     return value
 
 
-def _details(verdict: Verdict, entry: int) -> dict[str, Any]:
-    return {"entry": entry, "call": verdict.call, "decision": verdict.decision, "reasons": verdict.reasons,
-            "digest": verdict.digest, "why": verdict.why}  # fmt: skip
+class _NotForwarded(Exception):  # noqa: N818 - internal signal, never leaves the guard
+    """A permitted call the journal will not let run (in doubt, or already run with a result too large to keep)."""
+
+
+def refused(text: str, decision: dict[str, Any]) -> types.CallToolResult:
+    """A refused call as its caller's model reads it: an error result (``isError``) whose text is the decision, the
+    reasons and who decided, with the structured decision in ``_meta["groundstate/decision"]``."""
+    by = decision.get("by")
+    said = f"{text} (decided by {by})" if by else text
+    return types.CallToolResult(content=[types.TextContent(type="text", text=said)], is_error=True,
+                                meta={DECISION: decision})  # fmt: skip
+
+
+def _details(
+    verdict: Verdict, entry: int, by: str, decision: str | None = None, reasons: list[str] | None = None
+) -> dict[str, Any]:
+    return {"entry": entry, "call": verdict.call, "decision": decision or verdict.decision, "by": by,
+            "policy_decision": verdict.decision, "reasons": reasons or verdict.reasons, "digest": verdict.digest,
+            "why": verdict.why}  # fmt: skip
 
 
 @contextlib.asynccontextmanager
