@@ -18,7 +18,7 @@ from ..test_docs import blocks
 from .test_mcp_guard import TIME
 
 CLIENTS = Path(__file__).parents[2] / ".venv-clients"
-PACKAGES = ["openai-agents", "langchain-mcp-adapters"]
+PACKAGES = ["openai-agents", "langchain-mcp-adapters", "langgraph", "langchain-openai"]
 
 
 @pytest.fixture(scope="module")

@@ -285,9 +285,9 @@ class History:
             # A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
             # a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some
             # result holds as a datum is not also tied to every prose that happens to hold the word.
-            data = [seen for seen in session.calls if seen.fields.get(folded)]
-            for seen in data or [seen for seen in session.calls if seen.short.get(folded)]:
-                out.append(("mcp_argument_from", (call, key, seen.call, FIELD if data else PART)))
+            holding = [seen for seen in session.calls if seen.fields.get(folded)]
+            for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
+                out.append(("mcp_argument_from", (call, key, seen.call, FIELD if holding else PART)))
                 named[seen.call] = seen
         for key, folded in _candidates(flattened):
             out.append(("mcp_text_argument", (call, key)))

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import tools
 from ..config import ProjectConfig, home
+from ..errors import GroundstateError
 from ..providers import UpstreamError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
@@ -160,11 +161,11 @@ class Guard:
                 operator = (decided.operator if decided else None) or "operator"
                 await asyncio.to_thread(self.journal.resolve, call.scope, operator, ended, call.named, call.arguments)
             if ended != APPROVED:
-                decided = await asyncio.to_thread(self.ledger.get, entry)
-                operator = decided.operator if decided is not None and ended == DENIED else None
-                why = (f"the operator {operator or 'an operator'} denied the call" if ended == DENIED else
+                final = await asyncio.to_thread(self.ledger.get, entry)
+                denier = final.operator if final is not None and ended == DENIED else None
+                why = (f"the operator {denier or 'an operator'} denied the call" if ended == DENIED else
                        f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
-                by = f"operator:{operator}" if operator else ("an operator" if ended == DENIED else "the timeout")
+                by = f"operator:{denier}" if denier else ("an operator" if ended == DENIED else "the timeout")
                 return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
@@ -277,7 +278,7 @@ def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
     return value
 
 
-class _NotForwarded(Exception):  # noqa: N818 - internal signal, never leaves the guard
+class _NotForwarded(GroundstateError):
     """A permitted call the journal will not let run (in doubt, or already run with a result too large to keep)."""
 
 

@@ -1,0 +1,136 @@
+"""A denial reaches the model through real agent frameworks with their defaults: the OpenAI Agents SDK's `Runner` and
+LangGraph's `create_react_agent(model, tools)` over `langchain-mcp-adapters` each drive a model (a scripted
+OpenAI-compatible server on loopback: the one test double, for the remote provider) that calls a tool the policy
+denies; what the framework hands the model back as the tool's output must be the guard's reason — not a generic
+error, not a crashed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from .test_client_snippets import clients_python  # noqa: F401 - the fixture: the clients' own environment
+from .test_mcp_guard import TIME
+
+AGENT = """
+import asyncio, os
+from agents import Agent, OpenAIChatCompletionsModel, Runner
+from agents.mcp import MCPServerStdio
+from openai import AsyncOpenAI
+
+
+async def main() -> None:
+    guard = MCPServerStdio(params={"command": "groundstate", "args": ["mcp", "serve", "--config", "groundstate.toml"]})
+    async with guard:
+        model = OpenAIChatCompletionsModel(model="scripted", openai_client=AsyncOpenAI(
+            base_url=os.environ["MODEL_URL"], api_key="loopback"))
+        agent = Agent(name="assistant", instructions="Use the tools.", mcp_servers=[guard], model=model)
+        result = await Runner.run(agent, "What time is it in Pyongyang?")
+        print("FINAL:", result.final_output)
+
+
+asyncio.run(main())
+"""
+
+
+GRAPH = """
+import asyncio, os
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+
+
+async def main() -> None:
+    client = MultiServerMCPClient({"groundstate": {"command": "groundstate", "transport": "stdio",
+                                                   "args": ["mcp", "serve", "--config", "groundstate.toml"]}})
+    tools = await client.get_tools()
+    model = ChatOpenAI(model="scripted", base_url=os.environ["MODEL_URL"], api_key="loopback")
+    agent = create_react_agent(model, tools)
+    state = await agent.ainvoke({"messages": [("user", "What time is it in Pyongyang?")]})
+    print("FINAL:", state["messages"][-1].content)
+
+
+asyncio.run(main())
+"""
+
+
+class ScriptedModel(BaseHTTPRequestHandler):
+    """Chat completions: first a call of the denied tool, then an answer quoting what the tool returned."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ScriptedModel.seen.append(body)
+        tool_outputs = [m for m in body["messages"] if m.get("role") == "tool"]
+        if not tool_outputs:
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {
+                            "name": "time__get_current_time",
+                            "arguments": json.dumps({"timezone": "Asia/Pyongyang"}),
+                        },
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        else:
+            content = tool_outputs[-1]["content"]
+            said = content if isinstance(content, str) else json.dumps(content)
+            message, finish = {"role": "assistant", "content": f"the tool answered: {said}"}, "stop"
+        reply = json.dumps(
+            {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "scripted",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("script", [AGENT, GRAPH], ids=["openai-agents", "langgraph-create-react-agent"])
+def test_the_framework_hands_the_denial_to_the_model(script: str, clients_python: Path, tmp_path: Path) -> None:  # noqa: F811
+    (tmp_path / "mine.mg").write_text('mcp_denied(C, "no questions about Pyongyang") :- '
+                                      'mcp_argument(C, "timezone", "Asia/Pyongyang").\n')  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(TIME + f'[mcp]\npolicy = ["{tmp_path / "mine.mg"}"]\n'
+                                               f'[store]\nurl = "sqlite:///{tmp_path / "guard.db"}"\n')  # fmt: skip
+    (tmp_path / "agent.py").write_text(script)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ScriptedModel.seen = []
+    try:
+        env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               "GROUNDSTATE_HOME": str(tmp_path / "home"), "OPENAI_AGENTS_DISABLE_TRACING": "1",
+               "MODEL_URL": f"http://127.0.0.1:{server.server_address[1]}/v1"}  # fmt: skip
+        done = subprocess.run([str(clients_python), "agent.py"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=180)  # fmt: skip
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    [tool_output] = [m for m in ScriptedModel.seen[-1]["messages"] if m.get("role") == "tool"]
+    assert "denied by policy: no questions about Pyongyang (decided by the policy)" in json.dumps(tool_output)
+    assert "FINAL: the tool answered:" in done.stdout and "no questions about Pyongyang" in done.stdout
