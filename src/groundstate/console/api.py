@@ -137,7 +137,8 @@ def api_workflows(ops: Ops) -> list[dict[str, str]]:
 @router.get("/mcp/calls")
 def api_calls(ops: Ops, status: str | None = None) -> list[dict[str, Any]]:
     """The MCP guard's decisions, newest first (``status=held``: the calls waiting for an operator)."""
-    return [entry.to_json() for entry in ops.ledger.entries(status)]
+    entries = ops.ledger.waiting() if status == "held" else ops.ledger.entries(status)  # only calls still waited for
+    return [entry.to_json() for entry in entries]
 
 
 @router.post("/mcp/calls/{entry_id}/decision")

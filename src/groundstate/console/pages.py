@@ -144,8 +144,8 @@ def kernel_page(request: Request, run_id: str, ops: Ops, secrets: Keys) -> HTMLR
 @router.get("/calls", response_class=HTMLResponse)
 def calls_page(request: Request, ops: Ops) -> HTMLResponse:
     """The MCP guard's calls: the held ones as cards to approve or deny, then the latest decisions."""
+    held = ops.ledger.waiting()  # withdrawn and expired on the way: a card is only shown while someone waits
     entries = ops.ledger.entries()
-    held = [e for e in entries if e.status == "held"]
     return _page(request, "calls.html", held=held, entries=entries,
                  arguments={e.id: json.dumps(e.arguments, indent=2, ensure_ascii=False) for e in entries})  # fmt: skip
 

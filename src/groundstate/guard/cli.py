@@ -12,7 +12,7 @@ from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
 from ..providers import first_error
 from ..store import ACT, Operators, command_line_operator
-from .ledger import HELD, Ledger
+from .ledger import Ledger
 
 app = typer.Typer(help="MCP: one policy over every tool call of the agents you already run.", no_args_is_help=True)
 
@@ -67,7 +67,8 @@ def list_calls(
 ) -> None:
     """The calls waiting for an operator (with --all: every decision), newest first, one JSON object per line."""
     try:
-        entries = Ledger(_store(db, config)).entries(None if every else HELD)
+        ledger = Ledger(_store(db, config))
+        entries = ledger.entries() if every else ledger.waiting()  # a call nobody waits for is never offered
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_code(exc)) from None

@@ -4,6 +4,11 @@ called, what, what the policy decided and why — and the calls held for an oper
 
 A held call is bound to its exact tool and arguments (their digest, recorded with it): an operator decides that
 one call, once; a decision after the call expired, on a call already decided, or naming another digest is refused.
+
+A held call has a living waiter or it is not held: the guard process that holds it is recorded with it (``waiter``);
+a client that cancels the call or closes its session withdraws it, and so does the waiter's death (found when an
+operator decides or lists: the call is marked ``withdrawn`` with why, and the decision is refused) — approving a
+call nobody waits for would record "approved" while nothing runs.
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
-from ..store import DriverSQL, Executes, aware, create_tables, open_engine, reading, within
+from ..store import DriverSQL, Executes, aware, create_tables, gone_here, open_engine, reading, this_process, within
 
-HELD, APPROVED, DENIED, EXPIRED = "held", "approved", "denied", "expired"
+HELD, APPROVED, DENIED, EXPIRED, WITHDRAWN = "held", "approved", "denied", "expired", "withdrawn"
 
 _TABLES = MetaData()
 decisions = Table(
@@ -49,6 +54,8 @@ decisions = Table(
     Column("expires_at", DateTime(timezone=True)),
     Column("operator", String(200)),
     Column("decided_at", DateTime(timezone=True)),
+    Column("waiter", String(200)),  # the guard process holding the call (host:pid:start), while it is held
+    Column("ended", Text),  # why a held call was withdrawn or expired
 )  # fmt: skip
 
 
@@ -74,10 +81,13 @@ class Entry:
     status: str
     expires_at: datetime | None
     operator: str | None
+    ended: str | None = None  # why a held call was withdrawn or expired
+    waiter: str | None = None  # the guard process holding it (host:pid:start): not served
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the API serves it."""
         data = self.__dict__.copy()
+        data.pop("waiter")
         data["at"] = self.at.isoformat()
         data["expires_at"] = self.expires_at.isoformat() if self.expires_at else None
         return data
@@ -92,7 +102,7 @@ class Ledger:
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
-            "status, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            "status, expires_at, waiter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         self._moment = driver.writer(decisions.c.at)
 
@@ -113,7 +123,7 @@ class Ledger:
         expires = self._moment(now + timedelta(seconds=hold_seconds)) if held else None
         row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
-               HELD if held else verdict.decision, expires)  # fmt: skip
+               HELD if held else verdict.decision, expires, this_process() if held else None)  # fmt: skip
         with within(self.engine, db) as writing:
             return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
@@ -127,8 +137,12 @@ class Ledger:
             if digest is not None and digest != current.digest:
                 raise ApprovalRefused(f"call {entry_id} is {current.digest}, not {digest}: a changed call needs its "
                                       "own approval")  # fmt: skip
+            if current.status == HELD and _abandoned(current):
+                self._end(db, entry_id, WITHDRAWN, "the guard process that held it stopped")
+                current = self._get(db, entry_id) or current
             if current.status != HELD:
-                raise ApprovalRefused(f"call {entry_id} is {current.status}: only a held call can be decided")
+                said = f" ({current.ended})" if current.ended else ""
+                raise ApprovalRefused(f"call {entry_id} is {current.status}{said}: only a held call can be decided")
             if current.expires_at is not None and aware(current.expires_at) <= now:
                 raise ApprovalRefused(f"call {entry_id} expired at {current.expires_at:%H:%M:%S} UTC")
             db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
@@ -140,8 +154,32 @@ class Ledger:
     def expire(self, entry_id: int) -> None:
         """The guard stopped waiting: a call still held is expired (and can no longer be approved)."""
         with self.engine.begin() as db:
-            db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
-                status=EXPIRED, decided_at=datetime.now(UTC)))  # fmt: skip
+            self._end(db, entry_id, EXPIRED, "no operator decided before it expired")
+
+    def withdraw(self, entry_id: int, why: str) -> None:
+        """Nobody waits for the call any more (its client cancelled it or went away): a call still held is
+        withdrawn, with why, and can no longer be decided."""
+        with self.engine.begin() as db:
+            self._end(db, entry_id, WITHDRAWN, why)
+
+    def waiting(self, limit: int = 200) -> list[Entry]:
+        """The held calls an operator can still decide: each one's waiter alive and its time not up. Those whose
+        waiter is gone are withdrawn on the way, those past their time expired — never offered for approval."""
+        now = datetime.now(UTC)
+        live = []
+        for entry in self.entries(HELD, limit):
+            if _abandoned(entry):
+                self.withdraw(entry.id, "the guard process that held it stopped")
+            elif entry.expires_at is not None and aware(entry.expires_at) <= now:
+                self.expire(entry.id)
+            else:
+                live.append(entry)
+        return live
+
+    @staticmethod
+    def _end(db: Any, entry_id: int, status: str, why: str) -> None:
+        db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
+            status=status, ended=why, decided_at=datetime.now(UTC)))  # fmt: skip
 
     def get(self, entry_id: int) -> Entry | None:
         """One entry, or None."""
@@ -163,6 +201,13 @@ class Ledger:
 
 
 def _entry(row: Any) -> Entry:
-    return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
-                 row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
-                 aware(row["expires_at"]) if row["expires_at"] else None, row["operator"])  # fmt: skip
+    entry = Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
+                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
+                  aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
+                  row["waiter"])  # fmt: skip
+    return entry
+
+
+def _abandoned(entry: Entry) -> bool:
+    """Whether the guard process holding ``entry`` is certainly gone (same host, that process no longer runs)."""
+    return bool(entry.waiter) and gone_here(entry.waiter or "")

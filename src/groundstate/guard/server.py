@@ -155,7 +155,11 @@ class Guard:
         admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
-            ended = await self.approvals.wait(entry)
+            try:
+                ended = await self.approvals.wait(entry)
+            except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
+                self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
+                raise
             if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
                 decided = await asyncio.to_thread(self.ledger.get, entry)
                 operator = (decided.operator if decided else None) or "operator"

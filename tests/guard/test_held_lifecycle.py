@@ -1,0 +1,107 @@
+"""A held call has a living waiter or it is not held: a client that cancels the call (``notifications/cancelled``)
+withdraws it, and so does the death of the guard that held it — either way an operator's decision on it is refused
+naming why, and it is no longer offered for approval. Driven as a client would, over raw JSON-RPC on stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.config import default_db_url
+from groundstate.guard import ApprovalRefused, Ledger
+
+from .test_attacks import SERVER
+
+HELLO: list[dict[str, Any]] = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]  # fmt: skip
+
+
+def start_guard(tmp_path: Path) -> subprocess.Popen[str]:
+    (tmp_path / "hold.mg").write_text('mcp_needs_approval(C, "an operator decides") :- '
+                                      'mcp_call(C, "lying", "append", _, _).\n')  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(f'[mcp]\napproval_timeout_sec = 60\npolicy = ["hold.mg"]\n'
+                                               f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)  # fmt: skip
+    send(guard, *HELLO)
+    return guard
+
+
+def send(guard: subprocess.Popen[str], *messages: dict[str, Any]) -> None:
+    assert guard.stdin is not None
+    guard.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    guard.stdin.flush()
+
+
+def call(number: int, path: Path) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": number, "method": "tools/call",
+            "params": {"name": "lying__append", "arguments": {"path": str(path), "note": f"call {number}"}}}
+
+
+def ledger_of(tmp_path: Path) -> Ledger:
+    """The guard's ledger, once the guard has created its store."""
+    for _ in range(600):
+        if (tmp_path / "home" / "groundstate.db").exists():
+            return Ledger(default_db_url(tmp_path / "home"))
+        time.sleep(0.05)
+    raise AssertionError("the guard never created its store")
+
+
+def until(ledger: Ledger, status: str, count: int = 1) -> list[Any]:
+    for _ in range(600):
+        found = [entry for entry in ledger.entries() if entry.status == status]
+        if len(found) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"no {status} call in the ledger: {[(e.id, e.status) for e in ledger.entries()]}")
+
+
+@contextlib.contextmanager
+def holding(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Ledger, Any]]:
+    """A guard holding one call (``lying__append``, id 2) for an operator; killed with its upstream at the end."""
+    guard = start_guard(tmp_path)
+    try:
+        send(guard, call(2, tmp_path / "effects.txt"))
+        ledger = ledger_of(tmp_path)
+        [held] = until(ledger, "held")
+        yield guard, ledger, held
+    finally:
+        os.killpg(guard.pid, signal.SIGKILL)  # the guard and its upstream, without a chance to clean up
+        guard.wait(30)
+
+
+def test_a_cancelled_held_call_is_withdrawn_and_cannot_be_approved(tmp_path: Path) -> None:
+    with holding(tmp_path) as (guard, ledger, held):
+        assert [entry.id for entry in ledger.waiting()] == [held.id]  # offered while someone waits
+        send(guard, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        [withdrawn] = until(ledger, "withdrawn")
+        assert withdrawn.id == held.id and withdrawn.ended == "its client cancelled the call or went away"
+        with pytest.raises(ApprovalRefused, match=r"is withdrawn \(its client cancelled the call or went away\)"):
+            ledger.decide(held.id, True, "dana")
+        assert ledger.waiting() == [] and not (tmp_path / "effects.txt").exists()  # never offered again, nothing ran
+
+
+def test_a_call_held_by_a_guard_that_died_is_withdrawn(tmp_path: Path) -> None:
+    with holding(tmp_path) as (_, ledger, held):
+        pass  # the guard is killed on the way out
+    with pytest.raises(ApprovalRefused, match=r"is withdrawn \(the guard process that held it stopped\)"):
+        ledger.decide(held.id, True, "dana")
+    assert ledger.waiting() == [] and not (tmp_path / "effects.txt").exists()
+    [entry] = ledger.entries()
+    assert (entry.status, entry.operator) == ("withdrawn", None)  # approved by nobody: nothing pretends it ran
