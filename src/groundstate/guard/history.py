@@ -66,12 +66,7 @@ def short_words(text: str) -> Counter[str]:
     """How often each short word (fewer than ``MIN_VALUE`` characters: an id like ``13``, a room like ``b2``) stands
     alone in ``text`` (case-folded, trimmed as ``words`` trims). A short value is tied to a text only where it is a
     word of its own there: ``13`` in "delete file 13", not in "2024-05-13"."""
-    found: Counter[str] = Counter()
-    for match in _WORDS.finditer(text):
-        word = match.group().strip(_TRIM)
-        if word and len(word) < MIN_VALUE:
-            found[word.casefold()] += 1
-    return found
+    return _index(text)[1]
 
 
 def words(text: str) -> set[str]:
@@ -79,12 +74,23 @@ def words(text: str) -> set[str]:
     their own): at least ``MIN_PART`` characters holding a digit or an ``@`` — codes, addresses, ids, amounts — or
     ``LONG_WORD`` characters of anything. Ordinary words ("revenue", "friday") tie nothing: a summary in the model's
     own words is not a copy (and what matching cannot see, docs/provenance.md says)."""
-    found = set()
+    return _index(text)[0]
+
+
+def _index(text: str) -> tuple[set[str], Counter[str]]:
+    """``words(text)`` and ``short_words(text)`` in one pass over the text (a kept result may be a mebibyte)."""
+    distinct: set[str] = set()
+    short: Counter[str] = Counter()
     for match in _WORDS.finditer(text):
-        word = match.group().strip(_TRIM).casefold()
-        if len(word) >= LONG_WORD or (len(word) >= MIN_PART and _DISTINCT.search(word)):
-            found.add(word)
-    return found
+        word = match.group().strip(_TRIM)
+        if not word:
+            continue
+        folded = word.casefold()
+        if len(word) < MIN_VALUE:
+            short[folded] += 1
+        if len(folded) >= LONG_WORD or (len(folded) >= MIN_PART and _DISTINCT.search(folded)):
+            distinct.add(folded)
+    return distinct, short
 
 
 @dataclass(frozen=True)
@@ -241,8 +247,8 @@ class History:
         with self._lock:
             if request and request.casefold() not in session.request:
                 kept = (session.request + "\n" + request.casefold())[-MAX_REQUEST_CHARS:]
-                session.request, session.request_words = kept, words(kept)
-                session.request_short = set(short_words(kept))
+                request_words, request_short = _index(kept)
+                session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
 
     def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading) -> None:
         """A forwarded call's result (text, or as ``reading`` reads it), kept within the bounds (the oldest dropped
@@ -252,7 +258,7 @@ class History:
         cut = len(text) > self.max_bytes
         if cut:
             text = text[: self.max_bytes]
-        found, short = words(text), short_words(text)
+        found, short = _index(text)
         with self._lock:
             new = found - session.by_word.keys()
             room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
@@ -278,7 +284,8 @@ class History:
             out.append(("mcp_session_overflowed", (call,)))
         numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
         named: dict[str, Seen] = {}
-        for key, folded in _short_candidates(flattened):
+        values, shorts = _candidates(flattened)
+        for key, folded in shorts:
             if folded in session.request_short:
                 out.append(("mcp_argument_in_request", (call, key)))
                 continue
@@ -289,7 +296,7 @@ class History:
             for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
                 out.append(("mcp_argument_from", (call, key, seen.call, FIELD if holding else PART)))
                 named[seen.call] = seen
-        for key, folded in _candidates(flattened):
+        for key, folded in values:
             out.append(("mcp_text_argument", (call, key)))
             own = words(folded)
             if folded in session.request or (own and own <= session.request_words and not _rest(folded, own)):
@@ -317,40 +324,29 @@ WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
 _SEPARATORS = re.compile(r"[\s,;]+")
 
 
-def _candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
-    """(key, a text case-folded) for every value a value can come from: text of at least ``MIN_VALUE``
-    characters that is not a calendar date or time of day, a number written out (a code sent as ``771203``), and
-    each part of the key's path (a value smuggled in as a key name)."""
-    found = []
+def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(key, a text case-folded) for every value a value can come from, in two lists. First: text of at least
+    ``MIN_VALUE`` characters that is not a calendar date or time of day, a number written out (a code sent as
+    ``771203``), and each part of the key's path (a value smuggled in as a key name). Second, the short values: text
+    or a whole number of fewer than ``MIN_VALUE`` characters, one word — an id (``delete_file("13")``) is short, and
+    the one an attacker wrote must be seen too."""
+    found, short = [], []
     for key, value in flattened:
         if isinstance(value, str):
-            text = value
+            text, trimmed = value, value.strip(_TRIM)
         elif isinstance(value, int | float) and not isinstance(value, bool):
             text = str(value)
+            trimmed = text if isinstance(value, int) else ""
         else:
-            text = ""
+            text = trimmed = ""
         if len(text) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
             found.append((key, text.casefold()))
+        if 0 < len(trimmed) < MIN_VALUE and _WORDS.fullmatch(trimmed) is not None:
+            short.append((key, trimmed.casefold()))
         for part in key.split("."):
             if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
                 found.append((key, part.casefold()))
-    return found
-
-
-def _short_candidates(flattened: list[tuple[str, Any]]) -> list[tuple[str, str]]:
-    """(key, a text case-folded) for every short value — text or a whole number of fewer than ``MIN_VALUE``
-    characters, one word: an id (``delete_file("13")``) is short, and the one an attacker wrote must be seen too."""
-    found = []
-    for key, value in flattened:
-        if isinstance(value, str):
-            text = value.strip(_TRIM)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            text = str(value)
-        else:
-            continue
-        if 0 < len(text) < MIN_VALUE and _WORDS.fullmatch(text) is not None:
-            found.append((key, text.casefold()))
-    return found
+    return found, short
 
 
 def _rest(folded: str, named: set[str]) -> str:

@@ -201,13 +201,12 @@ class Ledger:
 
 
 def _entry(row: Any) -> Entry:
-    entry = Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
-                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
-                  aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
-                  row["waiter"])  # fmt: skip
-    return entry
+    return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
+                 row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
+                 aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
+                 row["waiter"])  # fmt: skip
 
 
 def _abandoned(entry: Entry) -> bool:
     """Whether the guard process holding ``entry`` is certainly gone (same host, that process no longer runs)."""
-    return bool(entry.waiter) and gone_here(entry.waiter or "")
+    return entry.waiter is not None and gone_here(entry.waiter)

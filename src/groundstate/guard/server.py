@@ -160,16 +160,19 @@ class Guard:
             except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
                 self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
                 raise
-            if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
+            operator = None  # who decided, read once: the journal's resolution and the refusal both name them
+            if ended == DENIED or (admitted.in_doubt and ended == APPROVED):
                 decided = await asyncio.to_thread(self.ledger.get, entry)
-                operator = (decided.operator if decided else None) or "operator"
-                await asyncio.to_thread(self.journal.resolve, call.scope, operator, ended, call.named, call.arguments)
+                operator = decided.operator if decided else None
+            if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
+                await asyncio.to_thread(self.journal.resolve, call.scope, operator or "operator", ended, call.named,
+                                        call.arguments)  # fmt: skip
             if ended != APPROVED:
-                final = await asyncio.to_thread(self.ledger.get, entry)
-                denier = final.operator if final is not None and ended == DENIED else None
-                why = (f"the operator {denier or 'an operator'} denied the call" if ended == DENIED else
-                       f"no operator approved the call within {self.approvals.timeout:g} s")  # fmt: skip
-                by = f"operator:{denier}" if denier else ("an operator" if ended == DENIED else "the timeout")
+                if ended == DENIED:
+                    why = f"the operator {operator} denied the call" if operator else "an operator denied the call"
+                    by = f"operator:{operator}" if operator else "an operator"
+                else:
+                    why, by = f"no operator approved the call within {self.approvals.timeout:g} s", "the timeout"
                 return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
@@ -289,8 +292,7 @@ class _NotForwarded(GroundstateError):
 def refused(text: str, decision: dict[str, Any]) -> types.CallToolResult:
     """A refused call as its caller's model reads it: an error result (``isError``) whose text is the decision, the
     reasons and who decided, with the structured decision in ``_meta["groundstate/decision"]``."""
-    by = decision.get("by")
-    said = f"{text} (decided by {by})" if by else text
+    said = f"{text} (decided by {decision['by']})"
     return types.CallToolResult(content=[types.TextContent(type="text", text=said)], is_error=True,
                                 meta={DECISION: decision})  # fmt: skip
 
