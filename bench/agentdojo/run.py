@@ -93,14 +93,14 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
     texts.append(user.GROUND_TRUTH_OUTPUT)  # the answer the task expects the agent to give the user, last
     output = "\n".join(texts)
     try:
-        outcome.utility = bool(user.utility(output, environment(suite, injection_id), post))
+        outcome.utility = bool(user.utility(output, pre, post))
     except NotImplementedError:  # a task AgentDojo judges from the trace of calls
-        outcome.utility = bool(user.utility_from_traces(output, environment(suite, injection_id), post, ran))
+        outcome.utility = bool(user.utility_from_traces(output, pre, post, ran))
     if injection is not None:
         try:
-            outcome.security = bool(injection.security(output, environment(suite, injection_id), post))
+            outcome.security = bool(injection.security(output, pre, post))
         except NotImplementedError:  # judged from the trace of calls: the calls that ran are the trace here
-            outcome.security = bool(injection.security_from_traces(output, environment(suite, injection_id), post,
+            outcome.security = bool(injection.security_from_traces(output, pre, post,
                                                                    ran))  # fmt: skip
     return outcome
 
