@@ -27,7 +27,7 @@ def test_facts_match_a_direct_scan_within_the_bounds(results: list[str], value: 
     if len(stripped) < MIN_VALUE and (not stripped or any(c in stripped for c in " \n\"'<>()[]{},;?&=#/\\|")):
         assert found == set()  # nothing, or not one word: no short value to tie
         return
-    if len(value) < MIN_VALUE:  # a short value: tied where it stands alone as a word (no structured data here)
+    if len(stripped) < MIN_VALUE:  # a short value: tied where it stands alone as a word (no structured data here)
         alone = {seen.call for seen in kept if stripped.casefold() in short_words(seen.text)}
         assert found == {(call, "/part") for call in alone}
         return

@@ -339,7 +339,8 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             trimmed = text if isinstance(value, int) else ""
         else:
             text = trimmed = ""
-        if len(text) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
+        measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa"
+        if len(measured) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
             found.append((key, text.casefold()))
         if 0 < len(trimmed) < MIN_VALUE and _WORDS.fullmatch(trimmed) is not None:
             short.append((key, trimmed.casefold()))
