@@ -63,33 +63,28 @@ asyncio.run(main())
 
 
 class ScriptedModel(BaseHTTPRequestHandler):
-    """Chat completions: first a call of the denied tool, then an answer quoting what the tool returned."""
+    """Chat completions: a call of ``tool`` with ``arguments``, made again while the tool answers that the call is
+    held (at most ``ask_again`` times), then an answer quoting what the tool returned last."""
 
     seen: ClassVar[list[dict[str, Any]]] = []
+    tool: ClassVar[str] = "time__get_current_time"
+    arguments: ClassVar[dict[str, Any]] = {"timezone": "Asia/Pyongyang"}
+    ask_again: ClassVar[int] = 0
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         ScriptedModel.seen.append(body)
         tool_outputs = [m for m in body["messages"] if m.get("role") == "tool"]
-        if not tool_outputs:
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {
-                            "name": "time__get_current_time",
-                            "arguments": json.dumps({"timezone": "Asia/Pyongyang"}),
-                        },
-                    }
-                ],
-            }
-            finish = "tool_calls"
-        else:
+        said = ""
+        if tool_outputs:
             content = tool_outputs[-1]["content"]
             said = content if isinstance(content, str) else json.dumps(content)
+        if not tool_outputs or ("held: " in said and len(tool_outputs) <= self.ask_again):
+            call = {"id": f"call_{len(tool_outputs) + 1}", "type": "function",
+                    "function": {"name": self.tool, "arguments": json.dumps(self.arguments)}}  # fmt: skip
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
             message, finish = {"role": "assistant", "content": f"the tool answered: {said}"}, "stop"
         reply = json.dumps(
             {
@@ -111,6 +106,21 @@ class ScriptedModel(BaseHTTPRequestHandler):
         pass
 
 
+def drive(python: Path, where: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``where/agent.py`` in the clients' environment against the scripted model."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ScriptedModel.seen = []
+    try:
+        env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               "GROUNDSTATE_HOME": str(where / "home"), "OPENAI_AGENTS_DISABLE_TRACING": "1",
+               "MODEL_URL": f"http://127.0.0.1:{server.server_address[1]}/v1"}  # fmt: skip
+        return subprocess.run([str(python), "agent.py"], cwd=where, env=env, capture_output=True, text=True,
+                              timeout=180)  # fmt: skip
+    finally:
+        server.shutdown()
+
+
 @pytest.mark.parametrize("script", [AGENT, GRAPH], ids=["openai-agents", "langgraph-create-react-agent"])
 def test_the_framework_hands_the_denial_to_the_model(script: str, clients_python: Path, tmp_path: Path) -> None:  # noqa: F811
     (tmp_path / "mine.mg").write_text('mcp_denied(C, "no questions about Pyongyang") :- '
@@ -118,17 +128,7 @@ def test_the_framework_hands_the_denial_to_the_model(script: str, clients_python
     (tmp_path / "groundstate.toml").write_text(TIME + f'[mcp]\npolicy = ["{tmp_path / "mine.mg"}"]\n'
                                                f'[store]\nurl = "sqlite:///{tmp_path / "guard.db"}"\n')  # fmt: skip
     (tmp_path / "agent.py").write_text(script)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    ScriptedModel.seen = []
-    try:
-        env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-               "GROUNDSTATE_HOME": str(tmp_path / "home"), "OPENAI_AGENTS_DISABLE_TRACING": "1",
-               "MODEL_URL": f"http://127.0.0.1:{server.server_address[1]}/v1"}  # fmt: skip
-        done = subprocess.run([str(clients_python), "agent.py"], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=180)  # fmt: skip
-    finally:
-        server.shutdown()
+    done = drive(clients_python, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     [tool_output] = [m for m in ScriptedModel.seen[-1]["messages"] if m.get("role") == "tool"]

@@ -1,6 +1,8 @@
 """A held call has a living waiter or it is not held: a client that cancels the call (``notifications/cancelled``)
 withdraws it, and so does the death of the guard that held it — either way an operator's decision on it is refused
-naming why, and it is no longer offered for approval. Driven as a client would, over raw JSON-RPC on stdio."""
+naming why, and it is no longer offered for approval. A call held longer than ``mcp.hold_wait_sec`` is parked: its
+client reads "held: ask again", and the identical call sent again learns the outcome — an approval runs it once.
+Driven as a client would, over raw JSON-RPC on stdio."""
 
 from __future__ import annotations
 
@@ -29,10 +31,11 @@ HELLO: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def start_guard(tmp_path: Path) -> subprocess.Popen[str]:
+def start_guard(tmp_path: Path, hold_wait: float = 60) -> subprocess.Popen[str]:
     (tmp_path / "hold.mg").write_text('mcp_needs_approval(C, "an operator decides") :- '
                                       'mcp_call(C, "lying", "append", _, _).\n')  # fmt: skip
-    (tmp_path / "groundstate.toml").write_text(f'[mcp]\napproval_timeout_sec = 60\npolicy = ["hold.mg"]\n'
+    (tmp_path / "groundstate.toml").write_text(f'[mcp]\napproval_timeout_sec = 60\nhold_wait_sec = {hold_wait}\n'
+                                               f'policy = ["hold.mg"]\n'
                                                f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
     guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
@@ -41,6 +44,17 @@ def start_guard(tmp_path: Path) -> subprocess.Popen[str]:
                              start_new_session=True)  # fmt: skip
     send(guard, *HELLO)
     return guard
+
+
+def answers(guard: subprocess.Popen[str], number: int) -> Iterator[dict[str, Any]]:
+    """The guard's messages up to and including its answer to request ``number``."""
+    assert guard.stdout is not None
+    for line in guard.stdout:
+        message = json.loads(line)
+        yield message
+        if message.get("id") == number:
+            return
+    raise AssertionError(f"the guard stopped before answering request {number}")
 
 
 def send(guard: subprocess.Popen[str], *messages: dict[str, Any]) -> None:
@@ -52,6 +66,13 @@ def send(guard: subprocess.Popen[str], *messages: dict[str, Any]) -> None:
 def call(number: int, path: Path) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": number, "method": "tools/call",
             "params": {"name": "lying__append", "arguments": {"path": str(path), "note": f"call {number}"}}}
+
+
+def same(number: int, path: Path) -> dict[str, Any]:
+    """Request ``number``: the same call each time (tool and arguments)."""
+    request = call(number, path)
+    request["params"]["arguments"]["note"] = "the same call"
+    return request
 
 
 def ledger_of(tmp_path: Path) -> Ledger:
@@ -105,3 +126,68 @@ def test_a_call_held_by_a_guard_that_died_is_withdrawn(tmp_path: Path) -> None:
     assert ledger.waiting() == [] and not (tmp_path / "effects.txt").exists()
     [entry] = ledger.entries()
     assert (entry.status, entry.operator) == ("withdrawn", None)  # approved by nobody: nothing pretends it ran
+
+
+def test_a_call_held_past_the_guards_patience_is_parked_and_an_approval_runs_it_once(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    guard = start_guard(tmp_path, hold_wait=2.5)
+    try:
+        first = same(2, effects)
+        first["params"]["_meta"] = {"progressToken": "p2"}
+        started = time.monotonic()
+        send(guard, first)
+        *notes, held = answers(guard, 2)
+        assert 2.5 <= time.monotonic() - started < 30
+        progress = [note["params"] for note in notes if note.get("method") == "notifications/progress"]
+        assert progress and progress[0]["progressToken"] == "p2" and "held for an operator's approval" in str(progress)
+        assert held["result"]["isError"] is True and not effects.exists()  # nothing ran
+        text = held["result"]["content"][0]["text"]
+        assert text.startswith("held: an operator decides. Nothing ran") and "Send the same call again" in text
+        decision = held["result"]["_meta"]["groundstate/decision"]
+        assert (decision["decision"], decision["ask_again"]) == ("held", True)
+        ledger = ledger_of(tmp_path)
+        [parked] = ledger.waiting()  # still offered to an operator, and nobody's death withdraws it
+        assert (parked.id, parked.status, parked.waiter) == (decision["entry"], "held", None)
+
+        send(guard, same(3, effects))  # asked again before anyone decided: the same hold, still held
+        *_, again = answers(guard, 3)
+        assert again["result"]["_meta"]["groundstate/decision"]["entry"] == parked.id and not effects.exists()
+        ledger.decide(parked.id, True, "dana")
+        send(guard, same(4, effects))  # the identical call, after the approval: it runs
+        *_, ran = answers(guard, 4)
+        assert ran["result"]["content"][0]["text"] == "appended" and effects.read_text() == "ran\n"
+        send(guard, same(5, effects))  # the approval is spent: the next identical call is a new hold
+        *_, anew = answers(guard, 5)
+        assert anew["result"]["_meta"]["groundstate/decision"]["entry"] != parked.id
+        assert effects.read_text() == "ran\n" and [e.status for e in ledger.entries()][:2] == ["held", "approved"]
+    finally:
+        os.killpg(guard.pid, signal.SIGKILL)
+        guard.wait(30)
+
+
+def test_a_parked_call_outlives_its_guard_and_its_denial_is_read_once(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    guard = start_guard(tmp_path, hold_wait=0.5)
+    try:
+        send(guard, same(2, effects))
+        *_, held = answers(guard, 2)
+        entry = held["result"]["_meta"]["groundstate/decision"]["entry"]
+    finally:
+        os.killpg(guard.pid, signal.SIGKILL)  # the guard dies with the call parked: it stays held
+        guard.wait(30)
+    ledger = ledger_of(tmp_path)
+    assert [e.id for e in ledger.waiting()] == [entry]
+    ledger.decide(entry, False, "dana")
+    guard = start_guard(tmp_path, hold_wait=0.5)
+    try:
+        send(guard, same(2, effects))
+        *_, denied = answers(guard, 2)
+        assert "denied: the operator dana denied the call" in denied["result"]["content"][0]["text"]
+        assert denied["result"]["_meta"]["groundstate/decision"]["by"] == "operator:dana"
+        send(guard, same(3, effects))
+        *_, anew = answers(guard, 3)
+        assert anew["result"]["content"][0]["text"].startswith("held: ")  # the denial was read: a new hold
+    finally:
+        os.killpg(guard.pid, signal.SIGKILL)
+        guard.wait(30)
+    assert not effects.exists()

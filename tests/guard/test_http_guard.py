@@ -45,7 +45,8 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         'mcp_denied(C, "no questions about Pyongyang") :- mcp_argument(C, "timezone", "Asia/Pyongyang").\n'
         'mcp_needs_approval(C, "conversions need a look") :- mcp_call(C, "time", "convert_time", _, _).\n'
     )
-    (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["mine.mg"]\napproval_timeout_sec = 60\n')
+    (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["mine.mg"]\napproval_timeout_sec = 60\n'
+                                               'hold_wait_sec = 60\n')  # the client waits for the approval
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

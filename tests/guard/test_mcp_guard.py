@@ -52,20 +52,25 @@ def _search_path() -> dict[str, str]:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
-def guarded(tmp_path: Path, config: str, use: Session) -> Any:
-    """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml)."""
+def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False) -> Any:
+    """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml); with
+    ``stderr``, (what ``use`` returned, what the guard wrote on its stderr)."""
     (tmp_path / "groundstate.toml").write_text(config)
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
                                    cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
                                                            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
                                                            **_search_path()})  # fmt: skip
 
-    async def session() -> Any:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
-            await client.initialize()
-            return await use(client)
+    errors = tmp_path / "guard.stderr"
 
-    return asyncio.run(asyncio.wait_for(session(), 120))
+    async def session() -> Any:
+        with errors.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                return await use(client)
+
+    used = asyncio.run(asyncio.wait_for(session(), 120))
+    return (used, errors.read_text()) if stderr else used
 
 
 TIME = f'[mcp.servers.time]\ncommand = ["{sys.executable}", "-m", "mcp_server_time", "--local-timezone", "UTC"]\n'

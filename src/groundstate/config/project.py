@@ -179,6 +179,8 @@ class McpConfig(BaseModel):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     policy: list[Path] = Field(default_factory=list)  # .mg files added to the shipped mcp.mg
     approval_timeout_sec: float = Field(300.0, gt=0)  # a held call nobody approves in time is denied
+    hold_wait_sec: float = Field(3.0, ge=0)  # how long a held call's request waits before "held: ask again"
+    start_timeout_sec: float = Field(30.0, gt=0)  # each upstream's time to start, initialise and list its tools
     history_calls: int = Field(200, gt=0)  # forwarded calls (with results) a client session keeps for provenance
     history_bytes: int = Field(1 << 20, gt=0)  # bytes of results it keeps; past either bound the oldest go and
     # the session is marked (the shipped rules become stricter)

@@ -9,6 +9,12 @@ A held call has a living waiter or it is not held: the guard process that holds 
 a client that cancels the call or closes its session withdraws it, and so does the waiter's death (found when an
 operator decides or lists: the call is marked ``withdrawn`` with why, and the decision is refused) — approving a
 call nobody waits for would record "approved" while nothing runs.
+
+A held call may also be *parked*: its client was answered "held, ask again" (``mcp.hold_wait_sec``: clients such as
+the OpenAI Agents SDK give up on a request after 5 s) and nobody waits for it in between; its waiter is then empty
+and it stays held until it expires. The identical call (same digest, same client) asks again and joins it; once an
+operator decided, the first such call is *answered* (``answered``): it runs the approved call or reads the denial,
+exactly once — a later identical call is a new decision.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ decisions = Table(
     Column("decided_at", DateTime(timezone=True)),
     Column("waiter", String(200)),  # the guard process holding the call (host:pid:start), while it is held
     Column("ended", Text),  # why a held call was withdrawn or expired
+    Column("answered", DateTime(timezone=True)),  # a decided held call: when its outcome went to a client (once)
 )  # fmt: skip
 
 
@@ -104,7 +111,12 @@ class Ledger:
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
             "status, expires_at, waiter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
-        self._moment = driver.writer(decisions.c.at)
+        self._moment, self._time = driver.writer(decisions.c.at), driver.reader(decisions.c.at)
+        self._joined = driver.sql(
+            "SELECT id, status, at, expires_at, waiter FROM mcp_decisions WHERE digest = ? AND client = ? AND "
+            f"decision = 'approve' AND status IN ('{HELD}', '{APPROVED}', '{DENIED}') AND answered IS NULL "
+            "ORDER BY id DESC LIMIT 1"
+        )
 
     def record(
         self,
@@ -150,6 +162,33 @@ class Ledger:
             found = self._get(db, entry_id)
         assert found is not None
         return found
+
+    def park(self, entry_id: int) -> None:
+        """Its client was told the call is held and to ask again: nobody waits for it in between, so no process's
+        death withdraws it; it stays held until an operator decides or it expires."""
+        with self.engine.begin() as db:
+            db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
+                waiter=None))  # fmt: skip
+
+    def joined(self, digest: str, client: str, db: Executes | None = None) -> int | None:
+        """The held call this identical call (same ``digest``, same ``client``) asks about again: the newest one
+        still held and not expired, or decided by an operator and not yet answered; None when there is none."""
+        with within(self.engine, db) as reading_:
+            row = reading_.exec_driver_sql(self._joined, (digest, client)).first()
+        if row is None or row[3] is None or (row[4] is not None and gone_here(row[4])):
+            return None  # nothing to join, or its waiter died: it is withdrawn when listed or decided
+        entry_id, status, at, expires = row[0], row[1], aware(self._time(row[2])), aware(self._time(row[3]))
+        until = expires if status == HELD else expires + (expires - at)  # a decision waits as long as its call did
+        return int(entry_id) if datetime.now(UTC) < until else None
+
+    def answer(self, entry_id: int) -> bool:
+        """Mark an operator's decision on the call as delivered to a client, once: False when another call (an
+        identical one, concurrently) already took it — an approval runs one call, never two."""
+        with self.engine.begin() as db:
+            done = db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.answered.is_(None),
+                                                      decisions.c.status.in_((APPROVED, DENIED)))
+                              .values(answered=datetime.now(UTC)))  # fmt: skip
+        return bool(done.rowcount == 1)
 
     def expire(self, entry_id: int) -> None:
         """The guard stopped waiting: a call still held is expired (and can no longer be approved)."""

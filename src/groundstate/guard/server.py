@@ -19,11 +19,13 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -52,23 +54,41 @@ MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as
 
 class Approvals:
     """Calls held for an operator: recorded in the ledger, decided there by the console, the API or
-    `groundstate approvals`; the guard polls for the decision until the timeout expires the call."""
+    `groundstate approvals`; the guard polls for the decision while its client waits — at most ``patience`` seconds
+    (``mcp.hold_wait_sec``: clients give up on a request after a few seconds; the call is then *parked* and the
+    client told to ask again) and at most until the call expires (``mcp.approval_timeout_sec``), which denies it."""
 
-    def __init__(self, ledger: Ledger, timeout: float, poll: float = 0.2) -> None:
+    def __init__(self, ledger: Ledger, timeout: float, patience: float | None = None, poll: float = 0.2) -> None:
         self.ledger, self.timeout, self.poll = ledger, timeout, poll
+        self.patience = timeout if patience is None else patience
 
-    async def wait(self, entry_id: int) -> str:
-        """How the held call ended: ``approved``, ``denied`` (by an operator) or ``expired``."""
+    async def wait(self, entry_id: int, report: Callable[[float], Awaitable[None]] | None = None) -> str:
+        """How the held call ended: ``approved``, ``denied`` (by an operator), ``expired`` or ``withdrawn`` — or
+        ``held`` when the guard's patience ran out before the call's time did. ``report`` hears, about once a second,
+        how long the call has been waiting (the client's progress notifications)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        while loop.time() < deadline:
+        started = loop.time()
+        entry = await asyncio.to_thread(self.ledger.get, entry_id)
+        left = self.timeout if entry is None or entry.expires_at is None else _seconds_until(entry.expires_at)
+        expires, give_up = started + left, started + min(left, self.patience)
+        reported = started
+        while loop.time() < give_up:
             entry = await asyncio.to_thread(self.ledger.get, entry_id)
             if entry is not None and entry.status != HELD:
                 return entry.status
+            if report is not None and loop.time() - reported >= 1.0:
+                reported = loop.time()
+                await report(reported - started)
             await asyncio.sleep(self.poll)
+        if loop.time() < expires:
+            return HELD
         await asyncio.to_thread(self.ledger.expire, entry_id)
         entry = await asyncio.to_thread(self.ledger.get, entry_id)  # decided at the very last moment?
         return entry.status if entry is not None else EXPIRED
+
+
+def _seconds_until(moment: datetime) -> float:
+    return (moment - datetime.now(UTC)).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,7 @@ class _Admitted:
     entry: int
     in_doubt: bool
     recorded: dict[str, Any] | CallInDoubt | None = None
+    joined: bool = False  # a held call asked about again (its identical call was parked): not a new hold
 
 
 class Guard:
@@ -155,25 +176,9 @@ class Guard:
         admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
-            try:
-                ended = await self.approvals.wait(entry)
-            except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
-                self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
-                raise
-            operator = None  # who decided, read once: the journal's resolution and the refusal both name them
-            if ended == DENIED or (admitted.in_doubt and ended == APPROVED):
-                decided = await asyncio.to_thread(self.ledger.get, entry)
-                operator = decided.operator if decided else None
-            if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
-                await asyncio.to_thread(self.journal.resolve, call.scope, operator or "operator", ended, call.named,
-                                        call.arguments)  # fmt: skip
-            if ended != APPROVED:
-                if ended == DENIED:
-                    why = f"the operator {operator} denied the call" if operator else "an operator denied the call"
-                    by = f"operator:{operator}" if operator else "an operator"
-                else:
-                    why, by = f"no operator approved the call within {self.approvals.timeout:g} s", "the timeout"
-                return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
+            answer = await self._held(ctx, call, admitted)
+            if answer is not None:
+                return answer
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
         if verdict.decision == "deny":
             return refused(f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry, "the policy"))
@@ -183,6 +188,38 @@ class Guard:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
         self.history.record(session, verdict.call, call.server, call.tool, reading(result))  # what the model read
         return result
+
+    async def _held(self, ctx: Any, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
+        """Wait for an operator's decision on a held call: None once approved (the call runs), else what the client
+        reads — the denial, the timeout, the withdrawal, or "held: ask again" when the guard's patience ran out."""
+        verdict, entry = admitted.verdict, admitted.entry
+        try:
+            ended = await self.approvals.wait(entry, partial(_progress, ctx, entry))
+        except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
+            if not admitted.joined:  # a parked call stays held: its client was told it may ask again
+                self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
+            raise
+        if ended == HELD:
+            await asyncio.to_thread(self.ledger.park, entry)
+            return _parked(verdict, entry, self.approvals.timeout)
+        decided = await asyncio.to_thread(self.ledger.get, entry)
+        operator = decided.operator if decided else None  # read once: the journal and the refusal both name them
+        if ended in (APPROVED, DENIED) and not await asyncio.to_thread(self.ledger.answer, entry):
+            why = f"an identical call already took the operator's decision on call {entry}; send it again to ask anew"
+            return refused(f"denied: {why}", _details(verdict, entry, "the guard", "deny", [why]))
+        if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt
+            await asyncio.to_thread(self.journal.resolve, call.scope, operator or "operator", ended, call.named,
+                                    call.arguments)  # fmt: skip
+        if ended == APPROVED:
+            return None
+        if ended == DENIED:
+            why = f"the operator {operator} denied the call" if operator else "an operator denied the call"
+            by = f"operator:{operator}" if operator else "an operator"
+        elif ended == EXPIRED:
+            why, by = f"no operator approved the call within {self.approvals.timeout:g} s", "the timeout"
+        else:
+            why, by = f"the call was {ended} ({decided.ended if decided else 'no reason recorded'})", "the guard"
+        return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
 
     def _client_of(self, ctx: Any) -> str:
         """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
@@ -204,9 +241,10 @@ class Guard:
                 provenance = partial(self.history.facts, call.session)
                 verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client,
                                              in_doubt=in_doubt, provenance=provenance)  # fmt: skip
-            entry = self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
-                                       self.approvals.timeout, db=db)  # fmt: skip
-            admitted = _Admitted(verdict, entry, in_doubt)
+            joined = self.ledger.joined(verdict.digest, call.client, db) if verdict.decision == "approve" else None
+            entry = joined or self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
+                                                 self.approvals.timeout, db=db)  # fmt: skip
+            admitted = _Admitted(verdict, entry, in_doubt, joined=joined is not None)
             if verdict.decision == "permit":
                 admitted.recorded = self._begin(call, entry, db)
         return admitted
@@ -297,6 +335,28 @@ def refused(text: str, decision: dict[str, Any]) -> types.CallToolResult:
                                 meta={DECISION: decision})  # fmt: skip
 
 
+def _parked(verdict: Verdict, entry: int, timeout: float) -> types.CallToolResult:
+    """A held call's answer once the guard stops waiting for the operator: nothing ran; the identical call, sent
+    again, learns the outcome (and runs, once approved)."""
+    text = (f"held: {'; '.join(verdict.reasons)}. Nothing ran: an operator must approve this call first (call {entry} "
+            f"in the guard's ledger: `groundstate approvals approve {entry}`, or the console). Send the same call "
+            f"again (same tool, same arguments) to learn the outcome: once approved, it runs then; undecided "
+            f"{timeout:g} s after it was made, it is denied.")  # fmt: skip
+    decision = {**_details(verdict, entry, "the policy", "held"), "ask_again": True}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True,
+                                meta={DECISION: decision})  # fmt: skip
+
+
+async def _progress(ctx: Any, entry: int, waited: float) -> None:
+    """A progress notification for a held call, when its client asked for them (a ``progressToken``): clients that
+    reset their request timeout on progress (the TypeScript SDK's ``resetTimeoutOnProgress``) keep waiting."""
+    session = getattr(ctx, "session", None)
+    if session is None:
+        return
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the client went away
+        await session.report_progress(waited, None, f"held for an operator's approval (call {entry})")
+
+
 def _details(
     verdict: Verdict, entry: int, by: str, decision: str | None = None, reasons: list[str] | None = None
 ) -> dict[str, Any]:
@@ -316,13 +376,15 @@ async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncI
     if settings.tools.modules:
         tools.load_modules(settings.tools.modules, settings.tools.path)
     async with contextlib.AsyncExitStack() as stack:
-        upstreams = await connect(config.servers, stack)
+        upstreams = await connect(config.servers, stack, config.start_timeout_sec, partial=True)
+        for failure in upstreams.failed.values():  # one line each; the guard serves the servers that started
+            print(f"groundstate mcp guard: left out {failure}", file=sys.stderr, flush=True)
         if tools.REGISTRY:
             upstreams.tools[local_tools.SERVER] = local_tools.listed()
             workspace = home() / "mcp-workspace"  # the one place your tools may write
             upstreams.sessions[local_tools.SERVER] = local_tools.LocalTools(workspace)
         ledger = Ledger(store_url)
-        approvals = Approvals(ledger, config.approval_timeout_sec)
+        approvals = Approvals(ledger, config.approval_timeout_sec, config.hold_wait_sec)
         journal = ToolJournal(store_url, engine=ledger.engine)  # one database: a call's admission, one transaction
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen)
         history = History(config.history_calls, config.history_bytes)

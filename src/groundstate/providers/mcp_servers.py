@@ -9,6 +9,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
+
 from ..config import McpServerConfig
 from ..errors import ConfigurationError
 
@@ -33,6 +35,7 @@ class Upstreams:
 
     sessions: dict[str, ToolCaller] = field(default_factory=dict)
     tools: dict[str, list[Any]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # servers left out (``connect(partial=True)``), and why
 
     def exposed(self) -> list[Any]:
         """Every upstream tool under its namespaced name, schema and annotations unchanged."""
@@ -47,32 +50,82 @@ class Upstreams:
         return server, tool
 
 
-async def connect(servers: dict[str, McpServerConfig], stack: contextlib.AsyncExitStack) -> Upstreams:
-    """Start or reach every configured server (closed with ``stack``); UpstreamError names one that fails."""
+async def connect(
+    servers: dict[str, McpServerConfig],
+    stack: contextlib.AsyncExitStack,
+    start_timeout: float = 30.0,
+    *,
+    partial: bool = False,
+) -> Upstreams:
+    """Start or reach every configured server at once (closed with ``stack``), each given ``start_timeout`` seconds
+    to initialise and list its tools. A server that fails or does not answer in time is stopped and named: with
+    ``partial`` it is left out (``Upstreams.failed`` says why) unless every server failed, else — and then — an
+    UpstreamError names each one."""
+    upstreams = Upstreams()
+    if not servers:
+        return upstreams
+    stop = anyio.Event()
+    group = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(stop.set)  # runs before the group is left: each server's task closes its own client
+    slots = {name: _Slot() for name in servers}
+    for name, server in servers.items():
+        group.start_soon(_keep, name, server, slots[name], stop)
+    with anyio.move_on_after(start_timeout):
+        for slot in slots.values():
+            await slot.ready.wait()
+    for name, slot in slots.items():
+        if not slot.ready.is_set():
+            slot.scope.cancel()  # its process is stopped as its client unwinds
+            upstreams.failed[name] = f"mcp.servers.{name}: did not start within {start_timeout:g} s " \
+                                     "(mcp.start_timeout_sec): no answer to initialize or tools/list"  # fmt: skip
+        elif slot.error is not None:
+            upstreams.failed[name] = slot.error
+        else:
+            upstreams.sessions[name], upstreams.tools[name] = slot.session, slot.tools
+    if upstreams.failed and (not partial or not upstreams.sessions):
+        raise UpstreamError("; ".join(upstreams.failed.values()))
+    return upstreams
+
+
+@dataclass
+class _Slot:
+    """One server being started: its task's cancel scope, whether it is ready (or failed), and what it gave."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    session: Any = None
+    tools: list[Any] = field(default_factory=list)
+    error: str | None = None
+
+
+async def _keep(name: str, server: McpServerConfig, slot: _Slot, stop: anyio.Event) -> None:
+    """Start one server, hand over its session, and hold its client open until ``stop`` (in its own task: the SDK's
+    clients are task groups that must be left by the task that entered them). Its failure is its slot's, never
+    the other servers' or the guard's."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
-    upstreams = Upstreams()
-    for name, server in servers.items():
+    with slot.scope:
         try:
-            if server.command is not None:
-                program, *arguments = server.command
-                params = StdioServerParameters(command=program, args=arguments, env=server.env or None)
-                streams = await stack.enter_async_context(stdio_client(params))
-            else:
-                assert server.url is not None
-                streams = await stack.enter_async_context(streamable_http_client(server.url))
-            read, write = streams[0], streams[1]
-            session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
-            listed = await session.list_tools()
-        except Exception as exc:  # the SDK raises many kinds; each is this server's failure to start
-            leaf = first_error(exc)
-            problem = f"{type(leaf).__name__}: {leaf}"
-            raise UpstreamError(f"mcp.servers.{name}: cannot start or reach the server: {problem}") from None
-        upstreams.sessions[name], upstreams.tools[name] = session, list(listed.tools)
-    return upstreams
+            async with contextlib.AsyncExitStack() as own:
+                if server.command is not None:
+                    program, *arguments = server.command
+                    params = StdioServerParameters(command=program, args=arguments, env=server.env or None)
+                    streams = await own.enter_async_context(stdio_client(params))
+                else:
+                    assert server.url is not None
+                    streams = await own.enter_async_context(streamable_http_client(server.url))
+                session = await own.enter_async_context(ClientSession(streams[0], streams[1]))
+                await session.initialize()
+                slot.session, slot.tools = session, list((await session.list_tools()).tools)
+                slot.ready.set()
+                await stop.wait()
+        except Exception as exc:  # the SDK raises many kinds; each is this server's failure
+            if not slot.ready.is_set():
+                leaf = first_error(exc)
+                slot.error = f"mcp.servers.{name}: cannot start or reach the server: {type(leaf).__name__}: {leaf}"
+                slot.ready.set()
 
 
 def first_error(error: BaseException) -> BaseException:

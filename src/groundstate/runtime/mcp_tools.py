@@ -29,8 +29,8 @@ class McpToolsError(ConfigurationError):
 class McpTools:
     """The connected servers, on their own loop: tools by agent name, and the executor that calls them."""
 
-    def __init__(self, servers: dict[str, McpServerConfig]) -> None:
-        self.servers = servers
+    def __init__(self, servers: dict[str, McpServerConfig], start_timeout: float = 30.0) -> None:
+        self.servers, self.start_timeout = servers, start_timeout
         self.tools: dict[str, tuple[str, Any]] = {}  # agent name -> (server, the MCP tool as listed)
         self._upstreams: Upstreams | None = None
         self._loop = asyncio.new_event_loop()
@@ -101,7 +101,7 @@ class McpTools:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    upstreams = await connect(self.servers, stack)
+                    upstreams = await connect(self.servers, stack, self.start_timeout)
                 except UpstreamError as exc:  # named before the SDK's own teardown errors can replace it
                     self._ready.set_exception(exc)
                     raise

@@ -428,7 +428,7 @@ class Runtime:
     def _mcp_tools(self) -> McpTools:
         """The configuration's MCP servers ([mcp.servers]), connected on first use."""
         if self._mcp is None:
-            self._mcp = McpTools(self.settings.mcp.servers)
+            self._mcp = McpTools(self.settings.mcp.servers, self.settings.mcp.start_timeout_sec)
         return self._mcp
 
     @property

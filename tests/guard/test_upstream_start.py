@@ -1,0 +1,80 @@
+"""The guard starts its upstreams at once, each with ``mcp.start_timeout_sec`` to answer ``initialize`` and
+``tools/list``: one that never answers is one line naming it on stderr, its process is stopped, and the guard serves
+the others; when none starts, the guard exits 2 naming each. Through the CLI and the SDK's client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcp.client.session import ClientSession
+
+from .test_attacks import SERVER
+from .test_mcp_guard import guarded
+
+SLOW = "import runpy, sys, time; time.sleep(3); sys.argv = ['s']; runpy.run_path({server!r}, run_name='__main__')"
+HUNG = "import os, time; open({pid!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+
+
+def server(name: str, code: str) -> str:
+    return f'[mcp.servers.{name}]\ncommand = ["{sys.executable}", "-c", "{code}"]\n'
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def test_a_server_that_never_answers_is_named_stopped_and_the_others_served(tmp_path: Path) -> None:
+    pid_file = tmp_path / "hung.pid"
+    config = ('[mcp]\nstart_timeout_sec = 3\n' + server("hung", HUNG.format(pid=str(pid_file)).replace('"', '\\"'))
+              + f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
+
+    async def use(client: ClientSession) -> list[str]:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+    started = time.monotonic()
+    tools, stderr = guarded(tmp_path, config, use, stderr=True)
+    assert tools == ["lying__append"] and time.monotonic() - started < 60
+    [line] = [line for line in stderr.splitlines() if "hung" in line]
+    assert line == ("groundstate mcp guard: left out mcp.servers.hung: did not start within 3 s "
+                    "(mcp.start_timeout_sec): no answer to initialize or tools/list")  # fmt: skip
+    assert "Traceback" not in stderr
+    pid = int(pid_file.read_text())
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.1)
+    assert not alive(pid), "the server that never answered is still running"
+
+
+def test_servers_start_at_once(tmp_path: Path) -> None:
+    slow = SLOW.format(server=str(SERVER)).replace('"', '\\"')
+    config = "[mcp]\nstart_timeout_sec = 20\n" + "".join(server(f"s{n}", slow) for n in range(3))
+
+    async def use(client: ClientSession) -> list[str]:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+    started = time.monotonic()
+    tools = guarded(tmp_path, config, use)
+    assert tools == ["s0__append", "s1__append", "s2__append"]
+    assert time.monotonic() - started < 8.5  # three servers of 3 s each, one after another, would take 9 s
+
+
+def test_no_server_started_is_exit_2_naming_each(tmp_path: Path) -> None:
+    config = ("[mcp]\nstart_timeout_sec = 1\n" + server("a", "import time; time.sleep(60)")
+              + server("b", "raise SystemExit(3)"))  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(config)
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, stdin=subprocess.PIPE,
+                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                               "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "mcp.servers.a: did not start within 1 s" in done.stderr
+    assert "mcp.servers.b: cannot start or reach the server" in done.stderr and "Traceback" not in done.stderr
