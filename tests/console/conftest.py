@@ -28,6 +28,14 @@ class Console:
     token: str
     home: Path
     output: str = ""  # what the server printed, once it has stopped
+    starter_token: str = ""
+
+    def starter(self) -> httpx.Client:
+        """A client of a second account (the operator ``sam``, created on first use) that starts runs: the account
+        deciding their pauses (the first admin, in the browser) must be another one (access.mg)."""
+        if not self.starter_token:
+            self.starter_token = self.account("sam", "operator")
+        return self.api(self.starter_token)
 
     def api(self, token: str | None = None) -> httpx.Client:
         """A client authenticated as the first admin (or as the account whose ``token`` is given)."""

@@ -15,7 +15,7 @@ from .conftest import Console, shot, sign_in
 
 
 def start(console: Console, workflow: str, model: str) -> str:
-    response = console.api().post("/api/runs", json={"workflow": workflow, "model": model})
+    response = console.starter().post("/api/runs", json={"workflow": workflow, "model": model})
     assert response.status_code == 201, response.text
     return str(response.json()["run_id"])
 

@@ -33,7 +33,7 @@ def test_two_pauses_are_both_visible_and_each_is_decided_on_its_own(
                       "writer_summary": [NULL, envelope("Storage grows fast. [STATUS: SUCCESS]")],
                       "writer_slides": [NULL]}  # fmt: skip
     script.delays = {"writer_summary": [0, 4]}  # its second attempt takes a while: the page shows it running
-    created = console.api().post("/api/runs", json={"workflow": FAN_OUT, "model": f"openai-chat:m@{url}"})
+    created = console.starter().post("/api/runs", json={"workflow": FAN_OUT, "model": f"openai-chat:m@{url}"})
     run_id = created.json()["run_id"]
     page.goto(f"{console.url}/runs/{run_id}")
     cards = page.locator(".card.approval")

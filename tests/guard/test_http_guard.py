@@ -25,8 +25,10 @@ from groundstate.store import Operators
 from .test_mcp_guard import TIME, refusal
 
 
-def approve_when_held(home: Path, token: str) -> None:
-    """In the background: approve the first held call with `groundstate approvals`, as the token's operator."""
+def approve_when_held(home: Path, token: str, caller: str, refused: list[str]) -> None:
+    """In the background: approve the first held call with `groundstate approvals`, first as the account that made
+    it (``caller``'s token: refused, separation of duties — what it said goes to ``refused``), then as the token's
+    operator."""
     env = {**os.environ, "GROUNDSTATE_HOME": str(home / "home"), "GROUNDSTATE_TOKEN": token}
     for _ in range(300):
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list"], cwd=home, env=env,
@@ -34,6 +36,9 @@ def approve_when_held(home: Path, token: str) -> None:
         if listed.stdout.strip():
             held = json.loads(listed.stdout.splitlines()[0])
             approve = ["approvals", "approve", str(held["id"]), "--digest", held["digest"]]
+            own = subprocess.run([sys.executable, "-m", "groundstate", *approve], cwd=home, capture_output=True,
+                                 env={**env, "GROUNDSTATE_TOKEN": caller}, text=True, timeout=60)  # fmt: skip
+            refused.append(f"{own.returncode} {own.stderr.strip().splitlines()[-1]}")
             subprocess.run([sys.executable, "-m", "groundstate", *approve], cwd=home, env=env, check=True,
                            capture_output=True, timeout=60)  # fmt: skip
             return
@@ -75,7 +80,8 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         assert seen.status_code == 403 and "'vic' is a viewer, who may not act" in seen.json()["error"]
 
         _, olga = operators.add("olga", "operator", admin)
-        approver = threading.Thread(target=approve_when_held, args=(tmp_path, olga), daemon=True)
+        self_approval: list[str] = []
+        approver = threading.Thread(target=approve_when_held, args=(tmp_path, olga, token, self_approval), daemon=True)
 
         async def use() -> tuple[list[str], str, Any, str]:
             headers = {"Authorization": f"Bearer {token}"}
@@ -96,6 +102,8 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         assert "denied by policy: no questions about Pyongyang" in str(denied)
         assert 'mcp_argument("' in denied.data["why"]  # the derivation travels with the refusal
         assert '"Europe/Paris"' in converted  # held, approved by olga, forwarded once
+        assert self_approval == ["4 error: call 3: operator admin asked for this themselves: another account decides "
+                                 "it (or name admin in [access] self_approval)"]  # the caller's own token: refused
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list", "--all"], cwd=tmp_path,
                                 env={"GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True, text=True,
                                 timeout=60)  # fmt: skip

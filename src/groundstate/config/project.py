@@ -235,6 +235,15 @@ class NotifyConfig(BaseModel):
     console_url: str | None = Field(None, pattern=r"^https?://")  # notifications link to the run's page here
 
 
+class AccessConfig(BaseModel):
+    """``[access]``: who may decide what (``access.mg``). An account does not decide a held MCP call it made or a
+    pause of a run it started — unless it is named here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    self_approval: list[str] = Field(default_factory=list)  # accounts that may decide what they asked for
+
+
 class ApprovalsConfig(BaseModel):
     """``[approvals]``: what happens to a run's pause nobody decides in time (``groundstate serve`` applies it;
     ``approvals.mg`` decides: a safety pause aborts the run, a quality pause gets ``default_decision``)."""
@@ -287,6 +296,7 @@ class ProjectConfig(BaseModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    access: AccessConfig = Field(default_factory=AccessConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
 

@@ -49,7 +49,8 @@ class Operations:
         if decision not in ("approve", "deny"):
             raise HTTPException(422, f"unknown decision {decision!r}: use approve or deny")
         try:
-            return self.ledger.decide(entry_id, decision == "approve", operator.name, digest)
+            return self.ledger.decide(entry_id, decision == "approve", operator.name, digest,
+                                      self.runtime.settings.access.self_approval)  # fmt: skip
         except ApprovalRefused as exc:
             raise HTTPException(409, str(exc)) from None
 

@@ -14,7 +14,7 @@ def run_json(state: RunState) -> dict[str, Any]:
     usage = {**state.usage, "running_seconds": round(state.wall_seconds(datetime.now(UTC)), 3)}
     return {
         "run_id": state.run_id, "name": state.name, "status": state.status, "model": state.model,
-        "outcome": state.outcome, "usage": usage,
+        "outcome": state.outcome, "usage": usage, "created_by": state.created_by,
         "nodes": {a: {"status": n.status, "attempts": n.attempts, "output": n.output, "thinking": n.thinking,
                       "status_tag": n.status_tag,
                       "instructions": instructions[a], "tools": n.tools, "error": n.error}

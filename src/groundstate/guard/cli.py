@@ -78,9 +78,10 @@ def list_calls(
 
 def _decide(entry_id: int, approve: bool, digest: str | None, db: str | None, config: Path | None) -> None:
     try:
-        store = _store(db, config)
+        settings = load_config(config).config
+        store = db or settings.store.url or default_db_url(home())
         who = command_line_operator(store, ACT)
-        entry = Ledger(store).decide(entry_id, approve, who.name, digest)
+        entry = Ledger(store).decide(entry_id, approve, who.name, digest, settings.access.self_approval)
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_code(exc)) from None

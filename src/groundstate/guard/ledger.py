@@ -20,6 +20,7 @@ exactly once — a later identical call is a new decision.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,7 +39,18 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
-from ..store import DriverSQL, Executes, aware, create_tables, gone_here, open_engine, reading, this_process, within
+from ..store import (
+    DriverSQL,
+    Executes,
+    aware,
+    create_tables,
+    decision_refused,
+    gone_here,
+    open_engine,
+    reading,
+    this_process,
+    within,
+)
 
 HELD, APPROVED, DENIED, EXPIRED, WITHDRAWN = "held", "approved", "denied", "expired", "withdrawn"
 
@@ -63,6 +75,7 @@ decisions = Table(
     Column("waiter", String(200)),  # the guard process holding the call (host:pid:start), while it is held
     Column("ended", Text),  # why a held call was withdrawn or expired
     Column("answered", DateTime(timezone=True)),  # a decided held call: when its outcome went to a client (once)
+    Column("account", String(200)),  # the operator account whose token made the call (HTTP), else null
 )  # fmt: skip
 
 
@@ -90,6 +103,7 @@ class Entry:
     operator: str | None
     ended: str | None = None  # why a held call was withdrawn or expired
     waiter: str | None = None  # the guard process holding it (host:pid:start): not served
+    account: str | None = None  # the operator account whose token made the call (HTTP)
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the API serves it."""
@@ -109,7 +123,7 @@ class Ledger:
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
-            "status, expires_at, waiter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            "status, expires_at, waiter, account) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         self._moment, self._time = driver.writer(decisions.c.at), driver.reader(decisions.c.at)
         self._joined = driver.sql(
@@ -127,6 +141,7 @@ class Ledger:
         verdict: Any,
         hold_seconds: float,
         db: Executes | None = None,
+        account: str | None = None,
     ) -> int:
         """Write the verdict on one call (a call that needs approval is held until ``hold_seconds`` from now), in
         ``db`` when the caller gives its transaction (it commits it)."""
@@ -135,12 +150,21 @@ class Ledger:
         expires = self._moment(now + timedelta(seconds=hold_seconds)) if held else None
         row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
-               HELD if held else verdict.decision, expires, this_process() if held else None)  # fmt: skip
+               HELD if held else verdict.decision, expires, this_process() if held else None, account)  # fmt: skip
         with within(self.engine, db) as writing:
             return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
-    def decide(self, entry_id: int, approve: bool, operator: str, digest: str | None = None) -> Entry:
-        """An operator's decision on a held call, once; ApprovalRefused says why it cannot apply."""
+    def decide(
+        self,
+        entry_id: int,
+        approve: bool,
+        operator: str,
+        digest: str | None = None,
+        self_approval: Collection[str] = (),
+    ) -> Entry:
+        """An operator's decision on a held call, once; ApprovalRefused says why it cannot apply — among the reasons,
+        that ``operator`` made the call with their own token (``access.mg``: another account decides it, unless
+        ``self_approval`` — the configuration's ``[access] self_approval`` — names them)."""
         now = datetime.now(UTC)
         with self.engine.begin() as db:
             current = self._get(db, entry_id)
@@ -157,6 +181,9 @@ class Ledger:
                 raise ApprovalRefused(f"call {entry_id} is {current.status}{said}: only a held call can be decided")
             if current.expires_at is not None and aware(current.expires_at) <= now:
                 raise ApprovalRefused(f"call {entry_id} expired at {current.expires_at:%H:%M:%S} UTC")
+            refused = decision_refused(operator, current.account, self_approval)
+            if refused is not None:
+                raise ApprovalRefused(f"call {entry_id}: {refused}")
             db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
                 status=APPROVED if approve else DENIED, operator=operator, decided_at=now))  # fmt: skip
             found = self._get(db, entry_id)
@@ -243,7 +270,7 @@ def _entry(row: Any) -> Entry:
     return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
                  aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
-                 row["waiter"])  # fmt: skip
+                 row["waiter"], row["account"])  # fmt: skip
 
 
 def _abandoned(entry: Entry) -> bool:

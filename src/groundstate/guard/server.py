@@ -101,6 +101,7 @@ class _Call:
     key: str | None
     client: str  # who calls (see Guard._client_of)
     session: Session  # the client session's history (provenance)
+    account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
 
     @property
     def scope(self) -> str:
@@ -172,7 +173,8 @@ class Guard:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(_session_key(ctx))
         self.history.declare(session, _declared_request(params))
-        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx), session)
+        account = _account_of(ctx)
+        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx, account), session, account)
         admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
@@ -221,13 +223,11 @@ class Guard:
             why, by = f"the call was {ended} ({decided.ended if decided else 'no reason recorded'})", "the guard"
         return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
 
-    def _client_of(self, ctx: Any) -> str:
+    def _client_of(self, ctx: Any, account: str | None) -> str:
         """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
         (its ``clientInfo``), the transport, and over HTTP the operator account whose token it sent."""
         info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)
         name = str(getattr(info, "name", "") or "an unnamed client")[:80]
-        state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
-        account = state.get(OPERATOR_STATE) if isinstance(state, dict) else None
         return f"{name} over {self.client}" + (f" as operator:{account}" if account else "")
 
     def _admit(self, call: _Call) -> _Admitted:
@@ -243,7 +243,7 @@ class Guard:
                                              in_doubt=in_doubt, provenance=provenance)  # fmt: skip
             joined = self.ledger.joined(verdict.digest, call.client, db) if verdict.decision == "approve" else None
             entry = joined or self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
-                                                 self.approvals.timeout, db=db)  # fmt: skip
+                                                 self.approvals.timeout, db=db, account=call.account)  # fmt: skip
             admitted = _Admitted(verdict, entry, in_doubt, joined=joined is not None)
             if verdict.decision == "permit":
                 admitted.recorded = self._begin(call, entry, db)
@@ -287,6 +287,13 @@ class Guard:
             recorded = {"is_error": result.is_error, "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}
         await in_store(self.journal.engine, self.journal.finish, scope, entry, named, arguments, recorded)
         return result
+
+
+def _account_of(ctx: Any) -> str | None:
+    """The operator account whose bearer token the request carried (the HTTP transport), or None (stdio)."""
+    state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
+    account = state.get(OPERATOR_STATE) if isinstance(state, dict) else None
+    return str(account) if account else None
 
 
 def _session_key(ctx: Any) -> str:

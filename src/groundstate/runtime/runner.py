@@ -48,7 +48,7 @@ from ..kernel import (
 from ..logic import Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
-from ..store import ToolJournal, this_process
+from ..store import ToolJournal, decision_refused, this_process
 from ..wire import Mode
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend, origin_of
@@ -975,6 +975,11 @@ class Runtime:
 
         def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
             answered = _answered(state, pause)
+            deciding = _account(actor)
+            refused = deciding and decision_refused(deciding, _account(state.created_by),
+                                                    self.settings.access.self_approval)  # fmt: skip
+            if refused:  # access.mg: whoever started the run does not decide its pauses
+                raise DecisionError(f"run {run_id}, pause {answered.id}: {refused}")
             payload = {"decision": decision, "pause": answered.seq, "reason": answered.reason}
             if instructions and decision == "retry":
                 payload["instructions"] = instructions
@@ -1042,6 +1047,11 @@ def error_kind(error: ErrorRecord) -> str:
     if error.status is None and error.evidence.get("exception"):
         return "transport"
     return "provider"
+
+
+def _account(actor: str) -> str | None:
+    """The operator account an actor of the event log names (``operator:dana``), or None (the runtime, a policy)."""
+    return actor.removeprefix("operator:") if actor.startswith("operator:") else None
 
 
 def _answered(state: RunState, pause: int | None) -> Pause:

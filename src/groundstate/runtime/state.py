@@ -170,6 +170,7 @@ class RunState:
     budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
     fallback: list[str] = field(default_factory=list)  # models tried, in order, when one fails before its first token
     credentials: list[str] = field(default_factory=list)  # origins the operator's own --model named: keyed requests
+    created_by: str = ""  # who started the run, as its RunCreated event names them (operator:NAME, runtime, ...)
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
@@ -262,6 +263,7 @@ def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None
     state.fallback = list(p.get("fallback") or [])
     state.credentials = list(p.get("credentials") or [])
     state.prices = dict(p.get("prices") or {})
+    state.created_by = event.actor
 
 
 def _repinned(state: RunState, event: ev.Event, _node: Invocation | None) -> None:

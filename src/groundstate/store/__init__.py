@@ -5,7 +5,7 @@ log still lives in ``runtime`` (docs/architecture.md).
 ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(token); who.require(ACT)
 """
 
-from .access import ACT, ADMINISTER, SEE, may, roles
+from .access import ACT, ADMINISTER, SEE, decision_refused, may, roles
 from .database import (
     DriverSQL,
     Executes,
@@ -58,6 +58,7 @@ __all__ = [
     "call_digest",
     "command_line_operator",
     "create_tables",
+    "decision_refused",
     "gone_here",
     "hot_transaction",
     "in_store",
