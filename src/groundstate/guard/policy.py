@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..kernel import PolicyInvariantError, why_row
 from ..logic import Float, LogicError, Name
 from .judged import OneAtATime
+from .places import place_facts
 
 MAX_ARGUMENT_FACTS = 256  # flattened argument values reported per call; beyond, the call is refused
 MAX_VALUE_CHARS = 1_000_000  # characters of one string argument (the engine's bound on a string); longer: refused
@@ -96,6 +97,7 @@ class McpPolicy:
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
+        facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
         try:
             return self._judged(call, server, tool, digest, facts)

@@ -30,6 +30,27 @@ check_bounds_option = click.option("--check-bounds/--no-check-bounds", default=T
                                    help="Check facts against Decl bounds.")  # fmt: skip
 
 
+# The shipped policies a user's rule files are loaded with (``check --policy``), by the package that ships them:
+# resources named, never imported (this group starts without the rest of groundstate).
+SHIPPED = {
+    "mcp": [("groundstate.guard", "mcp.mg"), ("groundstate.guard", "provenance.mg")],  # mcp serve's [mcp] policy
+    "gateway": [("groundstate.guard", "replies.mg")],  # gateway --gate's [gateway] rules
+    "runtime": [("groundstate.runtime", "guards.mg")],  # a run's [policy] guards
+    "kernel": [("groundstate.kernel", "schemas.mg"), ("groundstate.kernel", "routes.mg"),
+               ("groundstate.kernel", "policy.mg")],  # an agent kernel's [policy] kernel
+}  # fmt: skip
+policy_option = click.option("--policy", "policy", type=click.Choice(sorted(SHIPPED)), default=None,
+                             help="Check FILES with this shipped policy, as groundstate loads them together; each "
+                                  "of your rules that adds to one of its predicates is listed with what that "
+                                  "predicate does.")  # fmt: skip
+
+
+def _shipped(policy: str | None) -> list[Path]:
+    from importlib import resources
+
+    return [Path(str(resources.files(package) / "defaults" / name)) for package, name in SHIPPED.get(policy or "", [])]
+
+
 def _report(error: LogicError) -> None:
     for diagnostic in error.diagnostics:
         click.echo(diagnostic.format(), err=True)
@@ -42,21 +63,59 @@ def _load(files: tuple[Path, ...]) -> Program:
 @app.command()
 @files_argument
 @check_bounds_option
-def check(files: tuple[Path, ...], check_bounds: bool) -> None:
+@policy_option
+def check(files: tuple[Path, ...], check_bounds: bool, policy: str | None) -> None:
     """Static analysis only of Mangle source FILES: syntax, declarations, safety, stratification. Exit 1 on any
-    error."""
+    error. With --policy, FILES are your rules and the shipped policy is loaded with them."""
+    shipped = _shipped(policy)
     try:
-        program = _load(files)
+        program = _load((*shipped, *files))
         analyzed = program.analyze(check_bounds)
     except LogicError as error:
         _report(error)
+        if policy is None:
+            _hint(error)
         raise click.exceptions.Exit(1) from None
+    for line in _extensions(program, len(shipped)):
+        click.echo(line)
     facts = sum(len(f) for f in analyzed.facts.values())
     click.echo(
-        f"ok: {len(files)} file(s), {len(analyzed.predicates)} predicates, {len(analyzed.rules)} rules,"
-        f" {facts} facts, {len(analyzed.strata)} strata",
+        f"ok: {len(files)} file(s)" + (f" with the shipped {policy} policy" if policy else "") +
+        f", {len(analyzed.predicates)} predicates, {len(analyzed.rules)} rules, {facts} facts,"
+        f" {len(analyzed.strata)} strata",
         err=True,
     )
+
+
+def _hint(error: LogicError) -> None:
+    """Predicates the files use and do not declare, that a shipped policy declares: say which --policy loads it."""
+    import re
+
+    missing = {m.group(1) for d in error.diagnostics for m in re.finditer(r"could not find predicate (\w+)/", str(d))}
+    for name in sorted(SHIPPED):
+        try:
+            declared = {decl.atom.predicate for unit in _load(tuple(_shipped(name))).units for decl in unit.decls}
+        except LogicError:
+            continue
+        found = sorted(missing & declared)
+        if found:
+            click.echo(f"hint: {', '.join(found)} {'is' if len(found) == 1 else 'are'} declared by the shipped "
+                       f"{name} policy: check your rules with it (--policy {name})", err=True)  # fmt: skip
+            return
+
+
+def _extensions(program: Program, shipped: int) -> list[str]:
+    """Each rule of the user's files that adds to a predicate the shipped files declare: where it is, and what that
+    predicate does there (its ``doc``: the precedence of the extension points is written in them)."""
+    docs: dict[str, str] = {}
+    for unit in program.units[:shipped]:
+        for decl in unit.decls:
+            doc = decl.descriptor("doc")
+            docs[decl.atom.predicate] = " ".join(str(arg).strip('"') for arg in doc.args) if doc else ""
+    return [f"{clause.pos.source}:{clause.pos.line}:{clause.pos.column}: {clause.head.predicate}: "
+            f"{docs[clause.head.predicate]}"
+            for unit in program.units[shipped:] for clause in unit.clauses
+            if clause.head.predicate in docs]  # fmt: skip
 
 
 @app.command()

@@ -18,13 +18,29 @@ Decl mcp_argument(Call, Key, Value)
   descr [doc("One argument value of the call, flattened: nested keys joined by '.', list items by index; booleans /true and /false, null /null.")]
   bound [/string, /string, fn:Union(/string, /number, /float64, /name)].
 
+Decl mcp_path(Call, Key, Path)
+  descr [doc("An argument that names a file or directory (path, files.0, repo_path, ...), normalised: absolute when it can be (a relative one from the repository the call names), '..' and symlinks resolved.")]
+  bound [/string, /string, /string].
+Decl mcp_repo_file(Call, Key, Relative)
+  descr [doc("An argument's file inside the repository the call names (its repo_path), relative to its root: notes/a.md. A file outside it has none.")]
+  bound [/string, /string, /string].
+Decl mcp_git_branch(Call, Branch)
+  descr [doc("The current branch of the git repository the call names (its repo_path): main, or /detached.")]
+  bound [/string, fn:Union(/string, /name)].
+
 Decl mcp_in_doubt(Call)
   descr [doc("An identical call (same server, tool and arguments) was being forwarded when a guard stopped: the tool journal has its intent and no result, so it may or may not have taken effect.")]
   bound [/string].
 
-Decl mcp_permitted(Call, Reason) descr [doc("A rule lets the call through.")] bound [/string, /string].
-Decl mcp_needs_approval(Call, Reason) descr [doc("An operator must approve the call first.")] bound [/string, /string].
-Decl mcp_denied(Call, Reason) descr [doc("The call is refused.")] bound [/string, /string].
+Decl mcp_permitted(Call, Reason)
+  descr [doc("A rule lets the call through when nothing denies or holds it (third in precedence). A permit does not lift a hold: to let a call skip the shipped write holds, write mcp_unattended.")]
+  bound [/string, /string].
+Decl mcp_needs_approval(Call, Reason)
+  descr [doc("An operator must approve the call first (second in precedence: wins over every permit; only a denial wins over it).")]
+  bound [/string, /string].
+Decl mcp_denied(Call, Reason)
+  descr [doc("The call is refused (first in precedence: a denial wins over every hold and permit).")]
+  bound [/string, /string].
 
 # -- the shipped policy: read-only tools pass, anything else waits for an operator -----------------------------
 # unless one of your rules says a call may run unattended (mcp_unattended): then it is permitted with your reason,
