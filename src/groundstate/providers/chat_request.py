@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import safejson
 from ..errors import InputError
@@ -31,6 +31,23 @@ class Message(BaseModel):
     content: str | None = Field(None, max_length=1_000_000)  # None: an assistant turn that only called tools
     tool_calls: list[dict[str, Any]] | None = Field(None, max_length=64)
     tool_call_id: str | None = Field(None, max_length=200)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts(cls, content: Any) -> Any:
+        """Content given as a list of parts (what the Agents SDK and LangChain send for tool results) is its text
+        parts joined; any other kind of part (an image, audio, a file) is refused by name — the local model reads
+        text only."""
+        if not isinstance(content, list):
+            return content
+        texts = []
+        for number, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind != "text" or not isinstance(part.get("text"), str):
+                shown = repr(kind) if isinstance(kind, str) else "a part without a type"
+                raise ValueError(f"part {number} is {shown[:60]}: the local model reads text parts only")
+            texts.append(part["text"])
+        return "".join(texts)
 
     def as_prompt(self) -> dict[str, str]:
         """The turn as the local model's chat template takes it: tool calls and results written out as text."""

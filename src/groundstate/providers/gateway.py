@@ -28,6 +28,7 @@ from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import error_body, models_list, send_json, stream_answer, usage
 from .upstream import Upstream, UpstreamFailure, UpstreamReply
+from .whole_reply import MAX_REPLY_BYTES, reply_usage
 
 if TYPE_CHECKING:
     from .local import LocalModel
@@ -222,7 +223,7 @@ class Gateway:
             + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
         )
         bridge = SigilBridge(ByteVocabulary(), next(self._streams))
-        model = self._model_label(body)
+        model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
         sent: list[bool] = []  # whether the response has started (then its status can no longer change)
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
@@ -234,8 +235,9 @@ class Gateway:
         except UpstreamFailure as exc:  # the upstream is unreachable, too slow, or broke off
             reason = f"the upstream at {self.shown_upstream} failed: {self._scrubbed(str(exc))}"
             self.requests.labels(self.api, "502").inc()
-            self.metrics.called(model, ok=False)
-            self.metrics.failed(model, None, "transport")
+            if model is not None:
+                self.metrics.called(model, ok=False)
+                self.metrics.failed(model, None, "transport")
             if not sent:
                 await send_json(send, 502, error_body(reason, "upstream_error", "upstream_unreachable"))
             else:
@@ -250,23 +252,23 @@ class Gateway:
         headers: dict[str, str],
         send: Send,
         bridge: SigilBridge,
-        model: str,
+        model: str | None,
         provider: str,
         adapter_type: Any,
     ) -> None:
         """The upstream's response to the client unchanged (or, gated, its surface text once the packet validated),
-        and to the subscribers as SIGIL."""
+        and to the subscribers as SIGIL. ``model``: the metrics' label of a model call, None for a request that is
+        none (``GET /v1/models``): relayed and counted as a request only."""
         async with self._upstream.request(scope["method"], url, body, headers) as response:
+            if model is None:
+                await self._relay_plain(response, send)
+                return
             if self.gate is not None and response.status_code < 400:
                 self.requests.labels(self.api, str(response.status_code)).inc()
                 await self._relay_gated(response, body, send, bridge, model)
                 return
-            await send({
-                "type": "http.response.start",
-                "status": response.status_code,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers
-                            if k.lower() not in _HOP_BY_HOP],
-            })  # fmt: skip
+            await send({"type": "http.response.start", "status": response.status_code,
+                        "headers": _relayed_headers(response)})  # fmt: skip
             self.requests.labels(self.api, str(response.status_code)).inc()
             if response.status_code >= 400:
                 data = await response.read()
@@ -275,6 +277,10 @@ class Gateway:
                 self.metrics.called(model, ok=False)
                 self.metrics.failed(model, record)
                 self.publish(bridge.push(ErrorEvent(record)))
+                self.publish(bridge.end())
+                return
+            if _whole(response) and provider != "ollama":  # not a stream: its usage is in the one JSON body
+                await self._relay_whole(response, send, model)
                 self.publish(bridge.end())
                 return
             adapter = adapter_type(provider)
@@ -303,6 +309,31 @@ class Gateway:
                 self.publish(bridge.push(event))
             self.metrics.called(model, ok=not failed)
             self.publish(bridge.end())
+
+    async def _relay_plain(self, response: UpstreamReply, send: Send) -> None:
+        """A request that is no model call, relayed as it came (status, headers, body)."""
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": _relayed_headers(response)})  # fmt: skip
+        self.requests.labels(self.api, str(response.status_code)).inc()
+        async for data in response.chunks():
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _relay_whole(self, response: UpstreamReply, send: Send, model: str) -> None:
+        """A whole (non-streamed) reply, relayed unchanged and then counted: one model call, its tokens as the body
+        says (``reply_usage``)."""
+        held: list[bytes] = []
+        size = 0
+        async for data in response.chunks():
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+            size += len(data)
+            if size <= MAX_REPLY_BYTES:
+                held.append(data)
+        await send({"type": "http.response.body", "body": b""})
+        counted = reply_usage(b"".join(held)) if size <= MAX_REPLY_BYTES else None
+        if counted is not None:
+            self.metrics.used(model, *counted)
+        self.metrics.called(model, ok=True)
 
     async def _count_after(self, model: str, adapter: Any, held: bytes, failed: bool) -> None:
         """A relayed reply's held bytes into the metrics, a few events at a time with the loop free in between: parsing
@@ -439,6 +470,18 @@ class Gateway:
         return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish, usage(*used)
 
 
+def _relayed_headers(response: UpstreamReply) -> list[tuple[bytes, bytes]]:
+    """The upstream's response headers as the client gets them: all but the hop-by-hop ones (its ``date`` and
+    ``server`` among them — the gateway's server adds none of its own, so none is sent twice)."""
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers if k.lower() not in _HOP_BY_HOP]
+
+
+def _whole(response: UpstreamReply) -> bool:
+    """Whether the reply is one JSON body rather than a stream of events."""
+    kind = next((v for k, v in response.headers if k.lower() == "content-type"), "")
+    return kind.split(";", 1)[0].strip().lower() == "application/json"
+
+
 def serve(
     upstream: str,
     api: str,
@@ -453,4 +496,5 @@ def serve(
     import uvicorn
 
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False)
