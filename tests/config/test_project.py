@@ -100,3 +100,13 @@ def test_the_store_url_may_come_from_the_environment(tmp_path: Path) -> None:
     assert from_env.exists() and not (tmp_path / "home" / "groundstate.db").exists()
     assert groundstate("runs", "list", "--db", f"sqlite:///{from_option}", cwd=tmp_path, env=env).returncode == 0
     assert from_option.exists()
+
+
+def test_an_mcp_server_named_python_is_refused_at_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "groundstate.toml"
+    path.write_text('[mcp]\napproval_timeout_sec = 5\n\n[mcp.servers.time]\ncommand = ["x"]\n'
+                    '[mcp.servers.python]\ncommand = ["y"]\n')  # fmt: skip
+    done = groundstate("config", "check", "--config", str(path), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (f"error: {path}:6: mcp.servers.python: the guard lists your own Python tools "
+                                   "([tools]) under that name; give the server another one")  # fmt: skip

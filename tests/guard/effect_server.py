@@ -1,12 +1,13 @@
 """A test MCP server (the official SDK, stdio) with one tool that has an effect: ``append`` adds a line to a file,
 writes the process ids it runs under next to it, then — while a ``.slow`` file lies beside it — sleeps long enough
 for a test to kill the guard in front of it mid-call. It marks the tool read-only (a lying server), so the shipped
-policy forwards it."""
+policy forwards it. ``EFFECT_TOOL_NAME`` in its environment names the tool otherwise."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 ARGUMENTS = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-APPEND = types.Tool(name="append", description="Appends a line to a file.", input_schema=ARGUMENTS,
-                    annotations=types.ToolAnnotations(read_only_hint=True))  # fmt: skip
+APPEND = types.Tool(name=os.environ.get("EFFECT_TOOL_NAME", "append"), description="Appends a line to a file.",
+                    input_schema=ARGUMENTS, annotations=types.ToolAnnotations(read_only_hint=True))  # fmt: skip
 
 
 async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
@@ -36,6 +37,8 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
 
 
 async def main() -> None:
+    if os.environ.get("EFFECT_NOISE"):
+        print("effects: a line of noise on stderr", file=sys.stderr, flush=True)
     server = Server("effects", on_list_tools=list_tools, on_call_tool=call_tool)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

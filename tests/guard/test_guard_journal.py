@@ -106,6 +106,10 @@ def test_a_call_sent_again_with_its_idempotency_key_gets_the_recorded_result(tmp
         another = await client.call_tool("lying__append", arguments, meta=other)
         with pytest.raises(MCPError, match="must be printable text"):
             await client.call_tool("lying__append", arguments, meta=empty)
+        with pytest.raises(MCPError, match=r"'order-4711' was used for another call \(lying/append with other "
+                                           r"arguments\): a key names one call") as reused:
+            await client.call_tool("lying__append", {"path": str(effects), "note": "other"}, meta=key)
+        assert reused.value.error.code == -32602
         return [r.content[0].text for r in (first, again, another)]  # type: ignore[union-attr]
 
     assert guarded(tmp_path, config, use) == ["appended", "appended", "appended"]

@@ -103,6 +103,8 @@ def test_a_user_rule_denies_with_reasons_and_derivation(tmp_path: Path) -> None:
     data = error.data
     assert data["decision"] == "deny" and data["by"] == "the policy" and data["digest"].startswith("sha256:")
     assert f'mcp_argument("{data["call"]}", "timezone", "Asia/Pyongyang")' in data["why"]  # down to the fact
+    assert "[derived by the rule at mine.mg:1]" in data["why"]  # by the file's name: no path goes to the client
+    assert str(tmp_path) not in data["why"] and "/groundstate/" not in data["why"] and "site-packages" not in str(data)
     assert "Asia/Tokyo" in allowed  # the rule denies exactly what it says
 
 

@@ -78,3 +78,31 @@ def test_no_server_started_is_exit_2_naming_each(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "mcp.servers.a: did not start within 1 s" in done.stderr
     assert "mcp.servers.b: cannot start or reach the server" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_tool_name_over_64_characters_is_listed_shortened_and_still_routed(tmp_path: Path) -> None:
+    long = "append_" + "x" * 70
+    config = (f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n'
+              f'env = {{ EFFECT_TOOL_NAME = "{long}" }}\n')  # fmt: skip
+    effects = tmp_path / "effects.txt"
+
+    async def use(client: ClientSession) -> tuple[str, str]:
+        [tool] = (await client.list_tools()).tools
+        result = await client.call_tool(tool.name, {"path": str(effects)})
+        return tool.name, result.content[0].text  # type: ignore[union-attr]
+
+    (name, text), stderr = guarded(tmp_path, config, use, stderr=True)
+    assert len(name) == 64 and name.startswith("lying__append_xxx") and text == "appended"
+    assert effects.read_text() == "ran\n"  # routed to the tool of the long name
+    assert f"the tool lying__{long} is listed as {name} (OpenAI's and Anthropic's APIs refuse function names" in stderr
+
+
+def test_an_upstreams_stderr_goes_to_its_log_not_the_guards(tmp_path: Path) -> None:
+    config = f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\nenv = {{ EFFECT_NOISE = "1" }}\n'
+
+    async def use(client: ClientSession) -> int:
+        return len((await client.list_tools()).tools)
+
+    count, stderr = guarded(tmp_path, config, use, stderr=True)
+    assert count == 1 and "noise" not in stderr
+    assert "a line of noise on stderr" in (tmp_path / "home" / "logs" / "mcp-lying.log").read_text()

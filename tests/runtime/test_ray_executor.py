@@ -79,9 +79,10 @@ def script_fleet(script: Script, delay: float = 0.0, pause_first: bool = False) 
 
 
 def ray_runtime(store_url: str, home: Path, address: str, lease_seconds: float = 30.0, endpoints: tuple[str, ...] = (),
-                **executor: Any) -> Runtime:  # fmt: skip
+                self_approval: tuple[str, ...] = (), **executor: Any) -> Runtime:  # fmt: skip
     settings = ProjectConfig.model_validate({"executor": {"address": f"ray://{address}", **executor},
-                                             "models": {"endpoints": list(endpoints)}})  # fmt: skip
+                                             "models": {"endpoints": list(endpoints)},
+                                             "access": {"self_approval": list(self_approval)}})  # fmt: skip
     return Runtime(EventStore(store_url), home, settings=settings, lease_seconds=lease_seconds)
 
 
@@ -152,7 +153,8 @@ def test_a_console_decision_wakes_a_run_that_paused_on_another_node(
 ) -> None:
     url, script = model
     script_fleet(script, pause_first=True)
-    runtime = ray_runtime(postgres, tmp_path, cluster.address, processes=2, endpoints=(url,))  # accounts may use it
+    runtime = ray_runtime(postgres, tmp_path, cluster.address, processes=2, endpoints=(url,),  # accounts may use it
+                          self_approval=("admin",))  # the one account starts the run and decides its pause
     app = create_app(runtime, "console-token", open_executor(runtime))
     with TestClient(app) as client:
         client.headers["Authorization"] = "Bearer console-token"

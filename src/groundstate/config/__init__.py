@@ -11,6 +11,7 @@ from .options import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from .project import (
     ENVIRONMENT,
     FILE_NAME,
+    LOCAL_TOOLS_SERVER,
     ApprovalsConfig,
     Budgets,
     ConfigFileError,
@@ -43,6 +44,7 @@ __all__ = [
     "ENVIRONMENT",
     "EXECUTOR_OPTION",
     "FILE_NAME",
+    "LOCAL_TOOLS_SERVER",
     "TOKEN_FILE",
     "ApprovalsConfig",
     "Budgets",

@@ -153,6 +153,9 @@ ToolLabel = Literal["untrusted", "private", "outbound", "trusted", "internal"]
 LOOSENING_LABELS = ("trusted", "internal")  # labels that make a tool less strict than its annotations say
 
 
+LOCAL_TOOLS_SERVER = "python"  # the MCP guard lists your own Python tools under this server name
+
+
 class McpServerConfig(BaseModel):
     """``[mcp.servers.NAME]``: one upstream MCP server the guard fronts — a command it starts (stdio) or a URL."""
 
@@ -408,7 +411,12 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
 
 
 def _check_names(config: ProjectConfig, path: Path, text: str) -> None:
-    """Role prefixes, agent ids and tool names are identifiers (they become rule constants)."""
+    """Role prefixes, agent ids and tool names are identifiers (they become rule constants); no MCP server takes
+    the name the guard lists your own Python tools under."""
+    if LOCAL_TOOLS_SERVER in config.mcp.servers:
+        taken = ("mcp", "servers", LOCAL_TOOLS_SERVER)
+        raise ConfigFileError(f"{path}:{_line_of(text, taken)}: {'.'.join(taken)}: the guard lists your own Python "
+                              "tools ([tools]) under that name; give the server another one")  # fmt: skip
     named: list[tuple[tuple[str, ...], str]] = [(("models", "roles", n), n) for n in config.models.roles]
     named += [(("models", "agents", n), n) for n in config.models.agents]
     named += [(("roles", n), n) for n in config.roles]
@@ -424,6 +432,9 @@ def _line_of(text: str, key: tuple[str, ...]) -> int:
     """The line where ``key`` is set: its own ``name =`` line inside the innermost table header that leads to it,
     else that header, else 1. TOML keeps no positions, so the text is searched."""
     lines = text.splitlines()
+    table = _header_line(lines, key)  # the key is a table of its own: [mcp.servers.python]
+    if table is not None:
+        return table + 1
     best = 1
     for depth in range(len(key), 0, -1):
         header, leaf = key[: depth - 1], key[depth - 1]

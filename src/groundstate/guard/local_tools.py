@@ -14,9 +14,10 @@ from typing import Any
 import mcp_types as types
 
 from .. import tools
+from ..config import LOCAL_TOOLS_SERVER
 from ..kernel import Action, ShardProfile, VirtualStore, Workspace
 
-SERVER = "python"  # the name the guard lists them under; a configured upstream may not take it
+SERVER = LOCAL_TOOLS_SERVER  # the name the guard lists them under; a configured upstream may not take it
 
 
 def listed() -> list[types.Tool]:

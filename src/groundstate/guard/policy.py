@@ -62,7 +62,11 @@ class McpPolicy:
     """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
 
     def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False) -> None:
-        self._calls = OneAtATime([shipped_rules(), provenance_rules(), *(files or [])], "groundstate-mcp-")
+        sources = [shipped_rules(), provenance_rules(), *(files or [])]
+        self._calls = OneAtATime(sources, "groundstate-mcp-")
+        # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
+        # client (the refusal's _meta) and the install paths are the operator's business
+        self._named = sorted(((str(path), path.name) for path in sources), key=lambda pair: -len(pair[0]))
         self.kernel = self._calls.kernel
         if labels_may_loosen:
             self.kernel.assert_facts("mcp_labels_may_loosen", ())
@@ -117,6 +121,8 @@ class McpPolicy:
             # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are
             # its record (deriving the tree costs ten times the decision: docs/benchmarks.md)
             why = why_row(kernel, "mcp_decision", call, decision, first).render() if kind != "permit" else ""
+        for path, name in self._named:
+            why = why.replace(f"the rule at {path}:", f"the rule at {name}:")
         return Verdict(call, kind, [str(r) for r in reasons], digest, why)
 
 

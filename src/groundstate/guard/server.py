@@ -236,6 +236,9 @@ class Guard:
         permitted call — its intent in the journal (or its recorded result). One transaction instead of three: the
         admission's cost was its commits (docs/benchmarks.md, "The MCP guard")."""
         with hot_transaction(self.ledger.engine) as db:
+            if call.key is not None and (other := self.journal.taken(*call.where(0), call.named, call.arguments, db)):
+                raise MCPError(UNKNOWN_TOOL, f"_meta.{IDEMPOTENCY_KEY} {call.key!r} was used for another call "
+                                             f"({other} with other arguments): a key names one call")  # fmt: skip
             in_doubt = self.journal.doubts(call.scope, call.named, call.arguments, db=db)
             with self._deciding:
                 provenance = partial(self.history.facts, call.session)
@@ -383,7 +386,8 @@ async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncI
     if settings.tools.modules:
         tools.load_modules(settings.tools.modules, settings.tools.path)
     async with contextlib.AsyncExitStack() as stack:
-        upstreams = await connect(config.servers, stack, config.start_timeout_sec, partial=True)
+        logs = home() / "logs"  # the upstreams' stderr: a client shows the guard's own as its log
+        upstreams = await connect(config.servers, stack, config.start_timeout_sec, partial=True, logs=logs)
         for failure in upstreams.failed.values():  # one line each; the guard serves the servers that started
             print(f"groundstate mcp guard: left out {failure}", file=sys.stderr, flush=True)
         if tools.REGISTRY:
@@ -402,6 +406,9 @@ async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncI
 
 
 def _started(upstreams: Upstreams, where: str) -> None:
+    for full, shown in upstreams.shortened():
+        print(f"groundstate mcp guard: the tool {full} is listed as {shown} (OpenAI's and Anthropic's APIs refuse "
+              "function names over 64 characters)", file=sys.stderr, flush=True)  # fmt: skip
     tools = sum(len(t) for t in upstreams.tools.values())
     print(f"groundstate mcp guard: {len(upstreams.tools)} upstream server(s), {tools} tools, on {where}",
           file=sys.stderr, flush=True)  # fmt: skip

@@ -6,8 +6,10 @@ server a call goes to. The SDK is imported when a server is connected, not with 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TextIO
 
 import anyio
 
@@ -15,6 +17,7 @@ from ..config import McpServerConfig
 from ..errors import ConfigurationError
 
 SEPARATOR = "__"
+MAX_TOOL_NAME = 64  # characters of a function name OpenAI's and Anthropic's APIs accept
 
 
 class UpstreamError(ConfigurationError):
@@ -36,18 +39,35 @@ class Upstreams:
     sessions: dict[str, ToolCaller] = field(default_factory=dict)
     tools: dict[str, list[Any]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # servers left out (``connect(partial=True)``), and why
+    _routes: dict[str, tuple[str, str]] | None = field(default=None, repr=False)  # exposed name -> (server, tool)
 
     def exposed(self) -> list[Any]:
         """Every upstream tool under its namespaced name, schema and annotations unchanged."""
-        return [tool.model_copy(update={"name": f"{server}{SEPARATOR}{tool.name}"})
+        return [tool.model_copy(update={"name": exposed_name(server, tool.name)})
                 for server, tools in self.tools.items() for tool in tools]  # fmt: skip
 
     def route(self, name: str) -> tuple[str, str] | None:
         """(server, tool) of a namespaced tool name, or None when no upstream lists it."""
-        server, separator, tool = name.partition(SEPARATOR)
-        if not separator or server not in self.tools or tool not in {t.name for t in self.tools[server]}:
-            return None
-        return server, tool
+        if self._routes is None or len(self._routes) != sum(len(tools) for tools in self.tools.values()):
+            self._routes = {exposed_name(server, tool.name): (server, tool.name)
+                            for server, tools in self.tools.items() for tool in tools}  # fmt: skip
+        return self._routes.get(name)
+
+    def shortened(self) -> list[tuple[str, str]]:
+        """(full name, the name it is listed under) of every tool whose namespaced name was too long."""
+        return [(f"{server}{SEPARATOR}{tool.name}", exposed_name(server, tool.name))
+                for server, tools in self.tools.items() for tool in tools
+                if exposed_name(server, tool.name) != f"{server}{SEPARATOR}{tool.name}"]  # fmt: skip
+
+
+def exposed_name(server: str, tool: str) -> str:
+    """``SERVER__TOOL``, or — past ``MAX_TOOL_NAME`` characters, which OpenAI's and Anthropic's APIs refuse in a
+    function name — its first characters and a digest of the whole, so every name stays distinct and stable."""
+    full = f"{server}{SEPARATOR}{tool}"
+    if len(full) <= MAX_TOOL_NAME:
+        return full
+    digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{full[: MAX_TOOL_NAME - 9]}_{digest}"
 
 
 async def connect(
@@ -56,11 +76,13 @@ async def connect(
     start_timeout: float = 30.0,
     *,
     partial: bool = False,
+    logs: Path | None = None,
 ) -> Upstreams:
     """Start or reach every configured server at once (closed with ``stack``), each given ``start_timeout`` seconds
     to initialise and list its tools. A server that fails or does not answer in time is stopped and named: with
     ``partial`` it is left out (``Upstreams.failed`` says why) unless every server failed, else — and then — an
-    UpstreamError names each one."""
+    UpstreamError names each one. ``logs``: a directory where each stdio server's stderr goes (``mcp-NAME.log``),
+    kept out of the caller's own stderr (an MCP client shows the guard's stderr as its log); None: inherited."""
     upstreams = Upstreams()
     if not servers:
         return upstreams
@@ -69,7 +91,11 @@ async def connect(
     stack.callback(stop.set)  # runs before the group is left: each server's task closes its own client
     slots = {name: _Slot() for name in servers}
     for name, server in servers.items():
-        group.start_soon(_keep, name, server, slots[name], stop)
+        errlog = None
+        if logs is not None and server.command is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            errlog = stack.enter_context((logs / f"mcp-{name}.log").open("a", encoding="utf-8"))
+        group.start_soon(_keep, name, server, slots[name], stop, errlog)
     with anyio.move_on_after(start_timeout):
         for slot in slots.values():
             await slot.ready.wait()
@@ -98,7 +124,7 @@ class _Slot:
     error: str | None = None
 
 
-async def _keep(name: str, server: McpServerConfig, slot: _Slot, stop: anyio.Event) -> None:
+async def _keep(name: str, server: McpServerConfig, slot: _Slot, stop: anyio.Event, errlog: TextIO | None) -> None:
     """Start one server, hand over its session, and hold its client open until ``stop`` (in its own task: the SDK's
     clients are task groups that must be left by the task that entered them). Its failure is its slot's, never
     the other servers' or the guard's."""
@@ -112,7 +138,8 @@ async def _keep(name: str, server: McpServerConfig, slot: _Slot, stop: anyio.Eve
                 if server.command is not None:
                     program, *arguments = server.command
                     params = StdioServerParameters(command=program, args=arguments, env=server.env or None)
-                    streams = await own.enter_async_context(stdio_client(params))
+                    opened = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
+                    streams = await own.enter_async_context(opened)
                 else:
                     assert server.url is not None
                     streams = await own.enter_async_context(streamable_http_client(server.url))

@@ -124,6 +124,13 @@ class ToolJournal:
                 db.exec_driver_sql(hot.restart, (INTENT, self.holder, now, *key))
         return None
 
+    def taken(self, scope: str, position: int, tool: str, arguments: Any, db: Executes | None = None) -> str | None:
+        """The tool of another call (other tool or other arguments) journaled at this place — a client's idempotency
+        key used before for a different call — or None."""
+        with within(self.engine, db) as db:
+            row = db.exec_driver_sql(self._hot.other, (scope, position, call_digest(tool, arguments))).first()
+        return str(row[0]) if row is not None else None
+
     def durable(self) -> None:
         """Make every committed intent survive a power loss, before its effect runs. The store's SQLite runs in WAL
         with ``synchronous=NORMAL``: a commit reaches the operating system (a process crash loses nothing) but not
@@ -195,6 +202,7 @@ class _HotStatements:
                            f"result = NULL WHERE {at}")  # fmt: skip
         self.finished = sql(f"UPDATE tool_journal SET state = ?, result = ?, finished_at = ? WHERE {at}")
         self.doubt = sql("SELECT holder FROM tool_journal WHERE scope LIKE ? ESCAPE '/' AND digest = ? AND state = ?")
+        self.other = sql("SELECT tool FROM tool_journal WHERE scope = ? AND position = ? AND digest <> ? LIMIT 1")
         self.moment = driver.writer(entries.c.started_at)
         self.started = driver.reader(entries.c.started_at)
 
