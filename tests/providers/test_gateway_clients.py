@@ -104,7 +104,8 @@ def test_whole_replies_are_counted_and_listing_models_is_no_model_call(gateway_f
         assert [model.id for model in client.models.list().data] == ["m"]
         reply = client.chat.completions.with_raw_response.create(model="m", messages=[{"role": "user",
                                                                                         "content": "hi"}])  # fmt: skip
-        assert reply.parse().usage.total_tokens == 18  # relayed unchanged
+        usage = reply.parse().usage
+        assert usage is not None and usage.total_tokens == 18  # relayed unchanged
         for name in ("date", "server"):  # the upstream's, once: the gateway's server adds none of its own
             assert len(reply.headers.get_list(name)) == 1, f"{name}: {reply.headers.get_list(name)}"
         token = (tmp_path / "home" / "console.token").read_text().strip()

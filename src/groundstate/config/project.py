@@ -238,6 +238,16 @@ class NotifyConfig(BaseModel):
     console_url: str | None = Field(None, pattern=r"^https?://")  # notifications link to the run's page here
 
 
+class TracingConfig(BaseModel):
+    """``[tracing]``: OpenTelemetry spans of runs, the MCP guard's calls and the gateway's requests, exported over
+    OTLP/HTTP (off unless ``endpoint`` names a collector; ``pip install 'groundstate[tracing]'``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str | None = Field(None, pattern=r"^https?://")  # e.g. http://127.0.0.1:4318/v1/traces
+    service_name: str = Field("groundstate", min_length=1, max_length=100)  # the resource's service.name
+
+
 class AccessConfig(BaseModel):
     """``[access]``: who may decide what (``access.mg``). An account does not decide a held MCP call it made or a
     pause of a run it started — unless it is named here."""
@@ -300,6 +310,7 @@ class ProjectConfig(BaseModel):
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     access: AccessConfig = Field(default_factory=AccessConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
 

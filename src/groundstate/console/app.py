@@ -15,6 +15,7 @@ from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from .. import tracing
 from ..runtime import INTERRUPTED, RUNNING, Executor, Runtime
 from ..store import Operators
 from . import api, pages, security
@@ -42,6 +43,7 @@ def create_app(runtime: Runtime, token: str, executor: Executor | None = None) -
             await asyncio.gather(*sweepers, return_exceptions=True)
             await asyncio.to_thread(ops.executor.close)
             await asyncio.to_thread(runtime.close)  # notifications still being delivered
+            await asyncio.to_thread(tracing.flush)  # the last spans, before the process ends
 
     app = FastAPI(title="groundstate console", version="1", docs_url="/api/docs", openapi_url="/api/openapi.json",
                   redoc_url=None, lifespan=lifespan)  # fmt: skip

@@ -13,6 +13,7 @@ import typer
 import uvicorn
 from rich.console import Console
 
+from .. import tracing
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION, default_db_url, load_config
 from ..errors import GroundstateError
 from ..runtime import (
@@ -169,6 +170,7 @@ def gateway(
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
     settings = load_config(config).config
+    tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)
     reader = None if settings.metrics.open else _metrics_reader(settings.store.url or default_db_url(home()))
     mode = "the local model" if upstream == "local" else f"a proxy to {without_credentials(upstream)} ({api})"
     published = f"; SIGIL frames on {publish}" if publish else ""

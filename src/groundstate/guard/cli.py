@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from .. import tracing
 from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
 from ..providers import first_error
@@ -32,6 +33,7 @@ def serve(
 
     try:
         settings = load_config(config).config
+        tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)
         if not settings.mcp.servers and not settings.tools.modules:
             raise typer.BadParameter("the configuration names no [mcp.servers.NAME] and no [tools] modules; the guard "
                                      "has nothing to front")  # fmt: skip

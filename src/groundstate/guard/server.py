@@ -31,7 +31,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .. import tools
+from .. import tools, tracing
 from ..config import ProjectConfig, home
 from ..errors import GroundstateError
 from ..providers import UpstreamError, Upstreams, connect
@@ -157,7 +157,20 @@ class Guard:
         return types.ListToolsResult(tools=self.upstreams.exposed())
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        """Decide, then forward, hold or refuse."""
+        """Decide, then forward, hold or refuse — in a span of its own when tracing is on."""
+        if not tracing.enabled():
+            return await self._call_tool(ctx, params)
+        attributes = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+                      "gen_ai.tool.name": params.name[:200]}  # fmt: skip
+        with tracing.span(f"tools/call {params.name[:200]}", attributes, kind="server") as current:
+            result = await self._call_tool(ctx, params)
+            decided = (result.meta or {}).get(DECISION) if result.is_error else None
+            tracing.note(current, groundstate__decision=decided["decision"] if decided else "permit",
+                         groundstate__decided_by=decided["by"] if decided else "the policy",
+                         error__type="refused" if decided else None)  # fmt: skip
+            return result
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name == TOO_DEEP:  # a request the transport could not parse whole (stdio.py)
             method = str((params.arguments or {}).get("method", ""))
             raise MCPError(UNKNOWN_TOOL, f"refused: the {method or 'request'} message cannot be read whole (nested "
@@ -240,10 +253,11 @@ class Guard:
                 raise MCPError(UNKNOWN_TOOL, f"_meta.{IDEMPOTENCY_KEY} {call.key!r} was used for another call "
                                              f"({other} with other arguments): a key names one call")  # fmt: skip
             in_doubt = self.journal.doubts(call.scope, call.named, call.arguments, db=db)
-            with self._deciding:
+            with self._deciding, tracing.span("decide", {"gen_ai.tool.name": call.named}) as deciding:
                 provenance = partial(self.history.facts, call.session)
                 verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client,
                                              in_doubt=in_doubt, provenance=provenance)  # fmt: skip
+                tracing.note(deciding, groundstate__decision=verdict.decision, gen_ai__tool__call__id=verdict.call)
             joined = self.ledger.joined(verdict.digest, call.client, db) if verdict.decision == "approve" else None
             entry = joined or self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
                                                  self.approvals.timeout, db=db, account=call.account)  # fmt: skip
@@ -432,7 +446,10 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     async with _guard(settings, store_url, "http") as (server, upstreams):
         app = _bearer(server.streamable_http_app(host=host), operators)
         _started(upstreams, f"http://{host}:{port}/mcp")
-        await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        try:
+            await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+        finally:
+            await asyncio.to_thread(tracing.flush)  # the last calls' spans, before the process ends
 
 
 def _bearer(app: Any, operators: Operators) -> Any:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
-from .. import safejson
+from .. import safejson, tracing
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
@@ -144,6 +144,19 @@ class Gateway:
             self.requests.labels(self.api if self.upstream != "local" else "local", "400").inc()
             await send_json(send, 400, error_body(refusal))
             return
+        if not tracing.enabled():  # no span, and nothing computed for one
+            await self._serve(scope, body, send)
+            return
+        method, path = scope["method"], scope["path"]
+        attributes = {"gen_ai.operation.name": "chat" if method == "POST" else "request", "http.request.method": method,
+                      "url.path": path[:200], "gen_ai.provider.name": self.api if self.upstream != "local" else "local",
+                      "server.address": self.shown_upstream}  # fmt: skip
+        if method == "POST":
+            attributes["gen_ai.request.model"] = self._model_label(body)
+        with tracing.span(f"{attributes['gen_ai.operation.name']} {path[:100]}", attributes, kind="server"):
+            await self._serve(scope, body, send)
+
+    async def _serve(self, scope: Scope, body: bytes, send: Send) -> None:
         if self.upstream == "local":
             await self._local_completion(scope, body, send)
         else:
@@ -333,6 +346,8 @@ class Gateway:
         counted = reply_usage(b"".join(held)) if size <= MAX_REPLY_BYTES else None
         if counted is not None:
             self.metrics.used(model, *counted)
+            tracing.note(tracing.current(), gen_ai__usage__input_tokens=counted[0],
+                         gen_ai__usage__output_tokens=counted[1])  # fmt: skip
         self.metrics.called(model, ok=True)
 
     async def _count_after(self, model: str, adapter: Any, held: bytes, failed: bool) -> None:
@@ -352,6 +367,7 @@ class Gateway:
         """Count what is still being counted, then close the upstream connections (the server's shutdown)."""
         await self.counted()
         await self._upstream.close()
+        await asyncio.to_thread(tracing.flush)  # the spans of the last requests, before the process ends
 
     async def counted(self) -> None:
         """Wait until every relayed reply is in the metrics (a scrape and the shutdown wait for this)."""
@@ -464,6 +480,8 @@ class Gateway:
         name = f"local:{model.path.name}"
         self.metrics.called(name, ok=True)
         self.metrics.used(name, *used)
+        tracing.note(tracing.current(), gen_ai__response__model=name, gen_ai__usage__input_tokens=used[0],
+                     gen_ai__usage__output_tokens=used[1])  # fmt: skip
         for token in tokens:
             self.publish(bridge.tokens(Mode.TEXT, [token.id]))
         self.publish(bridge.end())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import tracing
 from ..config import load_config
 from .home import default_db_url, home
 from .runner import Runtime
@@ -17,4 +18,5 @@ def configured_runtime(db: str | None, config: Path | None, **options: Any) -> R
     ConfigFileError if the configuration is unusable."""
     base = home()
     settings = load_config(config).config
+    tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)
     return Runtime(EventStore(db or settings.store.url or default_db_url(base)), base, settings=settings, **options)

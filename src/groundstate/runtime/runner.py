@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import tools as python_tools
+from .. import tracing
 from ..config import Price, ProjectConfig
 from ..errors import InputError, StoreError
 from ..kernel import (
@@ -326,6 +327,13 @@ class Runtime:
             await asyncio.sleep(min(max(left, 0.0) + 0.05, self.lease_seconds))
 
     async def _drive(self, run_id: str, holder: str) -> RunState:
+        """One segment of the run, in a span of its own when tracing is on (its agents' attempts inside it)."""
+        with tracing.span("run", {"groundstate.run.id": run_id, "gen_ai.conversation.id": run_id}) as current:
+            state = await self._drive_segment(run_id, holder)
+            tracing.note(current, groundstate__workflow=state.name, groundstate__status=str(state.status))
+            return state
+
+    async def _drive_segment(self, run_id: str, holder: str) -> RunState:
         state = self.store.state(run_id)
         try:
             ctx = self._context(run_id, state, holder)
@@ -577,6 +585,12 @@ class Runtime:
                 self._request_approval(ctx, agent, pause, "finished", "", failed=True)
 
     async def _attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
+        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                      "gen_ai.conversation.id": ctx.run_id}  # fmt: skip
+        with tracing.span(f"invoke_agent {agent}", attributes):
+            await self._one_attempt(ctx, agent, semaphore)
+
+    async def _one_attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
         async with semaphore:
             state = self.store.state(ctx.run_id)
             if state.status != RUNNING:
@@ -826,7 +840,33 @@ class Runtime:
     ) -> tuple[str | None, bool]:
         """One model's answer, within ``seconds`` (the shard profile's ``max_execution_time_sec``: a hung provider
         is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its tokens
-        are counted, and priced by ``price`` when the model has one."""
+        are counted, and priced by ``price`` when the model has one. A span of its own when tracing is on."""
+        if not tracing.enabled():
+            return await self._answer_from(backend, invocation, gate, outcome, recorder, bridge, seconds, price)
+        attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": backend.name,
+                                            "gen_ai.agent.name": invocation.spec.id,
+                                            "groundstate.prompt_chars": sum(len(m["content"])
+                                                                            for m in invocation.messages)}  # fmt: skip
+        before = (outcome.input_tokens, outcome.output_tokens)
+        with tracing.span(f"chat {backend.name}", attributes, kind="client") as current:
+            error, answered = await self._answer_from(backend, invocation, gate, outcome, recorder, bridge, seconds,
+                                                      price)  # fmt: skip
+            tracing.note(current, gen_ai__usage__input_tokens=int(outcome.input_tokens - before[0]),
+                         gen_ai__usage__output_tokens=int(outcome.output_tokens - before[1]),
+                         error__type=outcome.error_kind if error else None)  # fmt: skip
+        return error, answered
+
+    async def _answer_from(
+        self,
+        backend: Backend,
+        invocation: Invocation,
+        gate: PacketGate,
+        outcome: Outcome,
+        recorder: RunRecording,
+        bridge: SigilBridge,
+        seconds: float,
+        price: Price | None,
+    ) -> tuple[str | None, bool]:
         error, answered = None, False
         try:
             async with asyncio.timeout(seconds):
@@ -887,8 +927,11 @@ class Runtime:
             if approved is not None:
                 approvals.remove(approved)
             checked.append(replace(request, operator_approved=True) if approved is not None else request)
-            pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
-                                         approved.reasons if approved is not None else None)  # fmt: skip
+            with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
+                                                 "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
+                pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
+                                             approved.reasons if approved is not None else None)  # fmt: skip
+                tracing.note(deciding, groundstate__decision="pause" if pause else "continue")
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
                     self._emit(ctx, ev.TOOL_RESULT, agent, {
@@ -909,23 +952,32 @@ class Runtime:
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
-        reports = shards.step_gated(gated, checked)
-        outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
-        by_source = {r.source: r for r in reports}
-        results: list[tuple[str, ActionReport | None]] = []
-        for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
-            tool = request.type.lstrip("/")
-            report = by_source.get(source)
-            results.append((tool, report))
-            result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
-                      "reason": report.reason if report else "the kernel took no action for this request",
-                      "status": report.status if report else None,
-                      "output": (report.output or "") if report else ""}  # fmt: skip
-            if report is not None and report.action_id in shards.replayed:
-                result["journal"] = "replayed"  # it ran before the driver stopped: its recorded result, not a rerun
-            self._emit(ctx, ev.TOOL_RESULT, agent, result)
-            if report is not None and report.status == "/success":
-                outcome.executed.append(tool)
+        with tracing.span("execute_tool", {"gen_ai.operation.name": "execute_tool",
+                                           "groundstate.tools": ",".join(r.type.lstrip("/") for r in requests)}):
+            reports = shards.step_gated(gated, checked)  # the kernel decides and runs them, one by one
+            # each call's decision and outcome, a span under the round's
+            outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
+            by_source = {r.source: r for r in reports}
+            results: list[tuple[str, ActionReport | None]] = []
+            for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
+                tool = request.type.lstrip("/")
+                report = by_source.get(source)
+                results.append((tool, report))
+                result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
+                          "reason": report.reason if report else "the kernel took no action for this request",
+                          "status": report.status if report else None,
+                          "output": (report.output or "") if report else ""}  # fmt: skip
+                if report is not None and report.action_id in shards.replayed:
+                    result["journal"] = "replayed"  # it ran before the driver stopped: its recorded result, not a rerun
+                if tracing.enabled():  # the kernel's decision on this call and its outcome, under the calls' span
+                    traced = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                              "gen_ai.tool.call.id": str(call_seq), "groundstate.decision": str(result["decision"]),
+                              "groundstate.status": str(result["status"])}  # fmt: skip
+                    with tracing.span(f"execute_tool {tool}", traced):
+                        pass
+                self._emit(ctx, ev.TOOL_RESULT, agent, result)
+                if report is not None and report.status == "/success":
+                    outcome.executed.append(tool)
         invocation.messages.append({"role": "assistant", "content": "".join(invocation.raw)})
         invocation.raw.clear()
         invocation.messages.append({"role": "user", "content": f"Tool results:\n{_summary(results)}\n\n"
