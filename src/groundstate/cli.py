@@ -101,6 +101,7 @@ COMMANDS: dict[str, Lazy] = {
     "runs": Lazy("groundstate.runtime.cli", "runs_app", "Runs: list, show, decide, repin, resume."),
     "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml)."),
     "mcp": Lazy("groundstate.guard.cli", "app", "MCP: one policy over every tool call of the agents you already run."),
+    "policy": Lazy("groundstate.policies.cli", "app", "Policies: test your rules before they decide."),
     "approvals": Lazy("groundstate.guard.cli", "approvals_app", "Calls the MCP guard holds for an operator: list, "
                       "approve, deny."),
     "operators": Lazy("groundstate.store.cli", "app", "Operator accounts: viewers see, operators decide, admins "

@@ -89,12 +89,14 @@ class McpPolicy:
                     tx.assert_("mcp_label", (server, tool.name, Name("/" + label)))
 
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False,
-               provenance: Provenance | None = None) -> Verdict:  # fmt: skip
+               provenance: Provenance | None = None, observe: Callable[[Any], None] | None = None
+               ) -> Verdict:  # fmt: skip
         """The verdict on one call, with the derivation of its first reason for a refusal or a held call. Each call
         is decided on its own: its facts are supposed for the length of the decision (the decision path: one
         incremental evaluation from them, undone after).
         ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``).
-        ``provenance``: the session's facts about where each argument came from (``History.facts``)."""
+        ``provenance``: the session's facts about where each argument came from (``History.facts``).
+        ``observe``: called with the kernel while the call's facts hold (a policy test's coverage reads it)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
         flattened = _flatten(arguments)  # first: refused arguments are never hashed
         digest = call_digest(server, tool, arguments)
@@ -104,14 +106,16 @@ class McpPolicy:
         facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
         try:
-            return self._judged(call, server, tool, digest, facts)
+            return self._judged(call, server, tool, digest, facts, observe)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
             reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
             return Verdict(call, "deny", [reason], digest, "")
 
-    def _judged(self, call: str, server: str, tool: str, digest: str, facts: list[tuple[str, tuple[Any, ...]]]
-                ) -> Verdict:  # fmt: skip
+    def _judged(self, call: str, server: str, tool: str, digest: str, facts: list[tuple[str, tuple[Any, ...]]],
+                observe: Callable[[Any], None] | None = None) -> Verdict:  # fmt: skip
         with self._calls.judging(facts) as kernel:
+            if observe is not None:
+                observe(kernel)
             rows = kernel.match("mcp_verdict", call)
             if len(rows) != 1:
                 raise PolicyInvariantError(f"mcp_verdict derived {len(rows)} decisions for {server}/{tool}; the "

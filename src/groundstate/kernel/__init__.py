@@ -14,7 +14,7 @@ from .config import ContextBudgetError, CoreLimits, KernelConfig, ShardProfile, 
 from .executors import EXECUTORS, Action, Context, Outcome
 from .executors.http_search import HTTPSearch, SearchError
 from .executors.web import CorpusSearch
-from .explain import Explanation, explain, why, why_row
+from .explain import Explanation, explain, fired_rules, why, why_row
 from .journaled import JournaledEffects
 from .kernel import (
     Frame,
@@ -82,6 +82,7 @@ __all__ = [
     "count_completed_run",
     "default_sources",
     "explain",
+    "fired_rules",
     "lint_policy",
     "load_program",
     "update_validator",

@@ -73,6 +73,26 @@ def why_row(kernel: Kernel, predicate: str, *leading: Any, depth: int = 6) -> Ex
     return _Explainer(kernel).explain(predicate, rows[0], depth, set())
 
 
+def fired_rules(kernel: Kernel) -> set[tuple[str, int]]:
+    """(file, line) of every rule that derives at least one fact over the kernel's current facts — what a policy
+    test's coverage counts. An aggregation counts when its head holds a fact."""
+    fired: set[tuple[str, int]] = set()
+    engine = kernel.engine
+    for rule in engine.analyzed.rules:
+        where = (rule.head.pos.source, rule.head.pos.line)
+        if where in fired:
+            continue
+        facts = kernel.match(rule.head.predicate)
+        if rule.transform is not None:
+            if facts:
+                fired.add(where)
+            continue
+        names = tuple(_variables(rule.body))
+        if any(engine.derivations(rule, fact, names) for fact in facts):
+            fired.add(where)
+    return fired
+
+
 class _Explainer:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel

@@ -1,0 +1,74 @@
+"""``groundstate policy test`` through its command line: the shipped MCP policy passes its own tests; a failing case
+is printed with file:line, what was expected and what was derived instead (exit 1); ``--coverage`` lists every rule
+with the cases that fired it and names the ones no case reaches; a malformed test file is an error naming file,
+line and key (exit 2), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from groundstate.guard import shipped_rules
+
+SHIPPED_TESTS = shipped_rules().with_name("mcp_test.toml")
+
+
+def policy_test(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groundstate", "policy", "test", *arguments], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_the_shipped_policy_passes_its_own_tests() -> None:
+    done = policy_test(str(SHIPPED_TESTS), "--coverage", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["passed"] >= 10 and report["failed"] == []
+    fired = {f"{row['file']}:{row['line']}": row["cases"] for row in report["coverage"]}
+    assert fired and all(count > 0 for rule, count in fired.items() if rule not in report["unreached"])
+    assert len(report["unreached"]) <= 6  # the rules only your own rules can reach (mcp_unattended, ...)
+
+
+def test_a_failing_case_names_its_line_and_shows_what_was_derived(tmp_path: Path) -> None:
+    (tmp_path / "mine.mg").write_text('mcp_unattended(C, "staging is harmless") :- '
+                                      'mcp_call(C, "git", "git_add", _, _).\n')  # fmt: skip
+    (tmp_path / "mine_test.toml").write_text(
+        'decider = "mcp"\nrules = ["mine.mg"]\n\n[servers.git.git_add]\nread_only = false\n\n'
+        '[[case]]\nname = "staging passes"\ncall = "git/git_add"\narguments = { files = ["a.md"] }\nexpect = "permit"\n'
+        'reasons = ["staging is harmless"]\n\n'
+        '[[case]]\nname = "staging is denied"\ncall = "git/git_add"\narguments = { files = ["b.md"] }\n'
+        'expect = "deny"\n'
+    )
+    done = policy_test(str(tmp_path), cwd=tmp_path)  # a directory: its *_test.toml files
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{tmp_path / 'mine_test.toml'}:15: case 'staging is denied': expected deny, got permit "
+                        "(staging is harmless)")  # fmt: skip
+    assert lines[-1] == "1 passed, 1 failed (1 file(s))" and "Traceback" not in done.stderr
+
+
+def test_coverage_names_the_rules_no_case_reaches(tmp_path: Path) -> None:
+    (tmp_path / "mine.mg").write_text('mcp_denied(C, "never on Fridays") :- mcp_argument(C, "day", "friday").\n')
+    (tmp_path / "mine_test.toml").write_text(
+        'decider = "mcp"\nrules = ["mine.mg"]\n[servers.time.get_current_time]\nread_only = true\n'
+        '[[case]]\nname = "time passes"\ncall = "time/get_current_time"\nexpect = "permit"\n'
+    )
+    done = policy_test(str(tmp_path / "mine_test.toml"), "--coverage")
+    assert done.returncode == 0
+    assert "mine.mg:1  mcp_denied  0" in done.stdout
+    assert "mine.mg:1" in done.stdout.splitlines()[-2].split("never: ")[1]  # unreached, named
+
+
+def test_a_malformed_test_file_is_named_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "bad_test.toml").write_text(
+        'decider = "mcp"\n[servers.time.get_current_time]\nread_only = true\n'
+        '[[case]]\nname = "one"\ncall = "time/get_current_time"\nexpect = "allow"\n'
+    )
+    done = policy_test(str(tmp_path / "bad_test.toml"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error: {tmp_path / 'bad_test.toml'}:7: case.0.expect: Input should be 'permit', "
+                                  "'approve' or 'deny'")  # fmt: skip
+    (tmp_path / "bad_test.toml").write_text('decider = "mcp"\n[[case]]\nname = "x"\ncall = "a/b"\nexpect = "deny"\n')
+    done = policy_test(str(tmp_path / "bad_test.toml"))
+    assert done.returncode == 2 and "case 'x': a/b is not among the file's [servers.a] tools" in done.stderr
