@@ -130,3 +130,37 @@ def test_a_reason_built_from_hostile_text_stays_a_value(tmp_path: Path) -> None:
     why = error.data["why"]
     assert "[derived by the rule at" in why and "[asserted]" in why  # the derivation found the fact: text as data
     assert not effects.exists()
+
+
+def test_nan_and_infinity_are_refused_not_forwarded_as_null(tmp_path: Path) -> None:
+    """JSON has no NaN or infinity: a client that sends ``1e400`` or ``NaN`` (Python's reader accepts them) would have
+    a rule judge a float while the upstream got ``null``. Refused with the reason; the guard stays up, no traceback."""
+    (tmp_path / "groundstate.toml").write_text(effects_config(tmp_path, 'mcp_denied(C, "no null mode") :- '
+                                                                       'mcp_argument(C, "mode", /null).\n'))
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, text=True,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    effects = str(tmp_path / "effects.txt")
+    calls = [f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": {{"name": "lying__append", '
+             f'"arguments": {{"path": "{effects}", "mode": {mode}}}}}}}' for n, mode in
+             ((2, "1e400"), (3, "-Infinity"), (4, "NaN"), (5, "null"))]  # fmt: skip
+    hello = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+             '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n'
+             '{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')  # fmt: skip
+    assert guard.stdin is not None and guard.stdout is not None
+    guard.stdin.write(hello + "\n".join(calls) + "\n")
+    guard.stdin.flush()
+    answers: dict[int, Any] = {}
+    for line in guard.stdout:  # every call answered before the client goes away
+        message = json.loads(line)
+        answers[message.get("id", 0)] = message
+        if all(number in answers for number in (2, 3, 4, 5)):
+            break
+    _, err = guard.communicate(timeout=60)
+    for number, shown in ((2, "inf"), (3, "-inf"), (4, "nan")):
+        result = answers[number]["result"]
+        assert result["isError"] is True, answers[number]
+        assert f"the argument 'mode' is {shown}, which JSON cannot carry" in result["content"][0]["text"]
+    assert "denied by policy: no null mode" in answers[5]["result"]["content"][0]["text"]
+    assert not (tmp_path / "effects.txt").exists() and "Traceback" not in err

@@ -45,6 +45,23 @@ def approve_when_held(home: Path, token: str, caller: str, refused: list[str]) -
         time.sleep(0.2)
 
 
+def sessions_are_their_accounts(url: str, token: str, other: str) -> None:
+    """An MCP session belongs to the account that opened it: another account's request in it is a 403."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = httpx.post(url, json=hello, headers={**accept, "Authorization": f"Bearer {token}"}, timeout=10)
+    session = opened.headers["mcp-session-id"]  # the admin's session
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    borrowed = httpx.post(url, json=listing, timeout=10, headers={**accept, "Authorization": f"Bearer {other}",
+                                                                  "mcp-session-id": session})  # fmt: skip
+    assert borrowed.status_code == 403 and "opened by another account" in borrowed.json()["error"]
+    own = httpx.post(url, json=listing, timeout=10, headers={**accept, "Authorization": f"Bearer {token}",
+                                                             "mcp-session-id": session,
+                                                             "mcp-protocol-version": "2025-06-18"})  # fmt: skip
+    assert own.status_code == 200 and "time__get_current_time" in own.text
+
+
 def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> None:
     (tmp_path / "mine.mg").write_text(
         'mcp_denied(C, "no questions about Pyongyang") :- mcp_argument(C, "timezone", "Asia/Pyongyang").\n'
@@ -99,11 +116,12 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
 
         tools, text, denied, converted = asyncio.run(asyncio.wait_for(use(), 90))
         assert tools == ["time__get_current_time", "time__convert_time"] and '"timezone": "UTC"' in text
-        assert "denied by policy: no questions about Pyongyang" in str(denied)
-        assert 'mcp_argument("' in denied.data["why"]  # the derivation travels with the refusal
+        assert "denied by policy: no questions about Pyongyang" in str(denied) and 'mcp_argument("' in denied.data[
+            "why"]  # the derivation travels with the refusal  # fmt: skip
         assert '"Europe/Paris"' in converted  # held, approved by olga, forwarded once
         assert self_approval == ["4 error: call 3: operator admin asked for this themselves: another account decides "
                                  "it (or name admin in [access] self_approval)"]  # the caller's own token: refused
+        sessions_are_their_accounts(url, token, olga)
         listed = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "list", "--all"], cwd=tmp_path,
                                 env={"GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True, text=True,
                                 timeout=60)  # fmt: skip

@@ -5,7 +5,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
 from .history import History
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
-from .policy import ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
+from .policy import ArgumentsRefused, ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
 
@@ -17,6 +17,7 @@ __all__ = [
     "SEPARATOR",
     "ApprovalRefused",
     "Approvals",
+    "ArgumentsRefused",
     "ArgumentsTooLarge",
     "Entry",
     "Guard",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,8 +55,17 @@ class Verdict:
     why: str
 
 
-class ArgumentsTooLarge(InputError, ValueError):
-    """A call's arguments flatten to more facts than the guard reports; it is refused."""
+class ArgumentsRefused(InputError, ValueError):
+    """A call's arguments the policy cannot judge as they would be forwarded; the call is refused, never cut."""
+
+
+class ArgumentsTooLarge(ArgumentsRefused):
+    """A call's arguments flatten to more facts than the guard reports, nest too deep, or hold too long a string."""
+
+
+class NotJsonNumber(ArgumentsRefused):
+    """An argument is NaN or an infinity: JSON has no such number, so what would be forwarded (``null``) is not what
+    a rule would judge."""
 
 
 class McpPolicy:
@@ -167,6 +177,9 @@ def _flatten(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
         elif isinstance(value, int):
             leaves.append((key, value))
         elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise NotJsonNumber(f"the argument {key!r} is {value!r}, which JSON cannot carry (it would be "
+                                    "forwarded as null): the call is refused")  # fmt: skip
             leaves.append((key, Float(value)))
         else:
             text = str(value)
@@ -180,6 +193,6 @@ def _flatten(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def check_arguments(arguments: dict[str, Any]) -> None:
-    """Refuse (ArgumentsTooLarge) arguments the policy could not judge whole, before anything hashes or stores
+    """Refuse (ArgumentsRefused) arguments the policy could not judge whole, before anything hashes or stores
     them."""
     _flatten(arguments)

@@ -40,7 +40,7 @@ from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, i
 from . import local_tools
 from .history import History, Session, reading
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
-from .policy import ArgumentsTooLarge, McpPolicy, Verdict, check_arguments
+from .policy import ArgumentsRefused, McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
 
 DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision
@@ -182,7 +182,7 @@ class Guard:
         arguments = dict(params.arguments or {})
         try:  # judged whole or refused: before anything hashes, journals or decides on them
             check_arguments(arguments)
-        except ArgumentsTooLarge as exc:
+        except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(_session_key(ctx))
         self.history.declare(session, _declared_request(params))
@@ -453,24 +453,51 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
 
 
 def _bearer(app: Any, operators: Operators) -> Any:
-    """``app`` behind an operator account's bearer token; lifespan events pass."""
+    """``app`` behind an operator account's bearer token; lifespan events pass. An MCP session belongs to the account
+    that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
+    history is provenance, and its cancellations withdraw its calls."""
+    owners: dict[bytes, str] = {}  # session id -> the account that opened it (the newest MAX_SESSIONS kept)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            sent = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            headers = dict(scope["headers"])
+            sent = headers.get(b"authorization", b"").decode("latin-1")
             who = operators.authenticate(sent.removeprefix("Bearer ").strip()) if sent.startswith("Bearer ") else None
-            if who is not None and who.may(ACT):
-                scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account
-            if who is None or not who.may(ACT):
-                status, error = (
-                    (401, "missing or wrong token (Authorization: Bearer <an operator's token>)")
-                    if who is None
-                    else (403, f"operator {who.name!r} is a {who.role}, who may not act")
-                )
-                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-                await send({"type": "http.response.start", "status": status, "headers": headers})
+            session = headers.get(b"mcp-session-id")
+            problem = None
+            if who is None:
+                problem = (401, "missing or wrong token (Authorization: Bearer <an operator's token>)")
+            elif not who.may(ACT):
+                problem = (403, f"operator {who.name!r} is a {who.role}, who may not act")
+            elif session is not None and owners.get(session, who.name) != who.name:
+                problem = (403, "this MCP session was opened by another account: open your own")
+            if problem is not None:
+                status, error = problem
+                headers_out = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": status, "headers": headers_out})
                 await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
                 return
+            assert who is not None
+            scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account
+            send = _binding(send, owners, who.name)
         await app(scope, receive, send)
 
     return guarded
+
+
+MAX_SESSIONS = 10_000
+
+
+def _binding(send: Any, owners: dict[bytes, str], account: str) -> Any:
+    """``send``, noting the session id a response assigns as ``account``'s."""
+
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            for name, value in message.get("headers", []):
+                if name.lower() == b"mcp-session-id" and value not in owners:
+                    if len(owners) >= MAX_SESSIONS:
+                        owners.pop(next(iter(owners)))
+                    owners[value] = account
+        await send(message)
+
+    return sending

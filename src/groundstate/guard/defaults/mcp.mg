@@ -19,13 +19,13 @@ Decl mcp_argument(Call, Key, Value)
   bound [/string, /string, fn:Union(/string, /number, /float64, /name)].
 
 Decl mcp_path(Call, Key, Path)
-  descr [doc("An argument that names a file or directory (path, files.0, repo_path, ...), normalised: absolute when it can be (a relative one from the repository the call names), '..' and symlinks resolved.")]
+  descr [doc("An argument that names a file or directory (path, files.0, repo_path, ...), absolute when it can be (a relative one from the repository the call names): as its text resolves it ('..' taken lexically, as git does) and, when the disk resolves it elsewhere (a symlink), as the disk does too.")]
   bound [/string, /string, /string].
 Decl mcp_repo_file(Call, Key, Relative)
-  descr [doc("An argument's file inside the repository the call names (its repo_path), relative to its root: notes/a.md. A file outside it has none.")]
+  descr [doc("An argument's file inside the repository the call names (its repo_path), relative to its root: notes/a.md. A file outside it, or one its text and the disk place differently (a symlink on the way), has none.")]
   bound [/string, /string, /string].
 Decl mcp_git_branch(Call, Branch)
-  descr [doc("The current branch of the git repository the call names (its repo_path): main, or /detached.")]
+  descr [doc("The current branch of the git repository the call names (its repo_path): main; /detached for a detached HEAD; /unknown when it cannot be read. Write rules about a branch so that /unknown does not pass.")]
   bound [/string, fn:Union(/string, /name)].
 
 Decl mcp_in_doubt(Call)
