@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import Tool, ToolAnnotations
 
 from groundstate.config import ConfigFileError, default_db_url, load_config, load_or_create_token
 from groundstate.guard import ApprovalRefused, Approvals, Ledger, McpPolicy, call_digest
@@ -142,19 +141,6 @@ def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve", "--config", "g.toml"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "names no [mcp.servers.NAME]" in done.stderr and done.stdout == ""
-
-
-def test_the_docs_rules_load_and_decide(tmp_path: Path) -> None:
-    """The rules docs/mcp.md shows load beside the shipped ones and decide as the page says."""
-    [rules] = [code for lang, code in blocks("mcp.md") if lang == "mangle"]
-    (tmp_path / "mine.mg").write_text(rules)
-    policy = McpPolicy([tmp_path / "mine.mg"])
-    read_only = ToolAnnotations(read_only_hint=True)
-    policy.add_tools("time", [Tool(name="get_current_time", input_schema={"type": "object"}, annotations=read_only)])
-    policy.add_tools("git", [Tool(name="git_add", input_schema={"type": "object"})])
-    assert policy.decide("time", "get_current_time", {"timezone": "Asia/Pyongyang"}, "test").decision == "deny"
-    assert policy.decide("time", "get_current_time", {"timezone": "UTC"}, "test").decision == "permit"
-    assert policy.decide("git", "git_add", {"files": ["a"]}, "test").decision == "approve"  # a denial-free hold wins
 
 
 def test_a_held_call_is_decided_once_for_its_exact_digest(tmp_path: Path) -> None:
