@@ -16,10 +16,12 @@ from typing import Any
 
 import httpx
 import httpx2
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from groundstate.config import default_db_url
+from groundstate.guard import ApprovalRefused, Ledger
 from groundstate.store import Operators
 
 from .test_mcp_guard import TIME, refusal
@@ -127,6 +129,52 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
                                 timeout=60)  # fmt: skip
         assert '"client": "mcp over http as operator:admin"' in listed.stdout and '"status": "permit"' in listed.stdout
         assert '"status": "approved"' in listed.stdout and '"operator": "olga"' in listed.stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> None:
+    """The client's connection closes while its call waits for the operator (here: its read timeout of 2 s, the
+    guard set to wait 60): the call is withdrawn, and an approval is refused instead of running it for nobody."""
+    (tmp_path / "hold.mg").write_text('mcp_needs_approval(C, "an operator decides") :- '
+                                      'mcp_call(C, "time", "convert_time", _, _).\n')  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["hold.mg"]\napproval_timeout_sec = 60\n'
+                                               'hold_wait_sec = 60\n')  # fmt: skip
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
+                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                 "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert server.stderr is not None
+        server.stderr.readline()  # started
+        url = f"http://127.0.0.1:{port}/mcp"
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
+                   "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+        opened = httpx.post(url, json=hello, headers=headers, timeout=10)
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
+        conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "time__convert_time", "arguments": conversion}}  # fmt: skip
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(url, json=call, headers=headers, timeout=httpx.Timeout(10, read=2))
+        ledger = Ledger(default_db_url(tmp_path / "home"))
+        for _ in range(100):
+            entries = ledger.entries()
+            if entries and entries[0].status != "held":
+                break
+            time.sleep(0.1)
+        [entry] = ledger.entries()
+        assert (entry.status, entry.ended) == ("withdrawn", "its client's connection closed")
+        with pytest.raises(ApprovalRefused, match="is withdrawn"):
+            ledger.decide(entry.id, True, "dana")
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -31,7 +31,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .. import tools, tracing
+from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
 from ..errors import GroundstateError
 from ..providers import UpstreamError, Upstreams, connect
@@ -39,7 +39,7 @@ from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
 from .history import History, Session, reading
-from .ledger import APPROVED, DENIED, EXPIRED, HELD, Ledger
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger
 from .policy import ArgumentsRefused, McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
 
@@ -62,10 +62,16 @@ class Approvals:
         self.ledger, self.timeout, self.poll = ledger, timeout, poll
         self.patience = timeout if patience is None else patience
 
-    async def wait(self, entry_id: int, report: Callable[[float], Awaitable[None]] | None = None) -> str:
+    async def wait(
+        self,
+        entry_id: int,
+        report: Callable[[float], Awaitable[None]] | None = None,
+        gone: Callable[[], bool] | None = None,
+    ) -> str:
         """How the held call ended: ``approved``, ``denied`` (by an operator), ``expired`` or ``withdrawn`` — or
         ``held`` when the guard's patience ran out before the call's time did. ``report`` hears, about once a second,
-        how long the call has been waiting (the client's progress notifications)."""
+        how long the call has been waiting (the client's progress notifications); ``gone`` says whether the client's
+        connection closed meanwhile (then the call is withdrawn: nobody waits for it)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         entry = await asyncio.to_thread(self.ledger.get, entry_id)
@@ -76,6 +82,10 @@ class Approvals:
             entry = await asyncio.to_thread(self.ledger.get, entry_id)
             if entry is not None and entry.status != HELD:
                 return entry.status
+            if gone is not None and gone():
+                await asyncio.to_thread(self.ledger.withdraw, entry_id, "its client's connection closed")
+                entry = await asyncio.to_thread(self.ledger.get, entry_id)  # decided at the very last moment?
+                return entry.status if entry is not None else WITHDRAWN
             if report is not None and loop.time() - reported >= 1.0:
                 reported = loop.time()
                 await report(reported - started)
@@ -143,12 +153,14 @@ class Guard:
         *,
         history: History | None = None,
         labels: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        departures: Departures | None = None,
     ) -> None:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
         self.client = client  # the transport: stdio, or http (where each request names its operator account)
         self.history = history or History()  # per client session: what it was told, for provenance
+        self.departures = departures  # over HTTP: requests whose client's connection closed
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed, (labels or {}).get(server, {}))
 
@@ -209,7 +221,7 @@ class Guard:
         reads — the denial, the timeout, the withdrawal, or "held: ask again" when the guard's patience ran out."""
         verdict, entry = admitted.verdict, admitted.entry
         try:
-            ended = await self.approvals.wait(entry, partial(_progress, ctx, entry))
+            ended = await self.approvals.wait(entry, partial(_progress, ctx, entry), self._gone(ctx))
         except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
             if not admitted.joined:  # a parked call stays held: its client was told it may ask again
                 self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
@@ -235,6 +247,15 @@ class Guard:
         else:
             why, by = f"the call was {ended} ({decided.ended if decided else 'no reason recorded'})", "the guard"
         return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
+
+    def _gone(self, ctx: Any) -> Callable[[], bool] | None:
+        """Over HTTP: whether this request's client closed its connection (None over stdio, where a closed pipe
+        ends the session and cancels the call)."""
+        headers = getattr(getattr(ctx, "request", None), "headers", None)
+        if self.departures is None or headers is None:
+            return None
+        key = (str(headers.get("mcp-session-id") or ""), getattr(ctx, "request_id", None))
+        return partial(self.departures.__contains__, key)
 
     def _client_of(self, ctx: Any, account: str | None) -> str:
         """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
@@ -347,6 +368,24 @@ def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
     return value
 
 
+class Departures:
+    """Requests over HTTP whose client closed the connection before the answer: (session id, JSON-RPC id), the
+    newest ``limit`` kept. The transport notes them as its ASGI ``receive`` passes ``http.disconnect``; a held
+    call's wait asks."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._gone: dict[tuple[str, Any], None] = {}
+        self.limit = limit
+
+    def add(self, session: str, request_id: Any) -> None:
+        if len(self._gone) >= self.limit:
+            self._gone.pop(next(iter(self._gone)))
+        self._gone[(session, request_id)] = None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._gone
+
+
 class _NotForwarded(GroundstateError):
     """A permitted call the journal will not let run (in doubt, or already run with a result too large to keep)."""
 
@@ -390,7 +429,9 @@ def _details(
 
 
 @contextlib.asynccontextmanager
-async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncIterator[tuple[Server, Upstreams]]:
+async def _guard(
+    settings: ProjectConfig, store_url: str, client: str, departures: Departures | None = None
+) -> AsyncIterator[tuple[Server, Upstreams]]:
     """The upstreams connected (and your own Python tools, as the server ``python``) and the MCP server over them,
     for as long as the block runs."""
     config = settings.mcp
@@ -415,7 +456,8 @@ async def _guard(settings: ProjectConfig, store_url: str, client: str) -> AsyncI
         history = History(config.history_calls, config.history_bytes)
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
-        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels)
+        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
+                      departures=departures)  # fmt: skip
         yield Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool), upstreams
 
 
@@ -443,8 +485,9 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     account whose role may act (a viewer's is a 403, no token or an unknown one a 401)."""
     import uvicorn
 
-    async with _guard(settings, store_url, "http") as (server, upstreams):
-        app = _bearer(server.streamable_http_app(host=host), operators)
+    departures = Departures()
+    async with _guard(settings, store_url, "http", departures) as (server, upstreams):
+        app = _bearer(server.streamable_http_app(host=host), operators, departures)
         _started(upstreams, f"http://{host}:{port}/mcp")
         try:
             await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
@@ -452,7 +495,7 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
             await asyncio.to_thread(tracing.flush)  # the last calls' spans, before the process ends
 
 
-def _bearer(app: Any, operators: Operators) -> Any:
+def _bearer(app: Any, operators: Operators, departures: Departures | None = None) -> Any:
     """``app`` behind an operator account's bearer token; lifespan events pass. An MCP session belongs to the account
     that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
     history is provenance, and its cancellations withdraw its calls."""
@@ -480,12 +523,47 @@ def _bearer(app: Any, operators: Operators) -> Any:
             assert who is not None
             scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account
             send = _binding(send, owners, who.name)
+            if departures is not None and scope.get("method") == "POST":
+                receive = _watching(receive, (session or b"").decode("latin-1"), departures)
         await app(scope, receive, send)
 
     return guarded
 
 
 MAX_SESSIONS = 10_000
+
+
+MAX_WATCHED_BODY = 1 << 20  # a request body read for its JSON-RPC ids, up to this size
+
+
+def _watching(receive: Any, session: str, departures: Departures) -> Any:
+    """``receive``, noting the request's JSON-RPC ids as departed when ``http.disconnect`` passes through it (the
+    SDK's response listens for it while the call is handled)."""
+    body = bytearray()
+    ids: list[Any] = []
+
+    async def receiving() -> Any:
+        message = await receive()
+        if message["type"] == "http.request" and len(body) <= MAX_WATCHED_BODY:
+            body.extend(message.get("body", b""))
+            if not message.get("more_body"):
+                ids[:] = _request_ids(bytes(body))
+        elif message["type"] == "http.disconnect":
+            for request_id in ids:
+                departures.add(session, request_id)
+        return message
+
+    return receiving
+
+
+def _request_ids(body: bytes) -> list[Any]:
+    """The ids of the JSON-RPC requests in a body (one message or a batch); none when it cannot be read."""
+    try:
+        data = safejson.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return []
+    messages = data if isinstance(data, list) else [data]
+    return [m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str | int)]
 
 
 def _binding(send: Any, owners: dict[bytes, str], account: str) -> Any:
