@@ -89,6 +89,52 @@ def _kernel_validators() -> None:
     use_validators(validator)
 
 
+def _config_checks() -> None:
+    """Give `config check` what the commands above the configuration would refuse (config.cli.use_checks)."""
+    from .config.cli import use_checks
+
+    use_checks(_deep_config_problems)
+
+
+def _deep_config_problems(loaded: Any) -> list[str]:
+    """Each thing `run`, `serve`, `mcp serve` or `gateway` would refuse in this configuration, ``FILE:LINE: key:
+    why`` (a rule file's own errors name the rule file's line)."""
+    from .errors import GroundstateError
+    from .guard import McpPolicy, ReplyPolicy
+    from .kernel import load_program
+    from .runtime import check_model_spec, guard_rules, load_patterns
+
+    settings, problems = loaded.config, []
+
+    def at(key: tuple[str, ...], why: str) -> None:
+        problems.append(f"{loaded.origin(key)}: {'.'.join(key)}: {why}")
+
+    models = settings.models
+    specs: list[tuple[tuple[str, ...], str]] = [(("models", "default"), models.default)] if models.default else []
+    specs += [(("models", "roles", name), spec) for name, spec in models.roles.items()]
+    specs += [(("models", "agents", name), spec) for name, spec in models.agents.items()]
+    specs += [(("models", "fallback"), spec) for spec in models.fallback]
+    for key, spec in specs:
+        try:
+            check_model_spec(spec)
+        except GroundstateError as exc:
+            at(key, str(exc))
+    checks: list[tuple[tuple[str, ...], Callable[[], object]]] = [
+        (("policy", "disable_guards"), lambda: guard_rules(settings.policy.guards, settings.policy.disable_guards)),
+        (("policy", "disable_patterns"), lambda: load_patterns(*settings.policy.patterns,
+                                                               disabled=settings.policy.disable_patterns)),
+        (("policy", "kernel"), lambda: load_program(settings.policy.kernel).analyze()),
+        (("mcp", "policy"), lambda: McpPolicy(list(settings.mcp.policy))),
+        (("gateway", "rules"), lambda: ReplyPolicy(list(settings.gateway.rules)) if settings.gateway.rules else None),
+    ]  # fmt: skip
+    for place, build in checks:
+        try:
+            build()
+        except GroundstateError as exc:  # a rule file's own error names its file and line after the key's
+            at(place, str(exc).removeprefix(f"{place[0]}.{place[1]}: "))
+    return problems
+
+
 # fmt: off
 COMMANDS: dict[str, Lazy] = {
     "logic": Lazy("groundstate.logic.cli", "app", "The Mangle-dialect logic engine."),
@@ -99,7 +145,8 @@ COMMANDS: dict[str, Lazy] = {
                     "gate.", setup=_kernel_validators),
     "kernel": Lazy("groundstate.kernel.cli", "app", "The agent kernel: step, lint, repl."),
     "runs": Lazy("groundstate.runtime.cli", "runs_app", "Runs: list, show, decide, repin, resume."),
-    "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml)."),
+    "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml).",
+                   setup=_config_checks),
     "mcp": Lazy("groundstate.guard.cli", "app", "MCP: one policy over every tool call of the agents you already run."),
     "policy": Lazy("groundstate.policies.cli", "app", "Policies: test your rules before they decide."),
     "approvals": Lazy("groundstate.guard.cli", "approvals_app", "Calls the MCP guard holds for an operator: list, "

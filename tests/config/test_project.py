@@ -110,3 +110,24 @@ def test_an_mcp_server_named_python_is_refused_at_its_own_line(tmp_path: Path) -
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (f"error: {path}:6: mcp.servers.python: the guard lists your own Python tools "
                                    "([tools]) under that name; give the server another one")  # fmt: skip
+
+
+def test_check_refuses_what_the_commands_would_refuse_naming_each(tmp_path: Path) -> None:
+    """`config check` is the truth: a model spec no backend can be built from, a shipped guard that does not exist,
+    a rule file that does not parse — each named with the configuration's line and key (and the rule file's own
+    line), exit 2; what `run` or `mcp serve` would refuse is never a surprise later."""
+    (tmp_path / "bad.mg").write_text("x(A) :- y(A.\n")
+    path = tmp_path / "groundstate.toml"
+    path.write_text('[models]\ndefault = "openai-chat:gpt@ftp://x"\n[policy]\ndisable_guards = ["no_such_guard"]\n'
+                    'kernel = ["bad.mg"]\n[mcp]\npolicy = ["bad.mg"]\n')  # fmt: skip
+    done = groundstate("config", "check", "--config", str(path), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert errors[0] == (f"error: {path}:2: models.default: model 'openai-chat:gpt@ftp://x': its URL must be "
+                         "http(s)://HOST[:PORT][/PATH] with a port of digits")  # fmt: skip
+    assert errors[1].startswith(f"error: {path}:4: policy.disable_guards: no_such_guard: no shipped breaker has that "
+                                "name")  # fmt: skip
+    assert errors[2].startswith(f"error: {path}:5: policy.kernel: ") and "bad.mg:1:12" in errors[2]
+    assert errors[3].startswith(f"error: {path}:7: mcp.policy: ") and "bad.mg:1:12" in errors[3]
+    path.write_text('[models]\ndefault = "local"\n')
+    assert groundstate("config", "check", "--config", str(path), cwd=tmp_path).returncode == 0

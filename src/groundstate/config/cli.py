@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
 from .effective import render
-from .project import FILE_NAME, load_config
+from .project import FILE_NAME, LoadedConfig, load_config
 from .trust import trust as record_trust
 from .trust import untrust as forget_trust
 
 app = typer.Typer(help="The project configuration (groundstate.toml).", no_args_is_help=True)
+
+# What `check` asks of the layers above, beyond the schema: each gives the problems it finds, ``FILE:LINE: key: why``
+# (installed by the groundstate command when this group loads: this package imports nothing above it).
+_CHECKS: list[Callable[[LoadedConfig], list[str]]] = []
+
+
+def use_checks(check: Callable[[LoadedConfig], list[str]]) -> None:
+    """Add a check `config check` runs on a configuration that validates (the guard rules parse, the models are
+    specs a backend can be built from, ...)."""
+    if check not in _CHECKS:
+        _CHECKS.append(check)
 
 
 @app.command()
@@ -27,8 +39,15 @@ def show(config: Path | None = typer.Option(None, "--config", help="The configur
 
 @app.command()
 def check(config: Path | None = typer.Option(None, "--config", help="The configuration file.")) -> None:
-    """Validate the configuration; exit 2 naming every problem (file, line, key)."""
+    """Validate the configuration as `run`, `serve`, `mcp serve` and `gateway` would use it — the schema, the files
+    it names, the rule files (they must parse and analyse with the shipped ones), the names of shipped guards and
+    patterns it disables, the model specs; exit 2 naming every problem (file, line, key)."""
     loaded = load_config(config, untrusted=True)
+    problems = [problem for deep in _CHECKS for problem in deep(loaded)]
+    if problems:
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     note = "" if loaded.trusted else " (untrusted: other commands ignore it until `groundstate config trust`)"
     typer.echo(f"{loaded.path or 'no configuration file'}: ok{note}")
 

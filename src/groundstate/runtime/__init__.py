@@ -11,11 +11,12 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 
 from ..errors import StoreError
 from .attempts import Attempt, attempts_of
-from .backends import ModelSpecError, make_backend
+from .backends import ModelSpecError, check_model_spec, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
+from .guards import guard_rules
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
@@ -131,10 +132,12 @@ __all__ = [
     "approval_card",
     "attempts_of",
     "check_decision_options",
+    "check_model_spec",
     "configured_runtime",
     "current_instructions",
     "dag_view",
     "default_db_url",
+    "guard_rules",
     "home",
     "load_patterns",
     "load_workflow",
