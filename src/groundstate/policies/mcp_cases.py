@@ -28,6 +28,7 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
+        """The decision expected, and the reasons too when the case names them."""
         expected = self.case.reasons
         return self.decision == self.case.expect and (expected is None or expected == self.reasons)
 
@@ -40,10 +41,12 @@ class Coverage:
     fired: Counter[tuple[str, int]] = field(default_factory=Counter)
 
     def add_rules(self, policy: McpPolicy) -> None:
+        """Count every rule of ``policy`` (none fired yet)."""
         for rule in policy.kernel.engine.analyzed.rules:
             self.rules.setdefault((rule.head.pos.source, rule.head.pos.line), rule.head.predicate)
 
     def unreached(self) -> list[tuple[str, int]]:
+        """The rules no case fired, by file and line."""
         return sorted(where for where in self.rules if not self.fired[where])
 
 
