@@ -72,3 +72,37 @@ def test_a_malformed_test_file_is_named_with_its_line(tmp_path: Path) -> None:
     (tmp_path / "bad_test.toml").write_text('decider = "mcp"\n[[case]]\nname = "x"\ncall = "a/b"\nexpect = "deny"\n')
     done = policy_test(str(tmp_path / "bad_test.toml"))
     assert done.returncode == 2 and "case 'x': a/b is not among the file's [servers.a] tools" in done.stderr
+
+
+RUNTIME_TESTS = Path(__file__).parents[2] / "src" / "groundstate" / "runtime" / "defaults" / "guards_test.toml"
+
+
+def test_the_shipped_guard_rules_pass_their_own_tests() -> None:
+    done = policy_test(str(RUNTIME_TESTS), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["passed"] >= 5
+
+
+def test_a_runs_guard_rule_of_yours_is_tested_at_its_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "guards.mg").write_text('needs_approval(R, A, /safety, "drafts need a look") :- '
+                                        'tool_call(R, A, _, /write_file, T), :string:contains(T, "draft").\n')
+    (tmp_path / "guards_test.toml").write_text(
+        'decider = "runtime"\nrules = ["guards.mg"]\n\n'
+        '[[case]]\nname = "a draft pauses"\ncheckpoint = "tool_call"\ntool = "write_file"\nargument = "draft.md"\n'
+        'content = "x"\nexpect = "pause"\nreasons = ["safety: drafts need a look"]\n\n'
+        '[[case]]\nname = "a final text goes on"\ncheckpoint = "tool_call"\ntool = "write_file"\n'
+        'argument = "final.md"\ncontent = "x"\nexpect = "pause"\n'
+    )
+    done = policy_test(str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (f"{tmp_path / 'guards_test.toml'}:14: case 'a final text goes on': "
+                                           "expected pause, got continue ()")  # fmt: skip
+    assert done.stdout.splitlines()[-1] == "1 passed, 1 failed (1 file(s))"
+
+
+def test_a_runtime_case_with_a_key_of_the_other_decider_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad_test.toml").write_text('decider = "runtime"\n[[case]]\nname = "x"\ncheckpoint = "tool_call"\n'
+                                            'call = "git/git_add"\nexpect = "pause"\n')  # fmt: skip
+    done = policy_test(str(tmp_path / "bad_test.toml"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'bad_test.toml'}:5: case.0.call: Extra inputs are not permitted" in done.stderr

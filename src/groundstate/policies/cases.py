@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError
 
-DECISIONS = ("permit", "approve", "deny")
+DECISIONS = ("permit", "approve", "deny", "pause", "abort", "continue")
 
 
 class PolicyTestError(ConfigurationError, ValueError):
@@ -69,13 +69,35 @@ class _Case(BaseModel):
     reasons: list[str] | None = None  # exactly these, in order, when given
 
 
+class _RuntimeCase(BaseModel):
+    """A run's checkpoint: a tool call before it runs, or the end of an attempt."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    agent: str = Field("writer_x", pattern=r"^[a-z][a-z0-9]*_[a-z0-9_]*$")  # its role prefix is what precedes _
+    checkpoint: Literal["tool_call", "finished"]
+    tool: str = Field("", pattern=r"^[a-z_]*$")  # tool_call: the tool and its argument (and a write's content)
+    argument: str = Field("", max_length=100_000)
+    content: str | None = Field(None, max_length=100_000)
+    output: str = Field("", max_length=100_000)  # finished: the answer's surface text, its status, a hard error
+    status: str = Field("success", pattern=r"^[a-z_]+$")
+    error: str | None = Field(None, max_length=10_000)
+    error_kind: str = Field("failure", pattern=r"^[a-z_]+$")
+    expect: Literal["pause", "abort", "continue"]
+    reasons: list[str] | None = None  # "category: reason", the leading one first, when given
+
+
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    decider: Literal["mcp"]
+    decider: Literal["mcp", "runtime"]
     rules: list[str] = Field(default_factory=list)
-    servers: dict[str, dict[str, _Tool]] = Field(default_factory=dict)
-    case: list[_Case] = Field(min_length=1)
+    servers: dict[str, dict[str, _Tool]] = Field(default_factory=dict)  # mcp
+    patterns: list[str] = Field(default_factory=list)  # runtime: cortex pattern files
+    disable_guards: list[str] = Field(default_factory=list)  # runtime: shipped breakers turned off
+    disable_patterns: list[str] = Field(default_factory=list)  # runtime: shipped patterns turned off
+    case: list[dict[str, Any]] = Field(min_length=1)
 
 
 @dataclass(frozen=True)
@@ -93,6 +115,7 @@ class Case:
     line: int
     request: str = ""
     earlier: tuple[tuple[str, str, str], ...] = ()  # (server, tool, result) of the session's earlier calls
+    checkpoint: Any = None  # a runtime case: its Checkpoint (runtime_cases.py)
 
 
 @dataclass
@@ -104,6 +127,9 @@ class CaseFile:
     rules: list[Path]
     tools: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # server -> tool -> annotations
     cases: list[Case] = field(default_factory=list)
+    patterns: list[Path] = field(default_factory=list)  # runtime
+    disabled_guards: list[str] = field(default_factory=list)
+    disabled_patterns: list[str] = field(default_factory=list)
 
 
 def load_case_file(path: Path) -> CaseFile:
@@ -119,30 +145,57 @@ def load_case_file(path: Path) -> CaseFile:
     try:
         parsed = _File.model_validate(raw)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors()[:10]:
-            key = ".".join(str(part) for part in error["loc"])
-            problems.append(f"{path}:{_line(text, error['loc'])}: {key}: {error['msg']}")
-        raise PolicyTestError("\n".join(problems)) from None
+        raise PolicyTestError(_problems(path, text, exc, ())) from None
+    kind = _Case if parsed.decider == "mcp" else _RuntimeCase
+    given: list[_Case | _RuntimeCase] = []
+    for number, case in enumerate(parsed.case):
+        try:
+            given.append(kind.model_validate(case))
+        except ValidationError as exc:
+            raise PolicyTestError(_problems(path, text, exc, ("case", number))) from None
     rules = [(path.parent / rule).resolve() for rule in parsed.rules]
-    for number, rule in enumerate(rules):
-        if not rule.is_file():
-            raise PolicyTestError(f"{path}:{_line(text, ('rules',))}: rules.{number}: no such file {rule}")
-    names = [case.name for case in parsed.case]
+    patterns = [(path.parent / file).resolve() for file in parsed.patterns]
+    for key, files in (("rules", rules), ("patterns", patterns)):
+        for number, file in enumerate(files):
+            if not file.is_file():
+                raise PolicyTestError(f"{path}:{_line(text, (key,))}: {key}.{number}: no such file {file}")
+    names = [case.name for case in given]
     for name in {n for n in names if names.count(n) > 1}:
         raise PolicyTestError(f"{path}:{_case_line(text, name)}: two cases are named {name!r}")
-    tools = {server: {tool: given.model_dump() for tool, given in listed.items()}
+    tools = {server: {tool: listed_tool.model_dump() for tool, listed_tool in listed.items()}
              for server, listed in parsed.servers.items()}  # fmt: skip
-    cases = []
-    for case in parsed.case:
-        server, tool = case.call.split("/")
-        if tool not in tools.get(server, {}):
-            raise PolicyTestError(f"{path}:{_case_line(text, case.name)}: case {case.name!r}: {case.call} is not "
-                                  f"among the file's [servers.{server}] tools")  # fmt: skip
-        earlier = tuple((made.call.split("/")[0], made.call.split("/")[1], made.result) for made in case.earlier)
-        cases.append(Case(case.name, server, tool, case.arguments, case.client, case.in_doubt, case.expect,
-                          case.reasons, _case_line(text, case.name), case.request, earlier))  # fmt: skip
-    return CaseFile(path, parsed.decider, rules, tools, cases)
+    cases = [_mcp_case(path, text, case, tools) if isinstance(case, _Case) else _runtime_case(text, case)
+             for case in given]  # fmt: skip
+    return CaseFile(path, parsed.decider, rules, tools, cases, patterns, parsed.disable_guards,
+                    parsed.disable_patterns)  # fmt: skip
+
+
+def _problems(path: Path, text: str, error: ValidationError, within: tuple[Any, ...]) -> str:
+    """Each validation problem as ``FILE:LINE: key: why`` (``within``: the case the model validated)."""
+    problems = []
+    for problem in error.errors()[:10]:
+        loc = (*within, *problem["loc"])
+        problems.append(f"{path}:{_line(text, loc)}: {'.'.join(str(part) for part in loc)}: {problem['msg']}")
+    return "\n".join(problems)
+
+
+def _mcp_case(path: Path, text: str, case: _Case, tools: dict[str, dict[str, dict[str, Any]]]) -> Case:
+    server, tool = case.call.split("/")
+    if tool not in tools.get(server, {}):
+        raise PolicyTestError(f"{path}:{_case_line(text, case.name)}: case {case.name!r}: {case.call} is not among "
+                              f"the file's [servers.{server}] tools")  # fmt: skip
+    earlier = tuple((made.call.split("/")[0], made.call.split("/")[1], made.result) for made in case.earlier)
+    return Case(case.name, server, tool, case.arguments, case.client, case.in_doubt, case.expect, case.reasons,
+                _case_line(text, case.name), case.request, earlier)  # fmt: skip
+
+
+def _runtime_case(text: str, case: _RuntimeCase) -> Case:
+    from .runtime_cases import Checkpoint
+
+    point = Checkpoint(case.agent, case.checkpoint, case.tool, case.argument, case.content, case.output,
+                       case.status, case.error, case.error_kind)  # fmt: skip
+    return Case(case.name, "", "", {}, "", False, case.expect, case.reasons, _case_line(text, case.name),
+                checkpoint=point)  # fmt: skip
 
 
 def _case_line(text: str, name: str) -> int:

@@ -21,8 +21,8 @@ def test(
     coverage: bool = typer.Option(False, "--coverage", help="Every rule, how many cases fired it, the unreached."),
     as_json: bool = typer.Option(False, "--json", help="The results (and coverage) as one JSON object."),
 ) -> None:
-    """Run each case against the shipped policy plus the file's rules, loaded as `mcp serve` loads them; exit 1 on
-    any failure."""
+    """Run each case against the shipped policy plus the file's rules, loaded as `mcp serve` (decider "mcp") or `run`
+    (decider "runtime") loads them; exit 1 on any failure."""
     files = [found for path in paths for found in (sorted(path.glob("*_test.toml")) if path.is_dir() else [path])]
     if not files:
         typer.echo(f"error: no *_test.toml file in {', '.join(map(str, paths))}", err=True)
@@ -31,7 +31,13 @@ def test(
     results: list[tuple[Path, CaseResult]] = []
     try:
         for file in files:
-            results += [(file, result) for result in run_mcp_cases(load_case_file(file), counted)]
+            cases = load_case_file(file)
+            if cases.decider == "runtime":
+                from .runtime_cases import run_runtime_cases
+
+                results += [(file, result) for result in run_runtime_cases(cases)]
+            else:
+                results += [(file, result) for result in run_mcp_cases(cases, counted)]
     except GroundstateError as exc:  # a test file or a rule file that cannot be used: no case ran (failures: 1)
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

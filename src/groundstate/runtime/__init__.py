@@ -16,7 +16,7 @@ from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
-from .guards import guard_rules
+from .guards import Answer, GuardKernel, guard_rules
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
@@ -98,6 +98,7 @@ __all__ = [
     "TOOL_CALL",
     "TOOL_RESULT",
     "AgentSpec",
+    "Answer",
     "Attempt",
     "Autopilot",
     "CortexError",
@@ -107,6 +108,7 @@ __all__ = [
     "EventStore",
     "Executor",
     "ExecutorError",
+    "GuardKernel",
     "InProcessExecutor",
     "Invocation",
     "LeaseHeld",

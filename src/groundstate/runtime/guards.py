@@ -112,6 +112,9 @@ def pinned_file(folder: Path, name: str, text: str) -> Path:
 
 
 class GuardKernel:
+    """A run's guard kernel: the pinned guard rules and compiled cortex patterns over what the runtime reports at
+    each checkpoint (pre-flight, a tool call, the end of an attempt, a resume); ``pause`` is what the rules say."""
+
     def __init__(
         self,
         run_id: str,
@@ -151,6 +154,7 @@ class GuardKernel:
                     tx.assert_("mcp_tool_read_only", (Name("/" + name),))
 
     def add_agent(self, workflow: Workflow, agent_id: str) -> None:
+        """An agent a cortex pattern spawned: its role and dependencies become facts."""
         with self.kernel.transaction() as tx:
             self._agent_facts(tx, workflow, agent_id)
 
@@ -162,6 +166,7 @@ class GuardKernel:
 
     # -- reporting ---------------------------------------------------------------------------------------
     def event(self, seq: int, event_type: str, agent: str | None) -> None:
+        """An event of the run's log, as a fact the patterns match on."""
         from .run_events import mangle_name
 
         self._attempted.add(agent or "")
@@ -316,9 +321,11 @@ class GuardKernel:
         return found.to_json()
 
     def interrupts(self) -> list[tuple[str, str]]:
+        """(agent, reason) of every cortex interrupt that fired: the run is aborted."""
         return [(a, r) for _, a, r in self.kernel.match("interrupt", self.run_id, sort=True)]
 
     def spawns(self) -> list[tuple[str, str]]:
+        """(pattern, agent) of every agent a cortex pattern spawns."""
         return [(p, a) for _, p, a in self.kernel.match("spawn_agent", self.run_id, sort=True)]
 
 

@@ -1,0 +1,76 @@
+"""Run a test file's cases against a run's guard rules — the shipped ``guards.mg`` with the file's guard rules,
+cortex patterns and disabled guards, pinned as ``run`` pins a new run's policy — at the checkpoint each case names: a
+tool call before it runs (``tool_call``) or the end of an attempt (``finished``). Each case is judged in a guard
+kernel of its own (one agent, one attempt), so no case sees another's facts."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..runtime import (
+    AGENT_STARTED,
+    TOOL_CALL,
+    Answer,
+    GuardKernel,
+    PinnedPolicy,
+    guard_rules,
+    load_patterns,
+    parse_workflow,
+)
+from .cases import Case, CaseFile
+from .mcp_cases import CaseResult
+
+RUN = "run-policy-test"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a runtime case reports: the agent, the checkpoint and its facts."""
+
+    agent: str
+    checkpoint: str  # tool_call or finished
+    tool: str = ""
+    argument: str = ""
+    content: str | None = None
+    output: str = ""
+    status: str = "success"
+    error: str | None = None
+    error_kind: str = "failure"
+
+
+def run_runtime_cases(cases: CaseFile) -> list[CaseResult]:
+    """Judge each case at its checkpoint: ``pause`` (its reasons ``category: reason``, the leading one first),
+    ``abort`` (a cortex pattern's interrupt) or ``continue``."""
+    policy = PinnedPolicy.of(guard_rules(cases.rules, cases.disabled_guards),
+                             load_patterns(*cases.patterns, disabled=cases.disabled_patterns))  # fmt: skip
+    results = []
+    for case in cases.cases:
+        assert case.checkpoint is not None
+        results.append(_judged(policy, case, case.checkpoint))
+    return results
+
+
+def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint) -> CaseResult:
+    workflow = parse_workflow(f"name: policy-test\nagents:\n  - id: {point.agent}\n    instructions: the case\n"
+                              "    tools: [write_file, read_file, execute_python, web_search]\n")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="groundstate-policy-test-") as folder:
+        (Path(folder) / "workspace").mkdir()
+        guards = GuardKernel(RUN, workflow, Path(folder) / "workspace", policy, Path(folder) / "pinned")
+        guards.preflight(point.agent, {}, 0)
+        guards.event(1, AGENT_STARTED, point.agent)  # the events the runtime reports on the way, as it does
+        if point.checkpoint == "tool_call":
+            guards.event(2, TOOL_CALL, point.agent)
+            pause = guards.tool_call(point.agent, 2, point.tool, point.argument, point.content)
+        else:
+            pause = guards.finished(point.agent, point.status, None, [], point.error, Answer(output=point.output),
+                                    error_kind=point.error_kind)  # fmt: skip
+        interrupts = guards.interrupts() if pause is None else []
+    if interrupts:  # a cortex pattern's interrupt: the run is aborted before anything more happens
+        return CaseResult(case, "abort", list(dict.fromkeys(reason for _, reason in interrupts)), "")
+    if pause is None:
+        return CaseResult(case, "continue", [], "")
+    reasons = [f"{approval.category}: {approval.reason}" for approval in pause.approvals]
+    first = f"{pause.first.category}: {pause.first.reason}"
+    return CaseResult(case, "pause", [first, *[r for r in reasons if r != first]], "")
