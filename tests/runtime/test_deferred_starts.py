@@ -91,7 +91,7 @@ def test_a_slow_answers_start_is_seen_by_other_processes_while_it_thinks(
 ) -> None:
     url, script = model
     script.answers = {agent: [DONE] for agent in ("writer_a", "writer_b", "writer_c")}
-    script.delays = {"writer_a": 1.5}
+    script.delays = {"writer_a": 4.0}  # long enough for a loaded CI machine to start the run and look
     runtime = runtime_at(tmp_path, url)
     run_id = runtime.create(CHAIN, "chain.yaml")
     onlooker = EventStore(runtime.store.url)  # another process's view of the same database
@@ -99,7 +99,7 @@ def test_a_slow_answers_start_is_seen_by_other_processes_while_it_thinks(
 
     async def drive_and_look() -> None:
         driving = asyncio.create_task(runtime.drive(run_id))
-        deadline = time.monotonic() + 1.2  # the model answers after 1.5 s
+        deadline = time.monotonic() + 3.7  # the model answers after 4 s: seen before that, or never
         while time.monotonic() < deadline and not seen:
             await asyncio.sleep(0.05)
             state = await asyncio.to_thread(onlooker.state, run_id)
