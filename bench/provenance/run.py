@@ -18,7 +18,7 @@ from typing import Any
 from mcp_types import Tool, ToolAnnotations
 
 from groundstate.guard import McpPolicy
-from groundstate.guard.history import History
+from groundstate.provenance import History
 
 TOOLS = [Tool(name="read_inbox", input_schema={"type": "object"}, annotations=ToolAnnotations(read_only_hint=True)),
          Tool(name="send_email", input_schema={"type": "object"},

@@ -25,6 +25,7 @@ LAYERS = {
     "packets": 2,
     "providers": 2,
     "store": 2,
+    "provenance": 2,
     "kernel": 3,
     "runtime": 4,
     "guard": 4,

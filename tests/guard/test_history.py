@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.guard.history import MIN_VALUE, History, short_words, words
+from groundstate.provenance import MIN_VALUE, History, short_words, words
 
 TEXT = st.lists(st.sampled_from([*"ab c@1/.:\n", "x9@q.example", " 771203 ", "Alice"]), max_size=16).map("".join)
 
@@ -22,7 +22,7 @@ def test_facts_match_a_direct_scan_within_the_bounds(results: list[str], value: 
     assert len(kept) <= calls and sum(len(seen.text) for seen in kept) <= size
     assert session.overflowed == (len(kept) < len(results) or any(len(t) > size for t in results))
     facts = history.facts(session, "now", [("k", value)])
-    found = {(args[2], str(args[3])) for name, args in facts if name == "mcp_argument_from"}
+    found = {(args[2], str(args[3])) for name, args in facts if name == "flow_argument_from"}
     stripped = value.strip(".:!?*`")
     if len(stripped) < MIN_VALUE and (not stripped or any(c in stripped for c in " \n\"'<>()[]{},;?&=#/\\|")):
         assert found == set()  # nothing, or not one word: no short value to tie
@@ -39,7 +39,7 @@ def test_facts_match_a_direct_scan_within_the_bounds(results: list[str], value: 
         elif (words(folded) - session.request_words) & words(seen.text):
             expected.add((seen.call, "/part"))
     assert found == expected
-    earlier = {args[1] for name, args in facts if name == "mcp_earlier"}
+    earlier = {args[1] for name, args in facts if name == "flow_earlier"}
     assert earlier == {call for call, _ in found}  # every earlier call named is one a value came from
 
 
@@ -49,6 +49,6 @@ def test_a_value_the_user_named_is_reported_as_named() -> None:
     history.declare(session, "Send the report to Alice@Corp.example please")
     history.record(session, "call-1", "mail", "read", "from alice@corp.example: hi")
     facts = history.facts(session, "now", [("to", "alice@corp.example"), ("body", "see https://x.example/r9")])
-    assert ("mcp_argument_in_request", ("now", "to")) in facts
-    assert ("mcp_argument_in_request", ("now", "body")) not in facts
-    assert ("mcp_session_used", ("now", "mail", "read")) in facts and ("mcp_request_declared", ("now",)) in facts
+    assert ("flow_argument_in_request", ("now", "to")) in facts
+    assert ("flow_argument_in_request", ("now", "body")) not in facts
+    assert ("flow_session_used", ("now", "mail", "read")) in facts and ("flow_request_declared", ("now",)) in facts

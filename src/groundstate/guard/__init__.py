@@ -2,10 +2,10 @@
 fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the user's rules; ``ReplyPolicy``
 applies the user's reply rules to what passes through ``groundstate gateway --gate``."""
 
+from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
-from .history import History
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
-from .policy import ArgumentsRefused, ArgumentsTooLarge, McpPolicy, Verdict, call_digest, shipped_rules
+from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
 

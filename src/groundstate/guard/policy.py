@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,25 +18,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..kernel import PolicyInvariantError, why_row
-from ..logic import Float, LogicError, Name
+from ..logic import LogicError, Name
+from ..provenance import flatten, flow_rules
 from .judged import OneAtATime
 from .places import place_facts
-
-MAX_ARGUMENT_FACTS = 256  # flattened argument values reported per call; beyond, the call is refused
-MAX_VALUE_CHARS = 1_000_000  # characters of one string argument (the engine's bound on a string); longer: refused
-MAX_ARGUMENT_DEPTH = 32  # nesting of the arguments; deeper is refused
 
 
 def shipped_rules() -> Path:
     """The shipped ``mcp.mg``."""
     return Path(str(resources.files("groundstate.guard") / "defaults" / "mcp.mg"))
-
-
-def provenance_rules() -> Path:
-    """The shipped ``provenance.mg``: where each argument came from, and which flows are refused or held."""
-    return Path(str(resources.files("groundstate.guard") / "defaults" / "provenance.mg"))
 
 
 Provenance = Callable[[str, list[tuple[str, Any]]], list[tuple[str, tuple[Any, ...]]]]
@@ -55,31 +45,18 @@ class Verdict:
     why: str
 
 
-class ArgumentsRefused(InputError, ValueError):
-    """A call's arguments the policy cannot judge as they would be forwarded; the call is refused, never cut."""
-
-
-class ArgumentsTooLarge(ArgumentsRefused):
-    """A call's arguments flatten to more facts than the guard reports, nest too deep, or hold too long a string."""
-
-
-class NotJsonNumber(ArgumentsRefused):
-    """An argument is NaN or an infinity: JSON has no such number, so what would be forwarded (``null``) is not what
-    a rule would judge."""
-
-
 class McpPolicy:
     """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
 
     def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False) -> None:
-        sources = [shipped_rules(), provenance_rules(), *(files or [])]
+        sources = [shipped_rules(), flow_rules(), *(files or [])]
         self._calls = OneAtATime(sources, "groundstate-mcp-")
         # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
         # client (the refusal's _meta) and the install paths are the operator's business
         self._named = sorted(((str(path), path.name) for path in sources), key=lambda pair: -len(pair[0]))
         self.kernel = self._calls.kernel
         if labels_may_loosen:
-            self.kernel.assert_facts("mcp_labels_may_loosen", ())
+            self.kernel.assert_facts("flow_labels_may_loosen", ())
 
     def add_tools(self, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None = None) -> None:
         """Report an upstream server's tools, what their annotations say and the labels the configuration gives
@@ -94,9 +71,9 @@ class McpPolicy:
                 elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
                     tx.assert_("mcp_destructive", (server, tool.name))
                 if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
-                    tx.assert_("mcp_open_world", (server, tool.name))
+                    tx.assert_("flow_open_world", (server, tool.name))
                 for label in (labels or {}).get(tool.name, []):
-                    tx.assert_("mcp_label", (server, tool.name, Name("/" + label)))
+                    tx.assert_("flow_label", (server, tool.name, Name("/" + label)))
 
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False,
                provenance: Provenance | None = None, observe: Callable[[Any], None] | None = None
@@ -108,7 +85,7 @@ class McpPolicy:
         ``provenance``: the session's facts about where each argument came from (``History.facts``).
         ``observe``: called with the kernel while the call's facts hold (a policy test's coverage reads it)."""
         call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
-        flattened = _flatten(arguments)  # first: refused arguments are never hashed
+        flattened = flatten(arguments)  # first: refused arguments are never hashed
         digest = call_digest(server, tool, arguments)
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
@@ -155,44 +132,7 @@ def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _flatten(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(key, typed value) for every leaf: strings, integers, floats, /true, /false, /null — iteratively, so depth
-    costs no stack. What the rules see is exactly what is forwarded: a string longer than MAX_VALUE_CHARS, more
-    than MAX_ARGUMENT_FACTS values or nesting deeper than MAX_ARGUMENT_DEPTH is refused (ArgumentsTooLarge), never
-    cut — a cut value would be judged while the whole one went upstream."""
-    leaves: list[tuple[str, Any]] = []
-    pending: list[tuple[str, Any, int]] = [("", arguments, 0)]
-    while pending:
-        key, value, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth >= MAX_ARGUMENT_DEPTH:
-                raise ArgumentsTooLarge(f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels (at {key!r})")
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            inner = [(f"{key}.{name}" if key else str(name), item, depth + 1) for name, item in items]
-            pending.extend(reversed(inner))  # popped in the arguments' own order
-        elif isinstance(value, bool):
-            leaves.append((key, Name("/true" if value else "/false")))
-        elif value is None:
-            leaves.append((key, Name("/null")))
-        elif isinstance(value, int):
-            leaves.append((key, value))
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise NotJsonNumber(f"the argument {key!r} is {value!r}, which JSON cannot carry (it would be "
-                                    "forwarded as null): the call is refused")  # fmt: skip
-            leaves.append((key, Float(value)))
-        else:
-            text = str(value)
-            if len(text) > MAX_VALUE_CHARS:
-                raise ArgumentsTooLarge(f"the argument {key!r} has {len(text)} characters; the policy judges at most "
-                                        f"{MAX_VALUE_CHARS} (the call is refused, not cut)")  # fmt: skip
-            leaves.append((key, text))
-        if len(leaves) > MAX_ARGUMENT_FACTS:
-            raise ArgumentsTooLarge(f"the arguments have more than {MAX_ARGUMENT_FACTS} values")
-    return leaves
-
-
 def check_arguments(arguments: dict[str, Any]) -> None:
     """Refuse (ArgumentsRefused) arguments the policy could not judge whole, before anything hashes or stores
     them."""
-    _flatten(arguments)
+    flatten(arguments)

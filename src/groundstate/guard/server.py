@@ -34,13 +34,13 @@ from mcp.shared.exceptions import MCPError
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
 from ..errors import GroundstateError
+from ..provenance import ArgumentsRefused, History, Session, reading
 from ..providers import UpstreamError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
-from .history import History, Session, reading
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger
-from .policy import ArgumentsRefused, McpPolicy, Verdict, check_arguments
+from .policy import McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
 
 DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision

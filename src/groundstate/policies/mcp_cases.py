@@ -1,4 +1,4 @@
-"""Run a test file's cases against the MCP guard's policy — the shipped ``mcp.mg`` and ``provenance.mg`` with the
+"""Run a test file's cases against the MCP guard's policy — the shipped ``mcp.mg`` and ``flows.mg`` with the
 file's rules, loaded by ``McpPolicy`` exactly as ``mcp serve`` loads ``[mcp] policy`` — and count, for coverage, the
 cases in which each rule derived something."""
 

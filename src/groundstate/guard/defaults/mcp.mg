@@ -44,7 +44,7 @@ Decl mcp_denied(Call, Reason)
 
 # -- the shipped policy: read-only tools pass, anything else waits for an operator -----------------------------
 # unless one of your rules says a call may run unattended (mcp_unattended): then it is permitted with your reason,
-# and every other rule still applies — a denial (yours, provenance.mg's) wins, provenance's holds and an in-doubt
+# and every other rule still applies — a denial (yours, flows.mg's) wins, the flows' holds and an in-doubt
 # call still wait for an operator. Only the two holds below give way to it.
 Decl mcp_unattended(Call, Reason)
   descr [doc("A user rule lets this call run without an operator's approval (the shipped write holds give way; denials and other holds do not).")]
@@ -62,6 +62,13 @@ mcp_needs_approval(C, Reason) :-
 mcp_needs_approval(C, Reason) :-
   mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T), !mcp_has_unattended(C),
   Reason = fn:string:concat(S, "/", T, " changes things (it is not read-only): an operator approves it first").
+
+# -- where each value came from: the shipped flows.mg (shared with the runtime) judges the call's flows -----------
+flow_call(C, S, T) :- mcp_call(C, S, T, _, _).
+flow_tool(S, T) :- mcp_tool(S, T).
+flow_read_only(S, T) :- mcp_read_only(S, T).
+mcp_denied(C, Reason) :- flow_denied(C, Reason).
+mcp_needs_approval(C, Reason) :- flow_needs_approval(C, Reason).
 
 # -- the tool journal: a call that may already have taken effect is never repeated without an operator ----------
 mcp_needs_approval(C, Reason) :-

@@ -5,9 +5,9 @@ calls and ``history_bytes`` bytes of results; past either bound the oldest are d
 so the rules can only become stricter) and the user's request as the client declared it
 (``_meta["groundstate/request"]`` on ``tools/call``). For a new call it reports, never decides:
 
-- ``mcp_session_used(Call, Server, Tool)``: each tool whose results the session still holds;
-- ``mcp_earlier(Call, Earlier, Server, Tool)``: each earlier call an argument's value was found in;
-- ``mcp_argument_from(Call, Key, Earlier, How)``: the argument ``Key``'s value — one the user's request does not
+- ``flow_session_used(Call, Server, Tool)``: each tool whose results the session still holds;
+- ``flow_earlier(Call, Earlier, Server, Tool)``: each earlier call an argument's value was found in;
+- ``flow_argument_from(Call, Key, Earlier, How)``: the argument ``Key``'s value — one the user's request does not
   name (a named value is the user's, wherever else it occurs; not scanning for it halves a decision's cost) — occurs
   in ``Earlier``'s result —
   ``/whole`` (the value, at least ``MIN_VALUE`` characters, appears in the result's text as it is), ``/part`` (the
@@ -18,12 +18,12 @@ so the rules can only become stricter) and the user's request as the client decl
 - a short value (fewer than ``MIN_VALUE`` characters: an id such as ``13``) is tied only where it is a word of its
   own (``13`` in "delete file 13", not in "2024-05-13"): ``/field`` where a result holds it as a datum, else
   ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
-- ``mcp_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
+- ``flow_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
-- ``mcp_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
+- ``flow_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
   not a calendar date or a time of day — a value that can name or carry something (a date carries no address, no
   code, no instruction: see ``_CALENDAR``);
-- ``mcp_request_declared(Call)``, ``mcp_session_overflowed(Call)``.
+- ``flow_request_declared(Call)``, ``flow_session_overflowed(Call)``.
 
 Matching is linear: a value is searched once in all kept results joined (``str.find``, C speed) and its
 distinctive words are looked up in an index of the results' words, built once when a result is kept. What value
@@ -277,46 +277,46 @@ class History:
             return self._facts(session, call, flattened)
 
     def _facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
-        out: list[Fact] = [("mcp_session_used", (call, server, tool)) for server, tool in session.used]
+        out: list[Fact] = [("flow_session_used", (call, server, tool)) for server, tool in session.used]
         if session.request:
-            out.append(("mcp_request_declared", (call,)))
+            out.append(("flow_request_declared", (call,)))
         if session.overflowed:
-            out.append(("mcp_session_overflowed", (call,)))
+            out.append(("flow_session_overflowed", (call,)))
         numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
         named: dict[str, Seen] = {}
         values, shorts = _candidates(flattened)
         for key, folded in shorts:
             if folded in session.request_short:
-                out.append(("mcp_argument_in_request", (call, key)))
+                out.append(("flow_argument_in_request", (call, key)))
                 continue
             # A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
             # a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some
             # result holds as a datum is not also tied to every prose that happens to hold the word.
             holding = [seen for seen in session.calls if seen.fields.get(folded)]
             for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
-                out.append(("mcp_argument_from", (call, key, seen.call, FIELD if holding else PART)))
+                out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
                 named[seen.call] = seen
         for key, folded in values:
-            out.append(("mcp_text_argument", (call, key)))
+            out.append(("flow_text_argument", (call, key)))
             own = words(folded)
             if folded in session.request or (own and own <= session.request_words and not _rest(folded, own)):
-                out.append(("mcp_argument_in_request", (call, key)))
+                out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             whole = session.containing(folded)
             for seen in whole:
                 data = seen.fields.get(folded, 0)
                 if data:
-                    out.append(("mcp_argument_from", (call, key, seen.call, FIELD)))
+                    out.append(("flow_argument_from", (call, key, seen.call, FIELD)))
                 if not data or seen.text.count(folded) > data:  # also in its prose
-                    out.append(("mcp_argument_from", (call, key, seen.call, WHOLE)))
+                    out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
             unnamed = own - session.request_words  # a word the user named ties the value to no result
             for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
                 seen = numbers[number]
-                out.append(("mcp_argument_from", (call, key, seen.call, PART)))
+                out.append(("flow_argument_from", (call, key, seen.call, PART)))
                 named[seen.call] = seen
-        out += [("mcp_earlier", (call, seen.call, seen.server, seen.tool)) for seen in named.values()]
+        out += [("flow_earlier", (call, seen.call, seen.server, seen.tool)) for seen in named.values()]
         return out
 
 

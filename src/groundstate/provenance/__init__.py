@@ -1,0 +1,44 @@
+"""groundstate.provenance — where every value of a call came from, reported as facts, and the shipped rules on the
+flows they reveal (``flows.mg``). The MCP guard (per client session) and the runtime (per run and agent) keep the
+results their calls returned in a ``History`` and ask it, for each new call, which earlier results and whether the
+user's request hold each argument's value; both load the same ``flows.mg``, so both decide by the same rules.
+docs/provenance.md explains the facts, the rules and what value matching cannot see."""
+
+from importlib import resources
+from pathlib import Path
+
+from .arguments import (
+    MAX_ARGUMENT_DEPTH,
+    MAX_ARGUMENT_FACTS,
+    MAX_VALUE_CHARS,
+    ArgumentsRefused,
+    ArgumentsTooLarge,
+    NotJsonNumber,
+    flatten,
+)
+from .history import MAX_SESSIONS, MIN_VALUE, History, Reading, Session, reading, short_words, words
+
+
+def flow_rules() -> Path:
+    """The shipped ``flows.mg``: which flows of values are refused or held (the guard's and the runtime's)."""
+    return Path(str(resources.files("groundstate.provenance") / "defaults" / "flows.mg"))
+
+
+__all__ = [
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_ARGUMENT_FACTS",
+    "MAX_SESSIONS",
+    "MAX_VALUE_CHARS",
+    "MIN_VALUE",
+    "ArgumentsRefused",
+    "ArgumentsTooLarge",
+    "History",
+    "NotJsonNumber",
+    "Reading",
+    "Session",
+    "flatten",
+    "flow_rules",
+    "reading",
+    "short_words",
+    "words",
+]
