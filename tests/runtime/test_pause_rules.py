@@ -6,7 +6,7 @@ from pathlib import Path
 
 from groundstate.logic import Name
 from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import GuardKernel, defaults_dir
+from groundstate.runtime.guards import GuardKernel, guard_rules
 from groundstate.runtime.policy import PinnedPolicy
 
 FLOW = parse_workflow("""
@@ -25,7 +25,7 @@ needs_approval(R, A, /quality, "P: another quality reason") :- tool_call(R, A, _
 
 def guards(tmp_path: Path, extra: str = "") -> GuardKernel:
     (tmp_path / "ws").mkdir(exist_ok=True)
-    shipped = (defaults_dir() / "guards.mg").read_text(encoding="utf-8")
+    shipped = guard_rules([])
     policy = PinnedPolicy.of(shipped + RULES + extra, [])  # the rules under test join the shipped guard rules
     return GuardKernel("run-1", FLOW, tmp_path / "ws", policy, tmp_path / "state")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import GuardKernel, defaults_dir, pinned_file
+from groundstate.runtime.guards import GuardKernel, guard_rules, pinned_file
 from groundstate.runtime.policy import PinnedPolicy
 
 FLOW = parse_workflow("""
@@ -19,7 +19,7 @@ EXTRA = 'needs_approval(R, A, /quality, "extra") :- tool_call(R, A, _, /web_sear
 
 
 def policy(extra: str = "") -> PinnedPolicy:
-    return PinnedPolicy.of((defaults_dir() / "guards.mg").read_text(encoding="utf-8") + extra, [])
+    return PinnedPolicy.of(guard_rules([]) + extra, [])
 
 
 def test_runs_under_one_policy_share_its_file_and_its_parse(tmp_path: Path) -> None:

@@ -19,10 +19,13 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
 from ..logic import Float, Name
+from ..provenance import flow_rules
 from .backends import Signals
 from .cortex import pattern_reasons
 from .policy import PinnedPolicy
 from .workflow import Workflow
+
+Fact = tuple[str, tuple[Any, ...]]
 
 ATTEMPT_FACTS = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
@@ -83,15 +86,15 @@ def guard_rules(files: list[Path], disabled: Sequence[str] = ()) -> str:
     the configuration disables explicitly (``policy.disable_guards``; a name no shipped breaker has is refused)."""
     import tempfile
 
-    shipped = defaults_dir() / "guards.mg"
+    shipped = [defaults_dir() / "guards.mg", flow_rules()]  # the breakers, and the flows of values they obey
     with tempfile.TemporaryDirectory() as empty:
-        kernel = Kernel(Path(empty), extra_sources=[shipped, *files])  # LogicError naming the file and line
+        kernel = Kernel(Path(empty), extra_sources=[*shipped, *files])  # LogicError naming the file and line
     names = {str(name).lstrip("/") for (name,) in kernel.query("shipped_guard(N)")}
     unknown = sorted(set(disabled) - names)
     if unknown:
         raise ConfigurationError(f"policy.disable_guards: {', '.join(unknown)}: no shipped breaker has that name "
                                  f"(shipped: {', '.join(sorted(names))})")  # fmt: skip
-    parts = [shipped.read_text(encoding="utf-8")]
+    parts = [file.read_text(encoding="utf-8") for file in shipped]
     parts += [f"# from {file}\n{file.read_text(encoding='utf-8')}" for file in files]
     if disabled:
         parts.append("# disabled by the configuration (policy.disable_guards)")
@@ -132,6 +135,9 @@ class GuardKernel:
         # this kernel is told about): an agent's first pre-flight has nothing to forget and skips ~30 lookups
         self._attempted: set[str] = {str(row[1]) for p in ATTEMPT_FACTS for row in self.kernel.match(p, run_id)}
         self._attempted.update(str(row[3]) for row in self.kernel.match("event", run_id))
+        # a run pinned before flows.mg was shipped has no rules on flows: its calls are not reported to them
+        self.judges_flows = "flow_call" in self.kernel.engine.analyzed.predicates
+        self._flows: dict[str, list[Fact]] = {}  # per agent: the flow facts of the call checked last
         with self.kernel.transaction() as tx:
             tx.assert_("cortex_reason", *pattern_reasons(list(policy.patterns)))  # values, never rule text
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
@@ -152,6 +158,14 @@ class GuardKernel:
                 tx.assert_("mcp_tool_of", (Name("/" + name), server, tool))
                 if read_only:
                     tx.assert_("mcp_tool_read_only", (Name("/" + name),))
+
+    def flow_tools(self, facts: list[Fact]) -> None:
+        """What the run's tools are, as flows.mg reads them (``runtime/flows.py``: flow_tool, flow_read_only,
+        flow_open_world, flow_label, flow_carries)."""
+        if self.judges_flows and facts:
+            with self.kernel.transaction() as tx:
+                for predicate, row in facts:
+                    tx.assert_(predicate, row)
 
     def add_agent(self, workflow: Workflow, agent_id: str) -> None:
         """An agent a cortex pattern spawned: its role and dependencies become facts."""
@@ -196,14 +210,24 @@ class GuardKernel:
         argument: str,
         content: str | None = None,
         approved: list[tuple[str, str]] | None = None,
+        flows: tuple[str, list[Fact]] | None = None,
     ) -> PauseDecision | None:
         """A requested call, before it runs: its tool, argument and (for writes) content become facts, and it is the
         ``current_call``. ``approved``: it is identical to a call an operator let through by retrying the pause that
-        held it, and these (category, reason) are what they saw then (``approved_reason``)."""
+        held it, and these (category, reason) are what they saw then (``approved_reason``). ``flows``: the call's
+        name in flows.mg and the facts of where its values came from (``RunFlows.call``), which hold while it is
+        the agent's current call; ``refusals`` reads what flows.mg refuses."""
         with self.kernel.transaction() as tx:
             self._attempted.add(agent)
             tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
             tx.assert_("current_call", (self.run_id, agent, seq))
+            self._forget_flows(tx, agent)
+            if flows is not None and self.judges_flows:
+                name, facts = flows
+                facts = [("call_flow", (self.run_id, agent, seq, name)), *facts]
+                for predicate, row in facts:
+                    tx.assert_(predicate, row)
+                self._flows[agent] = facts
             for category, reason in approved or []:
                 tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
             tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
@@ -213,6 +237,20 @@ class GuardKernel:
                 if digest:
                     tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
         return self.pause(agent, "tool_call")
+
+    def refusals(self, agent: str, seq: int) -> list[str]:
+        """Why flows.mg refuses the agent's call ``seq`` (checked last by ``tool_call``); empty: it may run."""
+        return [str(row[3]) for row in self.kernel.match("tool_call_refused", self.run_id, agent, seq, sort=True)]
+
+    def why_refused(self, agent: str, seq: int, reason: str) -> dict[str, Any]:
+        """The rules and facts that refused the call (its derivation names the earlier call whose result the value
+        came from), as a tree kept in the call's ToolResult."""
+        return why_row(self.kernel, "tool_call_refused", self.run_id, agent, seq, reason).to_json()
+
+    def _forget_flows(self, tx: Transaction, agent: str) -> None:
+        """The flow facts of the agent's previous call go: they are about that call alone."""
+        for predicate, row in self._flows.pop(agent, []):
+            tx.retract(predicate, row)
 
     def in_doubt(self, agent: str, calls: list[tuple[str, str]]) -> PauseDecision | None:
         """The run resumes and the tool journal holds ``calls`` (tool, target) of the agent that were running when the
@@ -237,6 +275,7 @@ class GuardKernel:
         """The invocation ended: its outcome, what the model sent (``answer``) and what the run has spent become
         facts; a hard ``error`` with its kind (``error_kind``: transport, timeout, cut_off, ...)."""
         with self.kernel.transaction() as tx:
+            self._forget_flows(tx, agent)  # a call's flows are judged at its /tool_call checkpoint only
             self._attempted.add(agent)
             if answer is not None:
                 self._answer(tx, agent, answer)
@@ -289,6 +328,7 @@ class GuardKernel:
 
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
         """Retract the agent's previous attempt: its facts and its events (none before its first)."""
+        self._forget_flows(tx, agent)
         if agent not in self._attempted:
             return
         for predicate in ATTEMPT_FACTS:  # looked up through the (run, agent) index: no scan of the run, no parsing

@@ -48,6 +48,7 @@ from ..kernel import (
 )
 from ..logic import Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
+from ..provenance import ArgumentsRefused
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..store import ToolJournal, decision_refused, this_process
 from ..wire import Mode
@@ -56,6 +57,7 @@ from .backends import Backend, Piece, Signals, check_model_spec, make_backend, o
 from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
 from .deferred_starts import DeferredStarts
+from .flows import RunFlows, natures
 from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
@@ -182,6 +184,7 @@ class RunContext:
     prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
     mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
+    flows: RunFlows | None = None  # where each value of a tool call came from (runtime/flows.py)
     starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
     readiness: Readiness = field(default_factory=Readiness)  # which pending agents may start (runtime/readiness.py)
     turn: TurnBatch = field(init=False)  # events written at the end of this turn of the loop (runtime/turn_batch.py)
@@ -431,6 +434,12 @@ class Runtime:
             ctx.described = {name: ctx.mcp.describe(name) for name in ctx.mcp.tools}
             given = {agent_tool_name(ref) for ref in refs}  # the workflow's MCP tools, not every one a server lists
             ctx.guards.mcp_tools([tool for tool in ctx.mcp.listed() if tool[0] in given])
+        settings = self.settings.mcp
+        labels = {name: dict(server.labels) for name, server in settings.servers.items()}
+        ctx.flows = RunFlows(workflow, natures(workflow, ctx.mcp.tools if ctx.mcp is not None else {}, labels),
+                             labels_may_loosen=settings.labels_may_loosen, max_calls=settings.history_calls,
+                             max_bytes=settings.history_bytes)  # fmt: skip
+        ctx.guards.flow_tools(ctx.flows.tool_facts())
         return ctx
 
     def _mcp_tools(self) -> McpTools:
@@ -709,6 +718,8 @@ class Runtime:
             if spec.id not in state.nodes:
                 ctx.workflow.agents.append(spec)
                 ctx.guards.add_agent(ctx.workflow, spec.id)
+                if ctx.flows is not None:
+                    ctx.guards.flow_tools(ctx.flows.agent_facts(spec))
                 self._emit(ctx, ev.NODE_CREATED, None, {"agent": spec.id, "spec": spec.model_dump()})
         return False
 
@@ -915,6 +926,7 @@ class Runtime:
         calls: list[int] = []
         approvals = list(self.store.state(ctx.run_id).approved_calls.get(agent, []))  # each lets one call through
         checked: list[Request] = []  # the requests, those an operator approved marked so for the constitution
+        refused: dict[int, str] = {}  # calls flows.mg refused (by ToolCall seq): they get their result now
         for request in requests:
             tool = request.type.lstrip("/")
             argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
@@ -929,40 +941,80 @@ class Runtime:
             checked.append(replace(request, operator_approved=True) if approved is not None else request)
             with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
                                                  "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
+                try:
+                    flows = self._flows_of(ctx, agent, call.seq, tool, request)
+                except ArgumentsRefused as exc:  # what the rules cannot judge whole does not run either
+                    flows, refused[call.seq] = None, f"refused: {exc}"
                 pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
-                                             approved.reasons if approved is not None else None)  # fmt: skip
-                tracing.note(deciding, groundstate__decision="pause" if pause else "continue")
+                                             approved.reasons if approved is not None else None,
+                                             flows=flows)  # fmt: skip
+                denial = refused.get(call.seq) or next(iter(ctx.guards.refusals(agent, call.seq)), None)
+                tracing.note(deciding, groundstate__decision="deny" if denial else "pause" if pause else "continue")
+            if denial is not None:  # a refusal wins over a pause: the call does not run, the agent reads why
+                refused[call.seq] = denial
+                why = ctx.guards.why_refused(agent, call.seq, denial) if flows is not None else None
+                self._emit(ctx, ev.TOOL_RESULT, agent, {
+                    "call": call.seq, "tool": tool, "decision": "/deny", "status": None, "output": "",
+                    "reason": denial, **({"why": why} if why else {})})  # fmt: skip
+                continue
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
-                    self._emit(ctx, ev.TOOL_RESULT, agent, {
-                        "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
-                        "reason": HELD_FOR_OPERATOR})  # fmt: skip
+                    if seq not in refused:
+                        self._emit(ctx, ev.TOOL_RESULT, agent, {
+                            "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None,
+                            "output": "", "reason": HELD_FOR_OPERATOR})  # fmt: skip
                 self._request_approval(ctx, agent, pause, "tool_call", gated.surface, outcome.thinking,
                                        held_call=call.seq, usage=outcome.usage())  # fmt: skip
                 outcome.paused = True
                 return False
+        running = [(request, seq, mine) for request, seq, mine in zip(requests, calls, checked, strict=True)
+                   if seq not in refused]  # fmt: skip
         if ctx.policy.acting and ctx.guards.interrupts():  # a pattern on ToolCall acts before the call, never after
-            for seq, held in zip(calls, requests, strict=True):
+            for held, seq, _ in running:
                 self._emit(ctx, ev.TOOL_RESULT, agent, {
                     "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
                     "reason": INTERRUPTED_BEFORE_CALL})  # fmt: skip
             self._cortex_actions(ctx, agent)
             outcome.paused = True  # the run is aborted: this attempt writes nothing more
             return False
+        results: dict[int, tuple[str, ActionReport | None, str]] = {
+            seq: (request.type.lstrip("/"), None, refused[seq]) for request, seq in zip(requests, calls, strict=True)
+            if seq in refused}  # fmt: skip
+        if running:
+            self._run_calls(ctx, invocation, gated, running, outcome, results)
+        invocation.messages.append({"role": "assistant", "content": "".join(invocation.raw)})
+        invocation.raw.clear()
+        summary = _summary([results[seq] for seq in calls if seq in results])
+        invocation.messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\n"
+                                                                "Now answer the task."})  # fmt: skip
+        return True
+
+    def _run_calls(
+        self,
+        ctx: RunContext,
+        invocation: Invocation,
+        gated: GateResult,
+        running: list[tuple[Request, int, Request]],
+        outcome: Outcome,
+        results: dict[int, tuple[str, ActionReport | None, str]],
+    ) -> None:
+        """The kernel decides and runs the round's calls nothing refused or held (``running``: each request, its
+        ToolCall's seq and the request as checked), one by one; each gets its ToolResult and its line in
+        ``results``."""
+        agent = invocation.spec.id
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
         with tracing.span("execute_tool", {"gen_ai.operation.name": "execute_tool",
-                                           "groundstate.tools": ",".join(r.type.lstrip("/") for r in requests)}):
-            reports = shards.step_gated(gated, checked)  # the kernel decides and runs them, one by one
+                                           "groundstate.tools": ",".join(r.type.lstrip("/") for r, _, _ in running)}):
+            reports = shards.step_gated(gated, [mine for _, _, mine in running])  # the kernel decides and runs them
             # each call's decision and outcome, a span under the round's
             outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
             by_source = {r.source: r for r in reports}
-            results: list[tuple[str, ActionReport | None]] = []
-            for request, call_seq, source in zip(requests, calls, shards.request_ids, strict=True):
+            for (request, call_seq, _), source in zip(running, shards.request_ids, strict=True):
                 tool = request.type.lstrip("/")
                 report = by_source.get(source)
-                results.append((tool, report))
+                results[call_seq] = (tool, report, "")
                 result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
                           "reason": report.reason if report else "the kernel took no action for this request",
                           "status": report.status if report else None,
@@ -978,11 +1030,16 @@ class Runtime:
                 self._emit(ctx, ev.TOOL_RESULT, agent, result)
                 if report is not None and report.status == "/success":
                     outcome.executed.append(tool)
-        invocation.messages.append({"role": "assistant", "content": "".join(invocation.raw)})
-        invocation.raw.clear()
-        invocation.messages.append({"role": "user", "content": f"Tool results:\n{_summary(results)}\n\n"
-                                                                "Now answer the task."})  # fmt: skip
-        return True
+
+    def _flows_of(
+        self, ctx: RunContext, agent: str, seq: int, tool: str, request: Request
+    ) -> tuple[str, list[tuple[str, tuple[Any, ...]]]] | None:
+        """Where each value of the call came from (runtime/flows.py), for the rules on flows; None when the run's
+        pinned rules have none (a run created before they were shipped)."""
+        if ctx.flows is None or not ctx.guards.judges_flows:
+            return None
+        state = self.store.state(ctx.run_id)
+        return ctx.flows.call(state, agent, seq, tool, request.target, request.payload)
 
     def _agent_shards(self, ctx: RunContext, spec: AgentSpec, journal_scope: str = "") -> Shards:
         """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
@@ -1129,11 +1186,12 @@ def _open_ones(state: RunState) -> str:
     return " (open: " + ", ".join(f"{p.id} for {p.agent or 'the run'}" for p in state.pauses) + ")"
 
 
-def _summary(results: list[tuple[str, ActionReport | None]]) -> str:
+def _summary(results: list[tuple[str, ActionReport | None, str]]) -> str:
+    """The round's results as the agent reads them: each call's decision, status and output, or why it was refused."""
     return "\n\n".join(
         f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
-        if report is not None else f"Tool {tool}: not run"
-        for tool, report in results
+        if report is not None else f"Tool {tool} (/deny {refusal}): not run" if refusal else f"Tool {tool}: not run"
+        for tool, report, refusal in results
     )  # fmt: skip
 
 

@@ -118,7 +118,7 @@ Decl shipped_guard(Name) descr [doc("A breaker this file ships, by name.")] boun
 shipped_guard(/context_drought). shipped_guard(/semantic_null). shipped_guard(/protocol_violation).
 shipped_guard(/hard_error). shipped_guard(/refusal). shipped_guard(/native_tool_call). shipped_guard(/content_filter).
 shipped_guard(/token_budget). shipped_guard(/time_budget). shipped_guard(/wall_time_budget). shipped_guard(/cost_budget).
-shipped_guard(/mcp_writes). shipped_guard(/cut_off).
+shipped_guard(/mcp_writes). shipped_guard(/cut_off). shipped_guard(/provenance).
 Decl guard_disabled(Name) descr [doc("A shipped breaker the configuration disabled (policy.disable_guards).")]
   bound [/name].
 
@@ -174,6 +174,22 @@ paused_for(R, A, /quality, /cut_off, Reason) :-
 paused_for(R, A, /safety, /mcp_write, Reason) :-
   !guard_disabled(/mcp_writes), tool_call(R, A, _, Tool, _), mcp_tool_of(Tool, Server, Name), !mcp_tool_read_only(Tool),
   Reason = fn:string:concat("The MCP tool ", Server, "/", Name, " is not marked read-only: an operator approves the call first.").
+
+# -- where each value came from: the shipped flows.mg (shared with the MCP guard) judges the flows of a call --------
+# The runtime reports, for the call being checked, which earlier results of the agent's session (its tool results
+# this attempt; its upstream agents' tool results and outputs) hold each argument's value, and whether the workflow's
+# request names it (runtime/flows.py). A flow flows.mg refuses is a refused call: it does not run, the agent reads why
+# in its tool results and goes on. A flow that needs an operator pauses the run before the call.
+Decl call_flow(Run, Agent, Seq, Call)
+  descr [doc("The tool call Seq of the agent is the call Call of flows.mg (the facts of its flows are reported under Call while it is checked).")]
+  bound [/string, /string, /number, /string].
+Decl tool_call_refused(Run, Agent, Seq, Reason)
+  descr [doc("The tool call being checked is refused: it does not run, and the agent reads why in its tool results.")]
+  bound [/string, /string, /number, /string].
+tool_call_refused(R, A, Seq, Reason) :-
+  !guard_disabled(/provenance), current_call(R, A, Seq), call_flow(R, A, Seq, C), flow_denied(C, Reason).
+paused_for(R, A, /safety, /provenance, Reason) :-
+  !guard_disabled(/provenance), current_call(R, A, Seq), call_flow(R, A, Seq, C), flow_needs_approval(C, Reason).
 
 # -- on resume: a tool call in doubt (not a breaker one can disable: an effect must never repeat unasked) ----------
 paused_for(R, A, /safety, /in_doubt, Reason) :-
@@ -244,7 +260,7 @@ Decl cause_rank(Cause, Rank)
   bound [/name, /number].
 cause_rank(/transport, 1). cause_rank(/timeout, 1). cause_rank(/cut_off, 1). cause_rank(/in_doubt, 1).
 cause_rank(/refusal, 2). cause_rank(/content_filter, 2). cause_rank(/budget, 2). cause_rank(/provider, 2).
-cause_rank(/backend, 2). cause_rank(/prompt_too_long, 2). cause_rank(/mcp_write, 3).
+cause_rank(/backend, 2). cause_rank(/prompt_too_long, 2). cause_rank(/mcp_write, 3). cause_rank(/provenance, 2).
 cause_rank(/packet, 3). cause_rank(/tool_requests, 3). cause_rank(/internal, 3). cause_rank(/failure, 3).
 cause_rank(/native_tool_call, 4). cause_rank(/protocol_violation, 4). cause_rank(/context_drought, 4).
 cause_rank(/semantic_null, 5).  # an agent that did not run its mandatory tool and found nothing: the first is why
@@ -290,6 +306,7 @@ cause_hint(/refusal, "The model refused: rephrase the instructions, then Execute
 cause_hint(/content_filter, "The provider's content filter stopped the answer: rephrase the instructions, then Execute; or Skip.").
 cause_hint(/budget, "The run's budget is spent: raise it in the configuration ([budgets]) and re-pin the run (groundstate runs repin), or Abort.").
 cause_hint(/native_tool_call, "The model called a tool natively; tools are requested in the control packet: Execute to ask again, or use a model that follows the protocol.").
+cause_hint(/provenance, "A value of the call came from content others wrote, or was never named by the workflow: check it in the call, then Execute to let it run once, or Skip or Abort.").
 cause_hint(/in_doubt, "Check whether the call took effect (its target), then Execute to run the agent again, or Skip to leave it as it is.").
 Decl hint_candidate(Run, Agent, Checkpoint, Hint)
   descr [doc("A hint for the cause the pause leads with.")] bound [/string, /string, /name, /string].

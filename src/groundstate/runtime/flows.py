@@ -1,0 +1,194 @@
+"""Where every value of an agent's tool call came from, reported for the shipped ``flows.mg`` — the rules the MCP
+guard decides by too — over the run's own history. Python reports; guards.mg and flows.mg decide.
+
+An agent's session is what its context held, rebuilt from the run's log at each call (so a driver that resumes the
+run elsewhere sees the same): the results of its tool calls in this attempt and, for every agent upstream of it
+(transitively), that agent's tool results and its output. An agent's output carries what its context held: content
+a researcher read on the web taints what a writer downstream copies out of the researcher's summary, and the
+derivation names the web search it came from. The user's request is the workflow's: its agents' instructions and
+the operator's edits of them.
+
+Tools are named as flows.mg sees them: the runtime's own (``web_search``, ``write_file``, ...) and your Python tools
+under the server ``groundstate``, an MCP tool under its server and its own name, an upstream agent's output under
+``agent``. ``web_search`` reaches the open world (its results are written by others, and a query is a message to
+whoever serves the search); the workspace's tools and ``execute_python`` (no network in the sandbox) are closed
+world; a Python tool run outside the sandbox is open world, as MCP assumes of a tool that says nothing. MCP tools are
+as their servers annotate them, with the labels of ``[mcp.servers.NAME.labels]`` — and their results count as
+written by others in a workflow whatever the annotations say (a label only ever adds to that).
+
+A call's arguments are flattened as the guard flattens them: an MCP tool's JSON object by its keys; a built-in
+tool's as ``target`` and ``payload`` (the ToolCall event's fields).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import tools as python_tools
+from ..logic import Name
+from ..provenance import History, flatten
+from .state import RunState
+from .workflow import TOOLS, AgentSpec, Workflow, agent_tool_name, is_mcp_tool
+
+Fact = tuple[str, tuple[Any, ...]]
+SERVER = "groundstate"  # the runtime's own tools and your Python tools
+AGENT = "agent"  # an upstream agent's output, by the agent's id
+# the runtime's own tools: (read-only, open world)
+BUILTIN: dict[str, tuple[bool, bool]] = {
+    "web_search": (True, True),
+    "read_file": (True, False),
+    "list_files": (True, False),
+    "write_file": (False, False),
+    "delete_file": (False, False),
+    "execute_python": (False, False),
+}
+assert set(BUILTIN) == set(TOOLS), "every built-in tool has its nature here"
+
+
+@dataclass(frozen=True)
+class Nature:
+    """A tool as flows.mg sees it: where it is (server, name), whether it changes nothing or reaches the open
+    world, and its labels (untrusted, private, outbound, trusted, internal)."""
+
+    server: str
+    tool: str
+    read_only: bool
+    open_world: bool
+    labels: tuple[str, ...] = ()
+    is_mcp: bool = False
+
+
+def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
+            labels: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Nature]:  # fmt: skip
+    """Every tool the workflow's agents may use, by the name the agent calls it (``mcp``: the connected MCP tools by
+    that name, as ``McpTools.tools`` has them; ``labels``: the configuration's labels by server and tool)."""
+    found: dict[str, Nature] = {}
+    for spec in workflow.agents:
+        for ref in spec.tools:
+            name = agent_tool_name(ref)
+            if name in BUILTIN:
+                found[name] = Nature(SERVER, name, *BUILTIN[name])
+            elif is_mcp_tool(ref) and name in mcp:
+                server, tool = mcp[name]
+                hints = getattr(tool, "annotations", None)
+                own = tuple(dict.fromkeys(["untrusted", *labels.get(server, {}).get(tool.name, [])]))
+                found[name] = Nature(server, tool.name, bool(hints is not None and hints.read_only_hint),
+                                     hints is None or getattr(hints, "open_world_hint", None) is not False, own,
+                                     is_mcp=True)  # fmt: skip
+            elif name in python_tools.REGISTRY:
+                registered = python_tools.REGISTRY[name]
+                found[name] = Nature(SERVER, name, registered.read_only, not registered.sandboxed)
+    return found
+
+
+class RunFlows:
+    """The provenance of a run's tool calls: the tools' facts once, and each call's facts from the run's log."""
+
+    def __init__(self, workflow: Workflow, tools: dict[str, Nature], *, labels_may_loosen: bool = False,
+                 max_calls: int = 200, max_bytes: int = 1 << 20) -> None:  # fmt: skip
+        self.workflow, self.tools, self.labels_may_loosen = workflow, tools, labels_may_loosen
+        self.max_calls, self.max_bytes = max_calls, max_bytes
+
+    def tool_facts(self) -> list[Fact]:
+        """What each tool is, and what each agent's output carries (the tools its session may hold results of)."""
+        out: list[Fact] = [("flow_labels_may_loosen", ())] if self.labels_may_loosen else []
+        for nature in {(n.server, n.tool): n for n in self.tools.values()}.values():
+            out.append(("flow_tool", (nature.server, nature.tool)))
+            if nature.read_only:
+                out.append(("flow_read_only", (nature.server, nature.tool)))
+            if nature.open_world:
+                out.append(("flow_open_world", (nature.server, nature.tool)))
+            out += [("flow_label", (nature.server, nature.tool, Name("/" + label))) for label in nature.labels]
+        for spec in self.workflow.agents:
+            out += self.agent_facts(spec)
+        return out
+
+    def agent_facts(self, spec: AgentSpec) -> list[Fact]:
+        """An agent's output as a source: read-only, closed world, carrying what its tools and upstream agents
+        returned (flows.mg makes it untrusted or private when any of those is)."""
+        out: list[Fact] = [("flow_tool", (AGENT, spec.id)), ("flow_read_only", (AGENT, spec.id))]
+        for name in spec.agent_tools:
+            nature = self.nature(name)
+            out.append(("flow_carries", (AGENT, spec.id, nature.server, nature.tool)))
+        out += [("flow_carries", (AGENT, spec.id, AGENT, upstream)) for upstream in spec.depends_on]
+        return out
+
+    def nature(self, tool: str) -> Nature:
+        """The tool an agent calls ``tool``; one the workflow does not give is taken at MCP's defaults (open world,
+        not read-only): the strictest reading."""
+        return self.tools.get(tool) or Nature(SERVER, tool, False, True)
+
+    def call(
+        self, state: RunState, agent: str, seq: int, tool: str, target: str, payload: str
+    ) -> tuple[str, list[Fact]]:
+        """The call's name in flows.mg and its facts: which tool it calls, and where each argument's value came
+        from. ``ArgumentsRefused`` when its arguments cannot be judged whole (they are then not run either)."""
+        name, nature = f"{agent}#{seq}", self.nature(tool)
+        history = History(self.max_calls, self.max_bytes)
+        session = history.session(agent)
+        history.declare(session, self._request(state))
+        for earlier, source, text in self._seen(state, agent, seq):
+            history.record(session, earlier, source.server, source.tool, text)
+        facts: list[Fact] = [("flow_call", (name, nature.server, nature.tool))]
+        facts += history.facts(session, name, flatten(self._arguments(nature, target, payload)))
+        return name, facts
+
+    def _request(self, state: RunState) -> str:
+        """The user's request: every agent's instructions, and the operator's edits of them."""
+        texts = [spec.instructions for spec in self.workflow.agents]
+        texts += [node.instructions for node in state.nodes.values() if node.instructions]
+        return "\n".join(texts)
+
+    def _seen(self, state: RunState, agent: str, seq: int) -> Iterator[tuple[str, Nature, str]]:
+        """(earlier call, its tool, what it returned) for everything the agent's context held before call ``seq``:
+        each upstream agent's tool results and output (upstream first, each once), then its own results."""
+        for upstream in self._lineage(agent):
+            node = state.nodes.get(upstream)
+            if node is None:
+                continue
+            yield from self._results(upstream, node.tools)
+            if node.output:
+                yield f"{upstream}#output", Nature(AGENT, upstream, True, False), node.output
+        node = state.nodes.get(agent)
+        if node is not None:
+            yield from self._results(agent, [call for call in node.tools if call["seq"] != seq])
+
+    def _results(self, agent: str, calls: list[dict[str, Any]]) -> Iterator[tuple[str, Nature, str]]:
+        for call in calls:
+            if call.get("output"):
+                yield f"{agent}#{call['seq']}", self.nature(str(call["tool"])), str(call["output"])
+
+    def _lineage(self, agent: str) -> list[str]:
+        """The agents upstream of ``agent``, transitively, each before the agents that depend on it."""
+        known = {spec.id: spec for spec in self.workflow.agents}
+        ordered: list[str] = []
+        pending = [(agent, False)]
+        while pending:
+            current, expanded = pending.pop()
+            if expanded:
+                if current != agent and current not in ordered:
+                    ordered.append(current)
+                continue
+            pending.append((current, True))
+            spec = known.get(current)
+            for upstream in reversed(spec.depends_on if spec is not None else []):
+                if upstream not in ordered:
+                    pending.append((upstream, False))
+        return ordered
+
+    @staticmethod
+    def _arguments(nature: Nature, target: str, payload: str) -> dict[str, Any]:
+        """The arguments as the tool receives them: an MCP tool's JSON object (as ``McpTools.execute`` reads it),
+        else the call's ``target`` and ``payload``."""
+        if nature.is_mcp:
+            text = payload if payload.strip().startswith("{") else target
+            try:
+                parsed = json.loads(text or "{}")
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed
+        return {key: value for key, value in (("target", target), ("payload", payload)) if value}
