@@ -52,6 +52,7 @@ MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come b
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _TRIM = ".:!?*`"
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}|\\]+", re.IGNORECASE)  # a whole URL is a word too
 _DISTINCT = re.compile(r"[0-9@]")
 # A calendar date, a time of day, or both (ISO 8601's forms and the common "2024-05-19 13:00"): what a model computes
 # from a request ("an hour after noon") rather than copies. Such a value names no one and carries a few bits at
@@ -70,10 +71,10 @@ def short_words(text: str) -> Counter[str]:
 
 
 def words(text: str) -> set[str]:
-    """The distinctive words of ``text`` (case-folded, punctuation around them trimmed; a URL's parts are words of
-    their own): at least ``MIN_PART`` characters holding a digit or an ``@`` — codes, addresses, ids, amounts — or
-    ``LONG_WORD`` characters of anything. Ordinary words ("revenue", "friday") tie nothing: a summary in the model's
-    own words is not a copy (and what matching cannot see, docs/provenance.md says)."""
+    """The distinctive words of ``text`` (case-folded, punctuation around them trimmed; a URL is a word, and its
+    parts are words of their own): at least ``MIN_PART`` characters holding a digit or an ``@`` — codes, addresses,
+    ids, amounts — or ``LONG_WORD`` characters of anything. Ordinary words ("revenue", "friday") tie nothing: a
+    summary in the model's own words is not a copy (and what matching cannot see, docs/provenance.md says)."""
     return _index(text)[0]
 
 
@@ -90,6 +91,8 @@ def _index(text: str) -> tuple[set[str], Counter[str]]:
             short[folded] += 1
         if len(folded) >= LONG_WORD or (len(folded) >= MIN_PART and _DISTINCT.search(folded)):
             distinct.add(folded)
+    for match in _URL.finditer(text):  # its parts may all be ordinary ("evil.example", "x9k2"); the whole is not
+        distinct.add(match.group().strip(_TRIM + ",;").casefold())
     return distinct, short
 
 
