@@ -183,6 +183,7 @@ class Session:
     starts: list[int] = field(default_factory=list)
 
     def add(self, seen: Seen) -> None:
+        """Keep ``seen`` and index it (its words, its tool); the joined text is rebuilt on the next decision."""
         self.calls.append(seen)
         self.size += len(seen.text)
         self.used[(seen.server, seen.tool)] += 1
@@ -191,6 +192,8 @@ class Session:
         self.joined = None
 
     def drop_oldest(self) -> None:
+        """Drop the oldest kept result and mark the session: what it said can no longer be seen, so the rules
+        read the session as one that may hold content written by others."""
         dropped = self.calls.popleft()
         self.size -= len(dropped.text)
         self.used[(dropped.server, dropped.tool)] -= 1
