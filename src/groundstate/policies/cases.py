@@ -69,6 +69,16 @@ class _Case(BaseModel):
     reasons: list[str] | None = None  # exactly these, in order, when given
 
 
+class _RuntimeEarlier(BaseModel):
+    """A tool call the agent made earlier in the attempt, and what its result said (provenance)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tool: str = Field(pattern=r"^[a-z_]+$")
+    argument: str = Field("", max_length=100_000)
+    result: str = Field(max_length=1_000_000)
+
+
 class _RuntimeCase(BaseModel):
     """A run's checkpoint: a tool call before it runs, or the end of an attempt."""
 
@@ -84,7 +94,9 @@ class _RuntimeCase(BaseModel):
     status: str = Field("success", pattern=r"^[a-z_]+$")
     error: str | None = Field(None, max_length=10_000)
     error_kind: str = Field("failure", pattern=r"^[a-z_]+$")
-    expect: Literal["pause", "abort", "continue"]
+    request: str = Field("the case", min_length=1, max_length=100_000)  # the agent's instructions (the request)
+    earlier: list[_RuntimeEarlier] = Field(default_factory=list, max_length=200)  # tool_call: the attempt's calls
+    expect: Literal["pause", "abort", "continue", "deny"]
     reasons: list[str] | None = None  # "category: reason", the leading one first, when given
 
 
@@ -192,8 +204,9 @@ def _mcp_case(path: Path, text: str, case: _Case, tools: dict[str, dict[str, dic
 def _runtime_case(text: str, case: _RuntimeCase) -> Case:
     from .runtime_cases import Checkpoint
 
+    earlier = tuple((made.tool, made.argument, made.result) for made in case.earlier)
     point = Checkpoint(case.agent, case.checkpoint, case.tool, case.argument, case.content, case.output,
-                       case.status, case.error, case.error_kind)  # fmt: skip
+                       case.status, case.error, case.error_kind, case.request, earlier)  # fmt: skip
     return Case(case.name, "", "", {}, "", False, case.expect, case.reasons, _case_line(text, case.name),
                 checkpoint=point)  # fmt: skip
 

@@ -5,18 +5,24 @@ kernel of its own (one agent, one attempt), so no case sees another's facts."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..kernel import ARGUMENT_IS_PAYLOAD
 from ..runtime import (
     AGENT_STARTED,
     TOOL_CALL,
     Answer,
     GuardKernel,
+    Invocation,
     PinnedPolicy,
+    RunFlows,
+    RunState,
     guard_rules,
     load_patterns,
+    natures,
     parse_workflow,
 )
 from .cases import Case, CaseFile
@@ -38,11 +44,14 @@ class Checkpoint:
     status: str = "success"
     error: str | None = None
     error_kind: str = "failure"
+    request: str = "the case"  # the agent's instructions: the workflow's request
+    earlier: tuple[tuple[str, str, str], ...] = ()  # (tool, argument, result) of the attempt's earlier calls
 
 
 def run_runtime_cases(cases: CaseFile) -> list[CaseResult]:
-    """Judge each case at its checkpoint: ``pause`` (its reasons ``category: reason``, the leading one first),
-    ``abort`` (a cortex pattern's interrupt) or ``continue``."""
+    """Judge each case at its checkpoint: ``deny`` (a tool call the rules on flows refuse, with why), ``pause`` (its
+    reasons ``category: reason``, the leading one first), ``abort`` (a cortex pattern's interrupt) or
+    ``continue``."""
     policy = PinnedPolicy.of(guard_rules(cases.rules, cases.disabled_guards),
                              load_patterns(*cases.patterns, disabled=cases.disabled_patterns))  # fmt: skip
     results = []
@@ -53,20 +62,30 @@ def run_runtime_cases(cases: CaseFile) -> list[CaseResult]:
 
 
 def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint) -> CaseResult:
-    workflow = parse_workflow(f"name: policy-test\nagents:\n  - id: {point.agent}\n    instructions: the case\n"
+    workflow = parse_workflow(f"name: policy-test\nagents:\n  - id: {point.agent}\n"
+                              f"    instructions: {json.dumps(point.request)}\n"
                               "    tools: [write_file, read_file, execute_python, web_search]\n")  # fmt: skip
+    refusals: list[str] = []
     with tempfile.TemporaryDirectory(prefix="groundstate-policy-test-") as folder:
         (Path(folder) / "workspace").mkdir()
         guards = GuardKernel(RUN, workflow, Path(folder) / "workspace", policy, Path(folder) / "pinned")
+        flows = RunFlows(workflow, natures(workflow, {}, {}))
+        guards.flow_tools(flows.tool_facts())
         guards.preflight(point.agent, {}, 0)
         guards.event(1, AGENT_STARTED, point.agent)  # the events the runtime reports on the way, as it does
         if point.checkpoint == "tool_call":
             guards.event(2, TOOL_CALL, point.agent)
-            pause = guards.tool_call(point.agent, 2, point.tool, point.argument, point.content)
+            code = point.tool in ARGUMENT_IS_PAYLOAD  # its argument is its payload, as the runtime reads it
+            target, payload = ("", point.argument) if code else (point.argument, point.content or "")
+            flowed = flows.call(_state(point), point.agent, 2, point.tool, target, payload)
+            pause = guards.tool_call(point.agent, 2, point.tool, point.argument, point.content, flows=flowed)
+            refusals = guards.refusals(point.agent, 2)
         else:
             pause = guards.finished(point.agent, point.status, None, [], point.error, Answer(output=point.output),
                                     error_kind=point.error_kind)  # fmt: skip
         interrupts = guards.interrupts() if pause is None else []
+    if refusals:  # a refused call does not run, whatever else would pause for it
+        return CaseResult(case, "deny", refusals, "")
     if interrupts:  # a cortex pattern's interrupt: the run is aborted before anything more happens
         return CaseResult(case, "abort", list(dict.fromkeys(reason for _, reason in interrupts)), "")
     if pause is None:
@@ -74,3 +93,12 @@ def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint) -> CaseResult:
     reasons = [f"{approval.category}: {approval.reason}" for approval in pause.approvals]
     first = f"{pause.first.category}: {pause.first.reason}"
     return CaseResult(case, "pause", [first, *[r for r in reasons if r != first]], "")
+
+
+def _state(point: Checkpoint) -> RunState:
+    """The run as its log would tell it at the case's call: the agent's earlier calls of the attempt, with results."""
+    state = RunState(RUN)
+    calls = [{"seq": 100 + number, "tool": tool, "target": argument, "output": result}
+             for number, (tool, argument, result) in enumerate(point.earlier)]  # fmt: skip
+    state.nodes[point.agent] = Invocation(point.agent, tools=calls)
+    return state

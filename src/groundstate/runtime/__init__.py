@@ -16,6 +16,7 @@ from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
+from .flows import RunFlows, natures
 from .guards import Answer, GuardKernel, guard_rules
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
@@ -120,6 +121,7 @@ __all__ = [
     "PinnedPolicy",
     "PolicyPinError",
     "RunEnded",
+    "RunFlows",
     "RunRecording",
     "RunState",
     "RunStatus",
@@ -144,6 +146,7 @@ __all__ = [
     "load_patterns",
     "load_workflow",
     "make_backend",
+    "natures",
     "open_executor",
     "parse_workflow",
     "pause_json",
