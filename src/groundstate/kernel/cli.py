@@ -10,11 +10,11 @@ from pathlib import Path
 import typer
 
 from ..config import LearnedConfig, load_config
-from ..logic import LogicError, display_fact
+from ..logic import LogicError, Program, display_fact, lint_units
 from ..packets import parse_output
 from .config import KernelConfig
 from .executors import EXECUTORS
-from .kernel import Kernel, Transaction
+from .kernel import Kernel, Transaction, default_sources
 from .learned import LearnedRuleError, LearnedRules
 from .lint import ERROR, lint
 from .ooda import PacketRefused, Request, Shards
@@ -85,15 +85,20 @@ def lint_command(
             typer.echo(str(exc), err=True)
             raise typer.Exit(1) from None
         findings = lint(kernel, EXECUTORS)
+        # the Datalog mistakes in your --policy files, read with the shipped kernel policy they join
+        shipped = default_sources()
+        datalog = lint_units(Program.load(*shipped, *(policy or [])).units, len(shipped))
     for finding in findings:
         typer.echo(str(finding))
+    for mistake in datalog:
+        typer.echo(str(mistake))
     code = sorted(str(row[0]) for row in kernel.query("executes_workspace_code(A)"))
     typer.echo(f"actions that run workspace content (sandboxed; a policy may require approval): {' '.join(code)}")
     approved = sorted({str(t) for (t,) in kernel.query("code_needs_approval(T)")})
     if approved:
         typer.echo(f"of those, this policy requires approval for: {' '.join(approved)}")
-    errors = sum(1 for f in findings if f.level == ERROR)
-    typer.echo(f"{errors} errors, {len(findings) - errors} warnings")
+    errors = sum(1 for f in findings if f.level == ERROR) + sum(1 for m in datalog if m.level == ERROR)
+    typer.echo(f"{errors} errors, {len(findings) + len(datalog) - errors} warnings")
     raise typer.Exit(1 if errors else 0)
 
 

@@ -26,6 +26,7 @@ from .errors import (
     ValueConversionError,
 )
 from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
+from .lint import LintFinding, lint_units
 from .parser import load_unit, parse_atom, parse_unit
 from .program import Program
 from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
@@ -48,6 +49,7 @@ __all__ = [
     "FactRow",
     "Float",
     "GroundFact",
+    "LintFinding",
     "List",
     "LogicError",
     "Map",
@@ -68,6 +70,7 @@ __all__ = [
     "bounds_problem",
     "display",
     "display_fact",
+    "lint_units",
     "load_unit",
     "parse_atom",
     "parse_ground_fact",

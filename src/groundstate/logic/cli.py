@@ -88,6 +88,32 @@ def check(files: tuple[Path, ...], check_bounds: bool, policy: str | None) -> No
     )
 
 
+@app.command()
+@files_argument
+@policy_option
+def lint(files: tuple[Path, ...], policy: str | None) -> None:
+    """The mistakes people make in Datalog, in your rule FILES (read with the shipped --policy they join): singleton
+    variables, declarations nothing uses or derives, rules that can never fire, repeated rules, rules that repeat or
+    break a shipped one. Each finding with file:line:col; exit 1 on any error (after the analysis errors of check)."""
+    from .lint import ERROR, lint_units
+
+    shipped = _shipped(policy)
+    try:
+        program = _load((*shipped, *files))
+        program.analyze(True)
+    except LogicError as error:
+        _report(error)
+        if policy is None:
+            _hint(error)
+        raise click.exceptions.Exit(1) from None
+    findings = lint_units(program.units, len(shipped))
+    for finding in findings:
+        click.echo(str(finding))
+    errors = sum(1 for finding in findings if finding.level == ERROR)
+    click.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
+    raise click.exceptions.Exit(1 if errors else 0)
+
+
 def _hint(error: LogicError) -> None:
     """Predicates the files use and do not declare, that a shipped policy declares: say which --policy loads it."""
     import re

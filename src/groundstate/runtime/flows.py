@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import tools as python_tools
 from ..logic import Name
-from ..provenance import History, flatten
+from ..provenance import History, Session, flatten
 from .state import RunState
 from .workflow import TOOLS, AgentSpec, Workflow, agent_tool_name, is_mcp_tool
 
@@ -84,13 +84,28 @@ def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
     return found
 
 
+@dataclass
+class _Kept:
+    """An agent's session as this process last built it: what it recorded, in order, under which request."""
+
+    history: History
+    session: Session
+    request: str
+    recorded: list[str]
+
+
 class RunFlows:
-    """The provenance of a run's tool calls: the tools' facts once, and each call's facts from the run's log."""
+    """The provenance of a run's tool calls: the tools' facts once, and each call's facts from the run's log.
+
+    An agent's session is kept between its calls and only what is new is indexed (a call costs the new results,
+    not all of them again); when the log no longer starts with what was recorded (a new attempt, an edited
+    instruction) it is built afresh."""
 
     def __init__(self, workflow: Workflow, tools: dict[str, Nature], *, labels_may_loosen: bool = False,
                  max_calls: int = 200, max_bytes: int = 1 << 20) -> None:  # fmt: skip
         self.workflow, self.tools, self.labels_may_loosen = workflow, tools, labels_may_loosen
         self.max_calls, self.max_bytes = max_calls, max_bytes
+        self._kept: dict[str, _Kept] = {}
 
     def tool_facts(self) -> list[Fact]:
         """What each tool is, and what each agent's output carries (the tools its session may hold results of)."""
@@ -127,14 +142,24 @@ class RunFlows:
         """The call's name in flows.mg and its facts: which tool it calls, and where each argument's value came
         from. ``ArgumentsRefused`` when its arguments cannot be judged whole (they are then not run either)."""
         name, nature = f"{agent}#{seq}", self.nature(tool)
-        history = History(self.max_calls, self.max_bytes)
-        session = history.session(agent)
-        history.declare(session, self._request(state))
-        for earlier, source, text in self._seen(state, agent, seq):
-            history.record(session, earlier, source.server, source.tool, text)
+        flattened = flatten(self._arguments(nature, target, payload))  # first: refused arguments cost nothing more
+        kept = self._session(state, agent, seq)
         facts: list[Fact] = [("flow_call", (name, nature.server, nature.tool))]
-        facts += history.facts(session, name, flatten(self._arguments(nature, target, payload)))
+        facts += kept.history.facts(kept.session, name, flattened)
         return name, facts
+
+    def _session(self, state: RunState, agent: str, seq: int) -> _Kept:
+        """The agent's session before call ``seq``: the kept one with what is new recorded, or a new one."""
+        seen, request = list(self._seen(state, agent, seq)), self._request(state)
+        kept = self._kept.get(agent)
+        if kept is None or kept.request != request or [e for e, _, _ in seen[: len(kept.recorded)]] != kept.recorded:
+            history = History(self.max_calls, self.max_bytes)
+            kept = self._kept[agent] = _Kept(history, history.session(agent), request, [])
+            history.declare(kept.session, request)
+        for earlier, source, text in seen[len(kept.recorded) :]:
+            kept.history.record(kept.session, earlier, source.server, source.tool, text)
+            kept.recorded.append(earlier)
+        return kept
 
     def _request(self, state: RunState) -> str:
         """The user's request: every agent's instructions, and the operator's edits of them."""
