@@ -145,6 +145,8 @@ COMMANDS: dict[str, Lazy] = {
                     "gate.", setup=_kernel_validators),
     "kernel": Lazy("groundstate.kernel.cli", "app", "The agent kernel: step, lint, repl."),
     "runs": Lazy("groundstate.runtime.cli", "runs_app", "Runs: list, show, decide, repin, resume."),
+    "audit": Lazy("groundstate.runtime.cli", "audit_app", "The record nobody can quietly edit: verify the chains "
+                  "of runs' events."),
     "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml).",
                    setup=_config_checks),
     "mcp": Lazy("groundstate.guard.cli", "app", "MCP: one policy over every tool call of the agents you already run."),

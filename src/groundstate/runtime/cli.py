@@ -121,6 +121,35 @@ def run(
     raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions, driving))
 
 
+audit_app = typer.Typer(help="The record nobody can quietly edit: verify the chains of runs' events.",
+                        no_args_is_help=True)  # fmt: skip
+
+
+@audit_app.command("verify")
+def audit_verify(
+    run_id: str | None = typer.Option(None, "--run", help="One run (default: every run in the store)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per run."),
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
+) -> None:
+    """Recompute each run's chain of events (every event carries a hash chained to the one before it) and name the
+    first event that was changed, removed, inserted or reordered outside groundstate; exit 1 if any was."""
+    try:
+        store = _runtime(db, config=config).store
+        ids = [run_id] if run_id is not None else [row["id"] for row in reversed(store.runs())]
+        verdicts = [store.verify(one) for one in ids]
+    except GroundstateError as exc:
+        raise typer.Exit(_failed(exc)) from None
+    for verdict in verdicts:
+        if as_json:
+            typer.echo(json.dumps({"run": verdict.run_id, "ok": verdict.ok, "events": verdict.chained,
+                                   "unchained": verdict.unchained, "head": verdict.head, "seq": verdict.seq,
+                                   "how": verdict.how or None, "detail": verdict.detail or None}))  # fmt: skip
+        else:
+            say(console, str(verdict))
+    raise typer.Exit(0 if all(verdict.ok for verdict in verdicts) else 1)
+
+
 @runs_app.command("list")
 def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -> None:
     """Every run, newest first."""

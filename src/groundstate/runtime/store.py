@@ -50,6 +50,7 @@ from ..store import (
     open_engine,
     reading,
 )
+from . import chain
 from . import run_events as ev
 from .state import EventRefused, RunState, RunStatus
 
@@ -66,6 +67,7 @@ runs = Table(
     Column("paused_agent", String(200)),
     Column("pause_reason", Text),
     Column("open_pauses", Integer),  # how many pauses wait for a decision (NULL in rows written before it)
+    Column("chain", String(80)),  # the link of the run's last event (runtime/chain.py; NULL before chains)
 )
 events = Table(
     "events",
@@ -78,6 +80,7 @@ events = Table(
     Column("payload", Text, nullable=False),
     Column("actor", String(200), nullable=False),
     Column("at", DateTime(timezone=True), nullable=False),
+    Column("chain", String(80)),  # its link, chained to the event before it (runtime/chain.py; NULL before chains)
     UniqueConstraint("run_id", "seq", name="one_event_per_seq"),
 )
 
@@ -170,7 +173,7 @@ class EventStore:
             row = db.exec_driver_sql(hot.lock, (run_id,)).first()  # the run's row, locked, and its lease's holder
             if row is None:
                 raise UnknownRun(f"there is no run {run_id}")
-            last_seq, leased_to = row
+            last_seq, leased_to, head = row
             if holder is not None and leased_to != holder:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
             state = self._cache.pop(run_id, None)
@@ -182,17 +185,33 @@ class EventStore:
                     raise StoreError(f"unknown event type {event_type}")
                 state.admit(event_type, agent, payload)  # EventRefused (RunEnded) before anything is written
                 record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
-                db.exec_driver_sql(hot.insert, (run_id, record.seq, event_type, agent, json.dumps(payload), actor,
-                                                hot.moment(record.at)))  # fmt: skip
+                text = json.dumps(payload)
+                head = chain.link(head or chain.GENESIS, run_id, event_type, agent, text, actor, record.at)
+                db.exec_driver_sql(hot.insert, (run_id, record.seq, event_type, agent, text, actor,
+                                                hot.moment(record.at), head))  # fmt: skip
                 state.apply(record)
                 appended.append(record)
             if appended:
                 pause = state.pause
                 db.exec_driver_sql(hot.update, (str(state.status), state.last_seq, hot.moment(appended[-1].at),
                                                 pause.agent if pause else None, pause.reason if pause else None,
-                                                len(state.pauses), run_id))  # fmt: skip
+                                                len(state.pauses), head, run_id))  # fmt: skip
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
+
+    def verify(self, run_id: str) -> chain.Verdict:
+        """Recompute the run's chain of events from the stored rows (runtime/chain.py): the first event that was
+        changed, removed, inserted or reordered since groundstate wrote it, if any."""
+        with reading(self.engine) as db:
+            found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
+            if found is None:
+                raise UnknownRun(f"there is no run {run_id}")
+            head, last_seq = found
+            rows = []
+            for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
+                seq, kind, agent, payload, actor, at, link, order = values
+                rows.append(chain.Row(seq, kind, agent, payload, actor, self._hot.read_at(at), link, order))
+        return chain.verify(run_id, rows, head, last_seq)
 
     # -- leases ---------------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:
@@ -342,12 +361,15 @@ class _HotStatements:
         driver = DriverSQL(engine)
         sql = driver.sql
         locking = "" if driver.dialect.name == "sqlite" else " FOR UPDATE OF runs"  # SQLite: the file's write lock
-        self.lock = sql("SELECT runs.last_seq, run_leases.holder FROM runs LEFT OUTER JOIN run_leases ON "
+        self.lock = sql("SELECT runs.last_seq, run_leases.holder, runs.chain FROM runs LEFT OUTER JOIN run_leases ON "
                         f"run_leases.run_id = runs.id WHERE runs.id = ?{locking}")  # fmt: skip
-        self.insert = sql("INSERT INTO events (run_id, seq, type, agent, payload, actor, at) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
+        self.insert = sql("INSERT INTO events (run_id, seq, type, agent, payload, actor, at, chain) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
         self.update = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
-                          "pause_reason = ?, open_pauses = ? WHERE id = ?")  # fmt: skip
+                          "pause_reason = ?, open_pauses = ?, chain = ? WHERE id = ?")  # fmt: skip
+        self.chained = sql("SELECT seq, type, agent, payload, actor, at, chain, id FROM events WHERE run_id = ? "
+                           "ORDER BY seq, id")  # fmt: skip
+        self.head = sql("SELECT chain, last_seq FROM runs WHERE id = ?")
         self.last_seq = sql("SELECT last_seq FROM runs WHERE id = ?")
         self.history = sql("SELECT run_id, seq, type, agent, payload, actor, at FROM events "
                            "WHERE run_id = ? AND seq > ? ORDER BY seq")  # fmt: skip

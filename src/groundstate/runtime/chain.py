@@ -1,0 +1,117 @@
+"""A run's log nobody can quietly edit: every event carries a hash chained to the one before it (per run), and the
+run's row keeps the head. ``verify`` recomputes the chain from the stored rows and names the first one that was
+changed, removed, inserted or reordered — what the database file's owner could do without groundstate.
+
+An event's link is ``sha256(previous link, its run, type, agent, payload as stored, actor, time)``; the first event
+of a run links to nothing (``""``). Its sequence number is its place in the chain, not part of its link, so an event
+inserted with the later ones renumbered is still named as inserted. Events written before chains were kept have
+none: they are reported as unchained, and the chain starts at the first event that has one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+GENESIS = ""
+
+
+def moment(at: datetime) -> str:
+    """A timestamp as the chain reads it: UTC, to the microsecond (what every database here keeps of it)."""
+    aware = at if at.tzinfo else at.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def link(previous: str, run_id: str, kind: str, agent: str | None, payload: str, actor: str, at: datetime) -> str:
+    """The link of one event, chained to ``previous`` (the link before it; ``GENESIS`` for the first)."""
+    canonical = json.dumps([previous, run_id, kind, agent, payload, actor, moment(at)], ensure_ascii=False,
+                           separators=(",", ":"))  # fmt: skip
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Row:
+    """An event as stored: what its link covers, and the link it carries."""
+
+    seq: int
+    kind: str
+    agent: str | None
+    payload: str
+    actor: str
+    at: datetime
+    chain: str | None
+    order: int = 0  # its place in the table (the order events were written in)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the chain of one run says: ``ok``, how many events it covers, the events written before chains, and
+    — when it is broken — the first event that does not fit and how (changed, removed, inserted, reordered)."""
+
+    run_id: str
+    ok: bool
+    chained: int
+    unchained: int
+    head: str
+    seq: int | None = None
+    how: str = ""
+    detail: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            before = f" ({self.unchained} earlier events were written before chains)" if self.unchained else ""
+            return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}"
+        return f"{self.run_id}: event {self.seq} was {self.how}: {self.detail}"
+
+
+def verify(run_id: str, rows: list[Row], head: str | None, last_seq: int) -> Verdict:
+    """Recompute the run's chain over ``rows`` (in sequence order) against the run's recorded ``head`` and
+    ``last_seq``; the first event that does not fit, and how."""
+    unchained = 0
+    while unchained < len(rows) and rows[unchained].chain is None:
+        unchained += 1
+    chained = rows[unchained:]
+    if unchained and not chained and head is None:
+        return Verdict(run_id, True, 0, unchained, "")
+    previous, expected = GENESIS, (rows[unchained - 1].seq + 1) if unchained else 1
+    written = rows[unchained - 1].order if unchained else -1
+    for index, row in enumerate(chained):
+        wrong = _misfit(run_id, row, chained[index + 1 :], previous, expected, written)
+        if wrong is not None:
+            seq, how, detail = wrong
+            return Verdict(run_id, False, index, unchained, previous, seq, how, detail)
+        previous, expected, written = row.chain or GENESIS, row.seq + 1, row.order
+    if (head or GENESIS) != previous or last_seq != expected - 1:
+        return Verdict(run_id, False, len(chained), unchained, previous, expected, "removed",
+                       f"the run's head names event {last_seq} and another link; the log ends at event "
+                       f"{expected - 1}")  # fmt: skip
+    return Verdict(run_id, True, len(chained), unchained, previous)
+
+
+def _fits(run_id: str, row: Row, before: str) -> bool:
+    return link(before, run_id, row.kind, row.agent, row.payload, row.actor, row.at) == row.chain
+
+
+def _misfit(run_id: str, row: Row, later: list[Row], previous: str, expected: int,
+            written: int) -> tuple[int, str, str] | None:  # fmt: skip
+    """Why ``row`` does not follow the event before it (link ``previous``, sequence ``expected - 1``, written at
+    ``written``): (the event's sequence number, how, detail); None when it does."""
+    if row.chain is None:
+        return row.seq, "changed", "it carries no link though the events before it do"
+    if row.seq < expected:
+        return row.seq, "inserted", f"a second event {row.seq} follows event {expected - 1}"
+    if row.seq > expected:
+        return expected, "removed", f"the log goes from event {expected - 1} to event {row.seq}"
+    if row.order < written:  # written before the event it now follows: sequence numbers were swapped
+        return row.seq, "reordered", "it was written before the event it now follows"
+    if _fits(run_id, row, previous):
+        return None
+    if later and _fits(run_id, later[0], previous):
+        if _fits(run_id, row, later[0].chain or GENESIS):  # the two are there, in each other's place
+            return row.seq, "reordered", "it and the event after it are in each other's place"
+        return row.seq, "inserted", "it does not belong to the chain; the event after it follows the one before"
+    if any(_fits(run_id, other, previous) for other in later[1:]):
+        return row.seq, "reordered", "a later event is the one that follows the event before it"
+    return row.seq, "changed", "its content is not what its link was computed from"

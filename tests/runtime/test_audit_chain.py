@@ -1,0 +1,118 @@
+"""A run's log nobody can quietly edit: every event carries a hash chained to the one before it, and
+``groundstate audit verify`` names the first event that was changed, removed, inserted or reordered by someone who
+had the database file but not groundstate. Each edit is made with sqlite3 on a real run's store, as an attacker
+would; the run itself was driven to completion by the runtime (a scripted model on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from groundstate.runtime.runner import Runtime
+
+from .conftest import Script, envelope
+
+FLOW = """
+name: audited
+agents:
+  - id: writer_a
+    instructions: Write one line.
+"""
+
+
+def finished_run(runtime: Runtime, script: Script) -> str:
+    script.answers = {"writer_a": [envelope("One line. [STATUS: SUCCESS]")]}
+    run_id = runtime.create(FLOW, "audited.yaml", "scripted")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    return run_id
+
+
+def verify(store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groundstate", "audit", "verify", "--db", f"sqlite:///{store}",
+                           *arguments], capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def change(db: sqlite3.Connection, run: str) -> None:
+    db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 3", ('{"agent": "writer_b"}', run))
+
+
+def remove(db: sqlite3.Connection, run: str) -> None:
+    db.execute("DELETE FROM events WHERE run_id = ? AND seq = 3", (run,))
+
+
+def insert(db: sqlite3.Connection, run: str) -> None:  # the later events renumbered to make room
+    db.execute("UPDATE events SET seq = seq + 1000 WHERE run_id = ? AND seq >= 3", (run,))
+    db.execute("UPDATE events SET seq = seq - 999 WHERE run_id = ? AND seq > 1000", (run,))
+    db.execute("UPDATE runs SET last_seq = last_seq + 1 WHERE id = ?", (run,))
+    db.execute("INSERT INTO events (run_id, seq, type, agent, payload, actor, at, chain) SELECT run_id, 3, type, "
+               "agent, payload, 'operator:mallory', at, chain FROM events WHERE run_id = ? AND seq = 4", (run,))
+
+
+def reorder(db: sqlite3.Connection, run: str) -> None:
+    db.execute("UPDATE events SET seq = -1 WHERE run_id = ? AND seq = 3", (run,))
+    db.execute("UPDATE events SET seq = 3 WHERE run_id = ? AND seq = 4", (run,))
+    db.execute("UPDATE events SET seq = 4 WHERE run_id = ? AND seq = -1", (run,))
+
+
+def truncate(db: sqlite3.Connection, run: str) -> None:
+    last = db.execute("SELECT max(seq) FROM events WHERE run_id = ?", (run,)).fetchone()[0]
+    db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run, last))
+
+
+@pytest.mark.parametrize(("edit", "seq", "how"), [
+    (change, 3, "changed"), (remove, 3, "removed"), (insert, 3, "inserted"), (reorder, 3, "reordered"),
+    (truncate, None, "removed"),
+])  # fmt: skip
+def test_each_edit_outside_groundstate_is_named(
+    edit: Callable[[sqlite3.Connection, str], None], seq: int | None, how: str, runtime: Runtime,
+    model: tuple[str, Script], tmp_path: Path,
+) -> None:  # fmt: skip
+    run = finished_run(runtime, model[1])
+    store = tmp_path / "gs.db"
+    clean = verify(store, "--run", run)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.stdout.startswith(f"{run}: verified ") and "head sha256:" in clean.stdout
+    with sqlite3.connect(store) as db:
+        last = db.execute("SELECT max(seq) FROM events WHERE run_id = ?", (run,)).fetchone()[0]
+        edit(db, run)
+    found = verify(store, "--run", run)
+    assert found.returncode == 1 and "Traceback" not in found.stderr, found.stdout + found.stderr
+    assert found.stdout.startswith(f"{run}: event {seq or last} was {how}: "), found.stdout
+
+
+def test_every_run_is_verified_and_json_names_the_first_bad_event(
+    runtime: Runtime, model: tuple[str, Script], tmp_path: Path
+) -> None:
+    first, second = finished_run(runtime, model[1]), finished_run(runtime, model[1])
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        change(db, second)
+    found = verify(tmp_path / "gs.db", "--json")
+    assert found.returncode == 1
+    verdicts = {line["run"]: line for line in map(json.loads, found.stdout.splitlines())}
+    assert verdicts[first]["ok"] is True and verdicts[first]["events"] > 3
+    assert (verdicts[second]["ok"], verdicts[second]["seq"], verdicts[second]["how"]) == (False, 3, "changed")
+
+
+def test_a_log_written_before_chains_is_reported_not_refused(
+    runtime: Runtime, model: tuple[str, Script], tmp_path: Path
+) -> None:
+    model[1].answers = {"writer_a": [envelope("One line. [STATUS: SUCCESS]")]}
+    run = runtime.create(FLOW, "audited.yaml", "scripted")
+    with sqlite3.connect(tmp_path / "gs.db") as db:  # as an older groundstate left it: no links, no head
+        db.execute("UPDATE events SET chain = NULL WHERE run_id = ?", (run,))
+        db.execute("UPDATE runs SET chain = NULL WHERE id = ?", (run,))
+    found = verify(tmp_path / "gs.db", "--run", run)
+    assert found.returncode == 0 and re.search(r"verified 0 events, head - \((\d+) earlier events were written "
+                                               r"before chains\)", found.stdout), found.stdout  # fmt: skip
+    assert asyncio.run(runtime.drive(run)).status == "completed"  # new events chain on from there
+    found = verify(tmp_path / "gs.db", "--run", run)
+    assert found.returncode == 0 and re.search(r"verified [1-9]\d* events, head sha256:\w+ \(\d+ earlier",
+                                               found.stdout), found.stdout  # fmt: skip
