@@ -2,8 +2,9 @@
 guard decides by too — over the run's own history. Python reports; guards.mg and flows.mg decide.
 
 An agent's session is what its context held, rebuilt from the run's log at each call (so a driver that resumes the
-run elsewhere sees the same): the results of its tool calls in this attempt and, for every agent upstream of it
-(transitively), that agent's tool results and its output. An agent's output carries what its context held: content
+run elsewhere sees the same): the memory entries its prompt holds (the run's notes, recalled entries: ``memory/recall``,
+content written by others, for their writer may have read anything), the results of its tool calls in this attempt
+and, for every agent upstream of it (transitively), that agent's tool results and its output. An agent's output carries what its context held: content
 a researcher read on the web taints what a writer downstream copies out of the researcher's summary, and the
 derivation names the web search it came from. The user's request is the workflow's: its agents' instructions and
 the operator's edits of them.
@@ -12,17 +13,21 @@ Tools are named as flows.mg sees them: the runtime's own (``web_search``, ``writ
 under the server ``groundstate``, an MCP tool under its server and its own name, an upstream agent's output under
 ``agent``. ``web_search`` reaches the open world (its results are written by others, and a query is a message to
 whoever serves the search); the workspace's tools and ``execute_python`` (no network in the sandbox) are closed
-world; a Python tool run outside the sandbox is open world, as MCP assumes of a tool that says nothing. MCP tools are
+world; a Python tool run outside the sandbox is open world, as MCP assumes of a tool that says nothing. Code computes
+its result from what it is given: ``execute_python``'s and your Python tools' results carry what every other source
+of the run returned (``flow_carries``), so a value code rebuilt from an email is still the email's. MCP tools are
 as their servers annotate them, with the labels of ``[mcp.servers.NAME.labels]`` — and their results count as
 written by others in a workflow whatever the annotations say (a label only ever adds to that).
 
 A call's arguments are flattened as the guard flattens them: an MCP tool's JSON object by its keys; a built-in
-tool's as ``target`` and ``payload`` (the ToolCall event's fields).
+tool's as ``target`` and ``payload`` (the ToolCall event's fields), and a target that names a path another way
+(``./a.sh``, ``notes/../a.sh``) also as ``resolved`` (``a.sh``).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +41,7 @@ from .workflow import TOOLS, AgentSpec, Workflow, agent_tool_name, is_mcp_tool
 Fact = tuple[str, tuple[Any, ...]]
 SERVER = "groundstate"  # the runtime's own tools and your Python tools
 AGENT = "agent"  # an upstream agent's output, by the agent's id
+COMPUTES = ("execute_python",)  # built-in tools whose result is computed from their arguments (your Python tools too)
 # the runtime's own tools: (read-only, open world)
 BUILTIN: dict[str, tuple[bool, bool]] = {
     "web_search": (True, True),
@@ -59,7 +65,12 @@ class Nature:
     open_world: bool
     labels: tuple[str, ...] = ()
     is_mcp: bool = False
+    computes: bool = False  # its result is computed from its arguments (code): it carries what the session held
 
+
+# what the agent's memory gave its prompt (the run's notes, long-term and similar entries): written by agents whose
+# context may have held anything, so content written by others
+MEMORY = Nature("memory", "recall", True, False, ("untrusted",))
 
 def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
             labels: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Nature]:  # fmt: skip
@@ -70,7 +81,7 @@ def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
         for ref in spec.tools:
             name = agent_tool_name(ref)
             if name in BUILTIN:
-                found[name] = Nature(SERVER, name, *BUILTIN[name])
+                found[name] = Nature(SERVER, name, *BUILTIN[name], computes=name in COMPUTES)
             elif is_mcp_tool(ref) and name in mcp:
                 server, tool = mcp[name]
                 hints = getattr(tool, "annotations", None)
@@ -80,7 +91,7 @@ def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
                                      is_mcp=True)  # fmt: skip
             elif name in python_tools.REGISTRY:
                 registered = python_tools.REGISTRY[name]
-                found[name] = Nature(SERVER, name, registered.read_only, not registered.sandboxed)
+                found[name] = Nature(SERVER, name, registered.read_only, not registered.sandboxed, computes=True)
     return found
 
 
@@ -110,13 +121,18 @@ class RunFlows:
     def tool_facts(self) -> list[Fact]:
         """What each tool is, and what each agent's output carries (the tools its session may hold results of)."""
         out: list[Fact] = [("flow_labels_may_loosen", ())] if self.labels_may_loosen else []
-        for nature in {(n.server, n.tool): n for n in self.tools.values()}.values():
+        natures = {(n.server, n.tool): n for n in [*self.tools.values(), MEMORY]}
+        sources = [*natures, *((AGENT, spec.id) for spec in self.workflow.agents)]
+        for nature in natures.values():
             out.append(("flow_tool", (nature.server, nature.tool)))
             if nature.read_only:
                 out.append(("flow_read_only", (nature.server, nature.tool)))
             if nature.open_world:
                 out.append(("flow_open_world", (nature.server, nature.tool)))
             out += [("flow_label", (nature.server, nature.tool, Name("/" + label))) for label in nature.labels]
+            if nature.computes:  # code computes from what it is given: a value it prints may be anything it read
+                out += [("flow_carries", (nature.server, nature.tool, *source)) for source in sources
+                        if source != (nature.server, nature.tool)]  # fmt: skip
         for spec in self.workflow.agents:
             out += self.agent_facts(spec)
         return out
@@ -137,20 +153,24 @@ class RunFlows:
         return self.tools.get(tool) or Nature(SERVER, tool, False, True)
 
     def call(
-        self, state: RunState, agent: str, seq: int, tool: str, target: str, payload: str
-    ) -> tuple[str, list[Fact]]:
+        self, state: RunState, agent: str, seq: int, tool: str, target: str, payload: str,
+        remembered: Sequence[tuple[str, str]] = (),
+    ) -> tuple[str, list[Fact]]:  # fmt: skip
         """The call's name in flows.mg and its facts: which tool it calls, and where each argument's value came
-        from. ``ArgumentsRefused`` when its arguments cannot be judged whole (they are then not run either)."""
+        from (``remembered``: the memory entries the agent's prompt holds). ``ArgumentsRefused`` when its arguments
+        cannot be judged whole (they are then not run either)."""
         name, nature = f"{agent}#{seq}", self.nature(tool)
         flattened = flatten(self._arguments(nature, target, payload))  # first: refused arguments cost nothing more
-        kept = self._session(state, agent, seq)
+        kept = self._session(state, agent, seq, remembered)
         facts: list[Fact] = [("flow_call", (name, nature.server, nature.tool))]
         facts += kept.history.facts(kept.session, name, flattened)
         return name, facts
 
-    def _session(self, state: RunState, agent: str, seq: int) -> _Kept:
+    def _session(self, state: RunState, agent: str, seq: int, remembered: Sequence[tuple[str, str]]) -> _Kept:
         """The agent's session before call ``seq``: the kept one with what is new recorded, or a new one."""
-        seen, request = list(self._seen(state, agent, seq)), self._request(state)
+        seen = [(f"memory#{key}", MEMORY, value) for key, value in remembered if value]
+        seen += list(self._seen(state, agent, seq))
+        request = self._request(state)
         kept = self._kept.get(agent)
         if kept is None or kept.request != request or [e for e, _, _ in seen[: len(kept.recorded)]] != kept.recorded:
             history = History(self.max_calls, self.max_bytes)
@@ -216,4 +236,8 @@ class RunFlows:
                 parsed = None
             if isinstance(parsed, dict):
                 return parsed
-        return {key: value for key, value in (("target", target), ("payload", payload)) if value}
+        found = {key: value for key, value in (("target", target), ("payload", payload)) if value}
+        resolved = posixpath.normpath(target) if target and not nature.is_mcp else target
+        if resolved != target and resolved not in (".", ""):  # ./pwned.sh is pwned.sh: judged as both
+            found["resolved"] = resolved
+        return found

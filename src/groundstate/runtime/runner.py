@@ -163,6 +163,7 @@ class Invocation:
     shards: Shards | None = None
     temperature: float | None = None  # the agent's shard profile's, when configured
     journal_scope: str = ""  # where the tool journal records this invocation's calls (run, agent, epoch)
+    remembered: list[tuple[str, str]] = field(default_factory=list)  # the memory entries its prompt holds
 
 
 @dataclass
@@ -776,7 +777,7 @@ class Runtime:
         invocation = Invocation(spec, _agent_validator(), envelope_schema(spec),
                                 [{"role": "system", "content": system},
                                  {"role": "user", "content": prompt}])  # fmt: skip
-        invocation.journal_scope = journal_scope
+        invocation.journal_scope, invocation.remembered = journal_scope, list(remembered or [])
         outcome = Outcome()
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         invocation.temperature = profile.temperature
@@ -942,7 +943,7 @@ class Runtime:
             with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
                                                  "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
                 try:
-                    flows = self._flows_of(ctx, agent, call.seq, tool, request)
+                    flows = self._flows_of(ctx, invocation, call.seq, tool, request)
                 except ArgumentsRefused as exc:  # what the rules cannot judge whole does not run either
                     flows, refused[call.seq] = None, f"refused: {exc}"
                 pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
@@ -1032,14 +1033,15 @@ class Runtime:
                     outcome.executed.append(tool)
 
     def _flows_of(
-        self, ctx: RunContext, agent: str, seq: int, tool: str, request: Request
+        self, ctx: RunContext, invocation: Invocation, seq: int, tool: str, request: Request
     ) -> tuple[str, list[tuple[str, tuple[Any, ...]]]] | None:
         """Where each value of the call came from (runtime/flows.py), for the rules on flows; None when the run's
         pinned rules have none (a run created before they were shipped)."""
         if ctx.flows is None or not ctx.guards.judges_flows:
             return None
         state = self.store.state(ctx.run_id)
-        return ctx.flows.call(state, agent, seq, tool, request.target, request.payload)
+        return ctx.flows.call(state, invocation.spec.id, seq, tool, request.target, request.payload,
+                              remembered=invocation.remembered)  # fmt: skip
 
     def _agent_shards(self, ctx: RunContext, spec: AgentSpec, journal_scope: str = "") -> Shards:
         """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the

@@ -140,3 +140,11 @@ flow_needs_approval(C, Reason) :-
   flow_call(C, S, T), flow_way_out(S, T), flow_effectful(S, T), flow_session_untrusted(C),
   flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_vouched(C, K),
   Reason = fn:string:concat(S, "/", T, " sends '", K, "', which the user's request does not name, after content written by others entered the session: an operator approves it first").
+
+# A session past its bounds may have held anything: an effect (one that is no way out: those are held above)
+# carrying a value the user never named and no kept result vouches for waits for an operator — the value's source may
+# be among the dropped results. Past its bounds a session gets stricter, never looser.
+flow_needs_approval(C, Reason) :-
+  flow_call(C, S, T), flow_effectful(S, T), !flow_way_out(S, T), flow_session_overflowed(C),
+  flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_vouched(C, K),
+  Reason = fn:string:concat(S, "/", T, " changes something with '", K, "', which the user's request does not name, after the session passed its bounds (what it held before can no longer be seen): an operator approves it first").
