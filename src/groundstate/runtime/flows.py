@@ -2,12 +2,12 @@
 guard decides by too — over the run's own history. Python reports; guards.mg and flows.mg decide.
 
 An agent's session is what its context held, rebuilt from the run's log at each call (so a driver that resumes the
-run elsewhere sees the same): the memory entries its prompt holds (the run's notes, recalled entries: ``memory/recall``,
-content written by others, for their writer may have read anything), the results of its tool calls in this attempt
-and, for every agent upstream of it (transitively), that agent's tool results and its output. An agent's output carries what its context held: content
-a researcher read on the web taints what a writer downstream copies out of the researcher's summary, and the
-derivation names the web search it came from. The user's request is the workflow's: its agents' instructions and
-the operator's edits of them.
+run elsewhere sees the same): the memory entries its prompt holds (the run's notes, recalled entries:
+``memory/recall``, content written by others, for their writer may have read anything), the results of its tool
+calls in this attempt and, for every agent upstream of it (transitively), that agent's tool results and its output.
+An agent's output carries what its context held: content a researcher read on the web taints what a writer
+downstream copies out of the researcher's summary, and the derivation names the web search it came from. The user's
+request is the workflow's: its agents' instructions and the operator's edits of them.
 
 Tools are named as flows.mg sees them: the runtime's own (``web_search``, ``write_file``, ...) and your Python tools
 under the server ``groundstate``, an MCP tool under its server and its own name, an upstream agent's output under

@@ -69,6 +69,10 @@ flow_tool(S, T) :- mcp_tool(S, T).
 flow_read_only(S, T) :- mcp_read_only(S, T).
 mcp_denied(C, Reason) :- flow_denied(C, Reason).
 mcp_needs_approval(C, Reason) :- flow_needs_approval(C, Reason).
+# your Python tools (server python) compute from what they are given: a value their result holds may be anything the
+# session held, so their results carry what every upstream tool returned (a value code rebuilt from an email is
+# still the email's)
+flow_carries("python", T, S, U) :- mcp_tool("python", T), mcp_tool(S, U), S != "python".
 
 # -- the tool journal: a call that may already have taken effect is never repeated without an operator ----------
 mcp_needs_approval(C, Reason) :-
