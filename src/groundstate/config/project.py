@@ -440,36 +440,77 @@ def _check_names(config: ProjectConfig, path: Path, text: str) -> None:
 
 
 def _line_of(text: str, key: tuple[str, ...]) -> int:
-    """The line where ``key`` is set: its own ``name =`` line inside the innermost table header that leads to it,
-    else that header, else 1. TOML keeps no positions, so the text is searched."""
-    lines = text.splitlines()
-    table = _header_line(lines, key)  # the key is a table of its own: [mcp.servers.python]
-    if table is not None:
-        return table + 1
-    best = 1
+    """The line where ``key`` is set — its own ``name =`` line (a dotted key, a key of an inline table: the line it
+    is written on), else the line of the nearest table or key that holds it, else 1. TOML keeps no positions, so
+    the text is read for them (``key_lines``)."""
+    positions = key_lines(text)
     for depth in range(len(key), 0, -1):
-        header, leaf = key[: depth - 1], key[depth - 1]
-        start = _header_line(lines, header) if header else 0
-        if start is None:
+        found = positions.get(tuple(str(part) for part in key[:depth]))
+        if found is not None:
+            return found
+    return 1
+
+
+_KEY_PART = r"""(?:"(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_-]+)"""
+_DOTTED = re.compile(rf"\s*{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*\s*")
+_PART = re.compile(_KEY_PART)
+_STRINGS = re.compile(r"""\"(?:[^"\\]|\\.)*"|'[^']*'|#.*$""")
+
+
+def _parts(dotted: str) -> tuple[str, ...]:
+    """A dotted key's parts, quotes taken off (``mcp.servers."time"`` → mcp, servers, time)."""
+    return tuple(part[1:-1] if part[0] in "\"'" else part for part in _PART.findall(dotted))
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Every key the file sets, with the line it is set on: table headers (``[a.b]``; an array of tables'
+    ``[[a]]`` as ``a``, then ``a, 0``, ``a, 1``, ...), ``key = value`` lines (each part of a dotted key), and the
+    keys of an inline table on the line it is written on. Lines inside a multi-line array or string are no keys."""
+    found: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    arrays: dict[tuple[str, ...], int] = {}
+    depth, in_string = 0, False
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if in_string or depth > 0:  # inside a value that began on an earlier line
+            in_string = in_string != (line.count('"""') % 2 == 1)
+            depth = depth + _brackets(line) if not in_string else depth
             continue
-        for number in range(start, len(lines)):
-            stripped = lines[number].strip()
-            if number > start and stripped.startswith("[") and header:
-                break
-            sets_leaf = re.match(rf'^"?{re.escape(leaf)}"?\s*=', stripped) is not None
-            if sets_leaf or _header_is(stripped, (*header, leaf)):
-                return number + 1
-        best = start + 1
-        break
-    return best
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            table = _header(line, arrays, found, number)
+            continue
+        assignment = _DOTTED.match(line)
+        if assignment is None or not line[assignment.end() :].startswith("="):
+            continue
+        parts = (*table, *_parts(assignment.group()))
+        for size in range(len(table) + 1, len(parts) + 1):
+            found.setdefault(parts[:size], number)
+        value = line[assignment.end() + 1 :].strip()
+        if value.startswith("{"):  # an inline table: its keys are set on this line
+            for inner in re.finditer(rf"[{{,]\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=", value):
+                found.setdefault((*parts, *_parts(inner.group(1))), number)
+        in_string = value.count('"""') % 2 == 1
+        depth = _brackets(value) if not in_string else 0
+    return found
 
 
-def _header_line(lines: list[str], header: tuple[str, ...]) -> int | None:
-    for number, line in enumerate(lines):
-        if _header_is(line.strip(), header):
-            return number
-    return None
+def _header(line: str, arrays: dict[tuple[str, ...], int], found: dict[tuple[str, ...], int], number: int
+            ) -> tuple[str, ...]:  # fmt: skip
+    """The table a ``[a.b]`` or ``[[a]]`` line opens (an array of tables' n-th: ``a, n``), noted in ``found``."""
+    inner = line[2 : line.index("]]")] if line.startswith("[[") and "]]" in line else line[1 : line.find("]")]
+    parts = _parts(inner)
+    found.setdefault(parts, number)
+    if line.startswith("[["):
+        index = arrays.get(parts, 0)
+        arrays[parts] = index + 1
+        parts = (*parts, str(index))
+        found.setdefault(parts, number)
+    return parts
 
 
-def _header_is(line: str, header: tuple[str, ...]) -> bool:
-    return line.startswith("[") and line.strip("[] ").replace('"', "").split(".") == list(header)
+def _brackets(text: str) -> int:
+    """How many more brackets ``text`` opens than it closes, outside strings (a multi-line array goes on)."""
+    bare = _STRINGS.sub("", text)
+    return bare.count("[") + bare.count("{") - bare.count("]") - bare.count("}")
