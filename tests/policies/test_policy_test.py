@@ -127,3 +127,21 @@ def test_a_runtime_case_judges_where_a_calls_values_came_from(tmp_path: Path) ->
         "(groundstate/write_file: its argument 'target' came from the result of groundstate/web_search (writer_x#100)"
     ), done.stdout
     assert done.stdout.splitlines()[-1] == "2 passed, 1 failed (1 file(s))"
+
+
+def test_runtime_coverage_names_the_shipped_files_and_yours_by_their_own_lines(tmp_path: Path) -> None:
+    (tmp_path / "mine.mg").write_text('# mine\nneeds_approval(R, A, /safety, "drafts") :- '
+                                      'tool_call(R, A, _, /write_file, T), :string:contains(T, "draft").\n')
+    (tmp_path / "guards_test.toml").write_text(
+        'decider = "runtime"\nrules = ["mine.mg"]\n\n'
+        '[[case]]\nname = "a draft pauses"\ncheckpoint = "tool_call"\ntool = "write_file"\nargument = "draft.md"\n'
+        'content = "x"\nexpect = "pause"\n'
+    )  # fmt: skip
+    done = policy_test(str(tmp_path / "guards_test.toml"), "--coverage", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {(row["file"], row["line"]): row for row in json.loads(done.stdout)["coverage"]}
+    assert rows[("mine.mg", 2)]["head"] == "needs_approval" and rows[("mine.mg", 2)]["cases"] == 1  # yours
+    shipped = (RUNTIME_TESTS.parent / "guards.mg").read_text().splitlines()
+    refused = next(n for n, line in enumerate(shipped, 1) if line.startswith("tool_call_refused("))
+    assert rows[("guards.mg", refused)]["head"] == "tool_call_refused"  # the shipped file, by its own line
+    assert any(file == "flows.mg" for file, _ in rows)

@@ -35,7 +35,7 @@ def test(
             if cases.decider == "runtime":
                 from .runtime_cases import run_runtime_cases
 
-                results += [(file, result) for result in run_runtime_cases(cases)]
+                results += [(file, result) for result in run_runtime_cases(cases, counted)]
             else:
                 results += [(file, result) for result in run_mcp_cases(cases, counted)]
     except GroundstateError as exc:  # a test file or a rule file that cannot be used: no case ran (failures: 1)

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..kernel import ARGUMENT_IS_PAYLOAD
+from ..kernel import ARGUMENT_IS_PAYLOAD, fired_rules
 from ..runtime import (
     AGENT_STARTED,
     TOOL_CALL,
@@ -20,13 +20,13 @@ from ..runtime import (
     PinnedPolicy,
     RunFlows,
     RunState,
-    guard_rules,
+    guard_rule_parts,
     load_patterns,
     natures,
     parse_workflow,
 )
 from .cases import Case, CaseFile
-from .mcp_cases import CaseResult
+from .mcp_cases import CaseResult, Coverage
 
 RUN = "run-policy-test"
 
@@ -48,20 +48,49 @@ class Checkpoint:
     earlier: tuple[tuple[str, str, str], ...] = ()  # (tool, argument, result) of the attempt's earlier calls
 
 
-def run_runtime_cases(cases: CaseFile) -> list[CaseResult]:
+def run_runtime_cases(cases: CaseFile, coverage: Coverage | None = None) -> list[CaseResult]:
     """Judge each case at its checkpoint: ``deny`` (a tool call the rules on flows refuse, with why), ``pause`` (its
     reasons ``category: reason``, the leading one first), ``abort`` (a cortex pattern's interrupt) or
     ``continue``."""
-    policy = PinnedPolicy.of(guard_rules(cases.rules, cases.disabled_guards),
+    parts = guard_rule_parts(cases.rules, cases.disabled_guards)
+    policy = PinnedPolicy.of("\n".join(text for _, text, _ in parts),
                              load_patterns(*cases.patterns, disabled=cases.disabled_patterns))  # fmt: skip
+    origins = _Origins(parts) if coverage is not None else None
     results = []
     for case in cases.cases:
         assert case.checkpoint is not None
-        results.append(_judged(policy, case, case.checkpoint))
+        results.append(_judged(policy, case, case.checkpoint, coverage, origins))
     return results
 
 
-def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint) -> CaseResult:
+class _Origins:
+    """Where a line of the pinned guard rules comes from: the shipped file or yours, and its line there."""
+
+    def __init__(self, parts: list[tuple[str, str, int]]) -> None:
+        self.starts: list[tuple[int, str, int]] = []  # (first pinned line of the part, origin, header lines)
+        line = 1
+        for origin, text, header in parts:
+            self.starts.append((line, origin, header))
+            line += text.count("\n") + 1
+
+    def of(self, line: int) -> tuple[str, int]:
+        start, origin, header = max(entry for entry in self.starts if entry[0] <= line)
+        return origin, line - start + 1 - header
+
+
+def _count(coverage: Coverage, origins: _Origins, guards: GuardKernel) -> None:
+    """The rules of the run's pinned guard rules (shipped and yours; not the agent kernel's, which a run's guard
+    kernel also holds) and those that fired at the case's checkpoint."""
+    pinned = {rule.head.pos.source for rule in guards.kernel.engine.analyzed.rules
+              if Path(rule.head.pos.source).name == "guards.mg"}  # fmt: skip
+    for rule in guards.kernel.engine.analyzed.rules:
+        if rule.head.pos.source in pinned:
+            coverage.rules.setdefault(origins.of(rule.head.pos.line), rule.head.predicate)
+    coverage.fired.update(origins.of(line) for source, line in fired_rules(guards.kernel) if source in pinned)
+
+
+def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint, coverage: Coverage | None = None,
+            origins: _Origins | None = None) -> CaseResult:  # fmt: skip
     workflow = parse_workflow(f"name: policy-test\nagents:\n  - id: {point.agent}\n"
                               f"    instructions: {json.dumps(point.request)}\n"
                               "    tools: [write_file, read_file, execute_python, web_search]\n")  # fmt: skip
@@ -84,6 +113,8 @@ def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint) -> CaseResult:
             pause = guards.finished(point.agent, point.status, None, [], point.error, Answer(output=point.output),
                                     error_kind=point.error_kind)  # fmt: skip
         interrupts = guards.interrupts() if pause is None else []
+        if coverage is not None and origins is not None:
+            _count(coverage, origins, guards)
     if refusals:  # a refused call does not run, whatever else would pause for it
         return CaseResult(case, "deny", refusals, "")
     if interrupts:  # a cortex pattern's interrupt: the run is aborted before anything more happens

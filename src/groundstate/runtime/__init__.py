@@ -17,7 +17,7 @@ from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
 from .flows import RunFlows, natures
-from .guards import Answer, GuardKernel, guard_rules
+from .guards import Answer, GuardKernel, guard_rule_parts, guard_rules
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
@@ -141,6 +141,7 @@ __all__ = [
     "current_instructions",
     "dag_view",
     "default_db_url",
+    "guard_rule_parts",
     "guard_rules",
     "home",
     "load_patterns",

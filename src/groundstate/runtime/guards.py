@@ -84,6 +84,13 @@ def guard_rules(files: list[Path], disabled: Sequence[str] = ()) -> str:
     """The shipped guard rules followed by the user's guard files (each checked now, so a bad file is refused with
     its own file and line before any run is created or driven) and a ``guard_disabled`` fact for each shipped breaker
     the configuration disables explicitly (``policy.disable_guards``; a name no shipped breaker has is refused)."""
+    return "\n".join(text for _, text, _ in guard_rule_parts(files, disabled))
+
+
+def guard_rule_parts(files: list[Path], disabled: Sequence[str] = ()) -> list[tuple[str, str, int]]:
+    """The parts ``guard_rules`` joins, in order: (where it comes from — a shipped file's name, your file's path,
+    ``disable_guards`` —, its text, how many lines precede the file's own first line), so a line of the pinned rules
+    can be named by its file and line (a policy test's coverage)."""
     import tempfile
 
     shipped = [defaults_dir() / "guards.mg", flow_rules()]  # the breakers, and the flows of values they obey
@@ -94,12 +101,13 @@ def guard_rules(files: list[Path], disabled: Sequence[str] = ()) -> str:
     if unknown:
         raise ConfigurationError(f"policy.disable_guards: {', '.join(unknown)}: no shipped breaker has that name "
                                  f"(shipped: {', '.join(sorted(names))})")  # fmt: skip
-    parts = [file.read_text(encoding="utf-8") for file in shipped]
-    parts += [f"# from {file}\n{file.read_text(encoding='utf-8')}" for file in files]
+    parts = [(file.name, file.read_text(encoding="utf-8"), 0) for file in shipped]
+    parts += [(str(file), f"# from {file}\n{file.read_text(encoding='utf-8')}", 1) for file in files]
     if disabled:
-        parts.append("# disabled by the configuration (policy.disable_guards)")
-        parts += [f"guard_disabled(/{name})." for name in sorted(set(disabled))]
-    return "\n".join(parts)
+        lines = ["# disabled by the configuration (policy.disable_guards)"]
+        lines += [f"guard_disabled(/{name})." for name in sorted(set(disabled))]
+        parts.append(("disable_guards", "\n".join(lines), 1))
+    return parts
 
 
 def pinned_file(folder: Path, name: str, text: str) -> Path:
