@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
-from ..logic import Float, Name
+from ..logic import Float, LogicError, Name
 from ..provenance import flow_rules
 from .backends import Signals
 from .cortex import pattern_reasons
@@ -225,25 +225,32 @@ class GuardKernel:
         held it, and these (category, reason) are what they saw then (``approved_reason``). ``flows``: the call's
         name in flows.mg and the facts of where its values came from (``RunFlows.call``), which hold while it is
         the agent's current call; ``refusals`` reads what flows.mg refuses."""
-        with self.kernel.transaction() as tx:
-            self._attempted.add(agent)
-            tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
-            tx.assert_("current_call", (self.run_id, agent, seq))
-            self._forget_flows(tx, agent)
-            if flows is not None and self.judges_flows:
-                name, facts = flows
-                facts = [("call_flow", (self.run_id, agent, seq, name)), *facts]
-                for predicate, row in facts:
-                    tx.assert_(predicate, row)
-                self._flows[agent] = facts
-            for category, reason in approved or []:
-                tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
-            tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
-            if content is not None:
-                text, digest = _bounded(content)
-                tx.assert_("tool_content", (self.run_id, agent, seq, text))
-                if digest:
-                    tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
+        previous, current = self._flows.pop(agent, []), []
+        try:
+            with self.kernel.transaction() as tx:
+                self._attempted.add(agent)
+                tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
+                tx.assert_("current_call", (self.run_id, agent, seq))
+                for predicate, row in previous:  # the previous call's flows are about that call alone
+                    tx.retract(predicate, row)
+                if flows is not None and self.judges_flows:
+                    name, facts = flows
+                    current = [("call_flow", (self.run_id, agent, seq, name)), *facts]
+                    for predicate, row in current:
+                        tx.assert_(predicate, row)
+                for category, reason in approved or []:
+                    tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
+                tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+                if content is not None:
+                    text, digest = _bounded(content)
+                    tx.assert_("tool_content", (self.run_id, agent, seq, text))
+                    if digest:
+                        tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
+        except LogicError:  # the kernel is as it was (Kernel.apply undoes the transaction): so is the bookkeeping
+            self._flows[agent] = previous
+            raise
+        if current:
+            self._flows[agent] = current
         return self.pause(agent, "tool_call")
 
     def refusals(self, agent: str, seq: int) -> list[str]:
