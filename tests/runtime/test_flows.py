@@ -377,3 +377,25 @@ def test_past_its_bounds_a_local_effect_gets_stricter_too(tmp_path: Path, model:
     assert state.status == "awaiting_approval" and state.pause is not None, state.status
     assert "after the session passed its bounds" in state.pause.reason
     assert not (runtime.home / "runs" / run_id / "workspace" / "deploy_x9k2.sh").exists()
+
+
+def test_flows_the_engine_cannot_evaluate_refuse_the_call(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A rule that fails on a call's flow facts (here: arithmetic on a text; in the wild: more facts than the engine
+    may derive) refuses that call — never runs it unjudged — and the run goes on."""
+    url, script = model
+    script.by_round = True
+    (tmp_path / "strict.mg").write_text(
+        'needs_approval(R, A, /safety, "x") :- call_flow(R, A, _, C), flow_text_argument(C, K), N = fn:plus(K, 1), '
+        'N > 2.\n')  # fmt: skip
+    script.answers = {"writer_a": [
+        envelope("Saving.", [{"tool": "write_file", "argument": "notes/summary.md", "content": "Revenue grew."}]),
+        envelope("Done. [STATUS: SUCCESS]"),
+    ]}  # fmt: skip
+    runtime = runtime_with(tmp_path, url, f'[policy]\nguards = ["{tmp_path / "strict.mg"}"]\n')
+    flow = "name: strict\nagents:\n  - id: writer_a\n    instructions: Save a summary.\n    tools: [write_file]\n"
+    run_id = runtime.create(flow, "strict.yaml", "scripted")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.status == "completed", state.outcome
+    [write] = results(runtime, run_id)
+    assert write["decision"] == "/deny" and "could not be evaluated on this call" in write["reason"], write
+    assert not (runtime.home / "runs" / run_id / "workspace" / "notes" / "summary.md").exists()

@@ -46,7 +46,7 @@ from ..kernel import (
     load_program,
     update_validator,
 )
-from ..logic import Name
+from ..logic import LogicError, Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
 from ..provenance import ArgumentsRefused
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
@@ -76,6 +76,7 @@ from .state import (
     SKIPPED,
     SUCCEEDED,
     TERMINAL,
+    ApprovedCall,
     NodeStatus,
     Pause,
     RunEnded,
@@ -930,11 +931,9 @@ class Runtime:
         refused: dict[int, str] = {}  # calls flows.mg refused (by ToolCall seq): they get their result now
         for request in requests:
             tool = request.type.lstrip("/")
-            argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
             call = self._emit(ctx, ev.TOOL_CALL, agent, {"tool": tool, "target": request.target,
                                                           "payload": request.payload})  # fmt: skip
             calls.append(call.seq)
-            content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
             digest = tool_call_digest({"tool": tool, "target": request.target, "payload": request.payload})
             approved = next((a for a in approvals if a.digest == digest), None)
             if approved is not None:
@@ -942,18 +941,10 @@ class Runtime:
             checked.append(replace(request, operator_approved=True) if approved is not None else request)
             with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
                                                  "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
-                try:
-                    flows = self._flows_of(ctx, invocation, call.seq, tool, request)
-                except ArgumentsRefused as exc:  # what the rules cannot judge whole does not run either
-                    flows, refused[call.seq] = None, f"refused: {exc}"
-                pause = ctx.guards.tool_call(agent, call.seq, tool, argument, content,
-                                             approved.reasons if approved is not None else None,
-                                             flows=flows)  # fmt: skip
-                denial = refused.get(call.seq) or next(iter(ctx.guards.refusals(agent, call.seq)), None)
+                pause, denial, why = self._check_call(ctx, invocation, call.seq, request, approved)
                 tracing.note(deciding, groundstate__decision="deny" if denial else "pause" if pause else "continue")
             if denial is not None:  # a refusal wins over a pause: the call does not run, the agent reads why
                 refused[call.seq] = denial
-                why = ctx.guards.why_refused(agent, call.seq, denial) if flows is not None else None
                 self._emit(ctx, ev.TOOL_RESULT, agent, {
                     "call": call.seq, "tool": tool, "decision": "/deny", "status": None, "output": "",
                     "reason": denial, **({"why": why} if why else {})})  # fmt: skip
@@ -989,6 +980,34 @@ class Runtime:
         invocation.messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\n"
                                                                 "Now answer the task."})  # fmt: skip
         return True
+
+    def _check_call(
+        self, ctx: RunContext, invocation: Invocation, seq: int, request: Request, approved: ApprovedCall | None
+    ) -> tuple[PauseDecision | None, str | None, dict[str, Any] | None]:
+        """Report a requested call to the guards with where its values came from: the pause it needs, why it is
+        refused (its arguments cannot be judged whole, or the rules on flows refuse it) and that refusal's
+        derivation. What cannot be judged is refused, never run unjudged."""
+        agent, tool = invocation.spec.id, request.type.lstrip("/")
+        argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
+        content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
+        reasons = approved.reasons if approved is not None else None
+        denial: str | None = None
+        try:
+            flows = self._flows_of(ctx, invocation, seq, tool, request)
+        except ArgumentsRefused as exc:
+            flows, denial = None, f"refused: {exc}"
+        try:
+            pause = ctx.guards.tool_call(agent, seq, tool, argument, content, reasons, flows=flows)
+        except LogicError as exc:  # the flows are more than the engine may derive
+            if flows is None:
+                raise
+            flows, denial = None, (f"refused: the rules on flows could not be evaluated on this call within the "
+                                   f"engine's limits ({exc.message[:300]})")  # fmt: skip
+            pause = ctx.guards.tool_call(agent, seq, tool, argument, content, reasons)
+        if denial is not None:
+            return pause, denial, None
+        denial = next(iter(ctx.guards.refusals(agent, seq)), None)
+        return pause, denial, ctx.guards.why_refused(agent, seq, denial) if denial is not None else None
 
     def _run_calls(
         self,
