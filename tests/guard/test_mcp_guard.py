@@ -278,3 +278,24 @@ def test_an_upstream_that_does_not_start_is_a_clear_error_not_a_traceback(tmp_pa
     assert done.returncode == 2, done.stderr
     assert "error: mcp.servers.broken: cannot start or reach the server" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""  # stdout is the protocol's: nothing else goes there
+
+
+def test_each_decision_names_the_digest_of_the_policy_that_made_it(tmp_path: Path) -> None:
+    """The refusal the client reads and the ledger row name the policy by content: another rule, another digest;
+    the same rules anywhere (whatever their install path), the same digest."""
+    rule = 'mcp_denied(C, "no Pyongyang") :- mcp_argument(C, "timezone", "Asia/Pyongyang").\n'
+    (tmp_path / "mine.mg").write_text(rule)
+
+    async def use(client: ClientSession) -> Refusal:
+        return await refusal(client, "time__get_current_time", {"timezone": "Asia/Pyongyang"})
+
+    refused = guarded(tmp_path, TIME + '[mcp]\npolicy = ["mine.mg"]\n', use)
+    expected = McpPolicy([tmp_path / "mine.mg"]).digest
+    assert refused.data["policy"] == expected and expected.startswith("sha256:")
+    [entry] = Ledger(default_db_url(tmp_path / "home")).entries()
+    assert entry.policy == expected and entry.to_json()["policy"] == expected
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mine.mg").write_text(rule)
+    assert McpPolicy([tmp_path / "other" / "mine.mg"]).digest == expected  # by content, not by path
+    (tmp_path / "mine.mg").write_text(rule + 'mcp_denied(C, "no") :- mcp_argument(C, "timezone", "Asia/Tokyo").\n')
+    assert McpPolicy([tmp_path / "mine.mg"]).digest != expected

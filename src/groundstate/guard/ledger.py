@@ -76,6 +76,7 @@ decisions = Table(
     Column("ended", Text),  # why a held call was withdrawn or expired
     Column("answered", DateTime(timezone=True)),  # a decided held call: when its outcome went to a client (once)
     Column("account", String(200)),  # the operator account whose token made the call (HTTP), else null
+    Column("policy", String(80)),  # the digest of the policy that decided (McpPolicy.digest; null before it was kept)
 )  # fmt: skip
 
 
@@ -104,6 +105,7 @@ class Entry:
     ended: str | None = None  # why a held call was withdrawn or expired
     waiter: str | None = None  # the guard process holding it (host:pid:start): not served
     account: str | None = None  # the operator account whose token made the call (HTTP)
+    policy: str | None = None  # the digest of the policy that decided it
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the API serves it."""
@@ -123,7 +125,8 @@ class Ledger:
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
-            "status, expires_at, waiter, account) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            "status, expires_at, waiter, account, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id"
         )
         self._moment, self._time = driver.writer(decisions.c.at), driver.reader(decisions.c.at)
         self._joined = driver.sql(
@@ -150,7 +153,8 @@ class Ledger:
         expires = self._moment(now + timedelta(seconds=hold_seconds)) if held else None
         row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
-               HELD if held else verdict.decision, expires, this_process() if held else None, account)  # fmt: skip
+               HELD if held else verdict.decision, expires, this_process() if held else None, account,
+               getattr(verdict, "policy", None) or None)  # fmt: skip
         with within(self.engine, db) as writing:
             return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
@@ -270,7 +274,7 @@ def _entry(row: Any) -> Entry:
     return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
                  aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
-                 row["waiter"], row["account"])  # fmt: skip
+                 row["waiter"], row["account"], row["policy"])  # fmt: skip
 
 
 def _abandoned(entry: Entry) -> bool:

@@ -43,6 +43,7 @@ class Verdict:
     reasons: list[str]
     digest: str
     why: str
+    policy: str = ""  # the digest of the policy that decided it (McpPolicy.digest)
 
 
 class McpPolicy:
@@ -54,6 +55,11 @@ class McpPolicy:
         # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
         # client (the refusal's _meta) and the install paths are the operator's business
         self._named = sorted(((str(path), path.name) for path in sources), key=lambda pair: -len(pair[0]))
+        # the policy that decides, by content: each rule file's name and text (not where it is installed), and whether
+        # labels may loosen — recorded with every decision, so a decision names the rules that made it
+        contents = [(path.name, path.read_text(encoding="utf-8")) for path in sources]
+        canonical = json.dumps({"files": contents, "labels_may_loosen": labels_may_loosen}, ensure_ascii=False)
+        self.digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
         self.kernel = self._calls.kernel
         if labels_may_loosen:
             self.kernel.assert_facts("flow_labels_may_loosen", ())
@@ -96,7 +102,7 @@ class McpPolicy:
             return self._judged(call, server, tool, digest, facts, observe)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
             reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
-            return Verdict(call, "deny", [reason], digest, "")
+            return Verdict(call, "deny", [reason], digest, "", self.digest)
 
     def _judged(self, call: str, server: str, tool: str, digest: str, facts: list[tuple[str, tuple[Any, ...]]],
                 observe: Callable[[Any], None] | None = None) -> Verdict:  # fmt: skip
@@ -114,7 +120,7 @@ class McpPolicy:
             why = why_row(kernel, "mcp_decision", call, decision, first).render() if kind != "permit" else ""
         for path, name in self._named:
             why = why.replace(f"the rule at {path}:", f"the rule at {name}:")
-        return Verdict(call, kind, [str(r) for r in reasons], digest, why)
+        return Verdict(call, kind, [str(r) for r in reasons], digest, why, self.digest)
 
 
 def _short(exc: LogicError) -> str:

@@ -425,7 +425,7 @@ def _details(
 ) -> dict[str, Any]:
     return {"entry": entry, "call": verdict.call, "decision": decision or verdict.decision, "by": by,
             "policy_decision": verdict.decision, "reasons": reasons or verdict.reasons, "digest": verdict.digest,
-            "why": verdict.why}  # fmt: skip
+            "why": verdict.why, "policy": verdict.policy}  # fmt: skip
 
 
 @contextlib.asynccontextmanager

@@ -756,7 +756,7 @@ class Runtime:
         self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
             "category": first.category, "reason": first.reason, "hint": pause.hint,
             "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
-            "thinking": thinking, "why": ctx.guards.why(agent, first),
+            "thinking": thinking, "why": ctx.guards.why(agent, first), "policy": ctx.policy.digest,
             **({"held_call": held_call} if held_call is not None else {}),
         })  # fmt: skip
 
@@ -947,7 +947,7 @@ class Runtime:
                 refused[call.seq] = denial
                 self._emit(ctx, ev.TOOL_RESULT, agent, {
                     "call": call.seq, "tool": tool, "decision": "/deny", "status": None, "output": "",
-                    "reason": denial, **({"why": why} if why else {})})  # fmt: skip
+                    "reason": denial, "policy": ctx.policy.digest, **({"why": why} if why else {})})  # fmt: skip
                 continue
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
