@@ -125,6 +125,7 @@ def _deep_config_problems(loaded: Any) -> list[str]:
                                                                disabled=settings.policy.disable_patterns)),
         (("policy", "kernel"), lambda: load_program(settings.policy.kernel).analyze()),
         (("mcp", "policy"), lambda: McpPolicy(list(settings.mcp.policy))),
+        (("mcp", "shadow"), lambda: McpPolicy(list(settings.mcp.shadow))),
         (("gateway", "rules"), lambda: ReplyPolicy(list(settings.gateway.rules)) if settings.gateway.rules else None),
     ]  # fmt: skip
     for place, build in checks:

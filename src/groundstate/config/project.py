@@ -181,6 +181,7 @@ class McpConfig(BaseModel):
 
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     policy: list[Path] = Field(default_factory=list)  # .mg files added to the shipped mcp.mg
+    shadow: list[Path] = Field(default_factory=list)  # a candidate's .mg files, decided beside it and never obeyed
     approval_timeout_sec: float = Field(300.0, gt=0)  # a held call nobody approves in time is denied
     hold_wait_sec: float = Field(3.0, ge=0)  # how long a held call's request waits before "held: ask again"
     start_timeout_sec: float = Field(30.0, gt=0)  # each upstream's time to start, initialise and list its tools
@@ -411,7 +412,7 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
                 f"{path}:{_line_of(text, key)}: search.corpus: no such directory {config.search.corpus}"
             )
     for name, owner in (("guards", config.policy), ("patterns", config.policy), ("kernel", config.policy),
-                        ("policy", config.mcp), ("rules", config.gateway)):  # fmt: skip
+                        ("policy", config.mcp), ("shadow", config.mcp), ("rules", config.gateway)):  # fmt: skip
         files: list[Path] = getattr(owner, name)
         files[:] = [file if file.is_absolute() else path.parent / file for file in files]
         for file in files:

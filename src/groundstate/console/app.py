@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
@@ -57,10 +58,23 @@ def create_app(runtime: Runtime, token: str, executor: Executor | None = None) -
 
     @app.get(security.METRICS, include_in_schema=False)
     def metrics() -> PlainTextResponse:
-        """The kernel's and the runtime's metrics for Prometheus (behind the token unless ``metrics.open``)."""
-        return PlainTextResponse(runtime.run_metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        """The kernel's and the runtime's metrics for Prometheus (behind the token unless ``metrics.open``), and the
+        MCP guard's shadow disagreements from its ledger (``[mcp] shadow``)."""
+        shadow = _shadow_metric(app.state.operations.ledger.disagreements())
+        return PlainTextResponse(runtime.run_metrics.render() + shadow, media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _shadow_metric(counted: Counter[tuple[str, str]]) -> str:
+    """``groundstate_mcp_shadow_disagreements_total``: calls the shadow policy would have decided otherwise, by the
+    decision made and the shadow's, in Prometheus' text format (the ledger is the count: it survives restarts)."""
+    lines = ["# HELP groundstate_mcp_shadow_disagreements_total Calls through the MCP guard that the shadow policy "
+             "([mcp] shadow) would have decided otherwise.",
+             "# TYPE groundstate_mcp_shadow_disagreements_total counter"]  # fmt: skip
+    lines += [f'groundstate_mcp_shadow_disagreements_total{{decision="{made}",shadow="{would}"}} {count}'
+              for (made, would), count in sorted(counted.items())]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 async def _expire_pauses(ops: Operations) -> None:

@@ -20,6 +20,7 @@ exactly once — a later identical call is a new decision.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -77,6 +78,7 @@ decisions = Table(
     Column("answered", DateTime(timezone=True)),  # a decided held call: when its outcome went to a client (once)
     Column("account", String(200)),  # the operator account whose token made the call (HTTP), else null
     Column("policy", String(80)),  # the digest of the policy that decided (McpPolicy.digest; null before it was kept)
+    Column("shadow", Text),  # what the shadow policy would have decided: {"decision", "reasons"} ([mcp] shadow)
 )  # fmt: skip
 
 
@@ -106,6 +108,12 @@ class Entry:
     waiter: str | None = None  # the guard process holding it (host:pid:start): not served
     account: str | None = None  # the operator account whose token made the call (HTTP)
     policy: str | None = None  # the digest of the policy that decided it
+    shadow: dict[str, Any] | None = None  # what the shadow policy would have decided ({"decision", "reasons"})
+
+    @property
+    def disagrees(self) -> bool:
+        """The shadow policy would have decided the call otherwise."""
+        return self.shadow is not None and self.shadow.get("decision") != self.decision
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the API serves it."""
@@ -125,8 +133,8 @@ class Ledger:
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
-            "status, expires_at, waiter, account, policy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "RETURNING id"
+            "status, expires_at, waiter, account, policy, shadow) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         self._moment, self._time = driver.writer(decisions.c.at), driver.reader(decisions.c.at)
         self._joined = driver.sql(
@@ -154,7 +162,7 @@ class Ledger:
         row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
                HELD if held else verdict.decision, expires, this_process() if held else None, account,
-               getattr(verdict, "policy", None) or None)  # fmt: skip
+               getattr(verdict, "policy", None) or None, _shadow(verdict))  # fmt: skip
         with within(self.engine, db) as writing:
             return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
@@ -256,6 +264,17 @@ class Ledger:
         with reading(self.engine) as db:
             return self._get(db, entry_id)
 
+    def disagreements(self) -> Counter[tuple[str, str]]:
+        """How many calls the shadow policy ([mcp] shadow) would have decided otherwise, by (decision, shadow's)."""
+        counted: Counter[tuple[str, str]] = Counter()
+        query = select(decisions.c.decision, decisions.c.shadow).where(decisions.c.shadow.is_not(None))
+        with reading(self.engine) as db:
+            for decision, shadow in db.execute(query):
+                would = json.loads(shadow).get("decision")
+                if would != decision:
+                    counted[(decision, str(would))] += 1
+        return counted
+
     def entries(self, status: str | None = None, limit: int = 200) -> list[Entry]:
         """The latest entries (held ones only with ``status="held"``), newest first."""
         query = select(decisions).order_by(decisions.c.id.desc()).limit(limit)
@@ -274,7 +293,14 @@ def _entry(row: Any) -> Entry:
     return Entry(row["id"], aware(row["at"]), row["call"], row["server"], row["tool"], json.loads(row["arguments"]),
                  row["digest"], row["client"], row["decision"], json.loads(row["reasons"]), row["why"], row["status"],
                  aware(row["expires_at"]) if row["expires_at"] else None, row["operator"], row["ended"],
-                 row["waiter"], row["account"], row["policy"])  # fmt: skip
+                 row["waiter"], row["account"], row["policy"],
+                 json.loads(row["shadow"]) if row["shadow"] else None)  # fmt: skip
+
+
+def _shadow(verdict: Any) -> str | None:
+    """What the shadow policy would have decided, as the ledger keeps it (None without a shadow policy)."""
+    shadow = getattr(verdict, "shadow", None)
+    return json.dumps({"decision": shadow[0], "reasons": shadow[1]}) if shadow is not None else None
 
 
 def _abandoned(entry: Entry) -> bool:

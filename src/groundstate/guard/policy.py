@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -44,14 +44,24 @@ class Verdict:
     digest: str
     why: str
     policy: str = ""  # the digest of the policy that decided it (McpPolicy.digest)
+    shadow: tuple[str, list[str]] | None = None  # what the shadow policy would decide, and why (never obeyed)
+
+    @property
+    def disagrees(self) -> bool:
+        """A shadow policy is configured and would decide this call otherwise."""
+        return self.shadow is not None and self.shadow[0] != self.decision
 
 
 class McpPolicy:
-    """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones)."""
+    """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones; ``shadow``: a
+    candidate's rule files, decided beside them on every call — the shipped rules and the candidate's in place of
+    ``files`` — and never obeyed: each verdict says what the candidate would have decided)."""
 
-    def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False) -> None:
+    def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False,
+                 shadow: list[Path] | None = None) -> None:  # fmt: skip
         sources = [shipped_rules(), flow_rules(), *(files or [])]
         self._calls = OneAtATime(sources, "groundstate-mcp-")
+        self._shadow = OneAtATime([shipped_rules(), flow_rules(), *shadow], "groundstate-shadow-") if shadow else None
         # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
         # client (the refusal's _meta) and the install paths are the operator's business
         self._named = sorted(((str(path), path.name) for path in sources), key=lambda pair: -len(pair[0]))
@@ -61,13 +71,20 @@ class McpPolicy:
         canonical = json.dumps({"files": contents, "labels_may_loosen": labels_may_loosen}, ensure_ascii=False)
         self.digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
         self.kernel = self._calls.kernel
+        self._kernels = [self.kernel, *([self._shadow.kernel] if self._shadow is not None else [])]
         if labels_may_loosen:
-            self.kernel.assert_facts("flow_labels_may_loosen", ())
+            for kernel in self._kernels:
+                kernel.assert_facts("flow_labels_may_loosen", ())
 
     def add_tools(self, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None = None) -> None:
         """Report an upstream server's tools, what their annotations say and the labels the configuration gives
         them (by tool name)."""
-        with self.kernel.transaction() as tx:
+        for kernel in self._kernels:
+            self._add_tools(kernel, server, tools, labels)
+
+    @staticmethod
+    def _add_tools(kernel: Any, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None) -> None:
+        with kernel.transaction() as tx:
             for tool in tools:
                 tx.assert_("mcp_tool", (server, tool.name))
                 hints = tool.annotations
@@ -98,15 +115,25 @@ class McpPolicy:
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
         facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
+        verdict = self._verdict(self._calls, call, server, tool, digest, facts, observe)
+        if self._shadow is None:
+            return verdict
+        shadow = self._verdict(self._shadow, call, server, tool, digest, facts, None)
+        return replace(verdict, shadow=(shadow.decision, shadow.reasons))
+
+    def _verdict(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
+                 facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None
+                 ) -> Verdict:  # fmt: skip
         try:
-            return self._judged(call, server, tool, digest, facts, observe)
+            return self._judged(judge, call, server, tool, digest, facts, observe)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
             reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
             return Verdict(call, "deny", [reason], digest, "", self.digest)
 
-    def _judged(self, call: str, server: str, tool: str, digest: str, facts: list[tuple[str, tuple[Any, ...]]],
-                observe: Callable[[Any], None] | None = None) -> Verdict:  # fmt: skip
-        with self._calls.judging(facts) as kernel:
+    def _judged(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
+                facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None = None
+                ) -> Verdict:  # fmt: skip
+        with judge.judging(facts) as kernel:
             if observe is not None:
                 observe(kernel)
             rows = kernel.match("mcp_verdict", call)

@@ -283,6 +283,10 @@ class Guard:
             entry = joined or self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
                                                  self.approvals.timeout, db=db, account=call.account)  # fmt: skip
             admitted = _Admitted(verdict, entry, in_doubt, joined=joined is not None)
+            if verdict.disagrees and verdict.shadow is not None:  # the candidate would decide otherwise: not obeyed
+                print(f"groundstate mcp guard: shadow: {call.server}/{call.tool} (entry {entry}) was decided "
+                      f"{verdict.decision}; the shadow policy would {verdict.shadow[0]}: {verdict.shadow[1][0]}",
+                      file=sys.stderr, flush=True)  # fmt: skip
             if verdict.decision == "permit":
                 admitted.recorded = self._begin(call, entry, db)
         return admitted
@@ -452,7 +456,8 @@ async def _guard(
         ledger = Ledger(store_url)
         approvals = Approvals(ledger, config.approval_timeout_sec, config.hold_wait_sec)
         journal = ToolJournal(store_url, engine=ledger.engine)  # one database: a call's admission, one transaction
-        policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen)
+        policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
+                           shadow=list(config.shadow) or None)  # fmt: skip
         history = History(config.history_calls, config.history_bytes)
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
