@@ -4,8 +4,10 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
-from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
+from .recorded import RecordedFactsError
+from .recorded import decode as decode_facts
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
 
@@ -24,6 +26,8 @@ __all__ = [
     "History",
     "Ledger",
     "McpPolicy",
+    "Recorded",
+    "RecordedFactsError",
     "ReplyPolicy",
     "RuledGate",
     "UpstreamError",
@@ -31,6 +35,7 @@ __all__ = [
     "Verdict",
     "call_digest",
     "connect",
+    "decode_facts",
     "serve_stdio",
     "shipped_rules",
 ]

@@ -52,6 +52,7 @@ from ..store import (
     this_process,
     within,
 )
+from .recorded import encode
 
 HELD, APPROVED, DENIED, EXPIRED, WITHDRAWN = "held", "approved", "denied", "expired", "withdrawn"
 
@@ -79,6 +80,7 @@ decisions = Table(
     Column("account", String(200)),  # the operator account whose token made the call (HTTP), else null
     Column("policy", String(80)),  # the digest of the policy that decided (McpPolicy.digest; null before it was kept)
     Column("shadow", Text),  # what the shadow policy would have decided: {"decision", "reasons"} ([mcp] shadow)
+    Column("facts", Text),  # what the policy decided from (guard/recorded.py): policy replay re-decides from them
 )  # fmt: skip
 
 
@@ -124,6 +126,20 @@ class Entry:
         return data
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A decision as recorded, for a replay: the entry, when, the call, what was decided and why, the facts."""
+
+    id: int
+    at: datetime
+    server: str
+    tool: str
+    decision: str
+    reasons: list[str]
+    why: str
+    facts: str | None  # guard/recorded.py's encoding; None for a row written before facts were kept
+
+
 class Ledger:
     """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
 
@@ -133,8 +149,8 @@ class Ledger:
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
-            "status, expires_at, waiter, account, policy, shadow) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            "status, expires_at, waiter, account, policy, shadow, facts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         self._moment, self._time = driver.writer(decisions.c.at), driver.reader(decisions.c.at)
         self._joined = driver.sql(
@@ -162,7 +178,8 @@ class Ledger:
         row = (self._moment(now), verdict.call, server, tool, json.dumps(arguments, sort_keys=True), verdict.digest,
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
                HELD if held else verdict.decision, expires, this_process() if held else None, account,
-               getattr(verdict, "policy", None) or None, _shadow(verdict))  # fmt: skip
+               getattr(verdict, "policy", None) or None, _shadow(verdict),
+               encode(list(verdict.facts)) if getattr(verdict, "facts", None) else None)  # fmt: skip
         with within(self.engine, db) as writing:
             return int(writing.exec_driver_sql(self._record, row).scalar_one())
 
@@ -263,6 +280,19 @@ class Ledger:
         """One entry, or None."""
         with reading(self.engine) as db:
             return self._get(db, entry_id)
+
+    def recorded(self, since: datetime | None = None, server: str | None = None) -> list[Recorded]:
+        """Every decision with what it was decided from, oldest first (``since``: at or after; ``server``: its
+        calls only): what ``policy replay`` re-decides. Rows written before facts were kept have ``facts`` None."""
+        query = select(decisions.c.id, decisions.c.at, decisions.c.server, decisions.c.tool, decisions.c.decision,
+                       decisions.c.reasons, decisions.c.why, decisions.c.facts).order_by(decisions.c.id)  # fmt: skip
+        if since is not None:
+            query = query.where(decisions.c.at >= since)
+        if server is not None:
+            query = query.where(decisions.c.server == server)
+        with reading(self.engine) as db:
+            return [Recorded(row.id, aware(row.at), row.server, row.tool, row.decision, json.loads(row.reasons),
+                             row.why, row.facts) for row in db.execute(query)]  # fmt: skip
 
     def disagreements(self) -> Counter[tuple[str, str]]:
         """How many calls the shadow policy ([mcp] shadow) would have decided otherwise, by (decision, shadow's)."""

@@ -45,6 +45,7 @@ class Verdict:
     why: str
     policy: str = ""  # the digest of the policy that decided it (McpPolicy.digest)
     shadow: tuple[str, list[str]] | None = None  # what the shadow policy would decide, and why (never obeyed)
+    facts: tuple[tuple[str, tuple[Any, ...]], ...] = ()  # what it was decided from (recorded: policy replay)
 
     @property
     def disagrees(self) -> bool:
@@ -71,6 +72,8 @@ class McpPolicy:
         canonical = json.dumps({"files": contents, "labels_may_loosen": labels_may_loosen}, ensure_ascii=False)
         self.digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
         self.kernel = self._calls.kernel
+        self._loosen = labels_may_loosen
+        self._tool_facts: dict[tuple[str, str], list[tuple[str, tuple[Any, ...]]]] = {}  # what add_tools reported
         self._kernels = [self.kernel, *([self._shadow.kernel] if self._shadow is not None else [])]
         if labels_may_loosen:
             for kernel in self._kernels:
@@ -79,24 +82,23 @@ class McpPolicy:
     def add_tools(self, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None = None) -> None:
         """Report an upstream server's tools, what their annotations say and the labels the configuration gives
         them (by tool name)."""
+        for tool in tools:
+            found: list[tuple[str, tuple[Any, ...]]] = [("mcp_tool", (server, tool.name))]
+            hints = tool.annotations
+            if hints is not None and hints.read_only_hint:
+                found.append(("mcp_read_only", (server, tool.name)))
+            elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
+                found.append(("mcp_destructive", (server, tool.name)))
+            if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
+                found.append(("flow_open_world", (server, tool.name)))
+            given = (labels or {}).get(tool.name, [])
+            found += [("flow_label", (server, tool.name, Name("/" + label))) for label in given]
+            self._tool_facts[(server, tool.name)] = found
         for kernel in self._kernels:
-            self._add_tools(kernel, server, tools, labels)
-
-    @staticmethod
-    def _add_tools(kernel: Any, server: str, tools: list[Any], labels: Mapping[str, Sequence[str]] | None) -> None:
-        with kernel.transaction() as tx:
-            for tool in tools:
-                tx.assert_("mcp_tool", (server, tool.name))
-                hints = tool.annotations
-                read_only = bool(hints is not None and hints.read_only_hint)
-                if read_only:
-                    tx.assert_("mcp_read_only", (server, tool.name))
-                elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
-                    tx.assert_("mcp_destructive", (server, tool.name))
-                if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
-                    tx.assert_("flow_open_world", (server, tool.name))
-                for label in (labels or {}).get(tool.name, []):
-                    tx.assert_("flow_label", (server, tool.name, Name("/" + label)))
+            with kernel.transaction() as tx:
+                for tool in tools:
+                    for predicate, row in self._tool_facts[(server, tool.name)]:
+                        tx.assert_(predicate, row)
 
     def decide(self, server: str, tool: str, arguments: dict[str, Any], client: str, in_doubt: bool = False,
                provenance: Provenance | None = None, observe: Callable[[Any], None] | None = None
@@ -115,24 +117,43 @@ class McpPolicy:
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
         facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
-        verdict = self._verdict(self._calls, call, server, tool, digest, facts, observe)
+        verdict = replace(self._verdict(self._calls, call, server, tool, digest, facts, observe),
+                          facts=tuple(facts + self._context(server, tool, facts)))
         if self._shadow is None:
             return verdict
         shadow = self._verdict(self._shadow, call, server, tool, digest, facts, None)
         return replace(verdict, shadow=(shadow.decision, shadow.reasons))
 
+    def _context(self, server: str, tool: str, facts: list[tuple[str, tuple[Any, ...]]]
+                 ) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
+        """What the kernel held besides the call's own facts that its rules may read: the facts of the called tool
+        and of every tool the session's provenance names, and whether labels may loosen — recorded with the
+        decision, so that a replay needs nothing else."""
+        named = {(server, tool)}
+        named.update((str(row[1]), str(row[2])) for predicate, row in facts if predicate == "flow_session_used")
+        named.update((str(row[2]), str(row[3])) for predicate, row in facts if predicate == "flow_earlier")
+        context = [fact for key in sorted(named) for fact in self._tool_facts.get(key, [])]
+        return context + ([("flow_labels_may_loosen", ())] if self._loosen else [])
+
+    def replay(self, facts: list[tuple[str, tuple[Any, ...]]], recorded: str | None = None) -> Verdict:
+        """The verdict this policy gives a recorded decision's facts (``Verdict.facts``; the ledger keeps them):
+        ``groundstate policy replay``. Use a policy with no tools added: the recorded facts carry the tools'. With
+        ``recorded`` (the decision that was made), the derivation is found only when this one differs."""
+        [(call, server, tool, digest, _)] = [row for predicate, row in facts if predicate == "mcp_call"]
+        return self._verdict(self._calls, str(call), str(server), str(tool), str(digest), facts, None, recorded)
+
     def _verdict(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
-                 facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None
-                 ) -> Verdict:  # fmt: skip
+                 facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None,
+                 unless: str | None = None) -> Verdict:  # fmt: skip
         try:
-            return self._judged(judge, call, server, tool, digest, facts, observe)
+            return self._judged(judge, call, server, tool, digest, facts, observe, unless)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
             reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
             return Verdict(call, "deny", [reason], digest, "", self.digest)
 
     def _judged(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
-                facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None = None
-                ) -> Verdict:  # fmt: skip
+                facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None = None,
+                unless: str | None = None) -> Verdict:  # fmt: skip
         with judge.judging(facts) as kernel:
             if observe is not None:
                 observe(kernel)
@@ -144,7 +165,8 @@ class McpPolicy:
             kind, first = str(decision).lstrip("/"), str(reasons[0])
             # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are
             # its record (deriving the tree costs ten times the decision: docs/benchmarks.md)
-            why = why_row(kernel, "mcp_decision", call, decision, first).render() if kind != "permit" else ""
+            explain = kind != "permit" if unless is None else kind != unless  # a replay explains a flip only
+            why = why_row(kernel, "mcp_decision", call, decision, first).render() if explain else ""
         for path, name in self._named:
             why = why.replace(f"the rule at {path}:", f"the rule at {name}:")
         return Verdict(call, kind, [str(r) for r in reasons], digest, why, self.digest)

@@ -1,5 +1,6 @@
 """``groundstate policy test``: run policy test files, print each failure with what was derived instead, and — with
-``--coverage`` — every rule of the policy with the number of cases that fired it, and the rules no case reaches."""
+``--coverage`` — every rule of the policy with the number of cases that fired it, and the rules no case reaches.
+``groundstate policy replay``: the MCP guard's recorded decisions re-decided under a candidate policy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import GroundstateError
+from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
+from ..errors import GroundstateError, exit_code
 from .cases import load_case_file
 from .mcp_cases import CaseResult, Coverage, run_mcp_cases
 
@@ -51,6 +53,65 @@ def test(
             typer.echo(_table(counted))
         typer.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(files)} file(s))")
     raise typer.Exit(1 if failed else 0)
+
+
+@app.command("replay")
+def replay(
+    policy: list[Path] = typer.Option(..., "--policy", help="A candidate's rule file (repeat for several): decided "
+                                      "with the shipped policy, in place of [mcp] policy."),
+    since: str | None = typer.Option(None, "--since", help="Only decisions at or after this time (ISO 8601: "
+                                     "2026-11-20, 2026-11-20T12:00Z; UTC unless it says)."),
+    server: str | None = typer.Option(None, "--server", help="Only calls to this upstream server."),
+    as_json: bool = typer.Option(False, "--json", help="The flips and the summary as one JSON object."),
+    db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
+) -> None:
+    """Re-decide every call the MCP guard recorded under the shipped policy and the candidate's files, from the facts
+    it was decided from, and print each call whose decision would flip with the candidate's derivation, then a
+    summary per flip and reason. Exit 0 (flips are findings, not failures); 2 if the candidate or the store cannot
+    be used."""
+    from datetime import UTC, datetime
+
+    from ..guard import Ledger
+    from .replay import replay_mcp
+
+    try:
+        moment = datetime.fromisoformat(since) if since is not None else None
+    except ValueError:
+        raise typer.BadParameter(f"{since!r} is not an ISO 8601 time", param_hint="--since") from None
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        store = db or load_config(config).config.store.url or default_db_url(home())
+        found = replay_mcp(Ledger(store), policy, moment, server)
+    except GroundstateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exit_code(exc) if exit_code(exc) != 1 else 2) from None
+    if as_json:
+        typer.echo(json.dumps({
+            "replayed": found.replayed,
+            "flips": [{"entry": f.recorded.id, "at": f.recorded.at.isoformat(), "server": f.recorded.server,
+                       "tool": f.recorded.tool, "from": f.recorded.decision, "to": f.decision, "reasons": f.reasons,
+                       "why": f.why, "recorded_reasons": f.recorded.reasons, "recorded_why": f.recorded.why}
+                      for f in found.flips],
+            "summary": [{"from": made, "to": would, "reason": reason, "calls": count}
+                        for (made, would, reason), count in found.summary().most_common()],
+            "unreadable": [{"entry": entry, "why": why} for entry, why in found.unreadable],
+        }, ensure_ascii=False, indent=1))  # fmt: skip
+        raise typer.Exit(0)
+    for flip in found.flips:
+        was = flip.recorded
+        typer.echo(f"entry {was.id} ({was.at:%Y-%m-%d %H:%M:%S}) {was.server}/{was.tool}: {was.decision} -> "
+                   f"{flip.decision}: {flip.reasons[0]}")  # fmt: skip
+        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was.reasons[0]}")
+    if found.flips:
+        typer.echo("flips by reason:")
+        for (made, would, reason), count in found.summary().most_common():
+            typer.echo(f"  {count}  {made} -> {would}: {reason}")
+    unread = f"; {len(found.unreadable)} could not be re-decided" if found.unreadable else ""
+    typer.echo(f"{found.replayed} decisions replayed, {len(found.flips)} would flip{unread}")
+    for entry, why in found.unreadable[:10]:
+        typer.echo(f"  entry {entry}: {why}")
 
 
 def _failure(file: Path, result: CaseResult) -> str:
