@@ -52,3 +52,20 @@ def test_a_value_the_user_named_is_reported_as_named() -> None:
     assert ("flow_argument_in_request", ("now", "to")) in facts
     assert ("flow_argument_in_request", ("now", "body")) not in facts
     assert ("flow_session_used", ("now", "mail", "read")) in facts and ("flow_request_declared", ("now",)) in facts
+
+
+def test_a_megabyte_without_a_separator_is_read_in_linear_time() -> None:
+    """The words of a result or a value are found in one linear pass, whatever the text: a megabyte of letters (an
+    attacker's argument or result) must not make the URL scan try every letter as the start of a scheme. Run in a
+    process of its own with a deadline, so that a quadratic scan fails this test instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    program = ("from groundstate.provenance import words\n"
+               "found = words('a' * 1_000_000 + '://nowhere ' + 'b' * 500_000 + ' https://evil.example/x')\n"
+               "print('https://evil.example/x' in found)\n")  # fmt: skip
+    try:
+        done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("reading a megabyte of letters took more than 20 s: the scan is not linear") from None
+    assert done.stdout.strip() == "True", done.stderr  # a URL after it is still a word

@@ -52,7 +52,9 @@ MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come b
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _TRIM = ".:!?*`"
-_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}|\\]+", re.IGNORECASE)  # a whole URL is a word too
+# a whole URL is a word too; its scheme starts a word and is short, so the scan stays linear on any text (a scheme
+# of any length, tried from every letter of a long word, would make a megabyte of letters take hours)
+_URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^\s\"'<>()\[\]{}|\\]+", re.IGNORECASE)
 _DISTINCT = re.compile(r"[0-9@]")
 # A calendar date, a time of day, or both (ISO 8601's forms and the common "2024-05-19 13:00"): what a model computes
 # from a request ("an hour after noon") rather than copies. Such a value names no one and carries a few bits at
