@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp.client.session import ClientSession
 
@@ -23,10 +24,11 @@ def replay(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def record_calls(tmp_path: Path) -> None:
+    request: Any = {"groundstate/request": "What time is it in Europe/London?"}  # the SDK's meta type names MCP's keys
+
     async def use(client: ClientSession) -> None:
         for zone in ("Asia/Tokyo", "Europe/London", "Asia/Tokyo"):
-            await client.call_tool("time__get_current_time", {"timezone": zone},
-                                   meta={"groundstate/request": "What time is it in Europe/London?"})  # fmt: skip
+            await client.call_tool("time__get_current_time", {"timezone": zone}, meta=request)
 
     guarded(tmp_path, TIME, use)
 
