@@ -75,25 +75,27 @@ class AnthropicAdapter(StreamAdapter):
         # ping and unknown types: nothing to do
 
     def _block_start(self, payload: dict[str, Any], out: list[Event]) -> None:
-        block = payload.get("content_block") or {}
+        given = payload.get("content_block")
+        block: dict[str, Any] = given if isinstance(given, dict) else {}
         index = payload.get("index")
         kind = block.get("type")
         if kind == "tool_use" and isinstance(index, int):
             call = self._start_call(index, block.get("id"), block.get("name"), out)
             if isinstance(block.get("input"), dict) and block["input"]:  # a block that arrives with its input
                 self._add_arguments(call, json.dumps(block["input"]), out)
-        elif kind == "text" and block.get("text"):
+        elif kind == "text" and _text(block.get("text")):  # a field that is not text is no text (never a crash)
             out.append(TextDelta(block["text"]))
-        elif kind == "thinking" and block.get("thinking"):
+        elif kind == "thinking" and _text(block.get("thinking")):
             out.append(ThinkDelta(block["thinking"]))
         # redacted_thinking arrives whole and encrypted: there is no text to show
 
     def _delta(self, payload: dict[str, Any], out: list[Event]) -> None:
-        delta = payload.get("delta") or {}
+        given = payload.get("delta")
+        delta: dict[str, Any] = given if isinstance(given, dict) else {}
         kind = delta.get("type")
-        if kind == "text_delta" and delta.get("text"):
+        if kind == "text_delta" and _text(delta.get("text")):
             out.append(TextDelta(delta["text"]))
-        elif kind == "thinking_delta" and delta.get("thinking"):
+        elif kind == "thinking_delta" and _text(delta.get("thinking")):
             out.append(ThinkDelta(delta["thinking"]))
         elif kind == "input_json_delta":
             index = payload.get("index")
@@ -101,6 +103,12 @@ class AnthropicAdapter(StreamAdapter):
             fragment = delta.get("partial_json")
             if call is not None and isinstance(fragment, str) and fragment:
                 self._add_arguments(call, fragment, out)
-        elif kind == "refusal_delta" and delta.get("refusal"):
+        elif kind == "refusal_delta" and _text(delta.get("refusal")):
             out.append(Refusal(delta["refusal"]))
         # signature_delta, citations_delta and unknown deltas carry no text for the user
+
+
+def _text(value: Any) -> bool:
+    """Whether a field the provider sent is text to show: a non-empty string (a number, a list or an object in its
+    place is not — the fuzzer sends them; the field is left out, never a crash)."""
+    return isinstance(value, str) and bool(value)

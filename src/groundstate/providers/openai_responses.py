@@ -43,7 +43,7 @@ class OpenAIResponsesAdapter(StreamAdapter):
         kind = payload.get("type", event.event)
         delta = _DELTAS.get(kind) if isinstance(kind, str) else None
         if delta is not None:
-            if payload.get("delta"):
+            if isinstance(payload.get("delta"), str) and payload["delta"]:  # not text: no text (never a crash)
                 out.append(delta(payload["delta"]))
         elif kind == "response.output_item.added":
             self._item_added(payload, out)
