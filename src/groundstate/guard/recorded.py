@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import InputError
 from ..logic import Float, Name
 
 Fact = tuple[str, tuple[Any, ...]]
 
 
-class RecordedFactsError(ValueError):
+class RecordedFactsError(InputError, ValueError):
     """Recorded facts that cannot be read (written by hand, or by another program)."""
 
 
