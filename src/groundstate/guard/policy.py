@@ -121,7 +121,7 @@ class McpPolicy:
                           facts=tuple(facts + self._context(server, tool, facts)))
         if self._shadow is None:
             return verdict
-        shadow = self._verdict(self._shadow, call, server, tool, digest, facts, None)
+        shadow = self._verdict(self._shadow, call, server, tool, digest, facts, None, explain=False)  # never shown
         return replace(verdict, shadow=(shadow.decision, shadow.reasons))
 
     def _context(self, server: str, tool: str, facts: list[tuple[str, tuple[Any, ...]]]
@@ -144,16 +144,16 @@ class McpPolicy:
 
     def _verdict(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
                  facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None,
-                 unless: str | None = None) -> Verdict:  # fmt: skip
+                 unless: str | None = None, explain: bool = True) -> Verdict:  # fmt: skip
         try:
-            return self._judged(judge, call, server, tool, digest, facts, observe, unless)
+            return self._judged(judge, call, server, tool, digest, facts, observe, unless, explain)
         except LogicError as exc:  # a rule that cannot be evaluated on these values: refused, and said why
             reason = f"the policy could not be evaluated on this call's arguments, so it is refused ({_short(exc)})"
             return Verdict(call, "deny", [reason], digest, "", self.digest)
 
     def _judged(self, judge: OneAtATime, call: str, server: str, tool: str, digest: str,
                 facts: list[tuple[str, tuple[Any, ...]]], observe: Callable[[Any], None] | None = None,
-                unless: str | None = None) -> Verdict:  # fmt: skip
+                unless: str | None = None, explain: bool = True) -> Verdict:  # fmt: skip
         with judge.judging(facts) as kernel:
             if observe is not None:
                 observe(kernel)
@@ -165,7 +165,8 @@ class McpPolicy:
             kind, first = str(decision).lstrip("/"), str(reasons[0])
             # the derivation, for the calls someone must read it for (a refusal, a held call); a permit's reasons are
             # its record (deriving the tree costs ten times the decision: docs/benchmarks.md)
-            explain = kind != "permit" if unless is None else kind != unless  # a replay explains a flip only
+            # a replay explains a flip only; a shadow verdict's derivation is never shown
+            explain = explain and (kind != "permit" if unless is None else kind != unless)
             why = why_row(kernel, "mcp_decision", call, decision, first).render() if explain else ""
         for path, name in self._named:
             why = why.replace(f"the rule at {path}:", f"the rule at {name}:")
