@@ -51,14 +51,15 @@ def _search_path() -> dict[str, str]:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
-def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False) -> Any:
-    """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml); with
-    ``stderr``, (what ``use`` returned, what the guard wrote on its stderr)."""
+def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False,
+            env: dict[str, str] | None = None) -> Any:  # fmt: skip
+    """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml and ``env``
+    added to its environment); with ``stderr``, (what ``use`` returned, what the guard wrote on its stderr)."""
     (tmp_path / "groundstate.toml").write_text(config)
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
                                    cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
                                                            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
-                                                           **_search_path()})  # fmt: skip
+                                                           **_search_path(), **(env or {})})  # fmt: skip
 
     errors = tmp_path / "guard.stderr"
 

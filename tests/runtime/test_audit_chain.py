@@ -7,19 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from groundstate.runtime.runner import Runtime
+from groundstate.runtime import EventStore, Runtime
+from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime.chain import link
 
+from ..console.conftest import serving
 from .conftest import Script, envelope
 
+KEY = "an operator's key, 32 characters"
 FLOW = """
 name: audited
 agents:
@@ -35,9 +41,11 @@ def finished_run(runtime: Runtime, script: Script) -> str:
     return run_id
 
 
-def verify(store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def verify(store: Path, *arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "GROUNDSTATE_AUDIT_KEY"}
     return subprocess.run([sys.executable, "-m", "groundstate", "audit", "verify", "--db", f"sqlite:///{store}",
-                           *arguments], capture_output=True, text=True, timeout=60)  # fmt: skip
+                           *arguments], capture_output=True, text=True, timeout=60,
+                          env={**environment, **(env or {})})  # fmt: skip
 
 
 def change(db: sqlite3.Connection, run: str) -> None:
@@ -96,7 +104,9 @@ def test_every_run_is_verified_and_json_names_the_first_bad_event(
         change(db, second)
     found = verify(tmp_path / "gs.db", "--json")
     assert found.returncode == 1
-    verdicts = {line["run"]: line for line in map(json.loads, found.stdout.splitlines())}
+    lines = [json.loads(line) for line in found.stdout.splitlines()]
+    verdicts = {line["run"]: line for line in lines if "run" in line}
+    assert [line["ok"] for line in lines if line.get("store")] == [True]  # the store's chain: its own line
     assert verdicts[first]["ok"] is True and verdicts[first]["events"] > 3
     assert (verdicts[second]["ok"], verdicts[second]["seq"], verdicts[second]["how"]) == (False, 3, "changed")
 
@@ -116,3 +126,47 @@ def test_a_log_written_before_chains_is_reported_not_refused(
     found = verify(tmp_path / "gs.db", "--run", run)
     assert found.returncode == 0 and re.search(r"verified [1-9]\d* events, head sha256:\w+ \(\d+ earlier",
                                                found.stdout), found.stdout  # fmt: skip
+
+
+def relink(db: sqlite3.Connection, run: str) -> None:
+    """Every link of the run recomputed after an edit, as an attacker who read runtime/chain.py would."""
+    head = ""
+    rows = db.execute("SELECT id, type, agent, payload, actor, at FROM events WHERE run_id = ? ORDER BY seq",
+                      (run,)).fetchall()  # fmt: skip
+    for row_id, kind, agent, payload, actor, at in rows:
+        moment = datetime.fromisoformat(at).replace(tzinfo=UTC)
+        head = link(head, run, kind, agent, payload, actor, moment)
+        db.execute("UPDATE events SET chain = ? WHERE id = ?", (head, row_id))
+    db.execute("UPDATE runs SET chain = ? WHERE id = ?", (head, run))
+
+
+def test_a_signed_head_catches_a_log_rewritten_whole(model: tuple[str, Script], tmp_path: Path) -> None:
+    config = tmp_path / "groundstate.toml"
+    config.write_text("[audit]\nsign = true\n")
+    store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}", audit_key=KEY.encode())  # as [audit] sign gives it
+    runtime = Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", model[0]))
+    run = finished_run(runtime, model[1])
+    keyed = {"GROUNDSTATE_AUDIT_KEY": KEY}
+    clean = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env=keyed)
+    assert clean.returncode == 0 and re.search(r"; signed \(event \d+, checked\)$", clean.stdout.strip()), clean.stdout
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        change(db, run)
+        relink(db, run)
+    unsigned = verify(tmp_path / "gs.db", "--run", run)  # the links alone are whole again
+    assert unsigned.returncode == 0 and "signed, not checked: no key" in unsigned.stdout
+    found = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env=keyed)
+    assert found.returncode == 1 and "the run's signed head does not verify with the configured key" in found.stdout
+
+
+def test_the_console_shows_whether_a_runs_log_verifies(
+    runtime: Runtime, model: tuple[str, Script], tmp_path: Path
+) -> None:
+    run = finished_run(runtime, model[1])
+    with serving(tmp_path, "--db", f"sqlite:///{tmp_path / 'gs.db'}") as console:
+        before = console.api().get(f"/runs/{run}").text
+        with sqlite3.connect(tmp_path / "gs.db") as db:
+            change(db, run)
+        after = console.api().get(f"/runs/{run}").text
+    assert re.search(r'class="audit verified">Log verified: \d+ events chained; unsigned', before), before
+    assert ('class="audit broken">Log edited outside groundstate: event 3 was changed — its content is not what its '
+            "link was computed from") in after  # fmt: skip

@@ -289,6 +289,33 @@ class ExecutorConfig(BaseModel):
     resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # model-spec prefix -> Ray resources needed
 
 
+class AuditConfig(BaseModel):
+    """``[audit]``: the store's chain of ledger and journal rows (docs/audit.md). With ``sign``, every write also
+    signs the chain's head with the key in the environment variable ``key_env`` names (HMAC-SHA256): the key stays
+    with the operator, never in a file; ``audit verify`` checks the signature with the same key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sign: bool = False  # sign the head after every write: the key must then be set, or nothing starts
+    key_env: str = Field("GROUNDSTATE_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # holds the signing key
+
+    def key(self) -> bytes | None:
+        """The signing key (None unless ``sign``); a ConfigurationError naming the variable when it is not set."""
+        if not self.sign:
+            return None
+        value = os.environ.get(self.key_env, "")
+        if len(value) < 16:
+            raise ConfigurationError(f"[audit] sign is on, but the environment variable {self.key_env} "
+                                     f"({'is not set' if not value else 'holds fewer than 16 characters'}) does not "
+                                     "hold a signing key: set it, or turn [audit] sign off")  # fmt: skip
+        return value.encode("utf-8", "surrogatepass")
+
+    def verifying_key(self) -> bytes | None:
+        """The key ``audit verify`` checks a signed head with: the variable's value when it is set, signing or not."""
+        value = os.environ.get(self.key_env, "")
+        return value.encode("utf-8", "surrogatepass") if value else None
+
+
 class ProjectConfig(BaseModel):
     """The whole project configuration; every section has its defaults."""
 
@@ -313,6 +340,7 @@ class ProjectConfig(BaseModel):
     access: AccessConfig = Field(default_factory=AccessConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
 
 
 class LoadedConfig:

@@ -42,7 +42,8 @@ class Operations:
         self.executor = executor or InProcessExecutor(runtime)  # where the runs it starts or unpauses are driven
         self.operators = operators
         self.drives: dict[str, asyncio.Task[RunState]] = {}
-        self.ledger = Ledger(runtime.store.url)  # the MCP guard's decisions and held calls, in the same database
+        # the MCP guard's decisions and held calls, in the same database and chain
+        self.ledger = Ledger(runtime.store.url, runtime.store.audit_key)
 
     def decide_call(self, entry_id: int, decision: str, operator: Operator, digest: str | None) -> Entry:
         """An operator's decision on a call the MCP guard holds; 409 with the reason when it cannot apply."""

@@ -57,10 +57,6 @@ approvals_app = typer.Typer(help="Calls the MCP guard holds for an operator: lis
                             no_args_is_help=True)  # fmt: skip
 
 
-def _store(db: str | None, config: Path | None) -> str:
-    return db or load_config(config).config.store.url or default_db_url(home())
-
-
 @approvals_app.command("list")
 def list_calls(
     every: bool = typer.Option(False, "--all", help="Every decision, not only the held calls."),
@@ -69,7 +65,8 @@ def list_calls(
 ) -> None:
     """The calls waiting for an operator (with --all: every decision), newest first, one JSON object per line."""
     try:
-        ledger = Ledger(_store(db, config))
+        settings = load_config(config).config
+        ledger = Ledger(db or settings.store.url or default_db_url(home()), settings.audit.key())
         entries = ledger.entries() if every else ledger.waiting()  # a call nobody waits for is never offered
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -83,7 +80,8 @@ def _decide(entry_id: int, approve: bool, digest: str | None, db: str | None, co
         settings = load_config(config).config
         store = db or settings.store.url or default_db_url(home())
         who = command_line_operator(store, ACT)
-        entry = Ledger(store).decide(entry_id, approve, who.name, digest, settings.access.self_approval)
+        ledger = Ledger(store, settings.audit.key())
+        entry = ledger.decide(entry_id, approve, who.name, digest, settings.access.self_approval)
     except GroundstateError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exit_code(exc)) from None

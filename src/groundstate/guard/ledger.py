@@ -41,8 +41,10 @@ from sqlalchemy import (
 
 from ..errors import ConflictError
 from ..store import (
+    LEDGER,
     DriverSQL,
     Executes,
+    StoreChain,
     aware,
     create_tables,
     decision_refused,
@@ -143,9 +145,11 @@ class Recorded:
 class Ledger:
     """The guard's decisions in the database at ``url`` (the configuration's ``store.url``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, audit_key: bytes | None = None) -> None:
+        """``audit_key``: sign the store's chain head after every write (``[audit] sign``; store/audit.py)."""
         self.engine: Engine = open_engine(url)  # opened as the run store is: WAL, busy timeout, a private file
         create_tables(self.engine, decisions)
+        self.chain = StoreChain(self.engine, audit_key)  # every write below is a link of the store's chain
         driver = DriverSQL(self.engine)  # a row per call: the driver's own SQL (``DriverSQL``: bench/mcp)
         self._record = driver.sql(
             "INSERT INTO mcp_decisions (at, call, server, tool, arguments, digest, client, decision, reasons, why, "
@@ -181,7 +185,9 @@ class Ledger:
                getattr(verdict, "policy", None) or None, _shadow(verdict),
                encode(list(verdict.facts)) if getattr(verdict, "facts", None) else None)  # fmt: skip
         with within(self.engine, db) as writing:
-            return int(writing.exec_driver_sql(self._record, row).scalar_one())
+            entry_id = int(writing.exec_driver_sql(self._record, row).scalar_one())
+            self.chain.touch(writing, LEDGER, (entry_id,), "decided")
+            return entry_id
 
     def decide(
         self,
@@ -215,6 +221,7 @@ class Ledger:
                 raise ApprovalRefused(f"call {entry_id}: {refused}")
             db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
                 status=APPROVED if approve else DENIED, operator=operator, decided_at=now))  # fmt: skip
+            self.chain.touch(db, LEDGER, (entry_id,), "approved" if approve else "denied")
             found = self._get(db, entry_id)
         assert found is not None
         return found
@@ -244,6 +251,8 @@ class Ledger:
             done = db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.answered.is_(None),
                                                       decisions.c.status.in_((APPROVED, DENIED)))
                               .values(answered=datetime.now(UTC)))  # fmt: skip
+            if done.rowcount == 1:
+                self.chain.touch(db, LEDGER, (entry_id,), "answered")
         return bool(done.rowcount == 1)
 
     def expire(self, entry_id: int) -> None:
@@ -271,10 +280,11 @@ class Ledger:
                 live.append(entry)
         return live
 
-    @staticmethod
-    def _end(db: Any, entry_id: int, status: str, why: str) -> None:
-        db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
+    def _end(self, db: Any, entry_id: int, status: str, why: str) -> None:
+        done = db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.status == HELD).values(
             status=status, ended=why, decided_at=datetime.now(UTC)))  # fmt: skip
+        if done.rowcount == 1:
+            self.chain.touch(db, LEDGER, (entry_id,), status)
 
     def get(self, entry_id: int) -> Entry | None:
         """One entry, or None."""

@@ -453,9 +453,10 @@ async def _guard(
             upstreams.tools[local_tools.SERVER] = local_tools.listed()
             workspace = home() / "mcp-workspace"  # the one place your tools may write
             upstreams.sessions[local_tools.SERVER] = local_tools.LocalTools(workspace)
-        ledger = Ledger(store_url)
+        ledger = Ledger(store_url, settings.audit.key())  # [audit] sign: the store's chain head signed
         approvals = Approvals(ledger, config.approval_timeout_sec, config.hold_wait_sec)
-        journal = ToolJournal(store_url, engine=ledger.engine)  # one database: a call's admission, one transaction
+        # one database and one chain: a call's admission is one transaction
+        journal = ToolJournal(store_url, engine=ledger.engine, chain=ledger.chain)
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
                            shadow=list(config.shadow) or None)  # fmt: skip
         history = History(config.history_calls, config.history_bytes)

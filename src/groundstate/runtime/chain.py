@@ -11,9 +11,12 @@ none: they are reported as unchained, and the chain starts at the first event th
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+
+from ..store import signature_of
 
 GENESIS = ""
 
@@ -58,17 +61,39 @@ class Verdict:
     seq: int | None = None
     how: str = ""
     detail: str = ""
+    signed: str = "unsigned"  # the head's signature ([audit] sign): unsigned, signed and checked, or not checked
 
     def __str__(self) -> str:
         if self.ok:
             before = f" ({self.unchained} earlier events were written before chains)" if self.unchained else ""
-            return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}"
+            return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}; {self.signed}"
         return f"{self.run_id}: event {self.seq} was {self.how}: {self.detail}"
 
 
-def verify(run_id: str, rows: list[Row], head: str | None, last_seq: int) -> Verdict:
+def verify(run_id: str, rows: list[Row], head: str | None, last_seq: int, signature: str | None = None,
+           key: bytes | None = None) -> Verdict:  # fmt: skip
     """Recompute the run's chain over ``rows`` (in sequence order) against the run's recorded ``head`` and
-    ``last_seq``; the first event that does not fit, and how."""
+    ``last_seq``; the first event that does not fit, and how; then the head's ``signature`` ("SEQ:hmac…", written
+    with ``[audit] sign``) with ``key``."""
+    found = _verify_links(run_id, rows, head, last_seq)
+    if not found.ok or signature is None:
+        return found
+    seq_text, _, mac = signature.partition(":")
+    if key is None:
+        return replace(found, signed="signed, not checked: no key ([audit] key_env)")
+    signed_at = next((row for row in rows if str(row.seq) == seq_text and row.chain), None)
+    if signed_at is None or not hmac.compare_digest(
+            signature_of(key, "run:" + run_id, signed_at.seq, signed_at.chain or GENESIS), mac):  # fmt: skip
+        return Verdict(run_id, False, found.chained, found.unchained, found.head, int(seq_text or 0) or None,
+                       "changed", "the run's signed head does not verify with the configured key",
+                       "signature wrong")  # fmt: skip
+    after = last_seq - signed_at.seq
+    tail = f"; {after} events after the last signed head" if after else ""
+    return replace(found, signed=f"signed (event {signed_at.seq}, checked){tail}")
+
+
+def _verify_links(run_id: str, rows: list[Row], head: str | None, last_seq: int) -> Verdict:
+    """The chain's links alone: the first event that does not fit, and how."""
     unchained = 0
     while unchained < len(rows) and rows[unchained].chain is None:
         unchained += 1

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
-from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator
+from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator, verify_store
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, open_executor
@@ -121,33 +121,41 @@ def run(
     raise typer.Exit(_drive(runtime, run_id, decide, text, max_decisions, driving))
 
 
-audit_app = typer.Typer(help="The record nobody can quietly edit: verify the chains of runs' events.",
-                        no_args_is_help=True)  # fmt: skip
+audit_app = typer.Typer(help="The record nobody can quietly edit: verify the chains of runs' events and of the "
+                             "store's ledger and journal rows.", no_args_is_help=True)  # fmt: skip
 
 
 @audit_app.command("verify")
 def audit_verify(
-    run_id: str | None = typer.Option(None, "--run", help="One run (default: every run in the store)."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per run."),
+    run_id: str | None = typer.Option(None, "--run", help="One run (default: every run, and the store's chain)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per run, and one for the store."),
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """Recompute each run's chain of events (every event carries a hash chained to the one before it) and name the
-    first event that was changed, removed, inserted or reordered outside groundstate; exit 1 if any was."""
+    """Recompute each run's chain of events and the store's chain of MCP-guard ledger and tool-journal rows (every
+    write carries a hash chained to the one before it), check signed heads with the key ``[audit] key_env`` names,
+    and name the first event or row that was changed, removed, inserted or reordered outside groundstate; exit 1 if
+    any was."""
     try:
-        store = _runtime(db, config=config).store
+        runtime = _runtime(db, config=config)
+        store, key = runtime.store, runtime.settings.audit.verifying_key()
         ids = [run_id] if run_id is not None else [row["id"] for row in reversed(store.runs())]
-        verdicts = [store.verify(one) for one in ids]
+        verdicts = [store.verify(one, key) for one in ids]
+        whole = verify_store(store.engine, key) if run_id is None else None
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     for verdict in verdicts:
         if as_json:
             typer.echo(json.dumps({"run": verdict.run_id, "ok": verdict.ok, "events": verdict.chained,
                                    "unchained": verdict.unchained, "head": verdict.head, "seq": verdict.seq,
-                                   "how": verdict.how or None, "detail": verdict.detail or None}))  # fmt: skip
+                                   "how": verdict.how or None, "detail": verdict.detail or None,
+                                   "signed": verdict.signed}))  # fmt: skip
         else:
             say(console, str(verdict))
-    raise typer.Exit(0 if all(verdict.ok for verdict in verdicts) else 1)
+    if whole is not None:
+        typer.echo(json.dumps(whole.to_json())) if as_json else say(console, str(whole))
+    ok = all(verdict.ok for verdict in verdicts) and (whole is None or whole.ok)
+    raise typer.Exit(0 if ok else 1)
 
 
 @runs_app.command("list")

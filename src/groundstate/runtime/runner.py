@@ -230,7 +230,9 @@ class Runtime:
         self.max_rounds = max_rounds
         self.search = search or configured_search(self.settings.search)  # what web_search searches
         self.memory = open_memory(self.settings.memory, store.engine)  # agents' long-term and vector memory
-        self.journal = ToolJournal(store.url)  # every tool call: intent before, result after (exactly once)
+        if store.audit_key is None:  # [audit] sign: run heads and the store's chain signed with the operator's key
+            store.audit_key = self.settings.audit.key()
+        self.journal = ToolJournal(store.url, audit_key=store.audit_key)  # every tool call: intent, then result
         self._mcp: McpTools | None = None  # the MCP servers workflow agents' tools come from, once needed
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)

@@ -49,6 +49,7 @@ from ..store import (
     hot_transaction,
     open_engine,
     reading,
+    signature_of,
 )
 from . import chain
 from . import run_events as ev
@@ -68,6 +69,7 @@ runs = Table(
     Column("pause_reason", Text),
     Column("open_pauses", Integer),  # how many pauses wait for a decision (NULL in rows written before it)
     Column("chain", String(80)),  # the link of the run's last event (runtime/chain.py; NULL before chains)
+    Column("chain_signature", String(120)),  # "SEQ:hmac-sha256:…" of the head at SEQ ([audit] sign), else NULL
 )
 events = Table(
     "events",
@@ -117,8 +119,9 @@ class StoreCorrupt(StoreError):
 class EventStore:
     """The runs' event logs in SQL (SQLite or PostgreSQL), with one lease per run for its driver."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    def __init__(self, url: str, audit_key: bytes | None = None) -> None:
+        """``audit_key``: sign each run's chain head as events are appended (``[audit] sign``; docs/audit.md)."""
+        self.url, self.audit_key = url, audit_key
         self.engine: Engine = open_engine(url)
         create_tables(self.engine, *metadata.sorted_tables)
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
@@ -193,15 +196,20 @@ class EventStore:
                 appended.append(record)
             if appended:
                 pause = state.pause
-                db.exec_driver_sql(hot.update, (str(state.status), state.last_seq, hot.moment(appended[-1].at),
-                                                pause.agent if pause else None, pause.reason if pause else None,
-                                                len(state.pauses), head, run_id))  # fmt: skip
+                values = (str(state.status), state.last_seq, hot.moment(appended[-1].at),
+                          pause.agent if pause else None, pause.reason if pause else None, len(state.pauses), head)
+                if self.audit_key is None:
+                    db.exec_driver_sql(hot.update, (*values, run_id))
+                else:
+                    signed = f"{state.last_seq}:{signature_of(self.audit_key, 'run:' + run_id, state.last_seq, head)}"
+                    db.exec_driver_sql(hot.update_signed, (*values, signed, run_id))
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
 
-    def verify(self, run_id: str) -> chain.Verdict:
+    def verify(self, run_id: str, key: bytes | None = None) -> chain.Verdict:
         """Recompute the run's chain of events from the stored rows (runtime/chain.py): the first event that was
-        changed, removed, inserted or reordered since groundstate wrote it, if any."""
+        changed, removed, inserted or reordered since groundstate wrote it, if any; with ``key``, the signed head
+        checked too."""
         with reading(self.engine) as db:
             found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
             if found is None:
@@ -211,7 +219,8 @@ class EventStore:
             for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
                 seq, kind, agent, payload, actor, at, link, order = values
                 rows.append(chain.Row(seq, kind, agent, payload, actor, self._hot.read_at(at), link, order))
-        return chain.verify(run_id, rows, head, last_seq)
+            signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
+        return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key)
 
     # -- leases ---------------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:
@@ -367,6 +376,9 @@ class _HotStatements:
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
         self.update = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
                           "pause_reason = ?, open_pauses = ?, chain = ? WHERE id = ?")  # fmt: skip
+        self.update_signed = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
+                                 "pause_reason = ?, open_pauses = ?, chain = ?, chain_signature = ? WHERE id = ?")
+        self.signed = sql("SELECT chain_signature FROM runs WHERE id = ?")
         self.chained = sql("SELECT seq, type, agent, payload, actor, at, chain, id FROM events WHERE run_id = ? "
                            "ORDER BY seq, id")  # fmt: skip
         self.head = sql("SELECT chain, last_seq FROM runs WHERE id = ?")

@@ -6,6 +6,7 @@ ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(to
 """
 
 from .access import ACT, ADMINISTER, SEE, decision_refused, may, roles
+from .audit import JOURNAL, LEDGER, StoreChain, StoreVerdict, signature_of, verify_store
 from .database import (
     DriverSQL,
     Executes,
@@ -39,6 +40,8 @@ __all__ = [
     "ACT",
     "ADMINISTER",
     "FIRST_ADMIN",
+    "JOURNAL",
+    "LEDGER",
     "SEE",
     "TOKEN_ENV",
     "AccountRefused",
@@ -52,6 +55,8 @@ __all__ = [
     "NotPermitted",
     "Operator",
     "Operators",
+    "StoreChain",
+    "StoreVerdict",
     "ToolJournal",
     "WouldWait",
     "aware",
@@ -67,7 +72,9 @@ __all__ = [
     "private_sqlite_file",
     "reading",
     "roles",
+    "signature_of",
     "this_process",
     "token_hash",
+    "verify_store",
     "within",
 ]

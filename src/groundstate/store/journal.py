@@ -36,6 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from ..errors import ConflictError
+from .audit import JOURNAL, StoreChain
 from .database import DriverSQL, Executes, aware, create_tables, hot_transaction, open_engine, reading, within
 from .holders import alive, this_process
 
@@ -88,11 +89,15 @@ def call_digest(tool: str, arguments: Any) -> str:
 class ToolJournal:
     """The journal in the store's database at ``url``."""
 
-    def __init__(self, url: str, engine: Engine | None = None) -> None:
+    def __init__(self, url: str, engine: Engine | None = None, chain: StoreChain | None = None,
+                 audit_key: bytes | None = None) -> None:  # fmt: skip
         """``engine``: one already open on ``url`` (the guard shares its ledger's, so that a call's admission — its
-        doubts, its ledger row and its intent — is one transaction)."""
+        doubts, its ledger row and its intent — is one transaction); ``chain``: the store's chain its writes are
+        linked in (store/audit.py; the guard shares its ledger's), else one of its own, signed with ``audit_key``
+        when one is given (``[audit] sign``)."""
         self.engine = engine if engine is not None else open_engine(url)
         create_tables(self.engine, entries)
+        self.chain = chain if chain is not None else StoreChain(self.engine, audit_key)
         self.holder = this_process()  # host:pid:start (holders.py)
         self._hot = _HotStatements(self.engine)
         database = self.engine.url.database or ""
@@ -120,8 +125,10 @@ class ToolJournal:
             if row is None:
                 text = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
                 db.exec_driver_sql(hot.insert, (*key, tool, text, INTENT, self.holder, now))
+                self.chain.touch(db, JOURNAL, key, "intent")
             else:
                 db.exec_driver_sql(hot.restart, (INTENT, self.holder, now, *key))
+                self.chain.touch(db, JOURNAL, key, "restarted")
         return None
 
     def taken(self, scope: str, position: int, tool: str, arguments: Any, db: Executes | None = None) -> str | None:
@@ -148,10 +155,11 @@ class ToolJournal:
 
     def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
         """Journal the result of a call begun with the same scope, position, tool and arguments."""
-        hot = self._hot
+        hot, key = self._hot, (scope, position, call_digest(tool, arguments))
         values = (DONE, json.dumps(result, ensure_ascii=False), hot.moment(datetime.now(UTC)))
         with hot_transaction(self.engine) as db:
-            db.exec_driver_sql(hot.finished, (*values, scope, position, call_digest(tool, arguments)))
+            db.exec_driver_sql(hot.finished, (*values, *key))
+            self.chain.touch(db, JOURNAL, key, "done")
 
     def in_doubt(self, scope_prefix: str) -> list[JournalEntry]:
         """The calls under ``scope_prefix`` with an intent and no result, oldest first."""
@@ -178,7 +186,11 @@ class ToolJournal:
         if tool is not None:
             which.append(entries.c.digest == call_digest(tool, arguments))
         with self.engine.begin() as db:
+            keys = [tuple(row) for row in db.execute(select(entries.c.scope, entries.c.position,
+                                                            entries.c.digest).where(*which))]  # fmt: skip
             done = db.execute(update(entries).where(*which).values(state=RESOLVED, resolution=resolution))
+            for key in keys:
+                self.chain.touch(db, JOURNAL, key, "resolved")
         return int(done.rowcount or 0)
 
     def entries(self, scope_prefix: str) -> list[JournalEntry]:
