@@ -124,6 +124,8 @@ def _deep_config_problems(loaded: Any) -> list[str]:
         (("policy", "disable_patterns"), lambda: load_patterns(*settings.policy.patterns,
                                                                disabled=settings.policy.disable_patterns)),
         (("policy", "kernel"), lambda: load_program(settings.policy.kernel).analyze()),
+        (("policy", "shadow"), lambda: guard_rules(settings.policy.shadow, settings.policy.disable_guards)),
+        (("audit", "sign"), lambda: settings.audit.key()),
         (("mcp", "policy"), lambda: McpPolicy(list(settings.mcp.policy))),
         (("mcp", "shadow"), lambda: McpPolicy(list(settings.mcp.shadow))),
         (("gateway", "rules"), lambda: ReplyPolicy(list(settings.gateway.rules)) if settings.gateway.rules else None),

@@ -66,6 +66,7 @@ class Policy(BaseModel):
     kernel: list[Path] = Field(default_factory=list)  # .mg files added to the kernel's policy (kernel step | repl)
     disable_guards: list[str] = Field(default_factory=list)  # shipped breakers turned off, by name (explicitly)
     disable_patterns: list[str] = Field(default_factory=list)  # shipped cortex patterns turned off, by id
+    shadow: list[Path] = Field(default_factory=list)  # a candidate's guard files: decided beside runs, never obeyed
 
 
 class Budgets(BaseModel):
@@ -305,9 +306,9 @@ class AuditConfig(BaseModel):
             return None
         value = os.environ.get(self.key_env, "")
         if len(value) < 16:
-            raise ConfigurationError(f"[audit] sign is on, but the environment variable {self.key_env} "
-                                     f"({'is not set' if not value else 'holds fewer than 16 characters'}) does not "
-                                     "hold a signing key: set it, or turn [audit] sign off")  # fmt: skip
+            said = "is not set" if not value else "holds fewer than 16 characters"
+            raise ConfigurationError(f"[audit] sign is on, but the environment variable {self.key_env} {said}: set "
+                                     "it to the signing key, or turn [audit] sign off")  # fmt: skip
         return value.encode("utf-8", "surrogatepass")
 
     def verifying_key(self) -> bytes | None:
@@ -440,7 +441,8 @@ def _resolve_paths(config: ProjectConfig, path: Path, text: str) -> None:
                 f"{path}:{_line_of(text, key)}: search.corpus: no such directory {config.search.corpus}"
             )
     for name, owner in (("guards", config.policy), ("patterns", config.policy), ("kernel", config.policy),
-                        ("policy", config.mcp), ("shadow", config.mcp), ("rules", config.gateway)):  # fmt: skip
+                        ("shadow", config.policy), ("policy", config.mcp), ("shadow", config.mcp),
+                        ("rules", config.gateway)):  # fmt: skip
         files: list[Path] = getattr(owner, name)
         files[:] = [file if file.is_absolute() else path.parent / file for file in files]
         for file in files:

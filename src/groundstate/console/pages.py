@@ -109,7 +109,8 @@ def _run_page(request: Request, run_id: str, ops: Ops, name: str, notice: str = 
         else None  # the whole page, not each live refresh: its log's chain recomputed  # fmt: skip
     response = _page(request, name, run=state, graph=dag_svg(state, layers(state)), attempts=attempts_of(events),
                      instructions=current_instructions(state), events=events[-40:], usage=usage_line(state), age=age,
-                     notice=notice, audit=audit)  # fmt: skip
+                     notice=notice, audit=audit,
+                     shadowed=[e for e in events if e.type == "ShadowDisagreed"] if name == "run.html" else [])
     response.status_code = status
     return response
 

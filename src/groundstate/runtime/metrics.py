@@ -31,6 +31,9 @@ class RunMetrics:
                                 registry=registry)  # fmt: skip
         self.decisions = Counter("groundstate_decisions", "Operator decisions (retry, skip, abort).", ["decision"],
                                  registry=registry)  # fmt: skip
+        self.shadow = Counter("groundstate_run_shadow_disagreements", "Checkpoints of runs the shadow policy "
+                              "([policy] shadow) would have decided otherwise, by the decision made and the "
+                              "shadow's (go, pause, deny, error).", ["decision", "shadow"], registry=registry)
 
     def observe(self, event: ev.Event) -> None:
         """Count what ``event`` says happened."""
@@ -45,6 +48,8 @@ class RunMetrics:
             self.tool_calls.labels(str(p.get("tool")), str(p.get("decision") or "none").lstrip("/")).inc()
         elif event.type == ev.APPROVAL_DECIDED:
             self.decisions.labels(str(p.get("decision"))).inc()
+        elif event.type == ev.SHADOW_DISAGREED:
+            self.shadow.labels(str(p.get("decision")), str(p.get("shadow"))).inc()
 
     def render(self) -> str:
         """Every metric (the kernel's and the runtime's) in the Prometheus text format."""

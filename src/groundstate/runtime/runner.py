@@ -67,6 +67,7 @@ from .prompts import envelope_schema, system_prompt, user_prompt
 from .readiness import Readiness
 from .recordings import RunRecording
 from .run_memory import open_memory
+from .shadow import ShadowedGuards
 from .state import (
     AWAITING_APPROVAL,
     FAILED,
@@ -222,6 +223,9 @@ class Runtime:
         self.concurrency = concurrency  # at most core_limits.max_concurrent_shards (see _schedule)
         pattern_files = [*([patterns_path] if patterns_path else []), *self.settings.policy.patterns]
         guards = guard_rules(self.settings.policy.guards, self.settings.policy.disable_guards)
+        # [policy] shadow: a candidate's guard rules, decided beside every run this process drives (runtime/shadow.py)
+        self.shadow_guards = guard_rules(self.settings.policy.shadow, self.settings.policy.disable_guards) \
+            if self.settings.policy.shadow else None  # fmt: skip
         roles = [Role(prefix=prefix, **role.model_dump()) for prefix, role in self.settings.roles.items()] or None
         patterns = load_patterns(*pattern_files, disabled=self.settings.policy.disable_patterns)
         self.policy = PinnedPolicy.of(guards, patterns, roles, self.config)  # what new runs are pinned to
@@ -421,7 +425,13 @@ class Runtime:
         recordings = folder / "recordings"
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
-        guards = GuardKernel(run_id, workflow, workspace, policy, self.runs_dir / ".pinned", state.budgets)
+        pinned = self.runs_dir / ".pinned"
+        if self.shadow_guards is None:
+            guards = GuardKernel(run_id, workflow, workspace, policy, pinned, state.budgets)
+        else:
+            candidate = PinnedPolicy.of(self.shadow_guards, list(policy.patterns),
+                                        list(policy.roles) if policy.roles is not None else None, policy.limits)
+            guards = ShadowedGuards(run_id, workflow, workspace, policy, pinned, state.budgets, candidate)
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
                          state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
@@ -539,7 +549,10 @@ class Runtime:
         """The event, after the agent's start when that is still held (deferred_starts.py): what one transaction
         appends."""
         started = ctx.starts.take(agent)
-        return [*([(ev.AGENT_STARTED, agent, started)] if started is not None else []), (event_type, agent, payload)]
+        shadowed = ctx.guards.take_pending() if isinstance(ctx.guards, ShadowedGuards) else []
+        return [*([(ev.AGENT_STARTED, agent, started)] if started is not None else []),
+                *[(ev.SHADOW_DISAGREED, None, disagreement) for disagreement in shadowed],
+                (event_type, agent, payload)]  # fmt: skip
 
     def _observe(self, ctx: RunContext, event: ev.Event) -> None:
         """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""

@@ -61,8 +61,8 @@ SETTLED = (SUCCEEDED, SKIPPED)  # an agent's: no edge leaves these (NODE_EDGES);
 
 _AGENT_WORK = (ev.NODE_CREATED, ev.AGENT_STARTED, ev.TOOL_CALL, ev.TOOL_RESULT, ev.AGENT_COMPLETED, ev.AGENT_FAILED,
                ev.AGENT_SKIPPED)  # fmt: skip
-_STAYS_RUNNING = {event: RunStatus.RUNNING for event in _AGENT_WORK}
-_STAYS_AWAITING = {event: RunStatus.AWAITING_APPROVAL for event in _AGENT_WORK}  # other branches go on meanwhile
+_STAYS_RUNNING = {event: RunStatus.RUNNING for event in (*_AGENT_WORK, ev.SHADOW_DISAGREED)}
+_STAYS_AWAITING = {event: RunStatus.AWAITING_APPROVAL for event in (*_AGENT_WORK, ev.SHADOW_DISAGREED)}  # others go on
 _ENDINGS = {ev.RUN_FAILED: RunStatus.FAILED, ev.RUN_ABORTED: RunStatus.ABORTED}
 
 RUN_EDGES: dict[RunStatus, dict[str, RunStatus]] = {
