@@ -21,6 +21,9 @@ from groundstate.runtime.runner import DecisionError, Runtime
 from groundstate.runtime.store import EventStore
 
 from .conftest import Script, envelope
+from .test_shadow_runs import DONE as SHADOW_DONE
+from .test_shadow_runs import FLOW as SHADOWED
+from .test_shadow_runs import HOLDS_WRITES, WRITE, shadowed_runtime
 
 SEARCH = [{"tool": "web_search", "argument": "home battery market"}]
 BRANCHES = """
@@ -204,6 +207,11 @@ def test_every_event_type_is_emitted(runtime: Runtime, model: tuple[str, Script]
     runtime.decide(run_id, "skip")
     asyncio.run(runtime.drive(run_id))
     record(runtime, run_id)
+    script.by_round, script.answers = True, {"writer_a": [WRITE, SHADOW_DONE]}  # a shadow policy that disagrees
+    shadowed = shadowed_runtime(runtime.home / "shadowed", model[0], HOLDS_WRITES)
+    shadowed_id = shadowed.create(SHADOWED, "shadowed.yaml", "scripted")
+    asyncio.run(shadowed.drive(shadowed_id))
+    record(shadowed, shadowed_id)
     assert SEEN == set(ev.EVENT_TYPES)
 
 

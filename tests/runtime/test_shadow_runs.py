@@ -29,6 +29,7 @@ DONE = envelope("Done. [STATUS: SUCCESS]")
 
 def shadowed_runtime(tmp_path: Path, url: str, candidate: str, enforced: str | None = None) -> Runtime:
     """A runtime whose runs are shadowed by ``candidate`` (in place of ``enforced``, the run's own [policy] guards)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "candidate.mg").write_text(candidate)
     (tmp_path / "enforced.mg").write_text(enforced or "")
     guards = [tmp_path / "enforced.mg"] if enforced is not None else []
