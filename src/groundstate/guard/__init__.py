@@ -6,8 +6,6 @@ from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
-from .recorded import RecordedFactsError
-from .recorded import decode as decode_facts
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
 
@@ -27,7 +25,6 @@ __all__ = [
     "Ledger",
     "McpPolicy",
     "Recorded",
-    "RecordedFactsError",
     "ReplyPolicy",
     "RuledGate",
     "UpstreamError",
@@ -35,7 +32,6 @@ __all__ = [
     "Verdict",
     "call_digest",
     "connect",
-    "decode_facts",
     "serve_stdio",
     "shipped_rules",
 ]

@@ -40,6 +40,7 @@ from sqlalchemy import (
 )
 
 from ..errors import ConflictError
+from ..logic import encode_facts
 from ..store import (
     LEDGER,
     DriverSQL,
@@ -54,7 +55,6 @@ from ..store import (
     this_process,
     within,
 )
-from .recorded import encode
 
 HELD, APPROVED, DENIED, EXPIRED, WITHDRAWN = "held", "approved", "denied", "expired", "withdrawn"
 
@@ -82,7 +82,7 @@ decisions = Table(
     Column("account", String(200)),  # the operator account whose token made the call (HTTP), else null
     Column("policy", String(80)),  # the digest of the policy that decided (McpPolicy.digest; null before it was kept)
     Column("shadow", Text),  # what the shadow policy would have decided: {"decision", "reasons"} ([mcp] shadow)
-    Column("facts", Text),  # what the policy decided from (guard/recorded.py): policy replay re-decides from them
+    Column("facts", Text),  # what the policy decided from (logic/recorded.py): policy replay re-decides from them
 )  # fmt: skip
 
 
@@ -139,7 +139,7 @@ class Recorded:
     decision: str
     reasons: list[str]
     why: str
-    facts: str | None  # guard/recorded.py's encoding; None for a row written before facts were kept
+    facts: str | None  # logic/recorded.py's encoding; None for a row written before facts were kept
 
 
 class Ledger:
@@ -183,7 +183,7 @@ class Ledger:
                client, verdict.decision, json.dumps(verdict.reasons), verdict.why,
                HELD if held else verdict.decision, expires, this_process() if held else None, account,
                getattr(verdict, "policy", None) or None, _shadow(verdict),
-               encode(list(verdict.facts)) if getattr(verdict, "facts", None) else None)  # fmt: skip
+               encode_facts(list(verdict.facts)) if getattr(verdict, "facts", None) else None)  # fmt: skip
         with within(self.engine, db) as writing:
             entry_id = int(writing.exec_driver_sql(self._record, row).scalar_one())
             self.chain.touch(writing, LEDGER, (entry_id,), "decided")

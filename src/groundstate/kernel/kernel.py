@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import LimitError, PolicyError
+from ..errors import ConfigurationError, LimitError, PolicyError
 from ..logic import AnalyzedProgram, Engine, LogicError, Name, Program, Stats, sort_facts, to_value
 from ..packets import UpdateValidator
 from .config import KernelConfig
@@ -58,7 +58,11 @@ def load_program(sources: Iterable[str | Path]) -> Program:
 
 
 def _load(sources: tuple[Path, ...]) -> Program:
-    """Parsed and analysed once per set of files (and again when one of them changes)."""
+    """Parsed and analysed once per set of files (and again when one of them changes); a file that is not there is a
+    ConfigurationError naming it (a rule file is the user's: ``--policy``, ``[policy] guards``, ``[mcp] shadow``)."""
+    missing = [str(path) for path in sources if not path.is_file()]
+    if missing:
+        raise ConfigurationError(f"{', '.join(missing)}: no such rule file")
     key = tuple((str(path), path.stat().st_mtime_ns) for path in sources)
     program = _PROGRAMS.get(key)
     if program is None:

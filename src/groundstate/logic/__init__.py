@@ -29,6 +29,7 @@ from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
 from .lint import LintFinding, lint_units
 from .parser import load_unit, parse_atom, parse_unit
 from .program import Program
+from .recorded import RecordedFactsError, decode_facts, encode_facts, facts_json, facts_of_json
 from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "Position",
     "PredicateInfo",
     "Program",
+    "RecordedFactsError",
     "SourceUnit",
     "Stats",
     "Struct",
@@ -68,8 +70,12 @@ __all__ = [
     "ValueConversionError",
     "Var",
     "bounds_problem",
+    "decode_facts",
     "display",
     "display_fact",
+    "encode_facts",
+    "facts_json",
+    "facts_of_json",
     "lint_units",
     "load_unit",
     "parse_atom",

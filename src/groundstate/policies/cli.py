@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -62,16 +63,18 @@ def replay(
     since: str | None = typer.Option(None, "--since", help="Only decisions at or after this time (ISO 8601: "
                                      "2026-11-20, 2026-11-20T12:00Z; UTC unless it says)."),
     server: str | None = typer.Option(None, "--server", help="Only calls to this upstream server."),
+    run: list[str] = typer.Option([], "--run", help="Re-decide this run's checkpoints instead (repeat for several): "
+                                  "the candidate's files are guard rules, in place of [policy] guards."),
+    runs: bool = typer.Option(False, "--runs", help="Re-decide every run's checkpoints (--since: runs created then "
+                              "or after) instead of the MCP guard's calls."),
     as_json: bool = typer.Option(False, "--json", help="The flips and the summary as one JSON object."),
     db: str | None = DB_OPTION,
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Re-decide every call the MCP guard recorded under the shipped policy and the candidate's files, from the facts
-    it was decided from, and print each call whose decision would flip with the candidate's derivation, then a
-    summary per flip and reason. Exit 0 (flips are findings, not failures); 2 if the candidate or the store cannot
-    be used."""
-    from datetime import UTC, datetime
-
+    it was decided from — or, with --run or --runs, every checkpoint of runs from what their guards were told — and
+    print each decision that would flip with the candidate's derivation, then a summary per flip and reason. Exit 0
+    (flips are findings, not failures); 2 if the candidate or the store cannot be used."""
     from ..guard import Ledger
     from .replay import replay_mcp
 
@@ -81,6 +84,12 @@ def replay(
         raise typer.BadParameter(f"{since!r} is not an ISO 8601 time", param_hint="--since") from None
     if moment is not None and moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if run or runs:
+        if server is not None:
+            raise typer.BadParameter("--server selects the MCP guard's calls; runs have no server",
+                                     param_hint="--server")  # fmt: skip
+        _replay_runs(policy, run, moment, as_json, db, config)
+        return
     try:
         store = db or load_config(config).config.store.url or default_db_url(home())
         found = replay_mcp(Ledger(store), policy, moment, server)
@@ -112,6 +121,53 @@ def replay(
     typer.echo(f"{found.replayed} decisions replayed, {len(found.flips)} would flip{unread}")
     for entry, why in found.unreadable[:10]:
         typer.echo(f"  entry {entry}: {why}")
+
+
+def _replay_runs(policy: list[Path], chosen: list[str], since: datetime | None, as_json: bool, db: str | None,
+                 config: Path | None) -> None:  # fmt: skip
+    """``policy replay --run/--runs``: the runs' recorded checkpoints under the candidate's guard rules."""
+    from ..runtime import configured_runtime, guard_rule_parts, replay_runs
+
+    try:
+        runtime = configured_runtime(db, config)
+        rules = guard_rule_parts(policy, runtime.settings.policy.disable_guards)
+        ids = chosen or [row["id"] for row in reversed(runtime.store.runs())
+                         if since is None or _aware(row["created_at"]) >= since]  # fmt: skip
+        for run_id in chosen:
+            runtime.store.state(run_id)  # UnknownRun names a run that is not in the store
+        found = replay_runs(runtime.store, ids, rules)
+    except GroundstateError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exit_code(exc) if exit_code(exc) != 1 else 2) from None
+    if as_json:
+        typer.echo(json.dumps({
+            "replayed": found.replayed,
+            "flips": [{"run": f.run_id, "report": f.report, "after_event": f.after_seq, "agent": f.agent,
+                       "checkpoint": f.checkpoint, "from": f.recorded[0], "recorded_reason": f.recorded[1],
+                       "to": f.candidate[0], "reason": f.candidate[1], "why": f.why} for f in found.flips],
+            "summary": [{"from": made, "to": would, "reason": reason, "checkpoints": count}
+                        for (made, would, reason), count in found.summary().most_common()],
+            "unreadable": [{"run": run_id, "why": why} for run_id, why in found.unreadable],
+        }, ensure_ascii=False, indent=1))  # fmt: skip
+        return
+    for flip in found.flips:
+        said = f": {flip.candidate[1]}" if flip.candidate[1] else ""
+        typer.echo(f"{flip.run_id} {flip.agent} {flip.checkpoint} (report {flip.report}, after event "
+                   f"{flip.after_seq}): {flip.recorded[0]} -> {flip.candidate[0]}{said}")  # fmt: skip
+        was = f"{flip.recorded[0]}: {flip.recorded[1]}" if flip.recorded[1] else flip.recorded[0]
+        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was}")
+    if found.flips:
+        typer.echo("flips by reason:")
+        for (made, would, reason), count in found.summary().most_common():
+            typer.echo(f"  {count}  {made} -> {would}: {reason}")
+    unread = f"; {len(found.unreadable)} runs could not be re-decided" if found.unreadable else ""
+    typer.echo(f"{found.replayed} checkpoints replayed, {len(found.flips)} would flip{unread}")
+    for run_id, why in found.unreadable[:10]:
+        typer.echo(f"  {run_id}: {why}")
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _failure(file: Path, result: CaseResult) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..guard import Ledger, McpPolicy, Recorded, RecordedFactsError, decode_facts
+from ..guard import Ledger, McpPolicy, Recorded
+from ..logic import RecordedFactsError, decode_facts
 
 
 @dataclass(frozen=True)

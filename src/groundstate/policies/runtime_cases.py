@@ -18,6 +18,7 @@ from ..runtime import (
     GuardKernel,
     Invocation,
     PinnedPolicy,
+    RuleOrigins,
     RunFlows,
     RunState,
     guard_rule_parts,
@@ -55,7 +56,7 @@ def run_runtime_cases(cases: CaseFile, coverage: Coverage | None = None) -> list
     parts = guard_rule_parts(cases.rules, cases.disabled_guards)
     policy = PinnedPolicy.of("\n".join(text for _, text, _ in parts),
                              load_patterns(*cases.patterns, disabled=cases.disabled_patterns))  # fmt: skip
-    origins = _Origins(parts) if coverage is not None else None
+    origins = RuleOrigins(parts) if coverage is not None else None
     results = []
     for case in cases.cases:
         assert case.checkpoint is not None
@@ -63,22 +64,7 @@ def run_runtime_cases(cases: CaseFile, coverage: Coverage | None = None) -> list
     return results
 
 
-class _Origins:
-    """Where a line of the pinned guard rules comes from: the shipped file or yours, and its line there."""
-
-    def __init__(self, parts: list[tuple[str, str, int]]) -> None:
-        self.starts: list[tuple[int, str, int]] = []  # (first pinned line of the part, origin, header lines)
-        line = 1
-        for origin, text, header in parts:
-            self.starts.append((line, origin, header))
-            line += text.count("\n") + 1
-
-    def of(self, line: int) -> tuple[str, int]:
-        start, origin, header = max(entry for entry in self.starts if entry[0] <= line)
-        return origin, line - start + 1 - header
-
-
-def _count(coverage: Coverage, origins: _Origins, guards: GuardKernel) -> None:
+def _count(coverage: Coverage, origins: RuleOrigins, guards: GuardKernel) -> None:
     """The rules of the run's pinned guard rules (shipped and yours; not the agent kernel's, which a run's guard
     kernel also holds) and those that fired at the case's checkpoint."""
     pinned = {rule.head.pos.source for rule in guards.kernel.engine.analyzed.rules
@@ -90,7 +76,7 @@ def _count(coverage: Coverage, origins: _Origins, guards: GuardKernel) -> None:
 
 
 def _judged(policy: PinnedPolicy, case: Case, point: Checkpoint, coverage: Coverage | None = None,
-            origins: _Origins | None = None) -> CaseResult:  # fmt: skip
+            origins: RuleOrigins | None = None) -> CaseResult:  # fmt: skip
     workflow = parse_workflow(f"name: policy-test\nagents:\n  - id: {point.agent}\n"
                               f"    instructions: {json.dumps(point.request)}\n"
                               "    tools: [write_file, read_file, execute_python, web_search]\n")  # fmt: skip

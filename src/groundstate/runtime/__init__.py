@@ -17,11 +17,12 @@ from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
 from .flows import RunFlows, natures
-from .guards import Answer, GuardKernel, guard_rule_parts, guard_rules
+from .guards import Answer, GuardKernel, RuleOrigins, guard_rule_parts, guard_rules
 from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
 from .recordings import RunRecording, recorded_answers, recording_index
+from .replay import RunFlip, RunReplay, replay_runs
 from .run_events import (
     AGENT_COMPLETED,
     AGENT_FAILED,
@@ -120,9 +121,12 @@ __all__ = [
     "Pause",
     "PinnedPolicy",
     "PolicyPinError",
+    "RuleOrigins",
     "RunEnded",
+    "RunFlip",
     "RunFlows",
     "RunRecording",
+    "RunReplay",
     "RunState",
     "RunStatus",
     "Runtime",
@@ -154,6 +158,7 @@ __all__ = [
     "pauses_json",
     "recorded_answers",
     "recording_index",
+    "replay_runs",
     "say",
     "usage_line",
     "workflow_of",

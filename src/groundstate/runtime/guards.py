@@ -110,6 +110,23 @@ def guard_rule_parts(files: list[Path], disabled: Sequence[str] = ()) -> list[tu
     return parts
 
 
+class RuleOrigins:
+    """Where a line of pinned guard rules (``guard_rule_parts`` joined) comes from: the shipped file or yours, and
+    its line there — a derivation or a coverage report names that, not the pinned copy's line."""
+
+    def __init__(self, parts: list[tuple[str, str, int]]) -> None:
+        self.starts: list[tuple[int, str, int]] = []  # (first pinned line of the part, origin, header lines)
+        line = 1
+        for origin, text, header in parts:
+            self.starts.append((line, origin, header))
+            line += text.count("\n") + 1
+
+    def of(self, line: int) -> tuple[str, int]:
+        """(origin, line there) of the pinned rules' ``line``."""
+        start, origin, header = max(entry for entry in self.starts if entry[0] <= line)
+        return origin, line - start + 1 - header
+
+
 def pinned_file(folder: Path, name: str, text: str) -> Path:
     """A pinned policy file, stored by its content under ``folder`` (``DIGEST/NAME``: written once, never changed):
     runs pinned to the same policy load the same file, so the kernel's parse of it is shared by them."""

@@ -58,7 +58,7 @@ from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
 from .deferred_starts import DeferredStarts
 from .flows import RunFlows, natures
-from .guards import Answer, GuardKernel, PauseDecision, Spent, defaults_dir, guard_rules
+from .guards import Answer, PauseDecision, Spent, defaults_dir, guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
@@ -66,8 +66,8 @@ from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .readiness import Readiness
 from .recordings import RunRecording
+from .reported import ReportedGuards
 from .run_memory import open_memory
-from .shadow import ShadowedGuards
 from .state import (
     AWAITING_APPROVAL,
     FAILED,
@@ -172,7 +172,7 @@ class Invocation:
 class RunContext:
     run_id: str
     workflow: Workflow
-    guards: GuardKernel
+    guards: ReportedGuards  # the run's guard kernel, each report recorded (reported.py)
     workspace: Path
     recordings: Path
     recording: RunRecording  # the run's one .sigil file and its index (runtime/recordings.py)
@@ -425,20 +425,18 @@ class Runtime:
         recordings = folder / "recordings"
         recordings.mkdir(parents=True, exist_ok=True, mode=0o700)
         policy = PinnedPolicy.from_json(state.policy, run_id) if state.policy is not None else self.policy
-        pinned = self.runs_dir / ".pinned"
-        if self.shadow_guards is None:
-            guards = GuardKernel(run_id, workflow, workspace, policy, pinned, state.budgets)
-        else:
-            candidate = PinnedPolicy.of(self.shadow_guards, list(policy.patterns),
-                                        list(policy.roles) if policy.roles is not None else None, policy.limits)
-            guards = ShadowedGuards(run_id, workflow, workspace, policy, pinned, state.budgets, candidate)
+        candidate = PinnedPolicy.of(self.shadow_guards, list(policy.patterns),
+                                    list(policy.roles) if policy.roles is not None else None, policy.limits) \
+            if self.shadow_guards is not None else None  # fmt: skip
+        # every report to the guards recorded (policy replay --run), the shadow candidate decided beside
+        guards = ReportedGuards(run_id, workflow, workspace, policy, self.runs_dir / ".pinned", state.budgets,
+                                candidate)  # fmt: skip
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
                          state.model or "local", holder, policy,
                          policy.limits or self.config, models=dict(state.models),
                          fallback=list(state.fallback), credentials=frozenset(state.credentials),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
-        ctx.turn = TurnBatch(lambda items: self.store.transact(run_id, lambda _: items, holder=holder),
-                             lambda event: self._observe(ctx, event))  # fmt: skip
+        ctx.turn = TurnBatch(lambda items: self._write(ctx, items), lambda event: self._observe(ctx, event))
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
         refs = [tool for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)]
@@ -526,8 +524,7 @@ class Runtime:
 
     def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
         """Append one event (with the agent's start, when it is still held: one transaction), then report it."""
-        batch = self._after_held_start(ctx, event_type, agent, payload)
-        events = self.store.transact(ctx.run_id, lambda _: batch, holder=ctx.holder)
+        events = self._write(ctx, self._after_held_start(ctx, event_type, agent, payload))
         for event in events:
             self._observe(ctx, event)
         return events[-1]
@@ -542,6 +539,16 @@ class Runtime:
             return self._emit(ctx, event_type, agent, payload)
         return (await ctx.turn.append(self._after_held_start(ctx, event_type, agent, payload)))[-1]
 
+    def _write(self, ctx: RunContext, items: list[tuple[str, str | None, dict[str, Any]]]) -> list[ev.Event]:
+        """Append ``items`` with the guard reports made since the last write (reported.py), in one transaction;
+        reports whose transaction failed go with the next."""
+        reports = ctx.guards.take_reports()
+        try:
+            return self.store.transact(ctx.run_id, lambda _: items, holder=ctx.holder, reports=reports)
+        except BaseException:
+            ctx.guards.give_back(reports)
+            raise
+
     @staticmethod
     def _after_held_start(
         ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]
@@ -549,7 +556,7 @@ class Runtime:
         """The event, after the agent's start when that is still held (deferred_starts.py): what one transaction
         appends."""
         started = ctx.starts.take(agent)
-        shadowed = ctx.guards.take_pending() if isinstance(ctx.guards, ShadowedGuards) else []
+        shadowed = ctx.guards.take_pending()
         return [*([(ev.AGENT_STARTED, agent, started)] if started is not None else []),
                 *[(ev.SHADOW_DISAGREED, None, disagreement) for disagreement in shadowed],
                 (event_type, agent, payload)]  # fmt: skip

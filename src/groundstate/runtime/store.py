@@ -86,6 +86,15 @@ events = Table(
     UniqueConstraint("run_id", "seq", name="one_event_per_seq"),
 )
 
+reports = Table(
+    "guard_reports",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), ForeignKey("runs.id"), nullable=False, index=True),
+    Column("seq", Integer, nullable=False),  # the run's last event when it was written (it precedes seq + 1)
+    Column("body", Text, nullable=False),  # one report to the guards, as runtime/reported.py records it
+)
+
 
 leases = Table(
     "run_leases",
@@ -166,11 +175,17 @@ class EventStore:
         return self.transact(run_id, lambda state: [(event_type, agent, payload)], actor, holder)[0]
 
     def transact(
-        self, run_id: str, build: Builder, actor: str = "runtime", holder: str | None = None
+        self,
+        run_id: str,
+        build: Builder,
+        actor: str = "runtime",
+        holder: str | None = None,
+        reports: list[dict[str, Any]] | None = None,
     ) -> list[ev.Event]:
         """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
         append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply.
-        With ``holder`` (a driver), the append is refused unless that holder still has the run's lease."""
+        With ``holder`` (a driver), the append is refused unless that holder still has the run's lease.
+        ``reports``: what the run's guards were told since the last write (runtime/reported.py), kept with them."""
         hot = self._hot
         with self._lock, self._held.transaction() if self._held else hot_transaction(self.engine) as db:
             row = db.exec_driver_sql(hot.lock, (run_id,)).first()  # the run's row, locked, and its lease's holder
@@ -182,6 +197,8 @@ class EventStore:
             state = self._cache.pop(run_id, None)
             if state is None or state.last_seq != last_seq:  # another process wrote: replay
                 state = self._state(db, run_id)
+            for report in reports or ():
+                db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, ensure_ascii=False)))
             appended = []
             for event_type, agent, payload in build(state):
                 if event_type not in ev.EVENT_TYPES:
@@ -221,6 +238,19 @@ class EventStore:
                 rows.append(chain.Row(seq, kind, agent, payload, actor, self._hot.read_at(at), link, order))
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
         return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key)
+
+    def guard_reports(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """What the run's guards were told, in order (runtime/reported.py), each with the run's last event when it
+        was written: what ``policy replay --run`` re-decides. A row that is not JSON is a StoreCorrupt naming it."""
+        found = []
+        with reading(self.engine) as db:
+            for seq, body in db.exec_driver_sql(self._hot.reports, (run_id,)):
+                try:
+                    found.append((int(seq), safejson.loads(body)))
+                except ValueError as exc:
+                    raise StoreCorrupt(f"run {run_id}: a guard report after event {seq} cannot be read ({exc})") \
+                        from None  # fmt: skip
+        return found
 
     # -- leases ---------------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:
@@ -379,6 +409,8 @@ class _HotStatements:
         self.update_signed = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
                                  "pause_reason = ?, open_pauses = ?, chain = ?, chain_signature = ? WHERE id = ?")
         self.signed = sql("SELECT chain_signature FROM runs WHERE id = ?")
+        self.report = sql("INSERT INTO guard_reports (run_id, seq, body) VALUES (?, ?, ?)")
+        self.reports = sql("SELECT seq, body FROM guard_reports WHERE run_id = ? ORDER BY id")
         self.chained = sql("SELECT seq, type, agent, payload, actor, at, chain, id FROM events WHERE run_id = ? "
                            "ORDER BY seq, id")  # fmt: skip
         self.head = sql("SELECT chain, last_seq FROM runs WHERE id = ?")

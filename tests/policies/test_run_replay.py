@@ -1,0 +1,121 @@
+"""``groundstate policy replay --run/--runs``: the checkpoints of runs the runtime drove (a scripted model on
+loopback, real tools in the run's workspace) re-decided under a candidate's guard rules from what their guards were
+told (runtime/reported.py); each checkpoint whose decision would flip is printed with the candidate's derivation.
+Replayed under the rules the run was decided by, nothing flips: the record is whole."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from groundstate.config import Policy, ProjectConfig
+from groundstate.runtime import EventStore, Runtime
+from groundstate.runtime.backends import HTTPBackend
+
+from ..runtime.conftest import Script, envelope
+from ..runtime.test_guards import DANGER
+from ..runtime.test_shadow_runs import DONE, FLOW, HOLDS_WRITES, WRITE
+
+
+def runtime_at(tmp_path: Path, url: str, guards: str | None = None) -> Runtime:
+    settings = ProjectConfig()
+    if guards is not None:
+        (tmp_path / "enforced.mg").write_text(guards)
+        settings = ProjectConfig(policy=Policy(guards=[tmp_path / "enforced.mg"]))
+    return Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path / "home", settings=settings,
+                   backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+
+
+def replay(tmp_path: Path, candidate: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "candidate.mg").write_text(candidate)
+    return subprocess.run([sys.executable, "-m", "groundstate", "policy", "replay", "--policy",
+                           str(tmp_path / "candidate.mg"), "--db", f"sqlite:///{tmp_path / 'gs.db'}", *arguments],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+
+
+def written_run(tmp_path: Path, model: tuple[str, Script], guards: str | None = None) -> str:
+    url, script = model
+    script.by_round = True
+    script.answers = {"writer_a": [WRITE, DONE]}
+    runtime = runtime_at(tmp_path, url, guards)
+    run_id = runtime.create(FLOW, "shadowed.yaml", "scripted")
+    asyncio.run(runtime.drive(run_id))
+    return run_id
+
+
+def test_a_checkpoint_the_candidate_would_hold_is_named_with_its_derivation(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    run_id = written_run(tmp_path, model)
+    found = replay(tmp_path, HOLDS_WRITES, "--run", run_id)
+    assert found.returncode == 0 and "Traceback" not in found.stderr, found.stdout + found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith(f"{run_id} writer_a tool_call (report ") and lines[0].endswith(
+        "): go -> pause: safety: the candidate holds every write"), found.stdout  # fmt: skip
+    assert "candidate.mg" in found.stdout and "tool_call(" in found.stdout  # the derivation, down to the call
+    assert "    was: go" in found.stdout
+    assert found.stdout.splitlines()[-1].endswith("checkpoints replayed, 2 would flip"), found.stdout  # + finished
+
+    as_json = json.loads(replay(tmp_path, HOLDS_WRITES, "--runs", "--json").stdout)
+    assert [(f["run"], f["checkpoint"], f["from"], f["to"]) for f in as_json["flips"]] == \
+        [(run_id, "tool_call", "go", "pause"), (run_id, "finished", "go", "pause")]  # fmt: skip
+    assert as_json["replayed"] >= 3 and as_json["unreadable"] == []
+
+
+def test_a_pause_the_candidate_would_not_make_flips_to_go(tmp_path: Path, model: tuple[str, Script]) -> None:
+    run_id = written_run(tmp_path, model, guards=HOLDS_WRITES)
+    found = replay(tmp_path, "# without the rule\n", "--run", run_id, "--json")
+    flips = json.loads(found.stdout)["flips"]
+    assert [(f["checkpoint"], f["from"], f["recorded_reason"], f["to"]) for f in flips] == \
+        [("tool_call", "pause", "safety: the candidate holds every write", "go")]  # fmt: skip
+
+
+def test_under_its_own_rules_a_run_replays_without_a_flip(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A run that paused on a dangerous call, was retried by the operator, ran the approved call and finished:
+    every checkpoint of both drives re-decided under the shipped rules it ran under — nothing flips."""
+    url, script = model
+    script.by_round = True
+    script.answers = {"coder_x": [envelope("Cleaning.", [{"tool": "delete_file", "argument": "keep.txt"}]),
+                                  envelope("[BYPASS: nothing to compute] Done. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtime = runtime_at(tmp_path, url)
+    run_id = runtime.create(DANGER, "danger.yaml", "scripted")
+    workspace = runtime.home / "runs" / run_id / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "keep.txt").write_text("keep")
+    assert asyncio.run(runtime.drive(run_id)).status == "awaiting_approval"
+    runtime.decide(run_id, "retry", actor="operator:olga")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    found = json.loads(replay(tmp_path, "# the shipped rules alone\n", "--run", run_id, "--json").stdout)
+    assert found["flips"] == [] and found["unreadable"] == [] and found["replayed"] >= 4
+
+
+def test_a_run_without_reports_and_a_broken_report_are_said(tmp_path: Path, model: tuple[str, Script]) -> None:
+    run_id = written_run(tmp_path, model)
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute("UPDATE guard_reports SET body = '{\"m\": \"tool_call\", \"a\": [1]}' WHERE id = "
+                   "(SELECT max(id) FROM guard_reports WHERE body LIKE '%tool_call%')")  # fmt: skip
+    broken = replay(tmp_path, HOLDS_WRITES, "--run", run_id)
+    assert broken.returncode == 0 and "Traceback" not in broken.stderr
+    assert f"  {run_id}: report " in broken.stdout and "cannot be re-decided" in broken.stdout, broken.stdout
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute("DELETE FROM guard_reports")
+    older = replay(tmp_path, HOLDS_WRITES, "--run", run_id)
+    assert "0 checkpoints replayed, 0 would flip; 1 runs could not be re-decided" in older.stdout, older.stdout
+    assert "no guard reports recorded" in older.stdout
+    unknown = replay(tmp_path, HOLDS_WRITES, "--run", "run-nobody")
+    assert unknown.returncode == 2 and "run-nobody" in unknown.stderr and "Traceback" not in unknown.stderr
+    mixed = replay(tmp_path, HOLDS_WRITES, "--run", run_id, "--server", "git")
+    assert mixed.returncode == 2 and "--server" in mixed.stderr
+
+
+def test_a_candidate_file_that_is_not_there_is_named_not_a_traceback(tmp_path: Path) -> None:
+    for mode in (["--runs"], []):
+        done = subprocess.run([sys.executable, "-m", "groundstate", "policy", "replay", "--policy",
+                               str(tmp_path / "missing.mg"), "--db", f"sqlite:///{tmp_path / 'gs.db'}", *mode],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"{tmp_path / 'missing.mg'}: no such rule file" in done.stderr
