@@ -22,7 +22,7 @@ from .home import default_db_url, home
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
 from .recordings import RunRecording, recorded_answers, recording_index
-from .replay import RunFlip, RunReplay, replay_runs
+from .replay import RunFlip, RunReplay, replay_reports, replay_runs
 from .run_events import (
     AGENT_COMPLETED,
     AGENT_FAILED,
@@ -158,6 +158,7 @@ __all__ = [
     "pauses_json",
     "recorded_answers",
     "recording_index",
+    "replay_reports",
     "replay_runs",
     "say",
     "usage_line",

@@ -73,8 +73,21 @@ def _replay_run(store: EventStore, run_id: str, rules: str, scratch: Path, found
     pinned = PinnedPolicy.from_json(state.policy, run_id)
     candidate = PinnedPolicy.of(rules, list(pinned.patterns), list(pinned.roles) if pinned.roles is not None else None,
                                 pinned.limits)  # fmt: skip
-    (scratch / run_id).mkdir(exist_ok=True)  # the candidate kernel's workspace: nothing is run there
-    full = workflow_of(state)  # every agent, spawned ones included: a segment starts with those it names
+    replay_reports(run_id, workflow_of(state), candidate, state.budgets, reports, scratch, origins, found)
+
+
+# What a report that does not fit the shapes runtime/reported.py writes raises as it is applied: bad data, said as
+# "could not be re-decided" — never a traceback, never a guess.
+_UNFIT = (GroundstateError, LookupError, ValueError, TypeError, AttributeError, RecursionError)
+
+
+def replay_reports(run_id: str, full: Workflow, candidate: PinnedPolicy, budgets: dict[str, float],
+                   reports: list[tuple[int, Any]], scratch: Path, origins: RuleOrigins,
+                   found: RunReplay) -> None:  # fmt: skip
+    """Apply one run's ``reports`` ((the run's last event, report) in order) to kernels under ``candidate``
+    (``full``: the run's workflow, spawned agents included: a segment starts with those it names), adding the
+    flips to ``found``; the first report that cannot be applied ends the run's replay, said in ``found``."""
+    (scratch / run_id).mkdir(parents=True, exist_ok=True)  # the candidate kernel's workspace: nothing is run there
     kernel: GuardKernel | None = None
     workflow = full
     for index, (seq, report) in enumerate(reports, start=1):
@@ -82,28 +95,30 @@ def _replay_run(store: EventStore, run_id: str, rules: str, scratch: Path, found
             method, arguments = report["m"], report["a"]
             if method == "begin":
                 workflow = _segment(full, arguments)
-                kernel = GuardKernel(run_id, workflow, scratch / run_id, candidate, scratch / ".pinned",
-                                     state.budgets)  # fmt: skip
+                kernel = GuardKernel(run_id, workflow, scratch / run_id, candidate, scratch / ".pinned", budgets)
                 continue
             if kernel is None:
                 raise ValueError("a report before its segment's start")
             decision = apply(kernel, workflow, method, arguments)
-        except (GroundstateError, KeyError, ValueError, TypeError) as exc:
-            found.unreadable.append((run_id, f"report {index} (after event {seq}) cannot be re-decided: {exc}"))
+            if decision is None or "d" not in report:
+                continue
+            recorded = (str(report["d"][0]), str(report["d"][1]))
+            found.replayed += 1
+            if decision != recorded:
+                agent = str(arguments[0])
+                found.flips.append(RunFlip(run_id, index, seq, agent, CHECKPOINTS[method], recorded, decision,
+                                           _why(kernel, agent, CHECKPOINTS[method], arguments, decision,
+                                                origins)))  # fmt: skip
+        except _UNFIT as exc:
+            found.unreadable.append((run_id, f"report {index} (after event {seq}) cannot be re-decided: "
+                                             f"{type(exc).__name__}: {str(exc)[:300]}"))  # fmt: skip
             return
-        if decision is None or "d" not in report:
-            continue
-        found.replayed += 1
-        recorded = (str(report["d"][0]), str(report["d"][1]))
-        if decision != recorded:
-            agent = str(arguments[0])
-            found.flips.append(RunFlip(run_id, index, seq, agent, CHECKPOINTS[method], recorded, decision,
-                                       _why(kernel, agent, CHECKPOINTS[method], arguments, decision,
-                                            origins)))  # fmt: skip
 
 
 def _segment(full: Workflow, agents: Any) -> Workflow:
     """The workflow as a segment of the run began: the agents it named then."""
+    if not isinstance(agents, list) or not all(isinstance(agent, str) for agent in agents):
+        raise TypeError("a segment's start names its agents as a list of their ids")
     named = set(agents)
     return full.model_copy(update={"agents": [agent for agent in full.agents if agent.id in named]})
 
