@@ -8,6 +8,7 @@ recomputed — is caught by the head's signature, which needs the operator's key
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 import sqlite3
@@ -192,3 +193,70 @@ def test_key_env_names_the_variable_that_holds_the_key(tmp_path: Path) -> None:
     assert checked.returncode == 0 and "checked)" in store_line(checked), checked.stdout + checked.stderr
     wrong = verify(store, env={"TEAM_AUDIT_KEY": "y" * 32, "GROUNDSTATE_AUDIT_KEY": KEY}, config=config)
     assert wrong.returncode == 1 and "does not verify with the configured key" in store_line(wrong)
+
+
+# -- found by an attack helper: each stays a test --------------------------------------------------------------------
+def drop_the_chain(db: sqlite3.Connection) -> None:
+    permit_the_denied(db)
+    db.execute("DROP TABLE audit_links")
+    db.execute("DROP TABLE audit_heads")
+
+
+def empty_the_chain(db: sqlite3.Connection) -> None:
+    permit_the_denied(db)
+    db.execute("DELETE FROM audit_links")
+    db.execute("DELETE FROM audit_heads")
+
+
+def unsign_after_relinking(db: sqlite3.Connection) -> None:
+    permit_the_denied(db)
+    relinked(db)
+    db.execute("UPDATE audit_heads SET signature = NULL, signed_seq = NULL")
+
+
+@pytest.mark.parametrize("edit", [drop_the_chain, empty_the_chain, unsign_after_relinking])
+def test_with_signing_on_a_chain_removed_or_unsigned_fails(edit: Callable[[sqlite3.Connection], None],
+                                                           tmp_path: Path) -> None:  # fmt: skip
+    config = tmp_path / "groundstate.toml"
+    signed = written(tmp_path, "[audit]\nsign = true\n", env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    with sqlite3.connect(signed) as db:
+        edit(db)
+    found = verify(signed, env={"GROUNDSTATE_AUDIT_KEY": KEY}, config=config)
+    assert found.returncode == 1 and "Traceback" not in found.stderr, found.stdout + found.stderr
+    assert store_line(found).startswith("store: not verified: ") and "[audit] sign is on" in store_line(found)
+    unsigned = verify(signed)  # without signing, the same store is said to carry unlinked rows, not "verified" clean
+    if edit is not unsign_after_relinking:
+        assert "rows carry no link" in store_line(unsigned), unsigned.stdout
+
+
+def test_a_signature_rolled_back_to_an_older_head_fails_with_signing_on(tmp_path: Path) -> None:
+    config = tmp_path / "groundstate.toml"
+    signed = written(tmp_path, "[audit]\nsign = true\n", env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    with sqlite3.connect(signed) as db:
+        old = db.execute("SELECT seq, link FROM audit_links WHERE seq = 1").fetchone()
+        message = json.dumps(["store", old[0], old[1]], separators=(",", ":")).encode()
+        kept = "hmac-sha256:" + hmac.new(KEY.encode(), message, hashlib.sha256).hexdigest()  # as it was at link 1
+        permit_the_denied(db)
+        relinked(db)
+        db.execute("UPDATE audit_heads SET signed_seq = 1, signature = ?", (kept,))
+    found = verify(signed, env={"GROUNDSTATE_AUDIT_KEY": KEY}, config=config)
+    assert found.returncode == 1 and "links follow the last signed head" in store_line(found), found.stdout
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE mcp_decisions SET decision = CAST(decision AS BLOB) WHERE id = 2",
+    "UPDATE audit_heads SET signed_seq = 'abc', signature = 'zz'",
+    "UPDATE audit_links SET seq = 'x' WHERE seq = (SELECT max(seq) FROM audit_links)",
+    "UPDATE audit_links SET row_key = 'not json' WHERE seq = 1",
+    "INSERT INTO mcp_decisions (id, at, server, tool, arguments, digest, client, decision, reasons, why, status) "
+    "SELECT 0, at, server, tool, arguments, digest, 'mallory', decision, reasons, why, status FROM mcp_decisions "
+    "WHERE id = 1",
+])  # fmt: skip
+def test_values_groundstate_never_writes_are_named_never_a_traceback(statement: str, tmp_path: Path) -> None:
+    config = tmp_path / "groundstate.toml"
+    signed = written(tmp_path, "[audit]\nsign = true\n", env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    with sqlite3.connect(signed) as db:
+        db.execute(statement)
+    found = verify(signed, env={"GROUNDSTATE_AUDIT_KEY": KEY}, config=config)
+    assert found.returncode == 1 and "Traceback" not in found.stderr + found.stdout, found.stdout + found.stderr
+    assert store_line(found).startswith("store: "), found.stdout

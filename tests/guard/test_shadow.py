@@ -68,3 +68,24 @@ def test_a_shadow_file_that_does_not_parse_is_refused_at_its_line(tmp_path: Path
                            str(tmp_path / "groundstate.toml")], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "mcp.shadow" in done.stderr and "candidate.mg" in done.stderr, done.stderr
+
+
+def test_a_shadow_that_would_take_hours_is_cut_off_once_and_dropped(tmp_path: Path) -> None:
+    (tmp_path / "slow.mg").write_text(
+        "n(0) :- mcp_call(_, _, _, _, _).\nn(M) :- n(N), :lt(N, 3000), M = fn:plus(N, 1).\n"
+        "never(C) :- mcp_call(C, _, _, _, _), n(A), n(B), n(D), X = fn:plus(A, B), Y = fn:plus(X, D), :lt(Y, -1).\n"
+        'mcp_denied(C, "slow") :- never(C).\n')  # fmt: skip  # 3000 cubed rows: found by an attack helper
+
+    async def use(client: ClientSession) -> list[str]:
+        answers = []
+        for zone in ("Asia/Tokyo", "Europe/London"):
+            done = await client.call_tool("time__get_current_time", {"timezone": zone})
+            answers.append(done.content[0].text)  # type: ignore[union-attr]
+        return answers
+
+    answers = guarded(tmp_path, TIME + '[mcp]\nshadow = ["slow.mg"]\n', use)
+    assert "Asia/Tokyo" in answers[0] and "Europe/London" in answers[1]  # both answered: the shadow held up nothing
+    entries = {entry.id: entry for entry in Ledger(default_db_url(tmp_path / "home")).entries()}
+    assert entries[1].shadow is not None and entries[1].shadow["decision"] == "error"
+    assert "time limit of 0.25 s" in entries[1].shadow["reasons"][0]
+    assert entries[2].shadow is None  # dropped after it failed once: no call pays for it again

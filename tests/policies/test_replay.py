@@ -79,3 +79,19 @@ def test_a_candidate_that_does_not_parse_is_named_with_its_line(tmp_path: Path) 
     done = replay(tmp_path, "--policy", "broken.mg")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "broken.mg:" in done.stderr, done.stderr
+
+
+def test_rows_edited_outside_groundstate_are_not_re_decided_and_said(tmp_path: Path) -> None:
+    """Found by an attack helper: a ledger row whose facts are nested past any bound, whose time or reasons are not
+    what groundstate writes — each is "could not be re-decided", never a traceback; the other rows replay."""
+    record_calls(tmp_path)
+    (tmp_path / "candidate.mg").write_text("# nothing added\n")
+    with sqlite3.connect(tmp_path / "home" / "groundstate.db") as db:
+        db.execute("UPDATE mcp_decisions SET facts = ? WHERE id = 1", ("[" * 200_000 + "]" * 200_000,))
+        db.execute("UPDATE mcp_decisions SET at = 'garbage' WHERE id = 2")
+        db.execute("UPDATE mcp_decisions SET reasons = '{' WHERE id = 3")
+    done = replay(tmp_path, "--policy", "candidate.mg")
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "0 decisions replayed, 0 would flip; 3 could not be re-decided" in done.stdout, done.stdout
+    assert "entry 1: the recorded facts cannot be read" in done.stdout and "entry 2: the row cannot be read" in \
+        done.stdout  # fmt: skip

@@ -10,6 +10,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from groundstate.config import Policy, ProjectConfig
@@ -18,7 +19,7 @@ from groundstate.runtime.backends import HTTPBackend
 
 from ..runtime.conftest import Script, envelope
 from ..runtime.test_guards import DANGER
-from ..runtime.test_shadow_runs import DONE, FLOW, HOLDS_WRITES, WRITE
+from ..runtime.test_shadow_runs import DONE, EXPLOSIVE, FLOW, HOLDS_WRITES, WRITE
 
 
 def runtime_at(tmp_path: Path, url: str, guards: str | None = None) -> Runtime:
@@ -119,3 +120,31 @@ def test_a_candidate_file_that_is_not_there_is_named_not_a_traceback(tmp_path: P
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert f"{tmp_path / 'missing.mg'}: no such rule file" in done.stderr
+
+
+def test_a_candidate_that_would_take_hours_is_cut_off(tmp_path: Path, model: tuple[str, Script]) -> None:
+    run_id = written_run(tmp_path, model)
+    started = time.monotonic()
+    found = replay(tmp_path, EXPLOSIVE, "--run", run_id)
+    assert found.returncode == 0 and time.monotonic() - started < 60, found.stdout + found.stderr
+    assert "could not be re-decided" in found.stdout and "time limit of 5 s" in found.stdout, found.stdout
+
+
+def test_an_unreadable_report_stops_its_run_only_and_a_run_id_leads_nowhere(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """Found by an attack helper: a report row that is not JSON stopped every run's replay; a run id edited into a
+    path made replay create directories outside its scratch directory."""
+    first, second = written_run(tmp_path, model), written_run(tmp_path, model)
+    outside = tmp_path / "escaped"
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute("UPDATE guard_reports SET body = '{not json' WHERE id = (SELECT min(id) FROM guard_reports "
+                   "WHERE run_id = ?)", (first,))  # fmt: skip
+        db.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("runs", "id"), ("events", "run_id"), ("guard_reports", "run_id")):
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (str(outside), second))
+    found = json.loads(replay(tmp_path, HOLDS_WRITES, "--runs", "--json").stdout)
+    assert [entry["run"] for entry in found["unreadable"]] == [first]
+    assert "cannot be read" in found["unreadable"][0]["why"]
+    assert [flip["run"] for flip in found["flips"]] == [str(outside), str(outside)]  # the other run replayed
+    assert not outside.exists()

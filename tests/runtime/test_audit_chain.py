@@ -170,3 +170,55 @@ def test_the_console_shows_whether_a_runs_log_verifies(
     assert re.search(r'class="audit verified">Log verified: \d+ events chained; unsigned', before), before
     assert ('class="audit broken">Log edited outside groundstate: event 3 was changed — its content is not what its '
             "link was computed from") in after  # fmt: skip
+
+
+# -- found by an attack helper: each stays a test --------------------------------------------------------------------
+def signed_run(model: tuple[str, Script], tmp_path: Path) -> tuple[str, Path]:
+    config = tmp_path / "groundstate.toml"
+    config.write_text("[audit]\nsign = true\n")
+    store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}", audit_key=KEY.encode())
+    runtime = Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", model[0]))
+    return finished_run(runtime, model[1]), config
+
+
+def test_with_signing_on_a_log_whose_links_and_signature_were_removed_fails(
+    model: tuple[str, Script], tmp_path: Path
+) -> None:
+    run, config = signed_run(model, tmp_path)
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        change(db, run)
+        db.execute("UPDATE events SET chain = NULL WHERE run_id = ?", (run,))
+        db.execute("UPDATE runs SET chain = NULL, chain_signature = NULL WHERE id = ?", (run,))
+    found = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    assert found.returncode == 1 and found.stdout.startswith(f"{run}: not verified: "), found.stdout
+    assert "carry no link though [audit] sign is on" in found.stdout
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        relink(db, run)  # the links recomputed, the signature still gone
+    found = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    assert found.returncode == 1 and "carries no signature though [audit] sign is on" in found.stdout, found.stdout
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE runs SET chain_signature = 'garbage' WHERE id = ?",
+    "UPDATE runs SET chain_signature = 'abc:def' WHERE id = ?",
+    "UPDATE events SET at = 'yesterday' WHERE run_id = ? AND seq = 2",
+    "UPDATE events SET payload = CAST(payload AS BLOB) WHERE run_id = ? AND seq = 2",
+])  # fmt: skip
+def test_values_groundstate_never_writes_in_a_run_are_named_never_a_traceback(
+    statement: str, model: tuple[str, Script], tmp_path: Path
+) -> None:
+    run, config = signed_run(model, tmp_path)
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute(statement, (run,))
+    found = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env={"GROUNDSTATE_AUDIT_KEY": KEY})
+    assert found.returncode == 1 and "Traceback" not in found.stdout + found.stderr, found.stdout + found.stderr
+    assert found.stdout.startswith(f"{run}: "), found.stdout
+
+
+def test_a_run_whose_row_was_removed_is_named(runtime: Runtime, model: tuple[str, Script], tmp_path: Path) -> None:
+    run = finished_run(runtime, model[1])
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        db.execute("DELETE FROM runs WHERE id = ?", (run,))
+    found = verify(tmp_path / "gs.db")
+    assert found.returncode == 1 and f"{run}: the run was removed: its events remain" in found.stdout, found.stdout

@@ -103,3 +103,24 @@ def test_config_check_names_a_candidate_that_does_not_parse_and_a_signing_key_mi
     assert re.search(r"groundstate\.toml:2: policy\.shadow: .*candidate\.mg:\d+:\d+: error", done.stderr), done.stderr
     assert re.search(r"groundstate\.toml:5: audit\.sign: .*NOBODY_SET_THIS_KEY is not set", done.stderr), \
         done.stderr  # fmt: skip
+
+
+EXPLOSIVE = """n(0) :- tool_call(_, _, _, _, _).
+n(M) :- n(N), :lt(N, 3000), M = fn:plus(N, 1).
+never(R) :- tool_call(R, _, _, _, _), n(A), n(B), n(C), X = fn:plus(A, B), Y = fn:plus(X, C), :lt(Y, -1).
+needs_approval(R, A, /safety, "slow") :- tool_call(R, A, _, /write_file, _), never(R).
+"""  # 3000 cubed rows to join, deriving nothing: past every fact limit's reach (found by an attack helper)
+
+
+def test_a_candidate_that_would_take_hours_is_cut_off_and_the_run_goes_on(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    url, script = model
+    script.by_round = True
+    script.answers = {"writer_a": [WRITE, DONE]}
+    runtime = shadowed_runtime(tmp_path, url, EXPLOSIVE)
+    run_id = runtime.create(FLOW, "shadowed.yaml", "scripted")
+    state = asyncio.run(asyncio.wait_for(runtime.drive(run_id), 60))
+    assert state.status == "completed"
+    [disagreed] = [e.payload for e in runtime.store.events(run_id) if e.type == ev.SHADOW_DISAGREED]
+    assert disagreed["shadow"] == "error" and "time limit of 0.25 s" in disagreed["shadow_reason"], disagreed

@@ -105,7 +105,8 @@ def run_page(request: Request, run_id: str, ops: Ops, fragment: bool = False) ->
 def _run_page(request: Request, run_id: str, ops: Ops, name: str, notice: str = "", status: int = 200) -> HTMLResponse:
     state = ops.state(run_id)
     events = ops.runtime.store.events(run_id)
-    audit = ops.runtime.store.verify(run_id, ops.runtime.settings.audit.verifying_key()) if name == "run.html" \
+    signing = ops.runtime.settings.audit
+    audit = ops.runtime.store.verify(run_id, signing.verifying_key(), signing.sign) if name == "run.html" \
         else None  # the whole page, not each live refresh: its log's chain recomputed  # fmt: skip
     response = _page(request, name, run=state, graph=dag_svg(state, layers(state)), attempts=attempts_of(events),
                      instructions=current_instructions(state), events=events[-40:], usage=usage_line(state), age=age,
@@ -149,7 +150,8 @@ def calls_page(request: Request, ops: Ops) -> HTMLResponse:
     """The MCP guard's calls: the held ones as cards to approve or deny, then the latest decisions."""
     held = ops.ledger.waiting()  # withdrawn and expired on the way: a card is only shown while someone waits
     entries = ops.ledger.entries()
-    audit = verify_store(ops.ledger.engine, ops.runtime.settings.audit.verifying_key())  # the store's chain
+    signing = ops.runtime.settings.audit
+    audit = verify_store(ops.ledger.engine, signing.verifying_key(), signing.sign)  # the store's chain
     return _page(request, "calls.html", held=held, entries=entries, audit=audit,
                  arguments={e.id: json.dumps(e.arguments, indent=2, ensure_ascii=False) for e in entries})  # fmt: skip
 

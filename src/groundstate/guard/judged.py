@@ -19,9 +19,10 @@ Facts = list[tuple[str, tuple[Any, ...]]]
 class OneAtATime:
     """The rules in ``sources`` in a kernel of their own; ``judging(facts)`` holds while a thing is judged."""
 
-    def __init__(self, sources: list[Path], prefix: str) -> None:
+    def __init__(self, sources: list[Path], prefix: str, time_limit: float | None = None) -> None:
+        """``time_limit``: seconds one judgement may take (a shadow's, a replay's rules; Engine)."""
         self._workspace = tempfile.TemporaryDirectory(prefix=prefix)  # the kernel needs a workspace; it is unused
-        self.kernel = Kernel(Path(self._workspace.name), extra_sources=sources, shipped=False)
+        self.kernel = Kernel(Path(self._workspace.name), extra_sources=sources, shipped=False, time_limit=time_limit)
 
     @contextmanager
     def judging(self, facts: Facts) -> Iterator[Kernel]:

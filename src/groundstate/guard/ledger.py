@@ -36,6 +36,7 @@ from sqlalchemy import (
     Table,
     Text,
     select,
+    type_coerce,
     update,
 )
 
@@ -140,6 +141,7 @@ class Recorded:
     reasons: list[str]
     why: str
     facts: str | None  # logic/recorded.py's encoding; None for a row written before facts were kept
+    problem: str | None = None  # why the row cannot be read (edited outside groundstate): it is not re-decided
 
 
 class Ledger:
@@ -293,16 +295,31 @@ class Ledger:
 
     def recorded(self, since: datetime | None = None, server: str | None = None) -> list[Recorded]:
         """Every decision with what it was decided from, oldest first (``since``: at or after; ``server``: its
-        calls only): what ``policy replay`` re-decides. Rows written before facts were kept have ``facts`` None."""
-        query = select(decisions.c.id, decisions.c.at, decisions.c.server, decisions.c.tool, decisions.c.decision,
+        calls only): what ``policy replay`` re-decides. Rows written before facts were kept have ``facts`` None; a
+        row that cannot be read (edited outside groundstate) has ``problem`` saying why, in its place."""
+        raw_at = type_coerce(decisions.c.at, Text)  # read as stored, parsed per row: one bad row is said, not fatal
+        query = select(decisions.c.id, raw_at, decisions.c.server, decisions.c.tool, decisions.c.decision,
                        decisions.c.reasons, decisions.c.why, decisions.c.facts).order_by(decisions.c.id)  # fmt: skip
         if since is not None:
             query = query.where(decisions.c.at >= since)
         if server is not None:
             query = query.where(decisions.c.server == server)
         with reading(self.engine) as db:
-            return [Recorded(row.id, aware(row.at), row.server, row.tool, row.decision, json.loads(row.reasons),
-                             row.why, row.facts) for row in db.execute(query)]  # fmt: skip
+            rows = list(db.execute(query))
+        return [self._recorded(row) for row in rows]
+
+    def _recorded(self, row: Any) -> Recorded:
+        entry_id, at, row_server, tool, decision, reasons, why, facts = row
+        try:
+            moment = aware(self._time(at))
+            said = json.loads(reasons)
+            if not isinstance(moment, datetime) or not isinstance(said, list):
+                raise ValueError("not a time and a list of reasons")
+            return Recorded(entry_id, moment, str(row_server), str(tool), str(decision), [str(r) for r in said],
+                            str(why), facts if isinstance(facts, str) or facts is None else str(facts))  # fmt: skip
+        except (ValueError, TypeError, AttributeError) as exc:
+            return Recorded(entry_id, datetime.min.replace(tzinfo=UTC), str(row_server), str(tool), str(decision), [],
+                            "", None, f"the row cannot be read ({exc})")  # fmt: skip
 
     def disagreements(self) -> Counter[tuple[str, str]]:
         """How many calls the shadow policy ([mcp] shadow) would have decided otherwise, by (decision, shadow's)."""

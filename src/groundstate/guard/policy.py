@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import GroundstateError
 from ..kernel import PolicyInvariantError, why_row
 from ..logic import LogicError, Name
 from ..provenance import flatten, flow_rules
@@ -53,16 +54,22 @@ class Verdict:
         return self.shadow is not None and self.shadow[0] != self.decision
 
 
+SHADOW_TIME_LIMIT_S = 0.25  # one shadow decision's limit (Engine's time_limit): a candidate never stalls a call
+
+
 class McpPolicy:
     """The kernel that decides tools/calls (``files``: the user's rules, added to the shipped ones; ``shadow``: a
     candidate's rule files, decided beside them on every call — the shipped rules and the candidate's in place of
     ``files`` — and never obeyed: each verdict says what the candidate would have decided)."""
 
     def __init__(self, files: list[Path] | None = None, *, labels_may_loosen: bool = False,
-                 shadow: list[Path] | None = None) -> None:  # fmt: skip
+                 shadow: list[Path] | None = None, time_limit: float | None = None) -> None:  # fmt: skip
+        """``time_limit``: seconds one decision may take (``policy replay``'s candidate); the shadow always has
+        ``SHADOW_TIME_LIMIT_S``: it is never obeyed, so it never holds a call up for long."""
         sources = [shipped_rules(), flow_rules(), *(files or [])]
-        self._calls = OneAtATime(sources, "groundstate-mcp-")
-        self._shadow = OneAtATime([shipped_rules(), flow_rules(), *shadow], "groundstate-shadow-") if shadow else None
+        self._calls = OneAtATime(sources, "groundstate-mcp-", time_limit)
+        self._shadow = OneAtATime([shipped_rules(), flow_rules(), *shadow], "groundstate-shadow-",
+                                  SHADOW_TIME_LIMIT_S) if shadow else None  # fmt: skip
         # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
         # client (the refusal's _meta) and the install paths are the operator's business
         self._named = sorted(((str(path), path.name) for path in sources), key=lambda pair: -len(pair[0]))
@@ -121,7 +128,12 @@ class McpPolicy:
                           facts=tuple(facts + self._context(server, tool, facts)))
         if self._shadow is None:
             return verdict
-        shadow = self._verdict(self._shadow, call, server, tool, digest, facts, None, explain=False)  # never shown
+        try:
+            shadow = self._judged(self._shadow, call, server, tool, digest, facts, None, explain=False)  # never shown
+        except GroundstateError as exc:  # past its time limit, or a broken invariant: said once, then dropped
+            self._shadow = None
+            return replace(verdict, shadow=("error", [f"the shadow policy could not be evaluated, and is dropped "
+                                                      f"until the guard restarts ({_said(exc)})"]))  # fmt: skip
         return replace(verdict, shadow=(shadow.decision, shadow.reasons))
 
     def _context(self, server: str, tool: str, facts: list[tuple[str, tuple[Any, ...]]]
@@ -171,6 +183,11 @@ class McpPolicy:
         for path, name in self._named:
             why = why.replace(f"the rule at {path}:", f"the rule at {name}:")
         return Verdict(call, kind, [str(r) for r in reasons], digest, why, self.digest)
+
+
+def _said(exc: GroundstateError) -> str:
+    """An error as a client may read it: a logic error as ``_short`` gives it, any other by its message."""
+    return _short(exc) if isinstance(exc, LogicError) else " ".join(str(exc).split())[:300]
 
 
 def _short(exc: LogicError) -> str:

@@ -111,7 +111,10 @@ class Kernel:
         externals: dict[str, External] | None = None,
         clock: Callable[[], float] = time.time,
         shipped: bool = True,
+        time_limit: float | None = None,
     ) -> None:
+        """``time_limit``: seconds one evaluation may take (``Engine``): for rules decided beside the real ones."""
+        self.time_limit = time_limit
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.config = config or KernelConfig()
         self.clock = clock
@@ -136,6 +139,7 @@ class Kernel:
             program,
             created_fact_limit=self.config.core_limits.max_derived_facts_limit,
             externals=self._externals,
+            time_limit=self.time_limit,
         )
 
     def replace_program(self, program: Program) -> None:

@@ -100,6 +100,7 @@ class AnalyzedProgram:
     strata: list[Stratum]
     stratum_of: dict[str, int] = field(default_factory=dict)
     plans: dict[Any, Any] = field(default_factory=dict)  # compiled plans, shared by every engine of this program
+    watched_plans: dict[Any, Any] = field(default_factory=dict)  # the same, watched (engines with a time limit)
 
 
 def _vars(term: Term) -> list[Var]:

@@ -8,13 +8,15 @@ by anyone (or by a model) cannot inject code.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from .analysis import PredicateInfo, Rule
 from .ast import COMPARISON_BUILTINS, Apply, Atom, Clause, Comparison, Const, Literal, Negation, Term, Var
-from .builtins import FUNCTIONS, PREDICATES, UNBOUND, compare
+from .builtins import FUNCTIONS, PREDICATES, UNBOUND, ValueLimitError, compare
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed, input_positions, order_body
 
 SCAN = "scan"  # iterate over every fact
@@ -22,6 +24,26 @@ FACTS = "facts"  # the fact set, for membership tests
 INDEX = "index"  # dict from the key of the given columns to the facts having it
 SEED = "seed"  # the facts the caller seeds the rule with
 CALL = "call"  # an external predicate's callable
+
+
+# The evaluation under way's time budget: [rows enumerated so far, the monotonic deadline, the limit in seconds]
+# (Engine.evaluate sets it for an engine with a time limit); None: no budget.
+DEADLINE: ContextVar[list[float] | None] = ContextVar("groundstate_logic_deadline", default=None)
+_CHECK_EVERY = 4095  # rows between two looks at the clock (a mask: 2**12 - 1)
+
+
+def watched_rows(rows: Iterable[Any]) -> Iterable[Any]:
+    """``rows`` as a watched rule enumerates them: counted against the evaluation's deadline, if it has one."""
+    budget = DEADLINE.get()
+    return rows if budget is None else _ticking(rows, budget)
+
+
+def _ticking(rows: Iterable[Any], budget: list[float]) -> Iterator[Any]:
+    for row in rows:
+        budget[0] += 1
+        if not int(budget[0]) & _CHECK_EVERY and time.monotonic() > budget[1]:
+            raise ValueLimitError(f"the evaluation took longer than its time limit of {budget[2]:g} s")
+        yield row
 
 
 @dataclass(frozen=True)
@@ -193,6 +215,15 @@ class _Gen:
             self.computed(lit)
 
 
+def _watched(clause: str) -> str:
+    """A ``for TARGET in ROWS`` clause as a watched rule writes it (every other clause as it is). Generated text
+    only: a clause's names are numbered, never a program's text."""
+    if not clause.startswith("for "):
+        return clause
+    target, rows = clause[4:].split(" in ", 1)
+    return f"for {target} in W({rows})"
+
+
 def _wild(term: Term) -> bool:
     return isinstance(term, Var) and term.name == "_"
 
@@ -210,10 +241,16 @@ def _comparator(op: str) -> Callable[[Any, Any], bool]:
 
 
 def compile_rule(
-    rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInfo], output: tuple[Term, ...] | None = None
+    rule: Rule,
+    seed: Seed | None,
+    predicates: dict[str, PredicateInfo],
+    output: tuple[Term, ...] | None = None,
+    watched: bool = False,
 ) -> CompiledRule:
     """The rule as one Python function over its sources; ``output`` replaces the head's terms as what each match
-    yields (an explanation asks for every body variable of the matches that derive a given head)."""
+    yields (an explanation asks for every body variable of the matches that derive a given head). ``watched``: every
+    row any of its loops enumerates counts against the evaluation's time limit (``DEADLINE``) — for an engine with
+    one (a candidate's rules, decided beside the real ones); the enforced policy's plans are not watched."""
     gen = _Gen(predicates)
     body = rule.body
     if rule.aggregates and len(body) == 1 and isinstance(body[0], Atom):
@@ -256,8 +293,18 @@ def compile_rule(
         output_code = "(" + "".join(gen.expr(a) + ", " for a in rule.head.args) + ")"
     if not gen.clauses or not gen.clauses[0].startswith("for "):
         gen.clauses.insert(0, "for _ in ONE")
+    code, function = _function(gen, output_code, watched, rule.index)
+    return CompiledRule(rule, seed, gen.sources, function, code, row_vars)
+
+
+def _function(gen: _Gen, output_code: str, watched: bool, index: int) -> tuple[str, Callable[..., Any]]:
+    """The rule's source and its function: one set comprehension over the generated clauses (each loop counted
+    against the evaluation's deadline when ``watched``)."""
+    if watched:
+        gen.namespace["W"] = watched_rows
+        gen.clauses = [_watched(clause) for clause in gen.clauses]
     params = ", ".join(f"s{i}" for i in range(len(gen.sources)))
     code = f"def rule({params}):\n    return {{{output_code}\n        " + "\n        ".join(gen.clauses) + "}\n"
     scope = dict(gen.namespace)
-    exec(compile(code, f"<rule {rule.index}>", "exec"), scope)
-    return CompiledRule(rule, seed, gen.sources, scope["rule"], code, row_vars)
+    exec(compile(code, f"<rule {index}>", "exec"), scope)
+    return code, scope["rule"]

@@ -20,7 +20,7 @@ from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
 from .ast import Apply, Atom, Clause, Const, Negation, Term, Var
 from .builtins import FUNCTIONS, BuiltinError, ValueLimitError
-from .codegen import CALL, INDEX, SEED, CompiledRule, compile_rule
+from .codegen import CALL, DEADLINE, INDEX, SEED, CompiledRule, compile_rule
 from .errors import EvaluationError, EvaluationLimitError, FactError
 from .gcpause import gc_paused
 from .grouped import GroupedRows, Journal
@@ -66,8 +66,13 @@ class Engine:
         created_fact_limit: int | None = None,
         check_bounds: bool = True,
         externals: Mapping[str, External] | None = None,
+        time_limit: float | None = None,
     ) -> None:
+        """``time_limit``: seconds one ``evaluate`` may take, checked as its rules enumerate rows (an
+        EvaluationLimitError naming the rule past it) — for rules nobody has to obey (a shadow candidate, a replay),
+        which must never hold up the real decision; None: no limit, and no cost."""
         self.analyzed: AnalyzedProgram = program.analyze(check_bounds)
+        self.time_limit = time_limit
         self.predicates: dict[str, PredicateInfo] = self.analyzed.predicates
         self.created_fact_limit = created_fact_limit
         self.check_bounds = check_bounds
@@ -78,7 +83,8 @@ class Engine:
         for pred, facts in self.analyzed.facts.items():
             self.base[pred].update(fact for fact, _ in facts)
         self._toggled: dict[str, set[Fact]] = {}
-        self._compiled: dict[tuple[int, Seed | None], CompiledRule] = self.analyzed.plans
+        self._compiled: dict[tuple[int, Seed | None], CompiledRule] = \
+            self.analyzed.plans if time_limit is None else self.analyzed.watched_plans  # fmt: skip
         self._variants: dict[int, list[tuple[str, str, CompiledRule]]] = {}
         self._negated: dict[int, set[str]] = {}  # per stratum (by id): the predicates its rules negate
         self._derivation_plans: dict[tuple[int, tuple[str, ...]], CompiledRule] = {}  # see derivations()
@@ -157,6 +163,8 @@ class Engine:
         started = time.perf_counter()
         self._created = 0
         self.stats = Stats()
+        budget = DEADLINE.set([0, time.monotonic() + self.time_limit, self.time_limit]) \
+            if self.time_limit is not None else None  # fmt: skip
         try:
             with gc_paused():
                 if full or self._needs_full:
@@ -168,6 +176,9 @@ class Engine:
         except BaseException:
             self._needs_full = True  # the store is half-updated: the next evaluate() starts afresh
             raise
+        finally:
+            if budget is not None:
+                DEADLINE.reset(budget)
         self._toggled = {}
         self.stats.created = self._created
         self.stats.seconds = time.perf_counter() - started
@@ -334,7 +345,7 @@ class Engine:
         key = (rule.index, seed)
         plan = self._compiled.get(key)
         if plan is None:
-            plan = compile_rule(rule, seed, self.predicates)
+            plan = compile_rule(rule, seed, self.predicates, watched=self.time_limit is not None)
             self._compiled[key] = plan
         return plan
 

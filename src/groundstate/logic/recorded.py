@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import safejson
 from ..errors import InputError
 from .values import Float, Name
 
@@ -26,7 +27,7 @@ def encode_facts(facts: list[Fact]) -> str:
 def decode_facts(text: str) -> list[Fact]:
     """The facts ``encode_facts`` wrote; RecordedFactsError on anything else."""
     try:
-        return facts_of_json(json.loads(text))
+        return facts_of_json(safejson.loads(text))  # bounded: a row nested past its depth is refused, not recursed
     except ValueError as exc:
         raise RecordedFactsError(f"the recorded facts cannot be read ({exc})") from None
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..guard import Ledger, McpPolicy, Recorded
 from ..logic import RecordedFactsError, decode_facts
+from ..runtime import REPLAY_TIME_LIMIT_S
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,12 @@ class Replay:
 def replay_mcp(ledger: Ledger, candidate: list[Path], since: datetime | None = None,
                server: str | None = None) -> Replay:  # fmt: skip
     """Re-decide every recorded decision (``since``, of ``server``) under the shipped policy and ``candidate``."""
-    policy = McpPolicy(candidate)
+    policy = McpPolicy(candidate, time_limit=REPLAY_TIME_LIMIT_S)
     found = Replay()
     for recorded in ledger.recorded(since, server):
+        if recorded.problem is not None:
+            found.unreadable.append((recorded.id, recorded.problem))
+            continue
         if recorded.facts is None:
             found.unreadable.append((recorded.id, "recorded before groundstate kept a decision's facts"))
             continue

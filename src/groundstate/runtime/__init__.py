@@ -23,6 +23,7 @@ from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
 from .recordings import RunRecording, recorded_answers, recording_index
 from .replay import RunFlip, RunReplay, replay_reports, replay_runs
+from .reported import REPLAY_TIME_LIMIT_S, SHADOW_TIME_LIMIT_S
 from .run_events import (
     AGENT_COMPLETED,
     AGENT_FAILED,
@@ -87,6 +88,7 @@ __all__ = [
     "PAUSED",
     "PENDING",
     "POLICY_REPINNED",
+    "REPLAY_TIME_LIMIT_S",
     "RUNNING",
     "RUN_ABORTED",
     "RUN_COMPLETED",
@@ -94,6 +96,7 @@ __all__ = [
     "RUN_FAILED",
     "RUN_RESUMED",
     "RUN_STARTED",
+    "SHADOW_TIME_LIMIT_S",
     "SKIPPED",
     "SUCCEEDED",
     "TERMINAL",

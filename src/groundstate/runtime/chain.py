@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from ..store import signature_of
 
@@ -67,29 +69,60 @@ class Verdict:
         if self.ok:
             before = f" ({self.unchained} earlier events were written before chains)" if self.unchained else ""
             return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}; {self.signed}"
+        if self.how == "unsigned":
+            return f"{self.run_id}: not verified: {self.detail}"
         return f"{self.run_id}: event {self.seq} was {self.how}: {self.detail}"
 
 
+def row_of(values: Any, read_at: Callable[[Any], Any]) -> Row:
+    """An event as the store returned it (seq, type, agent, payload, actor, at, chain, id): a value of the wrong
+    type — written outside groundstate — is kept so that its link cannot match (the event is named as changed),
+    never a crash."""
+    seq, kind, agent, payload, actor, at, link, order = values
+    try:
+        moment_at = read_at(at)
+        if not isinstance(moment_at, datetime):
+            raise TypeError("not a time")
+    except (ValueError, TypeError, AttributeError):
+        moment_at = datetime.min.replace(tzinfo=UTC)
+    return Row(seq if isinstance(seq, int) else -1, str(kind), agent if agent is None else str(agent),
+               payload if isinstance(payload, str) else repr(payload), str(actor), moment_at,
+               link if link is None else str(link), order if isinstance(order, int) else 0)  # fmt: skip
+
+
 def verify(run_id: str, rows: list[Row], head: str | None, last_seq: int, signature: str | None = None,
-           key: bytes | None = None) -> Verdict:  # fmt: skip
+           key: bytes | None = None, required: bool = False) -> Verdict:  # fmt: skip
     """Recompute the run's chain over ``rows`` (in sequence order) against the run's recorded ``head`` and
     ``last_seq``; the first event that does not fit, and how; then the head's ``signature`` ("SEQ:hmac…", written
-    with ``[audit] sign``) with ``key``."""
-    found = _verify_links(run_id, rows, head, last_seq)
-    if not found.ok or signature is None:
+    with ``[audit] sign``) with ``key``. ``required`` (``[audit] sign`` is on): a run without a signature, with
+    events that carry no link, or with events after its last signed head fails — with signing on every write signs,
+    so each of those is an edit (links removed, a signature removed or rolled back)."""
+    found = _verify_links(run_id, rows, head, last_seq if isinstance(last_seq, int) else -1)
+    if not found.ok:
         return found
-    seq_text, _, mac = signature.partition(":")
+    if required and found.unchained:
+        return _unsigned(found, f"{found.unchained} events carry no link though [audit] sign is on")
+    if signature is None:
+        return _unsigned(found, "the run's head carries no signature though [audit] sign is on") if required \
+            else found  # fmt: skip
+    seq_text, _, mac = str(signature).partition(":")
     if key is None:
         return replace(found, signed="signed, not checked: no key ([audit] key_env)")
     signed_at = next((row for row in rows if str(row.seq) == seq_text and row.chain), None)
     if signed_at is None or not hmac.compare_digest(
             signature_of(key, "run:" + run_id, signed_at.seq, signed_at.chain or GENESIS), mac):  # fmt: skip
-        return Verdict(run_id, False, found.chained, found.unchained, found.head, int(seq_text or 0) or None,
-                       "changed", "the run's signed head does not verify with the configured key",
-                       "signature wrong")  # fmt: skip
+        return Verdict(run_id, False, found.chained, found.unchained, found.head,
+                       int(seq_text) if seq_text.isdigit() else None, "changed",
+                       "the run's signed head does not verify with the configured key", "signature wrong")  # fmt: skip
     after = last_seq - signed_at.seq
+    if required and after:
+        return _unsigned(found, f"{after} events follow the last signed head though [audit] sign is on")
     tail = f"; {after} events after the last signed head" if after else ""
     return replace(found, signed=f"signed (event {signed_at.seq}, checked){tail}")
+
+
+def _unsigned(found: Verdict, why: str) -> Verdict:
+    return replace(found, ok=False, seq=None, how="unsigned", detail=why, signed="unsigned")
 
 
 def _verify_links(run_id: str, rows: list[Row], head: str | None, last_seq: int) -> Verdict:

@@ -138,10 +138,11 @@ def audit_verify(
     any was."""
     try:
         runtime = _runtime(db, config=config)
-        store, key = runtime.store, runtime.settings.audit.verifying_key()
+        store, key, required = runtime.store, runtime.settings.audit.verifying_key(), runtime.settings.audit.sign
         ids = [run_id] if run_id is not None else [row["id"] for row in reversed(store.runs())]
-        verdicts = [store.verify(one, key) for one in ids]
-        whole = verify_store(store.engine, key) if run_id is None else None
+        verdicts = [store.verify(one, key, required) for one in ids]
+        orphaned = store.orphaned() if run_id is None else []  # events whose run's row was removed
+        whole = verify_store(store.engine, key, required) if run_id is None else None
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     for verdict in verdicts:
@@ -152,9 +153,15 @@ def audit_verify(
                                    "signed": verdict.signed}))  # fmt: skip
         else:
             say(console, str(verdict))
+    for gone in orphaned:
+        detail = "its events remain, its row in runs was removed"
+        if as_json:
+            typer.echo(json.dumps({"run": gone, "ok": False, "how": "removed", "detail": detail}))
+        else:
+            say(console, f"{gone}: the run was removed: {detail}")
     if whole is not None:
         typer.echo(json.dumps(whole.to_json())) if as_json else say(console, str(whole))
-    ok = all(verdict.ok for verdict in verdicts) and (whole is None or whole.ok)
+    ok = all(verdict.ok for verdict in verdicts) and not orphaned and (whole is None or whole.ok)
     raise typer.Exit(0 if ok else 1)
 
 

@@ -151,11 +151,14 @@ class GuardKernel:
         policy: PinnedPolicy,
         pinned_dir: Path,
         budgets: dict[str, float] | None = None,
+        time_limit: float | None = None,
     ) -> None:
+        """``time_limit``: seconds one evaluation may take — for rules decided beside the run's (a shadow candidate,
+        a replay), never for the run's own."""
         self.run_id = run_id
         sources = [pinned_file(pinned_dir, "guards.mg", policy.guards),
                    pinned_file(pinned_dir, "cortex.mg", policy.compiled_patterns)]  # fmt: skip
-        self.kernel = Kernel(workspace, extra_sources=sources)
+        self.kernel = Kernel(workspace, extra_sources=sources, time_limit=time_limit)
         # the agents that may have an attempt's facts in the kernel (any the policy files state, then every agent
         # this kernel is told about): an agent's first pre-flight has nothing to forget and skips ~30 lookups
         self._attempted: set[str] = {str(row[1]) for p in ATTEMPT_FACTS for row in self.kernel.match(p, run_id)}

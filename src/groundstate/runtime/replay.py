@@ -9,6 +9,7 @@ checkpoint ends that run's replay there, with the engine's message.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tempfile
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any
 from ..errors import GroundstateError
 from .guards import Approval, GuardKernel, RuleOrigins
 from .policy import PinnedPolicy
-from .reported import CHECKPOINTS, Decision, apply
+from .reported import CHECKPOINTS, REPLAY_TIME_LIMIT_S, Decision, apply
 from .store import EventStore
 from .workflow import Workflow, workflow_of
 
@@ -87,15 +88,21 @@ def replay_reports(run_id: str, full: Workflow, candidate: PinnedPolicy, budgets
     """Apply one run's ``reports`` ((the run's last event, report) in order) to kernels under ``candidate``
     (``full``: the run's workflow, spawned agents included: a segment starts with those it names), adding the
     flips to ``found``; the first report that cannot be applied ends the run's replay, said in ``found``."""
-    (scratch / run_id).mkdir(parents=True, exist_ok=True)  # the candidate kernel's workspace: nothing is run there
+    # the candidate kernel's workspace (nothing is run there), named by a digest: a run id is the store's data, and a
+    # path made from it could lead out of the scratch directory
+    workspace = scratch / hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    workspace.mkdir(exist_ok=True)
     kernel: GuardKernel | None = None
     workflow = full
     for index, (seq, report) in enumerate(reports, start=1):
         try:
+            if isinstance(report, Exception):  # a row the store could not read (EventStore.guard_reports)
+                raise report
             method, arguments = report["m"], report["a"]
             if method == "begin":
                 workflow = _segment(full, arguments)
-                kernel = GuardKernel(run_id, workflow, scratch / run_id, candidate, scratch / ".pinned", budgets)
+                kernel = GuardKernel(run_id, workflow, workspace, candidate, scratch / ".pinned", budgets,
+                                     time_limit=REPLAY_TIME_LIMIT_S)  # fmt: skip
                 continue
             if kernel is None:
                 raise ValueError("a report before its segment's start")

@@ -28,6 +28,8 @@ from .policy import PinnedPolicy
 from .workflow import AgentSpec, Workflow
 
 Decision = tuple[str, str]  # ("go" | "pause" | "deny" | "error", what it says)
+SHADOW_TIME_LIMIT_S = 0.25  # one evaluation of the candidate's kernel: past it, one "error" and the shadow is dropped
+REPLAY_TIME_LIMIT_S = 5.0  # one evaluation of a replay's candidate: past it, the run "could not be re-decided"
 CHECKPOINTS = {"preflight": "preflight", "tool_call": "tool_call", "in_doubt": "resume", "finished": "finished"}
 
 
@@ -92,8 +94,8 @@ class ReportedGuards(GuardKernel):
         self.workflow = workflow
         self.reports: list[dict[str, Any]] = [{"m": "begin", "a": [agent.id for agent in workflow.agents]}]
         self.candidate = candidate
-        self.shadow = GuardKernel(run_id, workflow, workspace, candidate, pinned_dir, budgets) \
-            if candidate is not None else None  # fmt: skip
+        self.shadow = GuardKernel(run_id, workflow, workspace, candidate, pinned_dir, budgets,
+                                  time_limit=SHADOW_TIME_LIMIT_S) if candidate is not None else None  # fmt: skip
         self.pending: list[dict[str, Any]] = []  # disagreements not yet in the log
         self._said: dict[str, tuple[Decision, Decision]] = {}  # per agent: the disagreement of this attempt said last
 

@@ -223,34 +223,41 @@ class EventStore:
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
 
-    def verify(self, run_id: str, key: bytes | None = None) -> chain.Verdict:
+    def verify(self, run_id: str, key: bytes | None = None, required: bool = False) -> chain.Verdict:
         """Recompute the run's chain of events from the stored rows (runtime/chain.py): the first event that was
         changed, removed, inserted or reordered since groundstate wrote it, if any; with ``key``, the signed head
-        checked too."""
+        checked too; ``required`` (``[audit] sign`` on): an unsigned head or events without a link fail."""
         with reading(self.engine) as db:
             found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
             if found is None:
                 raise UnknownRun(f"there is no run {run_id}")
             head, last_seq = found
-            rows = []
-            for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
-                seq, kind, agent, payload, actor, at, link, order = values
-                rows.append(chain.Row(seq, kind, agent, payload, actor, self._hot.read_at(at), link, order))
+            rows = [chain.row_of(values, self._hot.read_at) for values in db.exec_driver_sql(self._hot.chained,
+                                                                                            (run_id,))]  # fmt: skip
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
-        return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key)
+        return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
 
-    def guard_reports(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+    def guard_reports(self, run_id: str) -> list[tuple[int, Any]]:
         """What the run's guards were told, in order (runtime/reported.py), each with the run's last event when it
-        was written: what ``policy replay --run`` re-decides. A row that is not JSON is a StoreCorrupt naming it."""
-        found = []
+        was written: what ``policy replay --run`` re-decides. A row that cannot be read is given as the StoreCorrupt
+        naming it, in its place: the replay of that run stops there and says why; the others go on."""
+        found: list[tuple[int, Any]] = []
         with reading(self.engine) as db:
             for seq, body in db.exec_driver_sql(self._hot.reports, (run_id,)):
+                place = seq if isinstance(seq, int) else -1
                 try:
-                    found.append((int(seq), safejson.loads(body)))
+                    if not isinstance(body, str):
+                        raise ValueError("not text")
+                    found.append((place, safejson.loads(body)))
                 except ValueError as exc:
-                    raise StoreCorrupt(f"run {run_id}: a guard report after event {seq} cannot be read ({exc})") \
-                        from None  # fmt: skip
+                    found.append((place, StoreCorrupt(f"run {run_id}: a guard report after event {seq!r} cannot be "
+                                                      f"read ({exc})")))  # fmt: skip
         return found
+
+    def orphaned(self) -> list[str]:
+        """Runs whose events remain while their row is gone (removed outside groundstate): ``audit verify``."""
+        with reading(self.engine) as db:
+            return [str(run) for (run,) in db.exec_driver_sql(self._hot.orphaned)]
 
     # -- leases ---------------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:
@@ -411,6 +418,8 @@ class _HotStatements:
         self.signed = sql("SELECT chain_signature FROM runs WHERE id = ?")
         self.report = sql("INSERT INTO guard_reports (run_id, seq, body) VALUES (?, ?, ?)")
         self.reports = sql("SELECT seq, body FROM guard_reports WHERE run_id = ? ORDER BY id")
+        self.orphaned = sql("SELECT DISTINCT run_id FROM events WHERE run_id NOT IN (SELECT id FROM runs) "
+                            "ORDER BY run_id")  # fmt: skip
         self.chained = sql("SELECT seq, type, agent, payload, actor, at, chain, id FROM events WHERE run_id = ? "
                            "ORDER BY seq, id")  # fmt: skip
         self.head = sql("SELECT chain, last_seq FROM runs WHERE id = ?")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -86,8 +86,13 @@ SOURCES = (LEDGER, JOURNAL)
 
 
 def _value(value: Any) -> Any:
-    """A stored value as a digest reads it (the driver's own: text, numbers, or a timestamp from PostgreSQL's)."""
-    return value.isoformat() if isinstance(value, datetime) else value
+    """A stored value as a digest reads it (the driver's own: text, numbers, or a timestamp from PostgreSQL's; bytes,
+    which groundstate never writes there, by their hex — so that a row edited to hold them is named, not a crash)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "bytes:" + bytes(value).hex()
+    return value
 
 
 def row_digest(values: tuple[Any, ...] | list[Any]) -> str:
@@ -134,7 +139,7 @@ class StoreChain:
         if found is None:
             return  # nothing was written (an update that matched no row): nothing to link
         seq, previous = db.exec_driver_sql(self._take, (STORE_CHAIN,)).first()
-        row_key, digest = json.dumps(list(key), ensure_ascii=False), row_digest(found)
+        row_key, digest = _key_text(key), row_digest(found)
         link = link_of(previous, source.table, row_key, kind, digest)
         db.exec_driver_sql(self._append, (STORE_CHAIN, seq, source.table, row_key, kind, digest, link))
         if self.key is None:
@@ -160,9 +165,12 @@ class StoreVerdict:
     detail: str = ""
 
     def __str__(self) -> str:
+        if not self.ok and self.how == "unsigned":
+            return f"store: not verified: {self.detail}"
         if not self.ok:
             return f"store: {self.where} was {self.how}: {self.detail}"
-        before = f"; {self.unchained} rows were written before the chain" if self.unchained else ""
+        before = (f"; {self.unchained} rows carry no link (written before the chain was kept, or their links were "
+                  "removed: only a signed chain tells)") if self.unchained else ""  # fmt: skip
         tail = f" ({self.unsigned_tail} links after the last signed head)" if self.unsigned_tail else ""
         return (f"store: verified {self.links} links over {self.rows} ledger and journal rows, head "
                 f"{self.head or '-'}, {self.signed}{tail}{before}")  # fmt: skip
@@ -184,26 +192,38 @@ class _Link:
     link: str
 
 
-def verify_store(engine: Engine, key: bytes | None = None) -> StoreVerdict:
+def verify_store(engine: Engine, key: bytes | None = None, required: bool = False) -> StoreVerdict:
     """Recompute the store's chain from its links, then every ledger and journal row against the last link naming it;
-    with ``key``, check the signed head too."""
+    with ``key``, check the signed head too. ``required`` (``[audit] sign`` is on): rows without a link, a head
+    without a signature or links after the last signed head fail — with signing on every write signs, so each of
+    those is an edit (the chain removed whole, a signature removed or rolled back)."""
     present = set(inspect(engine).get_table_names())
-    if "audit_heads" not in present:
-        return StoreVerdict(True, 0, 0, 0, "", "unsigned")
     driver = DriverSQL(engine)
     with reading(engine) as db:
-        head = db.exec_driver_sql(driver.sql("SELECT seq, link, signed_seq, signature FROM audit_heads WHERE name = ?"),
-                                  (STORE_CHAIN,)).first()  # fmt: skip
-        chained = [_Link(*row) for row in db.exec_driver_sql(driver.sql(
-            "SELECT seq, source, row_key, kind, digest, link FROM audit_links WHERE chain = ? ORDER BY seq"),
-            (STORE_CHAIN,))]  # fmt: skip
-        rows = {source.table: {json.dumps(list(row[: len(source.key)]), ensure_ascii=False):
-                               row_digest(row[len(source.key):])
+        rows = {source.table: {_key_text(row[: len(source.key)]): row_digest(row[len(source.key):])
                                for row in db.exec_driver_sql(source.select_all())}
                 for source in SOURCES if source.table in present}  # fmt: skip
+        total = sum(len(found) for found in rows.values())
+        if "audit_heads" not in present or "audit_links" not in present:
+            verdict = StoreVerdict(True, 0, total, total, "", "unsigned")
+            return _required(verdict, required) if total else verdict
+        head = db.exec_driver_sql(driver.sql("SELECT seq, link, signed_seq, signature FROM audit_heads WHERE name = ?"),
+                                  (STORE_CHAIN,)).first()  # fmt: skip
+        stored = list(db.exec_driver_sql(driver.sql(
+            "SELECT seq, source, row_key, kind, digest, link FROM audit_links WHERE chain = ? ORDER BY seq"),
+            (STORE_CHAIN,)))  # fmt: skip
     last_seq, last_link, signed_seq, signature = head if head is not None else (0, "", None, None)
+    if not (isinstance(last_seq, int) and isinstance(last_link, str) and isinstance(signed_seq, int | None)
+            and isinstance(signature, str | None)):  # fmt: skip
+        return StoreVerdict(False, 0, total, 0, "", "", 0, "the chain's head", "changed",
+                            "it holds values groundstate never writes there")  # fmt: skip
+    misfit = next((row for row in stored if not (isinstance(row[0], int) and all(isinstance(v, str) for v in row[1:]))),
+                  None)  # fmt: skip
+    if misfit is not None:
+        return StoreVerdict(False, len(stored), total, 0, last_link, "", 0, f"link {misfit[0]!r}", "changed",
+                            "it holds values groundstate never writes there")  # fmt: skip
+    chained = [_Link(*row) for row in stored]
     broken = _walk(chained, last_seq, last_link)
-    total = sum(len(found) for found in rows.values())
     if broken is not None:
         return StoreVerdict(False, len(chained), total, 0, last_link, "", 0, *broken)
     wrong = _rows_against(chained, rows)
@@ -215,7 +235,26 @@ def verify_store(engine: Engine, key: bytes | None = None) -> StoreVerdict:
     if signed.startswith("signature"):
         return StoreVerdict(False, len(chained), total, unchained, last_link, signed, tail, "the signed head",
                             "changed", signed)  # fmt: skip
-    return StoreVerdict(True, len(chained), total, unchained, last_link, signed, tail)
+    verdict = StoreVerdict(True, len(chained), total, unchained, last_link, signed, tail)
+    return _required(verdict, required) if (unchained or tail or (chained and signed == "unsigned")) else verdict
+
+
+def _required(verdict: StoreVerdict, required: bool) -> StoreVerdict:
+    """With signing on, a store whose rows are not all under a signed head fails: say which way."""
+    if not required:
+        return verdict
+    if verdict.unchained:
+        why = f"{verdict.unchained} rows carry no link though [audit] sign is on"
+    elif verdict.unsigned_tail:
+        why = f"{verdict.unsigned_tail} links follow the last signed head though [audit] sign is on"
+    else:
+        why = "the chain's head carries no signature though [audit] sign is on"
+    return replace(verdict, ok=False, where="the store", how="unsigned", detail=why)
+
+
+def _key_text(key: Any) -> str:
+    """A row's key as links name it (JSON), whatever the driver returned (bytes by their hex)."""
+    return json.dumps([_value(value) for value in key], ensure_ascii=False)
 
 
 def _walk(chained: list[_Link], last_seq: int, last_link: str) -> tuple[str, str, str] | None:
@@ -274,8 +313,8 @@ def _first_chained_keys(chained: list[_Link]) -> dict[str, Any]:
     """Per table, the smallest numeric key the chain names: ledger rows past it must be chained."""
     smallest: dict[str, Any] = {}
     for entry in chained:
-        key = json.loads(entry.row_key)
-        if len(key) == 1 and isinstance(key[0], int):
+        key = _loaded(entry.row_key)
+        if isinstance(key, list) and len(key) == 1 and isinstance(key[0], int):
             smallest[entry.source] = min(smallest.get(entry.source, key[0]), key[0])
     return smallest
 
@@ -283,8 +322,17 @@ def _first_chained_keys(chained: list[_Link]) -> dict[str, Any]:
 def _after_start(table: str, row_key: str, first_seen: dict[str, Any]) -> bool:
     """Whether an unlinked row must have been written after the chain began: a ledger row numbered past the first
     chained one. Journal rows carry no order of their own: an unlinked one is counted as written before."""
-    key = json.loads(row_key)
-    return table in first_seen and len(key) == 1 and isinstance(key[0], int) and key[0] > first_seen[table]
+    key = _loaded(row_key)
+    return table in first_seen and isinstance(key, list) and len(key) == 1 and isinstance(key[0], int) \
+        and key[0] > first_seen[table]  # fmt: skip
+
+
+def _loaded(row_key: str) -> Any:
+    """A link's row key; None when it is not the JSON a link writes (the row it names is then not found)."""
+    try:
+        return json.loads(row_key)
+    except ValueError:
+        return None
 
 
 def _signature(chained: list[_Link], key: bytes | None, signed_seq: int | None, signature: str | None,
