@@ -189,3 +189,22 @@ def test_incremental_equals_from_scratch(
             assert engine.all_facts() == run_engine(text, current_e, current_f)
     engine.evaluate()
     assert engine.all_facts() == run_engine(text, current_e, current_f)
+
+
+@SETTINGS
+@given(programs(), edges, nodes)
+def test_a_time_limited_engine_derives_what_the_unlimited_one_derives(
+    program: GeneratedProgram, e: set[tuple[int, int]], f: set[int]
+) -> None:
+    """Rules compiled to count their rows against a deadline (a shadow's, a replay's) are the same rules: the same
+    facts, from scratch and after an incremental change."""
+    text = program.text()
+    limited = Engine(Program.parse(text), time_limit=60.0)
+    limited.assert_facts("e", e)
+    limited.assert_facts("f", [(x,) for x in f])
+    limited.evaluate()
+    assert limited.all_facts() == run_engine(text, e, f)
+    removed = sorted(e)[:2]
+    limited.retract_facts("e", removed)
+    limited.evaluate()
+    assert limited.all_facts() == run_engine(text, e - set(removed), f)
