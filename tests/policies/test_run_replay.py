@@ -148,3 +148,18 @@ def test_an_unreadable_report_stops_its_run_only_and_a_run_id_leads_nowhere(
     assert "cannot be read" in found["unreadable"][0]["why"]
     assert [flip["run"] for flip in found["flips"]] == [str(outside), str(outside)]  # the other run replayed
     assert not outside.exists()
+
+
+def test_a_lone_surrogate_in_what_the_guards_are_told_is_recorded_not_fatal(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """The model's answer is what its guards are told: a lone surrogate in it (valid JSON, ``\\ud800``) must be
+    recorded like anything else — a report the database cannot take would fail the run's events with it."""
+    url, script = model
+    script.by_round = True
+    script.answers = {"writer_a": [envelope("Half a pair: \ud800. [STATUS: SUCCESS]")]}
+    runtime = runtime_at(tmp_path, url)
+    run_id = runtime.create(FLOW, "shadowed.yaml", "scripted")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    found = json.loads(replay(tmp_path, "# the shipped rules alone\n", "--run", run_id, "--json").stdout)
+    assert found["flips"] == [] and found["unreadable"] == [] and found["replayed"] >= 2

@@ -197,8 +197,9 @@ class EventStore:
             state = self._cache.pop(run_id, None)
             if state is None or state.last_seq != last_seq:  # another process wrote: replay
                 state = self._state(db, run_id)
-            for report in reports or ():
-                db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, ensure_ascii=False)))
+            for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
+                # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
+                db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, default=str)))
             appended = []
             for event_type, agent, payload in build(state):
                 if event_type not in ev.EVENT_TYPES:
