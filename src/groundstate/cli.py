@@ -124,7 +124,8 @@ def _deep_config_problems(loaded: Any) -> list[str]:
         (("policy", "disable_patterns"), lambda: load_patterns(*settings.policy.patterns,
                                                                disabled=settings.policy.disable_patterns)),
         (("policy", "kernel"), lambda: load_program(settings.policy.kernel).analyze()),
-        (("policy", "shadow"), lambda: guard_rules(settings.policy.shadow, settings.policy.disable_guards)),
+        (("policy", "shadow"), lambda: guard_rules(settings.policy.shadow, settings.policy.disable_guards)
+                                       if settings.policy.shadow else None),
         (("audit", "sign"), lambda: settings.audit.key()),
         (("mcp", "policy"), lambda: McpPolicy(list(settings.mcp.policy))),
         (("mcp", "shadow"), lambda: McpPolicy(list(settings.mcp.shadow))),
@@ -149,7 +150,7 @@ COMMANDS: dict[str, Lazy] = {
     "kernel": Lazy("groundstate.kernel.cli", "app", "The agent kernel: step, lint, repl."),
     "runs": Lazy("groundstate.runtime.cli", "runs_app", "Runs: list, show, decide, repin, resume."),
     "audit": Lazy("groundstate.runtime.cli", "audit_app", "The record nobody can quietly edit: verify the chains "
-                  "of runs' events."),
+                  "of runs' events and of the store's ledger and journal rows."),
     "config": Lazy("groundstate.config.cli", "app", "The project configuration (groundstate.toml).",
                    setup=_config_checks),
     "mcp": Lazy("groundstate.guard.cli", "app", "MCP: one policy over every tool call of the agents you already run."),
