@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,8 +95,7 @@ def replay(
         store = db or load_config(config).config.store.url or default_db_url(home())
         found = replay_mcp(Ledger(store), policy, moment, server)
     except GroundstateError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exit_code(exc) if exit_code(exc) != 1 else 2) from None
+        raise typer.Exit(_refused(exc)) from None
     if as_json:
         typer.echo(json.dumps({
             "replayed": found.replayed,
@@ -113,32 +113,26 @@ def replay(
         typer.echo(f"entry {was.id} ({was.at:%Y-%m-%d %H:%M:%S}) {was.server}/{was.tool}: {was.decision} -> "
                    f"{flip.decision}: {flip.reasons[0]}")  # fmt: skip
         typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was.reasons[0]}")
-    if found.flips:
-        typer.echo("flips by reason:")
-        for (made, would, reason), count in found.summary().most_common():
-            typer.echo(f"  {count}  {made} -> {would}: {reason}")
-    unread = f"; {len(found.unreadable)} could not be re-decided" if found.unreadable else ""
-    typer.echo(f"{found.replayed} decisions replayed, {len(found.flips)} would flip{unread}")
-    for entry, why in found.unreadable[:10]:
-        typer.echo(f"  entry {entry}: {why}")
+    _summary(found.summary(), f"{found.replayed} decisions replayed, {len(found.flips)} would flip",
+             [(f"entry {entry}", why) for entry, why in found.unreadable], "could not be re-decided")  # fmt: skip
 
 
 def _replay_runs(policy: list[Path], chosen: list[str], since: datetime | None, as_json: bool, db: str | None,
                  config: Path | None) -> None:  # fmt: skip
     """``policy replay --run/--runs``: the runs' recorded checkpoints under the candidate's guard rules."""
     from ..runtime import configured_runtime, guard_rule_parts, replay_runs
+    from ..store import aware
 
     try:
         runtime = configured_runtime(db, config)
         rules = guard_rule_parts(policy, runtime.settings.policy.disable_guards)
         ids = chosen or [row["id"] for row in reversed(runtime.store.runs())
-                         if since is None or _aware(row["created_at"]) >= since]  # fmt: skip
+                         if since is None or aware(row["created_at"]) >= since]  # fmt: skip
         for run_id in chosen:
             runtime.store.state(run_id)  # UnknownRun names a run that is not in the store
         found = replay_runs(runtime.store, ids, rules)
     except GroundstateError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exit_code(exc) if exit_code(exc) != 1 else 2) from None
+        raise typer.Exit(_refused(exc)) from None
     if as_json:
         typer.echo(json.dumps({
             "replayed": found.replayed,
@@ -156,18 +150,27 @@ def _replay_runs(policy: list[Path], chosen: list[str], since: datetime | None, 
                    f"{flip.after_seq}): {flip.recorded[0]} -> {flip.candidate[0]}{said}")  # fmt: skip
         was = f"{flip.recorded[0]}: {flip.recorded[1]}" if flip.recorded[1] else flip.recorded[0]
         typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was}")
-    if found.flips:
+    _summary(found.summary(), f"{found.replayed} checkpoints replayed, {len(found.flips)} would flip",
+             list(found.unreadable), "runs could not be re-decided")  # fmt: skip
+
+
+def _refused(exc: GroundstateError) -> int:
+    """A replay that cannot start (the candidate, the store, a run): one line, and exit 2 (1 means a verdict)."""
+    typer.echo(f"error: {exc}", err=True)
+    return exit_code(exc) if exit_code(exc) != 1 else 2
+
+
+def _summary(flips: Counter[tuple[str, str, str]], totals: str, unreadable: list[tuple[str, str]],
+             unread: str) -> None:  # fmt: skip
+    """A replay's ending, for the guard's calls and runs alike: the flips by reason, the totals, what could not be
+    re-decided (the first ten, each with why)."""
+    if flips:
         typer.echo("flips by reason:")
-        for (made, would, reason), count in found.summary().most_common():
+        for (made, would, reason), count in flips.most_common():
             typer.echo(f"  {count}  {made} -> {would}: {reason}")
-    unread = f"; {len(found.unreadable)} runs could not be re-decided" if found.unreadable else ""
-    typer.echo(f"{found.replayed} checkpoints replayed, {len(found.flips)} would flip{unread}")
-    for run_id, why in found.unreadable[:10]:
-        typer.echo(f"  {run_id}: {why}")
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    typer.echo(totals + (f"; {len(unreadable)} {unread}" if unreadable else ""))
+    for where, why in unreadable[:10]:
+        typer.echo(f"  {where}: {why}")
 
 
 def _failure(file: Path, result: CaseResult) -> str:
