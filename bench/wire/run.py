@@ -7,6 +7,12 @@ The stream is realistic: prose, a thought, a tool call with JSON arguments and a
 with variations, tokenised by a byte-level BPE tokenizer trained here (tokenizers library) and sent
 with a hot table profiled from it. The SSE side carries one token per chunk, as providers do, and is
 parsed the way clients do: the openai SDK's SSE decoder + json.loads, and httpx-sse + json.loads.
+
+The first table's SIGIL rows are framed by the bench (a frame per part of the corpus). The second measures what the
+gateway really publishes: the same content streamed as SSE, a token per event, parsed by the gateway's own adapter
+and framed by its own bridge — a frame per event (``push``, as when every event arrives alone) and a frame per read
+of 16 KiB and of 1 KiB (``push_many``, what the gateway does with each read) — decoded to text and checked equal to
+what httpx-sse reads from the SSE.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from groundstate.wire import Content, Decoder, Encoder, Mode
+from groundstate.providers import SigilBridge, provider_api
+from groundstate.wire import ByteVocabulary, Content, Decoder, Encoder, Mode
 from groundstate.wire.profile import hot_table
 
 PROSE = (
@@ -130,6 +137,57 @@ def decode_httpx_sse(data: bytes) -> int:
     return count
 
 
+def bridged(sse: bytes, read_size: int | None) -> bytes:
+    """What the gateway publishes for this stream: its own adapter parses each read of the upstream and its own
+    bridge frames the events (the byte vocabulary, as the gateway uses for a provider's text). ``read_size``: the
+    reads' size (``push_many``: a read's events framed together); None: a frame per event (``push``), as when a
+    provider's every event arrives in a read of its own."""
+    adapter = provider_api("openai-chat").adapter("openai")
+    bridge = SigilBridge(ByteVocabulary())
+    out = bytearray()
+    if read_size is None:
+        for piece in sse.split(b"\n\n"):  # each provider event in a read of its own
+            for event in adapter.feed(piece + b"\n\n"):
+                out += bridge.push(event)
+        for event in adapter.close():
+            out += bridge.push(event)
+    else:
+        for piece in network_pieces(sse, read_size):
+            out += bridge.push_many(adapter.feed(piece))
+        out += bridge.push_many(adapter.close())
+    return bytes(out + bridge.end())
+
+
+def sigil_text(data: bytes) -> str:
+    """The text and thoughts a subscriber reads from the bridge's frames (bytes joined, then decoded)."""
+    decoder = Decoder()
+    out = bytearray()
+    for piece in network_pieces(data):
+        for chunk in decoder.feed(piece):
+            if isinstance(chunk, Content):
+                out += bytes(chunk.tokens)
+    return out.decode()
+
+
+def sse_text(data: bytes) -> str:
+    """The text and thoughts a client reads from the SSE stream with httpx-sse (json.loads per event)."""
+    import httpx
+    import httpx_sse
+
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=network_pieces(data))
+    out = []
+    for event in httpx_sse.EventSource(response).iter_sse():
+        if event.data != "[DONE]":
+            delta = json.loads(event.data)["choices"][0]["delta"]
+            out.append(delta.get("content") or delta.get("reasoning_content") or "")
+    return "".join(out)
+
+
+def frames_of(data: bytes) -> int:
+    decoder = Decoder()
+    return sum(1 for chunk in decoder.feed(data) if isinstance(chunk, Content))
+
+
 def best_and_median(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
     times = []
     result = None
@@ -146,6 +204,43 @@ def memcpy_bandwidth(size: int = 256 * 1024 * 1024) -> float:
     for _ in range(4):
         bytes(data)
     return 4 * size / (time.perf_counter() - start)
+
+
+def bridge_table(encoded_parts: list[tuple[list[int], Mode]], tokenizer: Any, repeat: int) -> None:
+    """The framing the gateway's bridge really produces, on the same content as answer text and thoughts (its tool
+    calls as text: the adapter frames a call whole, once, so it would not weigh on either side), in one run."""
+    print()
+    text_parts = [(ids, Mode.TEXT if mode == Mode.TOOL_CALL else mode) for ids, mode in encoded_parts]
+    plain = sse_stream(text_parts, lambda t: tokenizer.decode([t]))
+    events = sum(len(ids) for ids, _ in text_parts)
+    expected = sse_text(plain)
+    bridge_rows = []
+    for name, fn, data in (
+        ("SSE: httpx-sse + json.loads", sse_text, plain),
+        (
+            "SIGIL, the bridge at a frame per event (`push`: every event in a read of its own)",
+            sigil_text,
+            bridged(plain, None),
+        ),
+        (
+            "SIGIL, the bridge framing each 16 KiB read (`push_many`: the gateway's)",
+            sigil_text,
+            bridged(plain, 16 * 1024),
+        ),
+        ("SIGIL, the bridge framing each 1 KiB read (`push_many`)", sigil_text, bridged(plain, 1024)),
+    ):
+        best, median, text = best_and_median(lambda fn=fn, data=data: fn(data), repeat)
+        assert text == expected, f"{name} read other text than the SSE stream holds"
+        bridge_rows.append((name, best, median, frames_of(data) if name.startswith("SIGIL") else events))
+    print(f"The bridge's own framing: {events:,} provider events of one token each, {len(expected):,} characters.")
+    print()
+    print("| path | events/s (best) | median time | events per chunk | httpx-sse takes |")
+    print("|---|---|---|---|---|")
+    reference = bridge_rows[0][1]
+    for name, best, median, chunks in bridge_rows:
+        ratio = "" if name.startswith("SSE") else f"{reference / best:.1f}x as long"
+        print(f"| {name} | {events / best:,.0f} | {median:.3f} s | {events / chunks:.1f} | {ratio} |")
+    print()
 
 
 def main() -> None:
@@ -201,6 +296,7 @@ def main() -> None:
         ratio = "" if name.startswith("SIGIL") else f"{best / sigil_best:.0f}x faster, {size / len(sigil):.0f}x smaller"
         print(f"| {name} | {tokens / best:,.0f} | {median:.3f} s | {size / tokens:.2f} | {ratio} |")
     print()
+    bridge_table(encoded_parts, tokenizer, args.repeat)
     print(
         f"Long runs of hot tokens: {hot_count:,} tokens decoded at {hot_count / hot_best:,.0f} tokens/s"
         f" ({len(hot_run) / hot_best / 1e6:,.0f} MB/s); memory copy on this machine: {bandwidth / 1e6:,.0f} MB/s"

@@ -6,9 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundstate.providers import provider_api
 from groundstate.providers.anthropic import AnthropicAdapter
 from groundstate.providers.bridge import SigilBridge
 from groundstate.providers.local import LocalModel
+from groundstate.providers.normalized import Event, Finish, TextDelta, ThinkDelta, ToolCall
 from groundstate.wire import Content, Decoder, Mode, Reset, StreamEnd, UpstreamError
 from groundstate.wire.constants import Reason
 from groundstate.wire.vocab import ByteVocabulary, Detokenizer
@@ -22,11 +28,11 @@ def decode(data: bytes) -> list[Any]:
 
 
 def by_mode(chunks: list[object]) -> dict[Mode, str]:
-    text: dict[Mode, str] = {}
+    data: dict[Mode, bytes] = {}
     for chunk in chunks:
-        if isinstance(chunk, Content):
-            text[chunk.mode] = text.get(chunk.mode, "") + bytes(chunk.tokens).decode()
-    return text
+        if isinstance(chunk, Content):  # a frame may end inside a character: decoded once whole
+            data[chunk.mode] = data.get(chunk.mode, b"") + bytes(chunk.tokens)
+    return {mode: raw.decode() for mode, raw in data.items()}
 
 
 def test_provider_stream_through_sigil() -> None:
@@ -67,3 +73,114 @@ def test_local_model_tokens_through_sigil_with_its_own_vocabulary() -> None:
     assert ids == [t.id for t in generated]
     detok = Detokenizer(model.vocabulary)
     assert detok.feed(ids) + detok.close() == "".join(t.text for t in generated) + model.tail_text
+
+
+def _reads(events: list[Any], sizes: list[int]) -> list[list[Any]]:
+    """The events split into consecutive reads of the given sizes (the last read takes the rest)."""
+    reads, at = [], 0
+    for size in sizes:
+        reads.append(events[at : at + size])
+        at += size
+    return [*reads, events[at:]]
+
+
+def _decoded(chunks: list[Any]) -> tuple[dict[Mode, str], list[Any], list[Any]]:
+    calls = [json.loads(bytes(c.tokens)) for c in chunks if isinstance(c, Content) and c.mode == Mode.TOOL_CALL]
+    text: dict[Mode, str] = {mode: t for mode, t in by_mode(chunks).items() if mode != Mode.TOOL_CALL}
+    errors = [c.error["plane"] for c in chunks if isinstance(c, UpstreamError)]
+    return text, calls, errors
+
+
+def test_push_many_frames_a_read_together_and_the_decoder_reads_the_same_stream() -> None:
+    """The events of one read in one frame: the same text, thoughts, calls and errors as a frame per event, from
+    far fewer chunks — on a recorded provider stream split into reads of every size."""
+    for transcript in ("thinking-text-tools.sse", "overloaded-mid-stream.sse"):
+        adapter = AnthropicAdapter()
+        events = adapter.feed((TRANSCRIPTS / transcript).read_bytes()) + adapter.close()
+        each = SigilBridge(ByteVocabulary())
+        expected = decode(b"".join(each.push(e) for e in events) + each.end())
+        for size in (1, 2, 3, 7, len(events)):
+            together = SigilBridge(ByteVocabulary())
+            wire = b"".join(together.push_many(read) for read in _reads(events, [size] * (len(events) // size)))
+            chunks = decode(wire + together.end())
+            assert _decoded(chunks) == _decoded(expected), (transcript, size)
+            assert isinstance(chunks[-1], StreamEnd)
+        whole = SigilBridge(ByteVocabulary())
+        pieces = [c for c in decode(whole.push_many(events) + whole.end()) if isinstance(c, Content)]
+        fewer = len(pieces) < len([c for c in expected if isinstance(c, Content)])
+        assert fewer or transcript == "overloaded-mid-stream.sse"  # that one has a single text event
+
+
+def test_push_many_starts_a_new_frame_every_frame_tokens(monkeypatch: Any) -> None:
+    """A long read is published in pieces of at most FRAME_TOKENS tokens, each its own chunk."""
+    monkeypatch.setattr("groundstate.providers.bridge.FRAME_TOKENS", 5)
+    bridge = SigilBridge(ByteVocabulary())
+    events: list[Event] = [TextDelta("abc"), TextDelta("defgh"), ThinkDelta("ijklmnopq"), TextDelta("r")]
+    chunks = decode(bridge.push_many(events) + bridge.end())
+    contents = [c for c in chunks if isinstance(c, Content)]
+    assert all(len(c.tokens) <= 5 for c in contents), [bytes(c.tokens) for c in contents]
+    assert by_mode(chunks) == {Mode.TEXT: "abcdefghr", Mode.THINK: "ijklmnopq"}
+    assert [bytes(c.tokens) for c in contents if c.mode == Mode.TEXT][:2] == [b"abcde", b"fgh"]
+
+
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+_EVENT = st.one_of(
+    st.builds(TextDelta, _TEXT),
+    st.builds(ThinkDelta, _TEXT),
+    st.builds(ToolCall, st.just(0), st.just("call_1"), st.just("f"), st.dictionaries(st.text(max_size=3), st.just(1))),
+    st.builds(Finish, st.just("stop"), st.just("stop")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_EVENT, max_size=30), st.lists(st.integers(1, 6), max_size=10), st.integers(1, 9))
+def test_push_many_equals_push_on_any_events_and_reads(events: list[Any], sizes: list[int], frame: int) -> None:
+    """Whatever the events and however they are split into reads, and whatever the frame bound: the decoder reads
+    the same text, thoughts and calls as from a frame per event."""
+    each = SigilBridge(ByteVocabulary())
+    expected = decode(b"".join(each.push(e) for e in events) + each.end())
+    together = SigilBridge(ByteVocabulary())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("groundstate.providers.bridge.FRAME_TOKENS", frame)
+        wire = b"".join(together.push_many(read) for read in _reads(events, sizes))
+    assert _decoded(decode(wire + together.end())) == _decoded(expected)
+
+
+_SSE_PIECE = st.one_of(
+    st.sampled_from(
+        [
+            b"data: ",
+            b"\n\n",
+            b"\n",
+            b"[DONE]",
+            b'{"choices":[{"index":0,"delta":{"content":"',
+            b'"}}]}',
+            b'{"choices":[{"index":0,"delta":{"reasoning_content":"',
+            b"event: error\n",
+            b'{"error":{"message":"overloaded"}}',
+            b'","finish_reason":"stop"}]}',
+            b"\xff\xfe",
+            b"\\u00",
+        ]
+    ),
+    st.binary(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SSE_PIECE, max_size=40), st.lists(st.integers(1, 40), max_size=8))
+def test_the_gateways_framing_equals_a_frame_per_event_on_hostile_bodies(pieces: list[bytes], sizes: list[int]) -> None:
+    """Whatever an upstream sends (broken SSE, stray bytes, errors mid-stream), read in pieces of any size: what
+    subscribers decode from the gateway's framing (a read's events together) is what a frame per event gives."""
+    body = b"".join(pieces)
+    reads, at = [], 0
+    for size in sizes:
+        reads.append(body[at : at + size])
+        at += size
+    reads.append(body[at:])
+    one, many = provider_api("openai-chat").adapter("openai"), provider_api("openai-chat").adapter("openai")
+    each, together = SigilBridge(ByteVocabulary()), SigilBridge(ByteVocabulary())
+    expected = b"".join(each.push(e) for read in reads for e in one.feed(read))
+    expected += b"".join(each.push(e) for e in one.close()) + each.end()
+    wire = b"".join(together.push_many(many.feed(read)) for read in reads) + together.push_many(many.close())
+    assert _decoded(decode(wire + together.end())) == _decoded(decode(expected))

@@ -5,6 +5,7 @@ The client receives the upstream stream unchanged; a ZMQ subscriber receives the
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from groundstate.store import Operators
 from groundstate.wire import Content, Hello, Reset, StreamEnd, UpstreamError
 from groundstate.wire.zmq_transport import FrameReceiver
 
+from ..loopback import Reply, loopback
 from .conftest import GatewayFor, Script
 
 TRANSCRIPT = (Path(__file__).parent / "transcripts" / "openai-chat" / "text.sse").read_bytes()
@@ -44,6 +46,28 @@ def test_proxied_stream_is_unchanged_and_published(server: tuple[str, Script], g
     published = b"".join(bytes(c.tokens) for c in chunks if isinstance(c, Content))
     assert published.decode() == "Hello 日本"
     assert isinstance(chunks[0], Hello) and any(isinstance(c, StreamEnd) for c in chunks)
+
+
+def test_what_one_read_carries_is_published_in_one_frame(gateway_for: GatewayFor) -> None:
+    """A provider that streams a token per event, faster than the gateway reads: the subscribers get the events of
+    each read together (a handful of chunks, not one per token) and exactly the text the client read."""
+    words = [f"w{i} " for i in range(300)]
+    events = [{"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in words]
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+    def respond(path: str, headers: dict[str, str], request: bytes) -> Reply:
+        return Reply(200, {"content-type": "text/event-stream"}, body, chunk=len(body))  # one write
+
+    with loopback(respond) as upstream:
+        base_url, pub = gateway_for(upstream)
+        receiver = subscribe(pub)
+        client = OpenAI(base_url=base_url, api_key="sk-test")
+        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        chunks = list(receiver.receive(timeout_ms=2000)) + receiver.close()
+    contents = [c for c in chunks if isinstance(c, Content)]
+    assert text == "".join(words) == b"".join(bytes(c.tokens) for c in contents).decode()
+    assert len(contents) <= 20, f"{len(contents)} chunks for one read of {len(words)} events"
 
 
 def test_upstream_http_error_passes_through_and_is_published_classified(

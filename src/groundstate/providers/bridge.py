@@ -1,13 +1,22 @@
 """Provider events to SIGIL frames: text → text mode, think → THINK, tool calls → TOOL_CALL (the call as
 JSON), classified errors → UPSTREAM_ERROR frames, the end of the response → STREAM_END (truncated when the
-stream was cut off)."""
+stream was cut off).
+
+Framing: ``push`` frames one event (a frame per token when the provider streams a token per chunk); ``push_many``
+frames what arrived together — the events of one read of the upstream — in as few frames as it can, at most
+``FRAME_TOKENS`` tokens each, and waits for nothing: a frame leaves as soon as the read that carried its tokens is
+parsed. Per frame the decoder pays a fixed cost, so the read's framing is what lets a live stream decode at the rate
+of a recording (docs/benchmarks.md, "SIGIL")."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from ..wire import Encoder, Mode, Vocabulary
 from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
+
+FRAME_TOKENS = 4096  # at most this many tokens in one frame of push_many: a subscriber gets a long read in pieces
 
 
 class SigilBridge:
@@ -44,6 +53,36 @@ class SigilBridge:
         if isinstance(event, Truncated):
             return out + self.encoder.end(truncated=True)
         return out  # usage and tool-call fragments carry nothing for the wire
+
+    def push_many(self, events: Iterable[Event]) -> bytes:
+        """SIGIL frames for events that arrived together (one read of the upstream): text and thoughts gather into
+        a frame (a new one every ``FRAME_TOKENS`` tokens) that ends with the last event, with one FLUSH, so the
+        decoder emits them as one chunk per frame instead of one per event. Every other event frames as ``push``
+        does. Nothing is held back for a later call: the bytes returned carry every event given."""
+        out = bytearray()
+        pending = 0  # tokens in the open frame, not yet flushed
+        for event in events:
+            if isinstance(event, TextDelta | Refusal | ThinkDelta):
+                if not self._started:
+                    out += self.encoder.hello()
+                    self._started = True
+                mode = Mode.THINK if isinstance(event, ThinkDelta) else Mode.TEXT
+                ids = self.vocabulary.encode(event.text)
+                while pending + len(ids) >= FRAME_TOKENS:  # a full frame: flushed, the rest in the next one
+                    taken, ids = ids[: FRAME_TOKENS - pending], ids[FRAME_TOKENS - pending :]
+                    out += self.encoder.content(mode, taken) + self.encoder.flush()
+                    pending = 0
+                if ids:
+                    out += self.encoder.content(mode, ids)
+                    pending += len(ids)
+                continue
+            if pending:  # what came before it is emitted first, as push would have (an error resets the stream)
+                out += self.encoder.flush()
+                pending = 0
+            out += self.push(event)
+        if pending:
+            out += self.encoder.flush()
+        return bytes(out)
 
     def end(self) -> bytes:
         """The frames that end the stream."""

@@ -306,10 +306,11 @@ class Gateway:
                     held.append(data)
                     size += len(data)
                     continue
-                for event in adapter.feed(b"".join(held) + data if held else data):
+                events = adapter.feed(b"".join(held) + data if held else data)
+                for event in events:
                     failed = self._count(model, event) or failed
-                    if publishing:
-                        self.publish(bridge.push(event))
+                if publishing:  # what one read carried, in as few frames as it fills (bridge.py: the framing)
+                    self.publish(bridge.push_many(events))
                 held, size = [], 0
             await send({"type": "http.response.body", "body": b""})
             if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
@@ -317,9 +318,10 @@ class Gateway:
                 self._counting.add(task)
                 task.add_done_callback(self._counting.discard)
                 return
-            for event in adapter.close():
+            events = adapter.close()
+            for event in events:
                 failed = self._count(model, event) or failed
-                self.publish(bridge.push(event))
+            self.publish(bridge.push_many(events))
             self.metrics.called(model, ok=not failed)
             self.publish(bridge.end())
 
