@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .gate import ABORTED, ACCEPTED, GateResult, PacketGate
     from .models import SPEC_VERSION, ControlPacket, Envelope, MemoryOperation, json_schema
     from .parse import Limits, PacketResult, parse_output
+    from .tags import AnswerTags, answer_tags
     from .tools import ToolRequest, tool_requests
     from .updates import AcceptedUpdate, DroppedUpdate, UpdateValidator
 
@@ -20,6 +21,7 @@ _LAZY = {
     **dict.fromkeys(("ABORTED", "ACCEPTED", "GateResult", "PacketGate"), "gate"),
     **dict.fromkeys(("SPEC_VERSION", "ControlPacket", "Envelope", "MemoryOperation", "json_schema"), "models"),
     **dict.fromkeys(("Limits", "PacketResult", "parse_output"), "parse"),
+    **dict.fromkeys(("AnswerTags", "answer_tags"), "tags"),
     **dict.fromkeys(("ToolRequest", "tool_requests"), "tools"),
     **dict.fromkeys(("AcceptedUpdate", "DroppedUpdate", "UpdateValidator"), "updates"),
 }
@@ -39,6 +41,7 @@ __all__ = [
     "ACCEPTED",
     "SPEC_VERSION",
     "AcceptedUpdate",
+    "AnswerTags",
     "ControlPacket",
     "DroppedUpdate",
     "Envelope",
@@ -49,6 +52,7 @@ __all__ = [
     "PacketResult",
     "ToolRequest",
     "UpdateValidator",
+    "answer_tags",
     "json_schema",
     "parse_output",
     "tool_requests",

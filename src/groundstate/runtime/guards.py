@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
-from ..logic import Float, LogicError, Name
+from ..logic import AnalyzedProgram, Float, LogicError, Name
 from ..provenance import flow_rules
 from .backends import Signals
 from .cortex import pattern_reasons
@@ -27,7 +27,9 @@ from .workflow import Workflow
 
 Fact = tuple[str, tuple[Any, ...]]
 
-ATTEMPT_FACTS = (
+# What a run pinned before guards.mg declared its facts' lifetimes (``attempt()``) retracts between attempts: its
+# pinned rules say nothing, and these are the facts that code reported per attempt
+PINNED_BEFORE_LIFETIMES = (
     "preflight", "finished", "status_tag", "bypass", "tool_executed", "hard_error", "tool_call", "upstream_output",
     "upstream_files", "model_refused", "native_tool_call", "finish_reason", "agent_output", "agent_output_digest",
     "agent_model", "tool_content", "tool_content_digest", "model_fallback", "memory_write",
@@ -74,6 +76,15 @@ class Spent:
     seconds: float  # in attempts
     cost: float  # by the run's price table (0 for models without a price)
     wall_seconds: float  # running, pauses excluded
+
+
+def attempt_facts(analyzed: AnalyzedProgram) -> tuple[str, ...]:
+    """The facts of one attempt, as the rules declare them (``attempt()`` in a Decl): retracted when the agent's next
+    attempt begins. Rules that declare none were pinned before lifetimes were declared: the facts that code
+    retracted."""
+    declared = tuple(sorted(name for name, info in analyzed.predicates.items()
+                            if info.decl is not None and info.decl.descriptor("attempt") is not None))  # fmt: skip
+    return declared or PINNED_BEFORE_LIFETIMES
 
 
 def defaults_dir() -> Path:
@@ -161,7 +172,8 @@ class GuardKernel:
         self.kernel = Kernel(workspace, extra_sources=sources, time_limit=time_limit)
         # the agents that may have an attempt's facts in the kernel (any the policy files state, then every agent
         # this kernel is told about): an agent's first pre-flight has nothing to forget and skips ~30 lookups
-        self._attempted: set[str] = {str(row[1]) for p in ATTEMPT_FACTS for row in self.kernel.match(p, run_id)}
+        self.attempt_facts = attempt_facts(self.kernel.engine.analyzed)
+        self._attempted: set[str] = {str(row[1]) for p in self.attempt_facts for row in self.kernel.match(p, run_id)}
         self._attempted.update(str(row[3]) for row in self.kernel.match("event", run_id))
         # a run pinned before flows.mg was shipped has no rules on flows: its calls are not reported to them
         self.judges_flows = "flow_call" in self.kernel.engine.analyzed.predicates
@@ -223,11 +235,11 @@ class GuardKernel:
             self._forget_attempt(tx, agent)
             self._attempted.add(agent)
             for name, kind in upstream.items():
-                tx.assert_("upstream_output", (self.run_id, agent, name, Name("/" + kind)))
+                self._attempt(tx, "upstream_output", (self.run_id, agent, name, Name("/" + kind)))
             for name, kept, total in cut or []:
-                tx.assert_("upstream_truncated", (self.run_id, agent, name, kept, total))
-            tx.assert_("upstream_files", (self.run_id, agent, files))
-            tx.assert_("preflight", (self.run_id, agent))
+                self._attempt(tx, "upstream_truncated", (self.run_id, agent, name, kept, total))
+            self._attempt(tx, "upstream_files", (self.run_id, agent, files))
+            self._attempt(tx, "preflight", (self.run_id, agent))
         return self.pause(agent, "preflight")
 
     def tool_call(
@@ -250,7 +262,7 @@ class GuardKernel:
             with self.kernel.transaction() as tx:
                 self._attempted.add(agent)
                 tx.retract("current_call", *self.kernel.match("current_call", self.run_id, agent))
-                tx.assert_("current_call", (self.run_id, agent, seq))
+                self._attempt(tx, "current_call", (self.run_id, agent, seq))
                 for predicate, row in previous:  # the previous call's flows are about that call alone
                     tx.retract(predicate, row)
                 if flows is not None and self.judges_flows:
@@ -259,13 +271,13 @@ class GuardKernel:
                     for predicate, row in current:
                         tx.assert_(predicate, row)
                 for category, reason in approved or []:
-                    tx.assert_("approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
-                tx.assert_("tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+                    self._attempt(tx, "approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
+                self._attempt(tx, "tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
                 if content is not None:
                     text, digest = _bounded(content)
-                    tx.assert_("tool_content", (self.run_id, agent, seq, text))
+                    self._attempt(tx, "tool_content", (self.run_id, agent, seq, text))
                     if digest:
-                        tx.assert_("tool_content_digest", (self.run_id, agent, seq, digest))
+                        self._attempt(tx, "tool_content_digest", (self.run_id, agent, seq, digest))
         except LogicError:  # the kernel is as it was (Kernel.apply undoes the transaction): so is the bookkeeping
             self._flows[agent] = previous
             raise
@@ -293,7 +305,7 @@ class GuardKernel:
         with self.kernel.transaction() as tx:
             self._attempted.add(agent)
             for tool, target in calls:
-                tx.assert_("tool_in_doubt", (self.run_id, agent, tool, _bounded(target)[0]))
+                self._attempt(tx, "tool_in_doubt", (self.run_id, agent, tool, _bounded(target)[0]))
         return self.pause(agent, "resume")
 
     def finished(
@@ -316,39 +328,39 @@ class GuardKernel:
                 self._answer(tx, agent, answer)
             if spent is not None:
                 self._spent(tx, spent)
-            tx.assert_("status_tag", (self.run_id, agent, Name("/" + status_tag)))
+            self._attempt(tx, "status_tag", (self.run_id, agent, Name("/" + status_tag)))
             if bypass is not None:
-                tx.assert_("bypass", (self.run_id, agent, bypass))
+                self._attempt(tx, "bypass", (self.run_id, agent, bypass))
             for tool in executed:
-                tx.assert_("tool_executed", (self.run_id, agent, Name("/" + tool)))
+                self._attempt(tx, "tool_executed", (self.run_id, agent, Name("/" + tool)))
             if error is not None:
-                tx.assert_("hard_error", (self.run_id, agent, error))
-                tx.assert_("error_kind", (self.run_id, agent, Name("/" + error_kind)))
-            tx.assert_("finished", (self.run_id, agent))
+                self._attempt(tx, "hard_error", (self.run_id, agent, error))
+                self._attempt(tx, "error_kind", (self.run_id, agent, Name("/" + error_kind)))
+            self._attempt(tx, "finished", (self.run_id, agent))
         return self.pause(agent, "finished")
 
     def _answer(self, tx: Transaction, agent: str, answer: Answer) -> None:
         """The answer's facts: its surface output, the model that answered and those that failed before it, the
         memory it would write, and what it sent besides its answer."""
         text, digest = _bounded(answer.output)
-        tx.assert_("agent_output", (self.run_id, agent, text))
+        self._attempt(tx, "agent_output", (self.run_id, agent, text))
         if digest:
-            tx.assert_("agent_output_digest", (self.run_id, agent, digest))
+            self._attempt(tx, "agent_output_digest", (self.run_id, agent, digest))
         if answer.backend is not None:
-            tx.assert_("agent_model", (self.run_id, agent, answer.backend))
+            self._attempt(tx, "agent_model", (self.run_id, agent, answer.backend))
         for failed in answer.fallbacks:
-            tx.assert_("model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
+            self._attempt(tx, "model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
         if answer.usage is not None:
-            tx.assert_("agent_usage", (self.run_id, agent, *answer.usage))
+            self._attempt(tx, "agent_usage", (self.run_id, agent, *answer.usage))
         for op, key, value in answer.memory:  # applied only if the attempt completes
-            tx.assert_("memory_write", (self.run_id, agent, Name("/" + op), key, _bounded(value)[0]))
+            self._attempt(tx, "memory_write", (self.run_id, agent, Name("/" + op), key, _bounded(value)[0]))
         signals = answer.signals or Signals()
         for refusal in signals.refusals:
-            tx.assert_("model_refused", (self.run_id, agent, refusal[:MAX_FACT_TEXT]))
+            self._attempt(tx, "model_refused", (self.run_id, agent, refusal[:MAX_FACT_TEXT]))
         for tool in signals.native_tool_calls:
-            tx.assert_("native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
+            self._attempt(tx, "native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
         if signals.finish is not None:
-            tx.assert_("finish_reason", (self.run_id, agent, Name("/" + signals.finish)))
+            self._attempt(tx, "finish_reason", (self.run_id, agent, Name("/" + signals.finish)))
 
     def _spent(self, tx: Transaction, spent: Spent) -> None:
         """The run's totals, this attempt included: one row each, replaced when it changed (a row retracted and
@@ -361,12 +373,21 @@ class GuardKernel:
                 tx.retract(predicate, *current)
                 tx.assert_(predicate, new)
 
+    def _attempt(self, tx: Transaction, predicate: str, row: tuple[Any, ...]) -> None:
+        """Report a fact of the agent's current attempt — only one the rules declare as such (``attempt()``), so that
+        the next attempt begins without it: an undeclared one would outlive its attempt, and is refused instead."""
+        if predicate not in self.attempt_facts:
+            raise PolicyInvariantError(f"the runtime reports {predicate} for one attempt of an agent, but the run's "
+                                       f"guard rules do not declare it so: add attempt() to the descr of Decl "
+                                       f"{predicate} in guards.mg")  # fmt: skip
+        tx.assert_(predicate, row)
+
     def _forget_attempt(self, tx: Transaction, agent: str) -> None:
         """Retract the agent's previous attempt: its facts and its events (none before its first)."""
         self._forget_flows(tx, agent)
         if agent not in self._attempted:
             return
-        for predicate in ATTEMPT_FACTS:  # looked up through the (run, agent) index: no scan of the run, no parsing
+        for predicate in self.attempt_facts:  # looked up through the (run, agent) index: no scan, no parsing
             tx.retract(predicate, *self.kernel.match(predicate, self.run_id, agent))
         tx.retract("event", *self.kernel.match("event", self.run_id, at={3: agent}))
 

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import socket
 import time
 import uuid
@@ -47,7 +46,7 @@ from ..kernel import (
     update_validator,
 )
 from ..logic import LogicError, Name
-from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, tool_requests
+from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, answer_tags, tool_requests
 from ..provenance import ArgumentsRefused
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..store import ToolJournal, decision_refused, this_process
@@ -118,8 +117,6 @@ def decision_problem(decision: str | None, instructions: bool) -> str | None:
     return None
 
 
-_STATUS = re.compile(r"\[STATUS:\s*(SUCCESS|NULL)\s*\]", re.IGNORECASE)
-_BYPASS = re.compile(r"^\s*\[BYPASS:\s*([^\]]*)\]")
 MAX_ERROR_CHARS = 2000
 
 
@@ -821,7 +818,8 @@ class Runtime:
                 return outcome
             requests = [Request.of(r) for r in valid]
             if not requests or round_number == self.max_rounds:
-                outcome.status_tag, outcome.bypass = _tags(gated.surface)
+                tags = answer_tags(gated.surface)
+                outcome.status_tag, outcome.bypass = tags.status, tags.bypass
                 return outcome
             if not self._tool_round(ctx, invocation, gated, requests, outcome):
                 return outcome
@@ -1047,8 +1045,13 @@ class Runtime:
         shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
         invocation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
-        with tracing.span("execute_tool", {"gen_ai.operation.name": "execute_tool",
-                                           "groundstate.tools": ",".join(r.type.lstrip("/") for r, _, _ in running)}):
+        with tracing.span(
+            "execute_tool",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "groundstate.tools": ",".join(r.type.lstrip("/") for r, _, _ in running),
+            },
+        ):
             reports = shards.step_gated(gated, [mine for _, _, mine in running])  # the kernel decides and runs them
             # each call's decision and outcome, a span under the round's
             outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
@@ -1258,9 +1261,3 @@ def _recorded(bridge: SigilBridge, piece: Piece) -> bytes:
     if piece.thinking:
         return bridge.push(ThinkDelta(piece.thinking))
     return b""
-
-
-def _tags(surface: str) -> tuple[str, str | None]:
-    found = _STATUS.findall(surface)
-    bypass = _BYPASS.match(surface)
-    return (found[-1].lower() if found else "missing"), (bypass.group(1).strip() if bypass else None)

@@ -1,6 +1,9 @@
 # RARO guards: when a run must pause for the operator. The runtime reports facts; these rules decide.
 # needs_approval(Run, Agent, Category, Reason): Category /safety (something dangerous was attempted) or /quality
 # (the run would continue on bad or missing data).
+# A fact the runtime reports about one attempt of an agent carries attempt() in its Decl: it is retracted when the
+# agent's next attempt begins. The runtime reads the list from these declarations (runtime/guards.py), and refuses to
+# report a fact of an attempt whose Decl does not say so — a new breaker's fact is declared here, once.
 
 Decl run_agent(Run, Agent, Role)
   descr [doc("An agent of a run, with its role prefix (/research_, /analyze_, /coder_, /writer_).")]
@@ -11,58 +14,58 @@ Decl mandatory_tool(Role, Tool)
   descr [doc("A tool an agent of this role must really execute (or bypass with a justification); asserted from the workflow's roles.")]
   bound [/name, /name].
 Decl upstream_output(Run, Agent, Upstream, Kind)
-  descr [doc("What an upstream agent handed on: /content, /null (tagged [STATUS: NULL]), /empty or /skipped.")]
+  descr [doc("What an upstream agent handed on: /content, /null (tagged [STATUS: NULL]), /empty or /skipped."), attempt()]
   bound [/string, /string, /string, /name].
 Decl upstream_truncated(Run, Agent, Upstream, Kept, Total)
-  descr [doc("The context window's reserves leave room for only Kept of the Total characters of Upstream's output; the agent receives them with a marker.")]
+  descr [doc("The context window's reserves leave room for only Kept of the Total characters of Upstream's output; the agent receives them with a marker."), attempt()]
   bound [/string, /string, /string, /number, /number].
 Decl upstream_files(Run, Agent, Count)
-  descr [doc("Files the upstream agents produced in the run's workspace.")] bound [/string, /string, /number].
+  descr [doc("Files the upstream agents produced in the run's workspace."), attempt()] bound [/string, /string, /number].
 Decl preflight(Run, Agent)
-  descr [doc("The agent is about to start: pre-flight guards apply.")] bound [/string, /string].
+  descr [doc("The agent is about to start: pre-flight guards apply."), attempt()] bound [/string, /string].
 Decl finished(Run, Agent)
-  descr [doc("The agent's invocation has ended: post-flight guards apply.")] bound [/string, /string].
+  descr [doc("The agent's invocation has ended: post-flight guards apply."), attempt()] bound [/string, /string].
 Decl status_tag(Run, Agent, Tag)
-  descr [doc("The status tag the agent ended with: /success, /null or /missing.")] bound [/string, /string, /name].
+  descr [doc("The status tag the agent ended with: /success, /null or /missing."), attempt()] bound [/string, /string, /name].
 Decl bypass(Run, Agent, Justification)
-  descr [doc("The agent started its answer with [BYPASS: Justification].")] bound [/string, /string, /string].
+  descr [doc("The agent started its answer with [BYPASS: Justification]."), attempt()] bound [/string, /string, /string].
 Decl tool_executed(Run, Agent, Tool)
-  descr [doc("A tool call the virtual store really carried out for the agent (not what the text claims).")]
+  descr [doc("A tool call the virtual store really carried out for the agent (not what the text claims)."), attempt()]
   bound [/string, /string, /name].
 Decl hard_error(Run, Agent, Message)
-  descr [doc("The invocation failed: provider error, rejected packet, timeout, crash.")]
+  descr [doc("The invocation failed: provider error, rejected packet, timeout, crash."), attempt()]
   bound [/string, /string, /string].
 Decl error_kind(Run, Agent, Kind)
-  descr [doc("What kind of failure the hard error is, as the runtime saw it: /transport (the model could not be reached), /timeout (no answer in time), /cut_off (the output-token limit), /provider (the provider answered with an error), /backend (the model backend crashed), /packet (the reply broke the control-packet protocol), /tool_requests (malformed tool requests), /prompt_too_long, /internal.")]
+  descr [doc("What kind of failure the hard error is, as the runtime saw it: /transport (the model could not be reached), /timeout (no answer in time), /cut_off (the output-token limit), /provider (the provider answered with an error), /backend (the model backend crashed), /packet (the reply broke the control-packet protocol), /tool_requests (malformed tool requests), /prompt_too_long, /internal."), attempt()]
   bound [/string, /string, /name].
 Decl event(Run, Seq, Type, Agent)
   descr [doc("The run's events of the types some cortex pattern triggers on (/agent_failed, /tool_call, ...).")]
   bound [/string, /number, /name, /string].
 Decl tool_call(Run, Agent, Seq, Tool, Argument)
-  descr [doc("A tool call the model requested (before it runs), with its target or code.")]
+  descr [doc("A tool call the model requested (before it runs), with its target or code."), attempt()]
   bound [/string, /string, /number, /name, /string].
 Decl model_refused(Run, Agent, Text)
-  descr [doc("The model refused (a provider's refusal field), with its text.")] bound [/string, /string, /string].
+  descr [doc("The model refused (a provider's refusal field), with its text."), attempt()] bound [/string, /string, /string].
 Decl native_tool_call(Run, Agent, Tool)
-  descr [doc("The model called a tool natively instead of in control_packet.tool_requests; it did not run.")]
+  descr [doc("The model called a tool natively instead of in control_packet.tool_requests; it did not run."), attempt()]
   bound [/string, /string, /string].
 Decl finish_reason(Run, Agent, Reason)
-  descr [doc("Why the model's last answer ended: /stop, /length, /tool_calls, /content_filter, /refusal, ...")]
+  descr [doc("Why the model's last answer ended: /stop, /length, /tool_calls, /content_filter, /refusal, ..."), attempt()]
   bound [/string, /string, /name].
 Decl agent_output(Run, Agent, Text)
-  descr [doc("The surface response of the agent's attempt (its first 16,000 characters).")]
+  descr [doc("The surface response of the agent's attempt (its first 16,000 characters)."), attempt()]
   bound [/string, /string, /string].
 Decl agent_output_digest(Run, Agent, Digest)
-  descr [doc("sha256:... of the whole surface response, when it is longer than agent_output keeps.")]
+  descr [doc("sha256:... of the whole surface response, when it is longer than agent_output keeps."), attempt()]
   bound [/string, /string, /string].
 Decl agent_model(Run, Agent, Model)
-  descr [doc("The model backend that answered the attempt, e.g. openai-chat:gpt-4o@https://...")]
+  descr [doc("The model backend that answered the attempt, e.g. openai-chat:gpt-4o@https://..."), attempt()]
   bound [/string, /string, /string].
 Decl model_fallback(Run, Agent, Model, Error)
-  descr [doc("A model failed before its first token and the next fallback model was asked instead.")]
+  descr [doc("A model failed before its first token and the next fallback model was asked instead."), attempt()]
   bound [/string, /string, /string, /string].
 Decl memory_write(Run, Agent, Op, Key, Value)
-  descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause.")]
+  descr [doc("A memory operation of the attempt (/note, /promote_to_long_term, /store_vector, /forget); it is applied only if the attempt completes without a pause."), attempt()]
   bound [/string, /string, /name, /string, /string].
 Decl mcp_tool_of(Tool, Server, Name)
   descr [doc("An MCP tool a workflow gives its agents (tools: [mcp:SERVER/NAME]), under the name the agent calls it by.")]
@@ -70,21 +73,21 @@ Decl mcp_tool_of(Tool, Server, Name)
 Decl mcp_tool_read_only(Tool)
   descr [doc("Its server marks the MCP tool read-only (readOnlyHint).")] bound [/name].
 Decl current_call(Run, Agent, Seq)
-  descr [doc("The tool call being checked at the /tool_call checkpoint.")] bound [/string, /string, /number].
+  descr [doc("The tool call being checked at the /tool_call checkpoint."), attempt()] bound [/string, /string, /number].
 Decl approved_reason(Run, Agent, Seq, Category, Reason)
-  descr [doc("Call Seq is identical (tool, target, content) to one an operator let through by retrying the pause that held it, and this is a reason they saw then; each such approval serves one call, once.")]
+  descr [doc("Call Seq is identical (tool, target, content) to one an operator let through by retrying the pause that held it, and this is a reason they saw then; each such approval serves one call, once."), attempt()]
   bound [/string, /string, /number, /name, /string].
 Decl tool_in_doubt(Run, Agent, Tool, Target)
-  descr [doc("The tool journal holds an intent without a result for this call: it was running when the driver stopped, so it may or may not have taken effect.")]
+  descr [doc("The tool journal holds an intent without a result for this call: it was running when the driver stopped, so it may or may not have taken effect."), attempt()]
   bound [/string, /string, /string, /string].
 Decl tool_content(Run, Agent, Seq, Text)
-  descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs.")]
+  descr [doc("The content a tool call carries (a write_file's text; its first 16,000 characters), before it runs."), attempt()]
   bound [/string, /string, /number, /string].
 Decl tool_content_digest(Run, Agent, Seq, Digest)
-  descr [doc("sha256:... of the whole content, when it is longer than tool_content keeps.")]
+  descr [doc("sha256:... of the whole content, when it is longer than tool_content keeps."), attempt()]
   bound [/string, /string, /number, /string].
 Decl agent_usage(Run, Agent, InputTokens, OutputTokens, Millis)
-  descr [doc("What the attempt used: tokens in and out (as the provider counted them) and milliseconds.")]
+  descr [doc("What the attempt used: tokens in and out (as the provider counted them) and milliseconds."), attempt()]
   bound [/string, /string, /number, /number, /number].
 Decl run_usage(Run, Tokens, Seconds)
   descr [doc("What the run has spent so far: tokens (input + output, as providers counted them) and seconds in attempts.")]
