@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.logic import Float, List, Map, Name, Pair, Struct, display
+from groundstate.logic import Float, List, Map, Name, Pair, Struct, ValueConversionError, display
 from groundstate.logic.values import fact_sort_key, sort_facts, sort_key, to_value
 
 
@@ -91,3 +91,11 @@ values = st.one_of(
 def test_fast_sort_agrees_with_the_sort_key(mixed: list[tuple[object, ...]], plain: list[tuple[object, ...]]) -> None:
     for facts in (mixed, plain, [(a[0],) for a in plain]):
         assert sort_facts(facts) == sorted(facts, key=fact_sort_key)
+
+
+def test_name_of_a_word_is_the_name_constant_of_that_word() -> None:
+    """``Name.of`` is how Python's words become the names rules read: the same interned constant as the parsed one."""
+    assert Name.of("safety") is Name("/safety")
+    assert Name.of("research_") is Name("/research_")
+    with pytest.raises(ValueConversionError):
+        Name.of("not a name")

@@ -99,7 +99,7 @@ class McpPolicy:
             if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
                 found.append(("flow_open_world", (server, tool.name)))
             given = (labels or {}).get(tool.name, [])
-            found += [("flow_label", (server, tool.name, Name("/" + label))) for label in given]
+            found += [("flow_label", (server, tool.name, Name.of(label))) for label in given]
             self._tool_facts[(server, tool.name)] = found
         for kernel in self._kernels:
             with kernel.transaction() as tx:
@@ -124,8 +124,10 @@ class McpPolicy:
         facts += [("mcp_in_doubt", (call,))] if in_doubt else []
         facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
-        verdict = replace(self._verdict(self._calls, call, server, tool, digest, facts, observe),
-                          facts=tuple(facts + self._context(server, tool, facts)))
+        verdict = replace(
+            self._verdict(self._calls, call, server, tool, digest, facts, observe),
+            facts=tuple(facts + self._context(server, tool, facts)),
+        )
         if self._shadow is None:
             return verdict
         try:

@@ -261,15 +261,15 @@ def fn_name_to_string(n: Any) -> str:
 
 
 def fn_name_root(n: Any) -> Name:
-    return Name("/" + _name("fn:name:root", n).parts()[0])
+    return Name.of(_name("fn:name:root", n).parts()[0])
 
 
 def fn_name_tip(n: Any) -> Name:
-    return Name("/" + _name("fn:name:tip", n).parts()[-1])
+    return Name.of(_name("fn:name:tip", n).parts()[-1])
 
 
 def fn_name_list(n: Any) -> List:
-    return List(Name("/" + part) for part in _name("fn:name:list", n).parts())
+    return List(Name.of(part) for part in _name("fn:name:list", n).parts())
 
 
 def fn_number_to_string(n: Any) -> str:

@@ -40,6 +40,13 @@ class Name:
         cls._interned[text] = obj
         return obj
 
+    @classmethod
+    def of(cls, word: str) -> Name:
+        """The name constant ``/word`` — how Python turns one of its words (a category, a decision, a tool, a
+        role's prefix) into the name the rules read: ``Name.of("safety")`` is ``/safety``. A word that makes no name
+        constant is a ValueConversionError, as for ``Name``."""
+        return cls("/" + word)
+
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError("Name is immutable")
 

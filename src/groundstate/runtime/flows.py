@@ -72,6 +72,7 @@ class Nature:
 # context may have held anything, so content written by others
 MEMORY = Nature("memory", "recall", True, False, ("untrusted",))
 
+
 def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
             labels: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str, Nature]:  # fmt: skip
     """Every tool the workflow's agents may use, by the name the agent calls it (``mcp``: the connected MCP tools by
@@ -129,7 +130,7 @@ class RunFlows:
                 out.append(("flow_read_only", (nature.server, nature.tool)))
             if nature.open_world:
                 out.append(("flow_open_world", (nature.server, nature.tool)))
-            out += [("flow_label", (nature.server, nature.tool, Name("/" + label))) for label in nature.labels]
+            out += [("flow_label", (nature.server, nature.tool, Name.of(label))) for label in nature.labels]
             if nature.computes:  # code computes from what it is given: a value it prints may be anything it read
                 out += [("flow_carries", (nature.server, nature.tool, *source)) for source in sources
                         if source != (nature.server, nature.tool)]  # fmt: skip

@@ -182,22 +182,22 @@ class GuardKernel:
             tx.assert_("cortex_reason", *pattern_reasons(list(policy.patterns)))  # values, never rule text
             for role in workflow.roles:  # the workflow's roles are the only source of what a role must do
                 for tool in role.mandatory_tools:
-                    tx.assert_("mandatory_tool", (Name("/" + role.prefix), Name("/" + tool)))
+                    tx.assert_("mandatory_tool", (Name.of(role.prefix), Name.of(tool)))
             for agent in workflow.agents:
                 self._agent_facts(tx, workflow, agent.id)
             for kind, limit in (budgets or {}).items():  # recorded in the run when it was created
                 if kind == "max_cost":
                     tx.assert_("run_cost_budget", (self.run_id, Float(limit)))
                 else:
-                    tx.assert_("run_budget", (self.run_id, Name("/" + kind), math.ceil(limit)))
+                    tx.assert_("run_budget", (self.run_id, Name.of(kind), math.ceil(limit)))
 
     def mcp_tools(self, tools: list[tuple[str, str, str, bool]]) -> None:
         """The MCP tools the run's agents may use: (agent's name for it, server, tool, read-only as the server says)."""
         with self.kernel.transaction() as tx:
             for name, server, tool, read_only in tools:
-                tx.assert_("mcp_tool_of", (Name("/" + name), server, tool))
+                tx.assert_("mcp_tool_of", (Name.of(name), server, tool))
                 if read_only:
-                    tx.assert_("mcp_tool_read_only", (Name("/" + name),))
+                    tx.assert_("mcp_tool_read_only", (Name.of(name),))
 
     def flow_tools(self, facts: list[Fact]) -> None:
         """What the run's tools are, as flows.mg reads them (``runtime/flows.py``: flow_tool, flow_read_only,
@@ -214,7 +214,7 @@ class GuardKernel:
 
     def _agent_facts(self, tx: Transaction, workflow: Workflow, agent_id: str) -> None:
         agent, role = workflow.agent(agent_id), workflow.role(agent_id)
-        tx.assert_("run_agent", (self.run_id, agent_id, Name("/" + (role.prefix if role else "unknown_"))))
+        tx.assert_("run_agent", (self.run_id, agent_id, Name.of(role.prefix if role else "unknown_")))
         for upstream in agent.depends_on:
             tx.assert_("agent_depends", (self.run_id, agent_id, upstream))
 
@@ -235,7 +235,7 @@ class GuardKernel:
             self._forget_attempt(tx, agent)
             self._attempted.add(agent)
             for name, kind in upstream.items():
-                self._attempt(tx, "upstream_output", (self.run_id, agent, name, Name("/" + kind)))
+                self._attempt(tx, "upstream_output", (self.run_id, agent, name, Name.of(kind)))
             for name, kept, total in cut or []:
                 self._attempt(tx, "upstream_truncated", (self.run_id, agent, name, kept, total))
             self._attempt(tx, "upstream_files", (self.run_id, agent, files))
@@ -271,8 +271,8 @@ class GuardKernel:
                     for predicate, row in current:
                         tx.assert_(predicate, row)
                 for category, reason in approved or []:
-                    self._attempt(tx, "approved_reason", (self.run_id, agent, seq, Name("/" + category), reason))
-                self._attempt(tx, "tool_call", (self.run_id, agent, seq, Name("/" + tool), argument))
+                    self._attempt(tx, "approved_reason", (self.run_id, agent, seq, Name.of(category), reason))
+                self._attempt(tx, "tool_call", (self.run_id, agent, seq, Name.of(tool), argument))
                 if content is not None:
                     text, digest = _bounded(content)
                     self._attempt(tx, "tool_content", (self.run_id, agent, seq, text))
@@ -328,14 +328,14 @@ class GuardKernel:
                 self._answer(tx, agent, answer)
             if spent is not None:
                 self._spent(tx, spent)
-            self._attempt(tx, "status_tag", (self.run_id, agent, Name("/" + status_tag)))
+            self._attempt(tx, "status_tag", (self.run_id, agent, Name.of(status_tag)))
             if bypass is not None:
                 self._attempt(tx, "bypass", (self.run_id, agent, bypass))
             for tool in executed:
-                self._attempt(tx, "tool_executed", (self.run_id, agent, Name("/" + tool)))
+                self._attempt(tx, "tool_executed", (self.run_id, agent, Name.of(tool)))
             if error is not None:
                 self._attempt(tx, "hard_error", (self.run_id, agent, error))
-                self._attempt(tx, "error_kind", (self.run_id, agent, Name("/" + error_kind)))
+                self._attempt(tx, "error_kind", (self.run_id, agent, Name.of(error_kind)))
             self._attempt(tx, "finished", (self.run_id, agent))
         return self.pause(agent, "finished")
 
@@ -353,14 +353,14 @@ class GuardKernel:
         if answer.usage is not None:
             self._attempt(tx, "agent_usage", (self.run_id, agent, *answer.usage))
         for op, key, value in answer.memory:  # applied only if the attempt completes
-            self._attempt(tx, "memory_write", (self.run_id, agent, Name("/" + op), key, _bounded(value)[0]))
+            self._attempt(tx, "memory_write", (self.run_id, agent, Name.of(op), key, _bounded(value)[0]))
         signals = answer.signals or Signals()
         for refusal in signals.refusals:
             self._attempt(tx, "model_refused", (self.run_id, agent, refusal[:MAX_FACT_TEXT]))
         for tool in signals.native_tool_calls:
             self._attempt(tx, "native_tool_call", (self.run_id, agent, tool[:MAX_FACT_TEXT]))
         if signals.finish is not None:
-            self._attempt(tx, "finish_reason", (self.run_id, agent, Name("/" + signals.finish)))
+            self._attempt(tx, "finish_reason", (self.run_id, agent, Name.of(signals.finish)))
 
     def _spent(self, tx: Transaction, spent: Spent) -> None:
         """The run's totals, this attempt included: one row each, replaced when it changed (a row retracted and
@@ -394,7 +394,7 @@ class GuardKernel:
     # -- what the rules say ------------------------------------------------------------------------------
     def pause(self, agent: str, checkpoint: str) -> PauseDecision | None:
         """The pause guards.mg derives for this agent at this checkpoint, or None when the run goes on."""
-        where = (self.run_id, agent, Name("/" + checkpoint))
+        where = (self.run_id, agent, Name.of(checkpoint))
         leading = self.kernel.match("pause_leads_with", *where, sort=True)
         if not leading:
             return None
@@ -412,7 +412,7 @@ class GuardKernel:
 
     def why(self, agent: str, approval: Approval) -> dict[str, Any]:
         """The rules and facts that derived this pause, as a tree (kept in the event: it outlives the process)."""
-        found = why_row(self.kernel, "needs_approval", self.run_id, agent, Name("/" + approval.category),
+        found = why_row(self.kernel, "needs_approval", self.run_id, agent, Name.of(approval.category),
                         approval.reason)  # fmt: skip
         return found.to_json()
 

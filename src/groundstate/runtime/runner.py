@@ -1095,11 +1095,11 @@ class Runtime:
         core = ctx.limits.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
         config = ctx.limits.model_copy(update={"core_limits": core})
         kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
-        kernel.assert_facts("agent_may_use", *[(Name("/" + t),) for t in spec.agent_tools])
-        mine = [(Name("/" + t),) for t in spec.tools if t in python_tools.REGISTRY]
+        kernel.assert_facts("agent_may_use", *[(Name.of(t),) for t in spec.agent_tools])
+        mine = [(Name.of(t),) for t in spec.tools if t in python_tools.REGISTRY]
         if mine:  # your own Python tools: known actions, routed to the python_tool executor (routes.mg)
             kernel.assert_facts("python_tool", *mine)
-        served = [(Name("/" + agent_tool_name(t)),) for t in spec.tools if is_mcp_tool(t)]
+        served = [(Name.of(agent_tool_name(t)),) for t in spec.tools if is_mcp_tool(t)]
         if served:  # MCP tools: known actions, routed to the mcp_tool executor (routes.mg)
             kernel.assert_facts("mcp_tool", *served)
         learned = self.settings.learned

@@ -33,8 +33,8 @@ def expired(
         return []
     engine = Engine(_program())
     engine.assert_facts("approval_timeout", [(math.ceil(timeout_sec),)])
-    engine.assert_facts("default_decision", [(Name("/" + default_decision),)])
-    engine.assert_facts("open_pause", [(run_id, pause.id, Name("/" + pause.category),
+    engine.assert_facts("default_decision", [(Name.of(default_decision),)])
+    engine.assert_facts("open_pause", [(run_id, pause.id, Name.of(pause.category),
                                         int((now - pause.at).total_seconds()) if pause.at is not None else 0)
                                        for run_id, pause in pauses])  # fmt: skip
     engine.evaluate()

@@ -22,5 +22,5 @@ def delegate(action: Action, context: Context) -> Outcome:
     if not isinstance(task, str) or not task.strip():
         raise ExecutorError(f"{action.type} needs a task (payload) or a target")
     task = context.bounded(task)
-    fact = ("delegation", (Name(action.action_id), Name("/" + role), task))
+    fact = ("delegation", (Name(action.action_id), Name.of(role), task))
     return Outcome(True, f"delegated to the {role}: {task}", [fact])
