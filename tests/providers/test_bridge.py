@@ -184,3 +184,36 @@ def test_the_gateways_framing_equals_a_frame_per_event_on_hostile_bodies(pieces:
     expected += b"".join(each.push(e) for e in one.close()) + each.end()
     wire = b"".join(together.push_many(many.feed(read)) for read in reads) + together.push_many(many.close())
     assert _decoded(decode(wire + together.end())) == _decoded(decode(expected))
+
+
+def test_an_error_record_past_a_frame_is_published_cut_and_the_stream_goes_on() -> None:
+    """An upstream's 70 KB error message made an UPSTREAM_ERROR frame past the payload limit: the relay failed and
+    subscribers lost the read. Now the record is cut to fit, and what came before and after it arrives."""
+    from groundstate.providers.errors import ErrorRecord
+    from groundstate.providers.normalized import ErrorEvent
+
+    record = ErrorRecord("server", "openai", None, None, "E" * 70_000, True, None, None, {"raw": "R" * 70_000})
+    for push_many in (False, True):
+        bridge = SigilBridge(ByteVocabulary())
+        events: list[Event] = [TextDelta("before "), ErrorEvent(record), TextDelta("after")]
+        wire = bridge.push_many(events) if push_many else b"".join(bridge.push(e) for e in events)
+        chunks = decode(wire + bridge.end())
+        [error] = [c.error for c in chunks if isinstance(c, UpstreamError)]
+        assert error["plane"] == "server" and error["message"].startswith("E" * 2000)
+        assert error["message"].endswith("(68000 characters cut)") and len(json.dumps(error)) < 16 * 1024
+        assert by_mode(chunks)[Mode.TEXT] == "before after" and isinstance(chunks[-1], StreamEnd)
+
+
+def test_a_huge_text_event_is_framed_in_linear_time() -> None:
+    """push_many cut a long event by copying the rest of it at every frame (quadratic: 8 MB took 47 s and held up
+    the gateway's loop). Eight times the event takes about eight times as long, far from sixty-four."""
+    import time
+
+    timings = []
+    for size in (1_000_000, 8_000_000):
+        bridge = SigilBridge(ByteVocabulary())
+        started = time.perf_counter()
+        wire = bridge.push_many([TextDelta("x" * size)])
+        timings.append(time.perf_counter() - started)
+        assert len(wire) > size
+    assert timings[1] < 16 * timings[0] + 3.0, timings
