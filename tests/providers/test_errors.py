@@ -135,3 +135,28 @@ def test_durations_and_retry_headers() -> None:
         == 360
     )
     assert retry_after({"retry-after": "never"}) is None
+
+
+def test_a_record_is_bounded_where_it_is_made_into_json() -> None:
+    """An upstream writes the message, the code and the headers kept as evidence: the record as published or
+    printed cuts each text to 2,000 characters and stays under 16 KiB, and one nested past any bound keeps its
+    classification alone. A small record is given whole."""
+    from groundstate.providers.errors import ErrorRecord
+
+    small = ErrorRecord("rate", "openai", 429, "rate_limit", "slow down", True, 2.0, "req_1", {"body": "x"})
+    assert small.to_json()["message"] == "slow down" and small.to_json()["evidence"] == {"body": "x"}
+
+    headers = {f"x-ratelimit-{i}": "9" * 1000 for i in range(8)}
+    big = classify("openai", 429, openai_error("M" * 50_000, "rate_limit", "C" * 5000), headers, now=NOW)
+    published = big.to_json()
+    assert published["message"] == "M" * 2000 + "… (48000 characters cut)"
+    assert published["code"].startswith("C" * 2000) and len(published["code"]) < 2100
+    assert published["plane"] == big.plane and len(json.dumps(published)) <= 16 * 1024
+
+    deep: dict[str, object] = {}
+    for _ in range(5000):
+        deep = {"d": deep}
+    nested = ErrorRecord("server", "x", 500, None, "m", True, None, None, {"nested": deep, "pad": ["p" * 1999] * 40})
+    too_large = "the upstream's error record was too large to publish"
+    assert nested.to_json() == {"plane": "server", "provider": "x", "status": 500, "retryable": True,
+                                "retry_after_s": None, "message": too_large}

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from ..wire import Encoder, Mode, Vocabulary
 from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
 
 FRAME_TOKENS = 4096  # at most this many tokens in one frame of push_many: a subscriber gets a long read in pieces
-MAX_ERROR_TEXT = 2000  # characters of each text of an error record published (an upstream writes the message)
-MAX_ERROR_RECORD = 16 * 1024  # bytes of a published error record: one frame, far under the frame's payload limit
 
 
 class SigilBridge:
@@ -30,10 +27,16 @@ class SigilBridge:
         self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, frame_per_chunk=frame_per_chunk)
         self._started = False
 
+    def _hello(self) -> bytes:
+        """The HELLO frame, once, before the stream's first frame."""
+        if self._started:
+            return b""
+        self._started = True
+        return self.encoder.hello()
+
     def push(self, event: Event) -> bytes:
         """SIGIL frames for one normalized event (the HELLO first, before the first event)."""
-        out = b"" if self._started else self.encoder.hello()
-        self._started = True
+        out = self._hello()
         encode = self.vocabulary.encode
         if isinstance(event, TextDelta | Refusal):
             return out + self.encoder.content(Mode.TEXT, encode(event.text)) + self.encoder.flush()
@@ -50,7 +53,7 @@ class SigilBridge:
                 + self.encoder.chunk_end()
             )
         if isinstance(event, ErrorEvent):
-            return out + self.encoder.upstream_error(_publishable(event.error.to_json()))
+            return out + self.encoder.upstream_error(event.error.to_json())
         if isinstance(event, Finish):
             return out + self.encoder.close_mode() + self.encoder.chunk_end()
         if isinstance(event, Truncated):
@@ -66,9 +69,7 @@ class SigilBridge:
         pending = 0  # tokens in the open frame, not yet flushed
         for event in events:
             if isinstance(event, TextDelta | Refusal | ThinkDelta):
-                if not self._started:
-                    out += self.encoder.hello()
-                    self._started = True
+                out += self._hello()
                 mode = Mode.THINK if isinstance(event, ThinkDelta) else Mode.TEXT
                 ids = self.vocabulary.encode(event.text)
                 start = 0  # a full frame is flushed, the rest goes on in the next one (no copy of the rest)
@@ -94,35 +95,5 @@ class SigilBridge:
 
     def tokens(self, mode: Mode, ids: list[int]) -> bytes:
         """Real token ids (the local model's), sent as they are generated."""
-        out = b"" if self._started else self.encoder.hello()
-        self._started = True
-        return out + self.encoder.content(mode, ids) + self.encoder.flush()
+        return self._hello() + self.encoder.content(mode, ids) + self.encoder.flush()
 
-
-def _publishable(record: dict[str, Any]) -> dict[str, Any]:
-    """An error record that fits one UPSTREAM_ERROR frame: an upstream writes its message and evidence, and a
-    70 KB message made a frame past the payload limit (the relay failed, the subscribers lost the read). Each text
-    is cut to ``MAX_ERROR_TEXT`` characters, saying how much was cut; a record still too large keeps only its
-    classification."""
-    try:
-        if len(json.dumps(record)) <= MAX_ERROR_RECORD:
-            return record
-        cut: dict[str, Any] = _cut(record, depth=0)
-        if len(json.dumps(cut)) <= MAX_ERROR_RECORD:
-            return cut
-    except (RecursionError, TypeError, ValueError):  # nested past what JSON encodes: its classification only
-        pass
-    kept = {key: record.get(key) for key in ("plane", "provider", "status", "retryable", "retry_after_s")}
-    return kept | {"message": "the upstream's error record was too large to publish"}
-
-
-def _cut(value: Any, depth: int) -> Any:
-    if isinstance(value, str) and len(value) > MAX_ERROR_TEXT:
-        return value[:MAX_ERROR_TEXT] + f"… ({len(value) - MAX_ERROR_TEXT} characters cut)"
-    if depth > 8:
-        return "…" if isinstance(value, dict | list) else value
-    if isinstance(value, dict):
-        return {str(key)[:MAX_ERROR_TEXT]: _cut(item, depth + 1) for key, item in list(value.items())[:50]}
-    if isinstance(value, list):
-        return [_cut(item, depth + 1) for item in value[:50]]
-    return value

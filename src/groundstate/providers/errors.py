@@ -23,6 +23,8 @@ AUTH, QUOTA, RATE, OVERLOAD, REQUEST, SERVER, CONTENT_FILTER, AMBIGUOUS = (
 )  # fmt: skip
 RETRYABLE = {AUTH: False, QUOTA: False, REQUEST: False, CONTENT_FILTER: False, RATE: True, OVERLOAD: True, SERVER: True}
 MAX_EVIDENCE = 2000  # characters of the raw body kept as evidence
+MAX_RECORD_TEXT = 2000  # characters of each text of a record as published or printed (an upstream writes them)
+MAX_RECORD_BYTES = 16 * 1024  # a published record fits one SIGIL frame, far under its payload limit
 CUT_OFF = "reached the model's output-token limit and was cut off before it ended"  # one wording, whatever the path
 
 
@@ -42,8 +44,34 @@ class ErrorRecord:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The record as published (SIGIL UPSTREAM_ERROR) and printed."""
-        return asdict(self)
+        """The record as published (SIGIL UPSTREAM_ERROR) and printed, bounded: an upstream writes the message,
+        the code and the evidence, and a 70 KB message once made a frame past the payload limit (the relay failed,
+        the subscribers lost the read). Each text is cut to ``MAX_RECORD_TEXT`` characters, saying how much was
+        cut; a record still past ``MAX_RECORD_BYTES`` keeps only its classification."""
+        try:
+            whole = asdict(self)
+            if len(json.dumps(whole)) <= MAX_RECORD_BYTES:
+                return whole
+            cut: dict[str, Any] = _cut(whole, depth=0)
+            if len(json.dumps(cut)) <= MAX_RECORD_BYTES:
+                return cut
+        except (RecursionError, TypeError, ValueError):  # nested past what JSON encodes: its classification only
+            pass
+        kept = {key: getattr(self, key) for key in ("plane", "provider", "status", "retryable", "retry_after_s")}
+        return kept | {"message": "the upstream's error record was too large to publish"}
+
+
+def _cut(value: Any, depth: int) -> Any:
+    """Texts cut to ``MAX_RECORD_TEXT``, containers to 50 items and 8 levels."""
+    if isinstance(value, str) and len(value) > MAX_RECORD_TEXT:
+        return value[:MAX_RECORD_TEXT] + f"… ({len(value) - MAX_RECORD_TEXT} characters cut)"
+    if depth > 8:
+        return "…" if isinstance(value, dict | list) else value
+    if isinstance(value, dict):
+        return {str(key)[:MAX_RECORD_TEXT]: _cut(item, depth + 1) for key, item in list(value.items())[:50]}
+    if isinstance(value, list):
+        return [_cut(item, depth + 1) for item in value[:50]]
+    return value
 
 
 # -- headers ---------------------------------------------------------------------------------------------
