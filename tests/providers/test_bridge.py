@@ -217,3 +217,27 @@ def test_a_huge_text_event_is_framed_in_linear_time() -> None:
         timings.append(time.perf_counter() - started)
         assert len(wire) > size
     assert timings[1] < 16 * timings[0] + 3.0, timings
+
+
+def test_each_completion_has_a_stream_of_its_own_and_an_error_ends_them_all() -> None:
+    """Text of several completions (``n`` > 1) was merged into one stream; push and push_many now frame each on its
+    own stream (ids from ``next_stream``), and an upstream error reaches every one of them."""
+    from groundstate.providers.errors import ErrorRecord
+    from groundstate.providers.normalized import ErrorEvent
+
+    failed = ErrorEvent(ErrorRecord("server", "x", None, None, "m", True, None, None))
+    events: list[Event] = [TextDelta("a1 ", 0), TextDelta("b1 ", 1), TextDelta("c1 ", 2), TextDelta("a2", 0),
+                           TextDelta("b2", 1), failed]
+    for many in (False, True):
+        ids = iter([40, 41])
+        bridge = SigilBridge(ByteVocabulary(), 7, next_stream=ids.__next__)
+        wire = bridge.push_many(events) if many else b"".join(bridge.push(e) for e in events)
+        chunks = decode(wire + bridge.end())
+        texts: dict[int, bytes] = {}
+        for chunk in chunks:
+            if isinstance(chunk, Content):
+                texts[chunk.stream] = texts.get(chunk.stream, b"") + bytes(chunk.tokens)
+        assert texts == {7: b"a1 a2", 40: b"b1 b2", 41: b"c1 "}
+        assert sorted(c.stream for c in chunks if isinstance(c, UpstreamError)) == [7, 40, 41]
+        assert sorted(c.stream for c in chunks if isinstance(c, StreamEnd)) == [7, 40, 41]
+        assert bridge.end() == b"" and bridge.push(TextDelta("late")) == b""  # a stream ends once

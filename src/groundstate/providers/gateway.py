@@ -23,7 +23,7 @@ from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
-from .errors import classify
+from .errors import SERVER, ErrorRecord, classify
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import error_body, models_list, send_json, stream_answer, usage
@@ -40,6 +40,7 @@ _HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "acc
 
 
 METRICS_PATH = "/metrics"
+MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client gets them all, as they come)
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
@@ -235,7 +236,7 @@ class Gateway:
             + scope["path"]
             + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
         )
-        bridge = SigilBridge(ByteVocabulary(), next(self._streams))
+        bridge = SigilBridge(ByteVocabulary(), next(self._streams), next_stream=self._streams.__next__)
         model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
         sent: list[bool] = []  # whether the response has started (then its status can no longer change)
 
@@ -255,7 +256,8 @@ class Gateway:
                 await send_json(send, 502, error_body(reason, "upstream_error", "upstream_unreachable"))
             else:
                 await send({"type": "http.response.body", "body": b""})  # the client sees the stream end early
-            self.publish(bridge.end())
+            broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
+            self.publish(bridge.push(ErrorEvent(broke)) + bridge.end())  # subscribers see it fail, not end well
 
     async def _relay(
         self,
@@ -283,9 +285,8 @@ class Gateway:
             await send({"type": "http.response.start", "status": response.status_code,
                         "headers": _relayed_headers(response)})  # fmt: skip
             self.requests.labels(self.api, str(response.status_code)).inc()
-            if response.status_code >= 400:
-                data = await response.read()
-                await send({"type": "http.response.body", "body": data})
+            if response.status_code >= 400:  # relayed as it comes; its first MAX_ERROR_BODY bytes classified
+                data = await self._relay_error(response, send)
                 record = classify(provider, response.status_code, data, {k.lower(): v for k, v in response.headers})
                 self.metrics.called(model, ok=False)
                 self.metrics.failed(model, record)
@@ -333,6 +334,17 @@ class Gateway:
         async for data in response.chunks():
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+    async def _relay_error(self, response: UpstreamReply, send: Send) -> bytes:
+        """An error reply relayed unchanged as it arrives; its first ``MAX_ERROR_BODY`` bytes kept to classify (an
+        upstream's 320 MiB error body, read whole, held 1.4 GB of the gateway's memory)."""
+        held = bytearray()
+        async for data in response.chunks():
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+            if len(held) < MAX_ERROR_BODY:
+                held += data[: MAX_ERROR_BODY - len(held)]
+        await send({"type": "http.response.body", "body": b""})
+        return bytes(held)
 
     async def _relay_whole(self, response: UpstreamReply, send: Send, model: str) -> None:
         """A whole (non-streamed) reply, relayed unchanged and then counted: one model call, its tokens as the body
@@ -386,7 +398,7 @@ class Gateway:
         except (ValueError, AttributeError, UnicodeDecodeError):
             streamed = False
         if not streamed:
-            await gated.send_gated_whole(self.gate(), await response.read(), send)
+            await gated.send_gated_whole(self.gate(), await response.read(MAX_REPLY_BYTES), send)
             self.metrics.called(model, ok=True)
             return
         stream = gated.GatedStream(self.gate(), model, send)

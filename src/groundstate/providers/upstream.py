@@ -34,6 +34,10 @@ class UpstreamFailure(GroundstateError):
     """The upstream could not be reached or broke off; the message names the transport's error."""
 
 
+class ReplyTooLarge(UpstreamFailure):
+    """A reply that had to be read whole (to be judged) was larger than the gateway reads."""
+
+
 class UpstreamReply:
     """A reply being received: status, headers (repeated ones kept), and its body as it arrives."""
 
@@ -50,12 +54,15 @@ class UpstreamReply:
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _failure(exc) from exc
 
-    async def read(self) -> bytes:
-        """The whole body."""
-        try:
-            return await self._response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _failure(exc) from exc
+    async def read(self, limit: int) -> bytes:
+        """The whole body, refused past ``limit`` bytes (``ReplyTooLarge``): the upstream decides how much it
+        sends, and a body read whole before it is judged must not hold the gateway's memory at its will."""
+        held = bytearray()
+        async for data in self.chunks():
+            held += data
+            if len(held) > limit:
+                raise ReplyTooLarge(f"the reply is larger than {limit} bytes, the most this gateway reads whole")
+        return bytes(held)
 
 
 class Upstream:
