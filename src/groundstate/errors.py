@@ -13,13 +13,26 @@ place (``EXIT_CODES`` below)::
     │   └── LimitError       hostile or oversized input hit a configured bound                          (exit 1)
     ├── StoreError           durable state that cannot be read or written as asked                      (exit 2)
     │   └── ConflictError    another process holds what this needs (a run's lease)                      (exit 4)
-    └── ExecutorError        a program run on a model's behalf could not be run as asked                (exit 1)
+    ├── ExecutorError        a program run on a model's behalf could not be run as asked                (exit 1)
+    ├── NotFoundError        what was named (a run, a held call, an example, a path) does not exist     (exit 2)
+    ├── StateConflict        what was asked no longer fits the current state (a pause already decided,
+    │                        the last admin)                                                           (exit 1)
+    └── UpstreamFailed       a service this one relays to could not be reached or failed                (exit 1)
+
+Beside them, ``AuthenticationError`` (a ``ConfigurationError``: no or a wrong credential) and ``AccessError`` (a
+``PolicyError``: the account may not do this).
+
+The HTTP surfaces — the console and its API, the gateway, the MCP guard's HTTP transport — turn the kind into a
+status and a stable ``code`` in one place too (``HTTP_STATUSES``, ``http_problem``); each renders the problem in
+the body shape its clients expect (FastAPI's ``detail``, OpenAI's ``error`` object).
 
 Python's own ``TypeError`` for a wrong argument type passed by calling code is a programming mistake, not a
 refusal, and stays outside the tree.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class GroundstateError(Exception):
@@ -54,8 +67,31 @@ class ExecutorError(GroundstateError):
     """A program run on a model's behalf (a test, a build, git, model-written code) could not be run as asked."""
 
 
+class NotFoundError(GroundstateError, LookupError):
+    """What was named — a run, a held call, a bundled example, a path of an HTTP surface — does not exist."""
+
+
+class StateConflict(GroundstateError):
+    """What was asked no longer fits the current state (a pause already decided, the last admin's role): read the
+    state again, then decide."""
+
+
+class UpstreamFailed(GroundstateError):
+    """A service this one relays to (a model provider, an MCP server) could not be reached, broke off, or sent
+    what cannot be passed on."""
+
+
+class AuthenticationError(ConfigurationError):
+    """No credential, or one that names no account."""
+
+
+class AccessError(PolicyError):
+    """The account is known and may not do this."""
+
+
 EXIT_CODES: tuple[tuple[type[GroundstateError], int], ...] = (
     (ConflictError, 4),  # another process holds the run: try again later
+    (NotFoundError, 2),  # what was named does not exist: fix the name
     (ConfigurationError, 2),  # what the user gave cannot be used: fix the file, option or environment
     (StoreError, 2),  # the database given cannot be used as it is (an unknown run, a damaged log)
     (GroundstateError, 1),  # refused: input, policy, limit or executor
@@ -65,3 +101,37 @@ EXIT_CODES: tuple[tuple[type[GroundstateError], int], ...] = (
 def exit_code(error: GroundstateError) -> int:
     """The command line's exit code for an error: the first row of EXIT_CODES its kind matches."""
     return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
+
+
+HTTP_STATUSES: tuple[tuple[type[GroundstateError], int, str], ...] = (
+    # kind, status, the stable ``code`` clients match on (the message is for people and may change)
+    (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),  # another process holds what this needs
+    (StateConflict, 409, "state_conflict"),
+    (AuthenticationError, 401, "unauthenticated"),
+    (AccessError, 403, "forbidden"),
+    (LimitError, 413, "too_large"),
+    (UpstreamFailed, 502, "upstream_failed"),
+    (ConfigurationError, 422, "unusable"),  # a workflow, a model spec, an option the request gave
+    (InputError, 400, "bad_input"),
+    (PolicyError, 403, "refused"),
+    (StoreError, 500, "store_failed"),
+    (ExecutorError, 500, "executor_failed"),
+    (GroundstateError, 500, "failed"),
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An error as an HTTP surface answers it: the status, the stable code, the message."""
+
+    status: int
+    code: str
+    message: str
+
+
+def http_problem(error: GroundstateError) -> Problem:
+    """The status and code of an error: the first row of HTTP_STATUSES its kind matches (a class may name a more
+    precise ``code`` of its own, e.g. the gateway's ``upstream_unreachable``)."""
+    status, code = next((status, code) for kind, status, code in HTTP_STATUSES if isinstance(error, kind))
+    return Problem(status, getattr(type(error), "code", code), str(error))

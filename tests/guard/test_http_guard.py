@@ -89,14 +89,15 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        assert refused.status_code == 401
+        assert refused.status_code == 401 and refused.json()["code"] == "unauthenticated"  # errors.HTTP_STATUSES
         token = (tmp_path / "home" / "console.token").read_text().strip()  # the first admin's
         operators = Operators(default_db_url(tmp_path / "home"))
         admin = operators.authenticate(token)
         assert admin is not None
         _, viewer = operators.add("vic", "viewer", admin)
         seen = httpx.post(url, json={}, headers={"Authorization": f"Bearer {viewer}"}, timeout=5)
-        assert seen.status_code == 403 and "'vic' is a viewer, who may not act" in seen.json()["error"]
+        assert (seen.status_code, seen.json()["code"]) == (403, "forbidden") and \
+            "'vic' is a viewer, who may not act" in seen.json()["error"]  # fmt: skip
 
         _, olga = operators.add("olga", "operator", admin)
         self_approval: list[str] = []

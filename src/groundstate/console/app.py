@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .. import tracing
 from ..runtime import INTERRUPTED, RUNNING, Executor, Runtime
 from ..store import Operators
-from . import api, pages, security
+from . import api, pages, problems, security
 from .operations import EXAMPLES, Operations
 
 __all__ = ["EXAMPLES", "create_app"]
@@ -52,6 +52,7 @@ def create_app(runtime: Runtime, token: str, executor: Executor | None = None) -
     metrics_open = (security.METRICS,) if runtime.settings.metrics.open else ()
     operators = Operators(runtime.store.url, first_admin_token=token)
     security.install(app, security.Secrets(token, operators), metrics_open)
+    problems.install(app)
     app.state.operations = Operations(runtime, operators, executor)
     app.include_router(api.router)
     app.include_router(pages.router)

@@ -13,29 +13,29 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 
-from ..guard import ApprovalRefused, Entry, Ledger
+from ..errors import GroundstateError
+from ..guard import Entry, Ledger
 from ..runtime import (
     DECISIONS,
     RUNNING,
-    DecisionError,
     Executor,
     InProcessExecutor,
     PinnedPolicy,
     RunState,
     Runtime,
-    StoreError,
     WorkflowError,
 )
-from ..store import AccountRefused, Operator, Operators
+from ..store import Operator, Operators
+from .problems import BadRequest, UnknownExample
 
 T = TypeVar("T")
 EXAMPLES = Path(str(resources.files("groundstate.runtime") / "examples"))
 
 
 class Operations:
-    """The runtime as the console uses it; refusals become HTTP errors that say what was wrong."""
+    """The runtime as the console uses it; its refusals are ``GroundstateError``s, answered by ``problems``."""
 
     def __init__(self, runtime: Runtime, operators: Operators, executor: Executor | None = None) -> None:
         self.runtime = runtime
@@ -46,28 +46,21 @@ class Operations:
         self.ledger = Ledger(runtime.store.url, runtime.store.audit_key)
 
     def decide_call(self, entry_id: int, decision: str, operator: Operator, digest: str | None) -> Entry:
-        """An operator's decision on a call the MCP guard holds; 409 with the reason when it cannot apply."""
+        """An operator's decision on a call the MCP guard holds; ``ApprovalRefused`` (409) with the reason when it
+        cannot apply."""
         if decision not in ("approve", "deny"):
-            raise HTTPException(422, f"unknown decision {decision!r}: use approve or deny")
-        try:
-            return self.ledger.decide(entry_id, decision == "approve", operator.name, digest,
-                                      self.runtime.settings.access.self_approval)  # fmt: skip
-        except ApprovalRefused as exc:
-            raise HTTPException(409, str(exc)) from None
+            raise BadRequest(f"unknown decision {decision!r}: use approve or deny")
+        return self.ledger.decide(entry_id, decision == "approve", operator.name, digest,
+                                  self.runtime.settings.access.self_approval)  # fmt: skip
 
     def accounts(self, change: Callable[[Operators], T]) -> T:
-        """A change to the operator accounts; a refused one is a 409 saying why."""
-        try:
-            return change(self.operators)
-        except AccountRefused as exc:
-            raise HTTPException(409, str(exc)) from None
+        """A change to the operator accounts; a refused one is an ``AccountRefused`` saying why (409 when the
+        accounts as they are refuse it, 404 for an unknown name, 400 for a bad name or role)."""
+        return change(self.operators)
 
     def state(self, run_id: str) -> RunState:
-        """The run's state, or 404 naming what could not be read."""
-        try:
-            return self.runtime.store.state(run_id)
-        except StoreError as exc:
-            raise HTTPException(404, str(exc)) from None
+        """The run's state; ``UnknownRun`` (404) naming it, or the store's error naming what could not be read."""
+        return self.runtime.store.state(run_id)
 
     def create(self, workflow: str | None, example: str | None, model: str | None, operator: Operator) -> str:
         """Start a run of ``workflow`` (YAML text) or of a bundled example on ``model`` (None: the configuration's
@@ -76,14 +69,16 @@ class Operations:
         if example is not None:
             path = EXAMPLES / f"{example}.yaml"
             if "/" in example or not path.exists():
-                raise HTTPException(404, f"there is no bundled example {example!r}")
+                raise UnknownExample(f"there is no bundled example {example!r}")
             text = path.read_text(encoding="utf-8")
         if not text:
-            raise HTTPException(422, "give a workflow (YAML text) or the name of a bundled example")
+            raise BadRequest("give a workflow (YAML text) or the name of a bundled example")
         try:
             run_id = self.runtime.create(text, "console", model, actor=operator.actor, model_is_operators=False)
-        except (WorkflowError, ValueError) as exc:
-            raise HTTPException(422, str(exc)) from None
+        except ValueError as exc:  # a validation error of the workflow's schema, not one of ours yet
+            if isinstance(exc, GroundstateError):
+                raise
+            raise WorkflowError("the workflow", [str(exc)]) from None
         self.drive(run_id)
         return run_id
 
@@ -91,12 +86,9 @@ class Operations:
         """The operator's decision on the run's open pause ``pause``; 409 saying why when it is no longer open. The
         run goes on in this process if it runs again."""
         if decision not in DECISIONS:
-            raise HTTPException(422, f"decision must be one of {', '.join(DECISIONS)}")
+            raise BadRequest(f"decision must be one of {', '.join(DECISIONS)}")
         self.state(run_id)
-        try:
-            state = self.runtime.decide(run_id, decision, instructions or None, actor=operator.actor, pause=pause)
-        except DecisionError as exc:
-            raise HTTPException(409, str(exc)) from None
+        state = self.runtime.decide(run_id, decision, instructions or None, actor=operator.actor, pause=pause)
         if state.status == RUNNING:
             self.drive(run_id)
         return state
@@ -111,10 +103,7 @@ class Operations:
         """The policy the run is pinned to (the runtime's current one for runs created before pins)."""
         if state.policy is None:
             return self.runtime.policy
-        try:
-            return PinnedPolicy.from_json(state.policy, state.run_id)
-        except StoreError as exc:
-            raise HTTPException(409, str(exc)) from None
+        return PinnedPolicy.from_json(state.policy, state.run_id)
 
     @staticmethod
     def examples() -> list[Path]:

@@ -8,15 +8,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from ..errors import AccessError, AuthenticationError, GroundstateError, http_problem
 from ..runtime import age, attempts_of, current_instructions, usage_line
 from ..store import ACT, Operator, verify_store
 from .auth import COOKIE
 from .graph import dag_svg
 from .operations import Operations, operations
+from .problems import BadRequest
 from .security import Secrets, checked_form, cross_site, local, logged_in, operator_of, secrets_of, user_navigation
 from .views import layers, why_json
 
@@ -46,8 +48,7 @@ def login_form(request: Request, secrets: Keys, next: str = "/", token: str | No
         return _login_refused(request, next, refused)
     who = secrets.operators.authenticate(token)
     if who is None:
-        return templates.TemplateResponse(request, "login.html", {"next": local(next), "error": "wrong token"},
-                                          status_code=401)  # fmt: skip
+        return _login_error(request, next, AuthenticationError("wrong token"))
     current = secrets.from_cookie(request.cookies.get(COOKIE))
     if user_navigation(request) and (current is None or current.name == who.name):
         return logged_in(next, secrets, who)
@@ -66,16 +67,21 @@ async def login(request: Request, secrets: Keys) -> Response:
         return _login_refused(request, target, refused)
     who = secrets.operators.authenticate(str(form.get("token", "")).strip())
     if who is None:
-        return templates.TemplateResponse(request, "login.html", {"next": target, "error": "wrong token"},
-                                          status_code=401)  # fmt: skip
+        return _login_error(request, target, AuthenticationError("wrong token"))
     return logged_in(target, secrets, who)
 
 
 def _login_refused(request: Request, target: str, why: str) -> Response:
     """A 403 login page saying why: nobody is logged in, no session cookie is set or replaced."""
-    error = f"login refused: {why}. Log in here, or open the console's link yourself."
-    return templates.TemplateResponse(request, "login.html", {"next": local(target), "error": error},
-                                      status_code=403)  # fmt: skip
+    return _login_error(request, target, AccessError(f"login refused: {why}. Log in here, or open the console's "
+                                                     "link yourself."))
+
+
+def _login_error(request: Request, target: str, error: GroundstateError) -> Response:
+    """The login page again, saying what was refused, with the error's status (``errors.HTTP_STATUSES``)."""
+    problem = http_problem(error)
+    return templates.TemplateResponse(request, "login.html", {"next": local(target), "error": problem.message},
+                                      status_code=problem.status)  # fmt: skip
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -123,13 +129,14 @@ async def decide_page(request: Request, run_id: str, ops: Ops, who: Who) -> Resp
     form = await checked_form(request)
     pause = str(form.get("pause", ""))
     if not pause.isdigit():
-        raise HTTPException(422, "the form names no pause: reload the run's page and decide from its card")
+        raise BadRequest("the form names no pause: reload the run's page and decide from its card")
     try:
         ops.decide(run_id, int(pause), str(form.get("decision", "")), str(form.get("instructions", "")), who)
-    except HTTPException as exc:
-        if exc.status_code != 409:
+    except GroundstateError as exc:  # decided meanwhile (a 409): said on the run's page; anything else as JSON
+        problem = http_problem(exc)
+        if problem.status != 409:
             raise
-        return _run_page(request, run_id, ops, "run.html", f"Not applied: {exc.detail}", 409)
+        return _run_page(request, run_id, ops, "run.html", f"Not applied: {problem.message}", problem.status)
     return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
 

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
 
+from ..errors import AccessError, AuthenticationError
 from ..store import ACT, ADMINISTER, SEE, Operator, Operators
 from .auth import COOKIE, derived, same
+from .problems import problem_response
 
 PUBLIC = ("/login", "/static/")
 ACCOUNTS = ("/api/operators", "/operators")
@@ -113,20 +115,19 @@ async def _authenticated(request: Request, call_next: Handler, secrets: Secrets,
     who = by_bearer or secrets.from_cookie(request.cookies.get(COOKIE))
     if who is None:
         if path.startswith(("/api/", METRICS)):  # clients and scrapers get a status, not a login page
-            return JSONResponse({"detail": "missing or wrong token"}, status_code=401,
-                                headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+            return problem_response(AuthenticationError("missing or wrong token"))
         return RedirectResponse(f"/login?next={path}", status_code=303)
     request.state.operator = who
     request.state.csrf = secrets.csrf(who)
     action = action_of(request.method, path)
     if not who.may(action):
-        return JSONResponse({"detail": f"operator {who.name!r} is a {who.role}, who may not {action}"}, status_code=403)
+        return problem_response(AccessError(f"operator {who.name!r} is a {who.role}, who may not {action}"))
     if request.method not in ("GET", "HEAD", "OPTIONS") and by_bearer is None:  # a browser session changing state
         form = request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
         if form and _form_path(path):
             request.state.csrf_from_form = True  # the page's handler checks the form's csrf field
         elif not same(request.headers.get("x-csrf-token"), request.state.csrf):
-            return JSONResponse({"detail": "missing or wrong CSRF token"}, status_code=403)
+            return problem_response(AccessError("missing or wrong CSRF token"))
     return await call_next(request)
 
 
@@ -136,7 +137,7 @@ async def checked_form(request: Request) -> Any:
     field = form.get("csrf")
     sent = field if isinstance(field, str) else None
     if getattr(request.state, "csrf_from_form", False) and not same(sent, request.state.csrf):
-        raise HTTPException(403, "missing or wrong CSRF token")
+        raise AccessError("missing or wrong CSRF token")
     return form
 
 

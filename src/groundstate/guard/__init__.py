@@ -3,7 +3,7 @@ fronts upstream MCP servers and decides every tools/call with ``mcp.mg`` and the
 applies the user's reply rules to what passes through ``groundstate gateway --gate``."""
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
-from ..providers import SEPARATOR, UpstreamError, Upstreams, connect
+from ..providers import SEPARATOR, McpServerError, Upstreams, connect
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
@@ -24,10 +24,10 @@ __all__ = [
     "History",
     "Ledger",
     "McpPolicy",
+    "McpServerError",
     "Recorded",
     "ReplyPolicy",
     "RuledGate",
-    "UpstreamError",
     "Upstreams",
     "Verdict",
     "call_digest",

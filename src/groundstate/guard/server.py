@@ -33,9 +33,9 @@ from mcp.shared.exceptions import MCPError
 
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import GroundstateError
+from ..errors import AccessError, AuthenticationError, GroundstateError, http_problem
 from ..provenance import ArgumentsRefused, History, Session, reading
-from ..providers import UpstreamError, Upstreams, connect
+from ..providers import McpServerError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
@@ -440,7 +440,7 @@ async def _guard(
     for as long as the block runs."""
     config = settings.mcp
     if local_tools.SERVER in config.servers:
-        raise UpstreamError(f"mcp.servers.{local_tools.SERVER}: the guard lists your own Python tools under that "
+        raise McpServerError(f"mcp.servers.{local_tools.SERVER}: the guard lists your own Python tools under that "
                             "name; give the server another one")  # fmt: skip
     if settings.tools.modules:
         tools.load_modules(settings.tools.modules, settings.tools.path)
@@ -513,18 +513,19 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
             sent = headers.get(b"authorization", b"").decode("latin-1")
             who = operators.authenticate(sent.removeprefix("Bearer ").strip()) if sent.startswith("Bearer ") else None
             session = headers.get(b"mcp-session-id")
-            problem = None
+            refused: GroundstateError | None = None
             if who is None:
-                problem = (401, "missing or wrong token (Authorization: Bearer <an operator's token>)")
+                refused = AuthenticationError("missing or wrong token (Authorization: Bearer <an operator's token>)")
             elif not who.may(ACT):
-                problem = (403, f"operator {who.name!r} is a {who.role}, who may not act")
+                refused = AccessError(f"operator {who.name!r} is a {who.role}, who may not act")
             elif session is not None and owners.get(session, who.name) != who.name:
-                problem = (403, "this MCP session was opened by another account: open your own")
-            if problem is not None:
-                status, error = problem
+                refused = AccessError("this MCP session was opened by another account: open your own")
+            if refused is not None:
+                problem = http_problem(refused)
                 headers_out = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-                await send({"type": "http.response.start", "status": status, "headers": headers_out})
-                await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
+                await send({"type": "http.response.start", "status": problem.status, "headers": headers_out})
+                body = {"error": problem.message, "code": problem.code}
+                await send({"type": "http.response.body", "body": json.dumps(body).encode()})
                 return
             assert who is not None
             scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account

@@ -38,6 +38,7 @@ from .normalized import (
     merge_deltas,
     to_json,
 )
+from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import UnknownStyle
 
@@ -48,9 +49,10 @@ _LAZY = {
     "Gateway": ("gateway", "Gateway"), "serve_gateway": ("gateway", "serve"),
     "without_credentials": ("gateway", "without_credentials"),
     "SEPARATOR": ("mcp_servers", "SEPARATOR"), "ToolCaller": ("mcp_servers", "ToolCaller"),
-    "UpstreamError": ("mcp_servers", "UpstreamError"), "Upstreams": ("mcp_servers", "Upstreams"),
+    "McpServerError": ("mcp_servers", "McpServerError"), "Upstreams": ("mcp_servers", "Upstreams"),
     "connect": ("mcp_servers", "connect"), "first_error": ("mcp_servers", "first_error"),
     "ProviderMetrics": ("metrics", "ProviderMetrics"), "provider_of": ("metrics", "provider_of"),
+    "ReplyTooLarge": ("upstream", "ReplyTooLarge"), "UpstreamFailure": ("upstream", "UpstreamFailure"),
 }  # fmt: skip
 
 if TYPE_CHECKING:
@@ -58,8 +60,9 @@ if TYPE_CHECKING:
     from .client import RetryPolicy, StreamClient
     from .gateway import Gateway, without_credentials
     from .gateway import serve as serve_gateway
-    from .mcp_servers import SEPARATOR, ToolCaller, UpstreamError, Upstreams, connect, first_error
+    from .mcp_servers import SEPARATOR, McpServerError, ToolCaller, Upstreams, connect, first_error
     from .metrics import ProviderMetrics, provider_of
+    from .upstream import ReplyTooLarge, UpstreamFailure
 
 
 def __getattr__(name: str) -> Any:
@@ -88,10 +91,15 @@ __all__ = [
     "GeneratedToken",
     "LocalModel",
     "LocalModelError",
+    "McpServerError",
     "OutputGate",
     "ProviderAPI",
     "ProviderMetrics",
     "Refusal",
+    "ReplyCutOff",
+    "ReplyRefused",
+    "ReplyTooLarge",
+    "RequestTooLarge",
     "RetryPolicy",
     "SSEParser",
     "SSETruncated",
@@ -108,8 +116,9 @@ __all__ = [
     "ToolCaller",
     "Truncated",
     "UnknownAPI",
+    "UnknownPath",
     "UnknownStyle",
-    "UpstreamError",
+    "UpstreamFailure",
     "Upstreams",
     "Usage",
     "classify",
@@ -119,6 +128,7 @@ __all__ = [
     "header_map",
     "merge_deltas",
     "parse_chat_request",
+    "problem_body",
     "provider_api",
     "provider_of",
     "serve_gateway",

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .. import safejson
+from ..errors import UpstreamFailed
 from .errors import CUT_OFF
 from .normalized import Finish, TextDelta
 from .openai_chat import OpenAIChatAdapter
-from .openai_wire import Send, error_body, send_json
+from .openai_wire import ReplyCutOff, ReplyRefused, Send, problem_body, send_error, send_json
 
 GATED_APIS = ("openai-chat",)
 _MODEL_NAME = re.compile(r"[^A-Za-z0-9._:/@+-]")
@@ -52,13 +53,12 @@ class OutputGate(Protocol):
 GateFactory = Callable[[], OutputGate]
 
 
-def refusal(reason: str | None, cut_off: bool = False) -> dict[str, Any]:
+def refusal(reason: str | None, cut_off: bool = False) -> ReplyRefused:
     """The error a client gets for a reply the gate refused; a reply the upstream ended at its output-token limit
     (``cut_off``) says so, in the words every other path uses, instead of the broken envelope that followed."""
     if cut_off:
-        return error_body(f"the model's reply {CUT_OFF}", "policy_violation", "max_tokens")
-    return error_body(f"the model's reply broke the control-packet protocol and was cut: {reason}",
-                      "policy_violation", "packet_gate")  # fmt: skip
+        return ReplyCutOff(f"the model's reply {CUT_OFF}")
+    return ReplyRefused(f"the model's reply broke the control-packet protocol and was cut: {reason}")
 
 
 class GatedStream:
@@ -92,7 +92,7 @@ class GatedStream:
         if verdict.decision == "accepted":
             await self._chunk({}, "stop")
         else:
-            await self._write(refusal(verdict.reason, self.cut_off))
+            await self._write(problem_body(refusal(verdict.reason, self.cut_off))[1])
         await self.send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
         return events
 
@@ -124,12 +124,12 @@ async def send_gated_whole(gate: OutputGate, data: bytes, send: Send) -> None:
         if not isinstance(text, str):
             raise TypeError("the message content is not text")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        await send_json(send, 502, error_body("the upstream's reply is not a chat completion", "upstream_error"))
+        await send_error(send, UpstreamFailed("the upstream's reply is not a chat completion"))
         return
     released = "".join(gate.feed(text))
     verdict = gate.close()
     if verdict.decision != "accepted":
-        await send_json(send, 502, refusal(verdict.reason, cut_off))
+        await send_error(send, refusal(verdict.reason, cut_off))
         return
     built: dict[str, Any] = {
         "id": f"chatcmpl-gated-{time.time_ns()}", "object": "chat.completion",  # ours: the upstream's is unjudged

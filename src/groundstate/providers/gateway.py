@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from .. import safejson, tracing
+from ..errors import AuthenticationError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
@@ -26,7 +27,7 @@ from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import SERVER, ErrorRecord, classify
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
-from .openai_wire import error_body, models_list, send_json, stream_answer, usage
+from .openai_wire import RequestTooLarge, UnknownPath, models_list, send_error, send_json, stream_answer, usage
 from .upstream import Upstream, UpstreamFailure, UpstreamReply
 from .whole_reply import MAX_REPLY_BYTES, reply_usage
 
@@ -142,8 +143,8 @@ class Gateway:
         if body is None:
             return  # refused (413), or the client went away
         if (refusal := _too_deep(body)) is not None:
-            self.requests.labels(self.api if self.upstream != "local" else "local", "400").inc()
-            await send_json(send, 400, error_body(refusal))
+            status = await send_error(send, ChatRequestError(refusal))
+            self.requests.labels(self.api if self.upstream != "local" else "local", str(status)).inc()
             return
         if not tracing.enabled():  # no span, and nothing computed for one
             await self._serve(scope, body, send)
@@ -188,9 +189,9 @@ class Gateway:
                 return b"".join(pieces)
 
     async def _too_large(self, send: Send, what: str) -> None:
-        self.requests.labels(self.api if self.upstream != "local" else "local", "413").inc()
-        await send_json(send, 413, error_body(f"the request body {what}; the gateway accepts at most "
-                                              f"{self.max_body} bytes", code="request_too_large"))  # fmt: skip
+        refused = RequestTooLarge(f"the request body {what}; the gateway accepts at most {self.max_body} bytes")
+        status = await send_error(send, refused)
+        self.requests.labels(self.api if self.upstream != "local" else "local", str(status)).inc()
 
     # -- metrics -------------------------------------------------------------------------------------------
     async def _serve_metrics(self, scope: Scope, send: Send) -> None:
@@ -198,7 +199,8 @@ class Gateway:
         sent = headers.get(b"authorization", b"").decode("latin-1")
         bearer = sent.removeprefix("Bearer ").strip() if sent.startswith("Bearer ") else ""
         if self.metrics_reader is not None and not (bearer and self.metrics_reader(bearer)):
-            await send_json(send, 401, error_body("the metrics need an operator's token (Authorization: Bearer ...)"))
+            missing = AuthenticationError("the metrics need an operator's token (Authorization: Bearer ...)")
+            await send_error(send, missing)
             return
         await self.counted()
         await send({"type": "http.response.start", "status": 200,
@@ -248,12 +250,13 @@ class Gateway:
             await self._relay(scope, url, body, headers, tracked, bridge, model, provider, adapter_type)
         except UpstreamFailure as exc:  # the upstream is unreachable, too slow, or broke off
             reason = f"the upstream at {self.shown_upstream} failed: {self._scrubbed(str(exc))}"
-            self.requests.labels(self.api, "502").inc()
+            failure = UpstreamFailure(reason)
+            self.requests.labels(self.api, str(http_problem(failure).status)).inc()
             if model is not None:
                 self.metrics.called(model, ok=False)
                 self.metrics.failed(model, None, "transport")
             if not sent:
-                await send_json(send, 502, error_body(reason, "upstream_error", "upstream_unreachable"))
+                await send_error(send, failure)
             else:
                 await send({"type": "http.response.body", "body": b""})  # the client sees the stream end early
             broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
@@ -435,22 +438,20 @@ class Gateway:
             await send_json(send, 200, models_list(model.path.name))
             return
         if scope["method"] != "POST" or not path.endswith("/chat/completions"):
-            self.requests.labels("local", "404").inc()
-            await send_json(send, 404, error_body("the local gateway serves GET /v1/models and POST "
-                                                  "/v1/chat/completions", code="not_found"))  # fmt: skip
+            unknown = UnknownPath("the local gateway serves GET /v1/models and POST /v1/chat/completions")
+            self.requests.labels("local", str(await send_error(send, unknown))).inc()
             return
         try:
             request = parse_chat_request(body)
         except ChatRequestError as exc:
-            self.requests.labels("local", "400").inc()
-            await send_json(send, 400, error_body(str(exc)))
+            self.requests.labels("local", str(await send_error(send, exc))).inc()
             return
         model = await self._local_model()
         try:
             pieces, finish, counted = await self._generate(model, request)
         except ValueError as exc:  # a tool's parameters llama.cpp cannot turn into a grammar
-            self.requests.labels("local", "400").inc()
-            await send_json(send, 400, error_body(f"tools: the local model cannot be constrained to them: {exc}"))
+            unusable = ChatRequestError(f"tools: the local model cannot be constrained to them: {exc}")
+            self.requests.labels("local", str(await send_error(send, unusable))).inc()
             return
         calls: list[dict[str, Any]] = []
         if request.callable_tools:  # the answer was constrained: its content, or its calls

@@ -20,7 +20,7 @@ SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # characters of a function name OpenAI's and Anthropic's APIs accept
 
 
-class UpstreamError(ConfigurationError):
+class McpServerError(ConfigurationError):
     """An upstream server could not be started, reached or initialised; the message names it."""
 
 
@@ -81,7 +81,7 @@ async def connect(
     """Start or reach every configured server at once (closed with ``stack``), each given ``start_timeout`` seconds
     to initialise and list its tools. A server that fails or does not answer in time is stopped and named: with
     ``partial`` it is left out (``Upstreams.failed`` says why) unless every server failed, else — and then — an
-    UpstreamError names each one. ``logs``: a directory where each stdio server's stderr goes (``mcp-NAME.log``),
+    McpServerError names each one. ``logs``: a directory where each stdio server's stderr goes (``mcp-NAME.log``),
     kept out of the caller's own stderr (an MCP client shows the guard's stderr as its log); None: inherited."""
     upstreams = Upstreams()
     if not servers:
@@ -109,7 +109,7 @@ async def connect(
         else:
             upstreams.sessions[name], upstreams.tools[name] = slot.session, slot.tools
     if upstreams.failed and (not partial or not upstreams.sessions):
-        raise UpstreamError("; ".join(upstreams.failed.values()))
+        raise McpServerError("; ".join(upstreams.failed.values()))
     return upstreams
 
 

@@ -9,12 +9,56 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from ..errors import GroundstateError, LimitError, NotFoundError, UpstreamFailed, http_problem
+
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 def error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict[str, Any]:
     """``{"error": {...}}`` as OpenAI sends it."""
     return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+
+
+class RequestTooLarge(LimitError):
+    """A request body past the gateway's ``max_body``."""
+
+    code = "request_too_large"
+
+
+class UnknownPath(NotFoundError):
+    """A path the gateway does not serve."""
+
+
+class ReplyRefused(UpstreamFailed):
+    """The packet gate refused the model's reply: nothing of it past the refusal reaches the client."""
+
+    code = "packet_gate"
+    openai_type = "policy_violation"
+
+
+class ReplyCutOff(ReplyRefused):
+    """The model's reply ended at its output-token limit before its envelope was whole."""
+
+    code = "max_tokens"
+
+
+def problem_body(error: GroundstateError) -> tuple[int, dict[str, Any]]:
+    """The status and the OpenAI-shaped body of an error (status and code from ``errors.HTTP_STATUSES``); the
+    ``type`` OpenAI's SDKs show: the error's own, else ``upstream_error`` for an upstream's failure, else
+    ``invalid_request_error`` for a request refused, ``server_error`` for the rest."""
+    problem = http_problem(error)
+    kind = getattr(type(error), "openai_type", None) or (
+        "upstream_error" if isinstance(error, UpstreamFailed)
+        else "invalid_request_error" if problem.status < 500 else "server_error"
+    )  # fmt: skip
+    return problem.status, error_body(problem.message, kind, problem.code)
+
+
+async def send_error(send: Send, error: GroundstateError) -> int:
+    """One whole error response (see ``problem_body``); returns its status, for the requests' metrics."""
+    status, body = problem_body(error)
+    await send_json(send, status, body)
+    return status
 
 
 async def send_json(send: Send, status: int, payload: dict[str, Any]) -> None:

@@ -23,15 +23,17 @@ from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 
-from ..errors import GroundstateError
+from ..errors import UpstreamFailed
 from .client import tls_context
 
 CONNECT_SECONDS = 30.0  # as the providers' client: a host that does not answer in this long is unreachable
 READ_SECONDS = 300.0  # between two reads of one reply: a local model may think that long before its first token
 
 
-class UpstreamFailure(GroundstateError):
+class UpstreamFailure(UpstreamFailed):
     """The upstream could not be reached or broke off; the message names the transport's error."""
+
+    code = "upstream_unreachable"
 
 
 class ReplyTooLarge(UpstreamFailure):

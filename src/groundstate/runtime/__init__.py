@@ -15,7 +15,7 @@ from .backends import ModelSpecError, check_model_spec, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .display import approval_card, dag_view, usage_line
-from .executors import Executor, ExecutorError, InProcessExecutor, open_executor
+from .executors import Executor, InProcessExecutor, RunExecutorError, open_executor
 from .flows import RunFlows, natures
 from .guards import Answer, GuardKernel, RuleOrigins, guard_rule_parts, guard_rules
 from .home import default_db_url, home
@@ -44,7 +44,7 @@ from .run_events import (
     TOOL_RESULT,
     Event,
 )
-from .runner import DECISIONS, DecisionError, Runtime
+from .runner import DECISIONS, DecisionConflict, DecisionError, Runtime
 from .state import (
     ABORTED,
     AWAITING_APPROVAL,
@@ -107,12 +107,12 @@ __all__ = [
     "Attempt",
     "Autopilot",
     "CortexError",
+    "DecisionConflict",
     "DecisionError",
     "Event",
     "EventRefused",
     "EventStore",
     "Executor",
-    "ExecutorError",
     "GuardKernel",
     "InProcessExecutor",
     "Invocation",
@@ -126,6 +126,7 @@ __all__ = [
     "PolicyPinError",
     "RuleOrigins",
     "RunEnded",
+    "RunExecutorError",
     "RunFlip",
     "RunFlows",
     "RunRecording",

@@ -17,7 +17,7 @@ from .state import RunState
 LOCAL = "local"
 
 
-class ExecutorError(ConfigurationError):
+class RunExecutorError(ConfigurationError):
     """The executor cannot be used: an unknown address, Ray not installed, a cluster without segment drivers."""
 
 
@@ -55,7 +55,7 @@ class InProcessExecutor:
 
 def open_executor(runtime: Runtime, address: str | None = None) -> Executor:
     """The executor ``address`` names (``--executor``), else the configuration's ``[executor] address``:
-    ``local`` or ``ray://HOST:PORT``; ExecutorError saying why one cannot be used."""
+    ``local`` or ``ray://HOST:PORT``; RunExecutorError saying why one cannot be used."""
     head = ray_head(address or runtime.settings.executor.address)
     if head is None:
         return InProcessExecutor(runtime)
@@ -65,9 +65,9 @@ def open_executor(runtime: Runtime, address: str | None = None) -> Executor:
 
 
 def ray_head(address: str) -> str | None:
-    """The Ray head's ``HOST:PORT`` an executor address names (None: ``local``); ExecutorError for anything else."""
+    """The Ray head's ``HOST:PORT`` an executor address names (None: ``local``); RunExecutorError for anything else."""
     if address == LOCAL:
         return None
     if address.startswith("ray://"):
         return address.removeprefix("ray://")
-    raise ExecutorError(f"executor {address!r}: use 'local' or 'ray://HOST:PORT' (the Ray head's GCS address)")
+    raise RunExecutorError(f"executor {address!r}: use 'local' or 'ray://HOST:PORT' (the Ray head's GCS address)")

@@ -18,7 +18,7 @@ from typing import Any
 from ..config import McpServerConfig
 from ..errors import ConfigurationError, ExecutorError
 from ..kernel import Action, Context, Outcome
-from ..providers import UpstreamError, Upstreams, connect
+from ..providers import McpServerError, Upstreams, connect
 from .workflow import agent_tool_name, is_mcp_tool
 
 
@@ -102,7 +102,7 @@ class McpTools:
             async with contextlib.AsyncExitStack() as stack:
                 try:
                     upstreams = await connect(self.servers, stack, self.start_timeout)
-                except UpstreamError as exc:  # named before the SDK's own teardown errors can replace it
+                except McpServerError as exc:  # named before the SDK's own teardown errors can replace it
                     self._ready.set_exception(exc)
                     raise
                 self._ready.set_result(upstreams)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ProjectConfig
-from .executors import ExecutorError
+from .executors import RunExecutorError
 from .runner import Runtime
 from .state import RunState
 from .store import EventStore
@@ -89,7 +89,7 @@ class RayExecutor:
         slots = ray.cluster_resources().get(SLOT, 0)
         settings = runtime.settings.executor
         if slots < 1:
-            raise ExecutorError(f"executor ray://{address}: no node of the cluster offers the {SLOT!r} resource; "
+            raise RunExecutorError(f"executor ray://{address}: no node of the cluster offers the {SLOT!r} resource; "
                                 f"start one with: groundstate worker --address {address}")  # fmt: skip
         self.description = f"Ray cluster {address} ({settings.processes} segment drivers, {slots:g} slots)"
         self._recipe = Recipe.of(runtime)
@@ -163,32 +163,32 @@ def cluster_report(address: str, timeout: float = 10.0) -> dict[str, Any]:
 
 
 def _join(address: str, timeout: float = 5.0) -> Any:
-    """This process connected to the cluster at ``address`` (``ray``); ExecutorError, at once, when nothing answers
+    """This process connected to the cluster at ``address`` (``ray``); RunExecutorError, at once, when nothing answers
     there (Ray itself waits minutes for an absent head) or this process is already in another cluster."""
     ray = _ray()
     host, _, port = address.rpartition(":")
     if ray.is_initialized():
         connected = ray.get_runtime_context().gcs_address
         if connected.rpartition(":")[2] != port:
-            raise ExecutorError(f"ray://{address}: this process is already connected to the Ray cluster at "
+            raise RunExecutorError(f"ray://{address}: this process is already connected to the Ray cluster at "
                                 f"{connected}")  # fmt: skip
         return ray
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except (OSError, ValueError) as exc:
-        raise ExecutorError(f"ray://{address}: no Ray head answers there ({exc}); start one with "
+        raise RunExecutorError(f"ray://{address}: no Ray head answers there ({exc}); start one with "
                             f"`ray start --head --port {port}`, or give its address") from None  # fmt: skip
     try:
         ray.init(address=address, namespace=NAMESPACE, logging_level=logging.WARNING, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ExecutorError(f"ray://{address}: cannot join the Ray cluster there: {exc}") from None
+        raise RunExecutorError(f"ray://{address}: cannot join the Ray cluster there: {exc}") from None
     return ray
 
 
 def _ray() -> Any:
-    """The ``ray`` module, or ExecutorError saying how to install it."""
+    """The ``ray`` module, or RunExecutorError saying how to install it."""
     try:
         import ray
     except ImportError:
-        raise ExecutorError("the Ray executor needs Ray: pip install 'groundstate[ray]'") from None
+        raise RunExecutorError("the Ray executor needs Ray: pip install 'groundstate[ray]'") from None
     return ray

@@ -2,7 +2,7 @@
 
 Every state change is an event in the store first; the in-memory view is always rebuilt from the log, so a
 process killed mid-run resumes exactly: agents that completed are not run again, an agent that was interrupted
-mid-invocation runs again.
+mid-conversation runs again.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from .. import tools as python_tools
 from .. import tracing
 from ..config import Price, ProjectConfig
-from ..errors import InputError, StoreError
+from ..errors import InputError, StateConflict, StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
     EXECUTORS,
@@ -121,11 +121,18 @@ MAX_ERROR_CHARS = 2000
 
 
 class DecisionError(InputError, ValueError):
-    """A decision that cannot apply (the run is not awaiting approval, an unknown decision)."""
+    """A decision that cannot apply as given (an unknown decision, several open pauses and none named)."""
+
+
+class DecisionConflict(DecisionError, StateConflict):
+    """A decision the run's state no longer admits: its pause was decided, the run is not awaiting approval, or
+    the deciding account started the run (separation of duties)."""
 
 
 @dataclass
-class Outcome:
+class Conclusion:
+    """How one attempt of an agent ended: its answer and tags, what ran, its error or pause, what it cost."""
+
     surface: str = ""
     status_tag: str = "missing"
     bypass: str | None = None
@@ -151,7 +158,7 @@ class Outcome:
 
 
 @dataclass
-class Invocation:
+class Conversation:
     """One agent's conversation with the model: its messages, the text of the round being streamed, its kernel."""
 
     spec: AgentSpec
@@ -161,7 +168,7 @@ class Invocation:
     raw: list[str] = field(default_factory=list)
     shards: Shards | None = None
     temperature: float | None = None  # the agent's shard profile's, when configured
-    journal_scope: str = ""  # where the tool journal records this invocation's calls (run, agent, epoch)
+    journal_scope: str = ""  # where the tool journal records this conversation's calls (run, agent, epoch)
     remembered: list[tuple[str, str]] = field(default_factory=list)  # the memory entries its prompt holds
 
 
@@ -641,10 +648,11 @@ class Runtime:
             started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
                        "instructions": instructions, "journal": epoch}  # fmt: skip
             self._start(ctx, agent, started)
-            outcome = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context], attempt,
-                                         remembered, journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
-            if not outcome.paused:
-                await self._conclude(ctx, spec, outcome)
+            conclusion = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context],
+                                            attempt, remembered,
+                                            journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
+            if not conclusion.paused:
+                await self._conclude(ctx, spec, conclusion)
 
     def _context_of(
         self,
@@ -674,39 +682,43 @@ class Runtime:
                 remembered.append((key, self.memory.text(key) or ""))
         return remembered
 
-    async def _conclude(self, ctx: RunContext, spec: AgentSpec, outcome: Outcome) -> None:
+    async def _conclude(self, ctx: RunContext, spec: AgentSpec, conclusion: Conclusion) -> None:
         """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
         written first), fail it or pause."""
-        agent, usage = spec.id, outcome.usage()
+        agent, usage = spec.id, conclusion.usage()
         before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
         total = dict(before.usage)  # AgentFailed below already counts this one), and those this turn has not written
         for _, _, payload in ctx.turn.queued():
             add_usage(total, payload)
         total = {key: total[key] + usage[key] for key in usage}
-        answered: dict[str, Any] = {"model": outcome.model, "fallbacks": outcome.fallbacks} if outcome.fallbacks else {}
-        if outcome.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
-            answered["archived"] = outcome.archived
-        answer = Answer(outcome.surface, outcome.model or self._backend_for(ctx, spec).name, outcome.signals,
-                        tuple(outcome.fallbacks), tuple((m.op, m.key, m.value) for m in outcome.memory),
-                        (outcome.input_tokens, outcome.output_tokens, round(usage["seconds"] * 1000)))  # fmt: skip
+        answered: dict[str, Any] = (
+            {"model": conclusion.model, "fallbacks": conclusion.fallbacks} if conclusion.fallbacks else {}
+        )
+        if conclusion.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
+            answered["archived"] = conclusion.archived
+        answer = Answer(conclusion.surface, conclusion.model or self._backend_for(ctx, spec).name,
+                        conclusion.signals, tuple(conclusion.fallbacks),
+                        tuple((m.op, m.key, m.value) for m in conclusion.memory),
+                        (conclusion.input_tokens, conclusion.output_tokens,
+                         round(usage["seconds"] * 1000)))  # fmt: skip
         spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
                       before.wall_seconds(datetime.now(UTC)))  # fmt: skip
-        pause = ctx.guards.finished(agent, outcome.status_tag, outcome.bypass, outcome.executed, outcome.error,
-                                    answer, spent, error_kind=outcome.error_kind)  # fmt: skip
-        if outcome.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
-            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": outcome.error, "output": outcome.surface,
+        pause = ctx.guards.finished(agent, conclusion.status_tag, conclusion.bypass, conclusion.executed,
+                                    conclusion.error, answer, spent, error_kind=conclusion.error_kind)  # fmt: skip
+        if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
+            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": conclusion.error, "output": conclusion.surface,
                                                      "usage": usage, **answered})  # fmt: skip
         if pause:
-            self._request_approval(ctx, agent, pause, "finished", outcome.surface, outcome.thinking, usage=usage,
-                                   error=outcome.error, answered=answered)  # fmt: skip
+            self._request_approval(ctx, agent, pause, "finished", conclusion.surface, conclusion.thinking, usage=usage,
+                                   error=conclusion.error, answered=answered)  # fmt: skip
         elif self._cortex_actions(ctx, agent):
             return
-        elif outcome.error is None:
+        elif conclusion.error is None:
             if self.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted.memory)
-                self.memory.commit(outcome.memory)
-            memory = {"memory": [m.model_dump() for m in outcome.memory]} if outcome.memory else {}
-            completed = {"output": outcome.surface, "status_tag": outcome.status_tag, "thinking": outcome.thinking,
-                         "usage": usage, **answered, **memory}  # fmt: skip
+                self.memory.commit(conclusion.memory)
+            memory = {"memory": [m.model_dump() for m in conclusion.memory]} if conclusion.memory else {}
+            completed = {"output": conclusion.surface, "status_tag": conclusion.status_tag,
+                         "thinking": conclusion.thinking, "usage": usage, **answered, **memory}  # fmt: skip
             await self._emit_at_turn_end(ctx, ev.AGENT_COMPLETED, agent, completed)
             self._cortex_actions(ctx, agent)
 
@@ -789,83 +801,88 @@ class Runtime:
         attempt: int,
         remembered: list[tuple[str, str]] | None = None,
         journal_scope: str = "",
-    ) -> Outcome:
+    ) -> Conclusion:
         """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
         results go back to the model, until it answers without requesting tools or the rounds run out (``system``:
         the agent's system prompt, which the context window was fitted around)."""
         prompt = user_prompt(spec, instructions, upstream, remembered)
-        invocation = Invocation(spec, _agent_validator(), envelope_schema(spec),
+        conversation = Conversation(spec, _agent_validator(), envelope_schema(spec),
                                 [{"role": "system", "content": system},
                                  {"role": "user", "content": prompt}])  # fmt: skip
-        invocation.journal_scope, invocation.remembered = journal_scope, list(remembered or [])
-        outcome = Outcome()
+        conversation.journal_scope, conversation.remembered = journal_scope, list(remembered or [])
+        conclusion = Conclusion()
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
-        invocation.temperature = profile.temperature
+        conversation.temperature = profile.temperature
         for round_number in range(1, self.max_rounds + 1):
             try:
-                check_context(profile, "\n".join(m["content"] for m in invocation.messages))
+                check_context(profile, "\n".join(m["content"] for m in conversation.messages))
             except ContextBudgetError as exc:
-                outcome.error, outcome.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
-                return outcome
-            gated = await self._stream_round(ctx, invocation, (attempt, round_number), outcome,
+                conclusion.error, conclusion.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
+                return conclusion
+            gated = await self._stream_round(ctx, conversation, (attempt, round_number), conclusion,
                                              profile.max_execution_time_sec)  # fmt: skip
             if gated is None:
-                return outcome
+                return conclusion
             valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
             if problems:
-                outcome.error = "the model's tool requests are malformed: " + "; ".join(problems)
-                outcome.error_kind = "tool_requests"
-                return outcome
+                conclusion.error = "the model's tool requests are malformed: " + "; ".join(problems)
+                conclusion.error_kind = "tool_requests"
+                return conclusion
             requests = [Request.of(r) for r in valid]
             if not requests or round_number == self.max_rounds:
                 tags = answer_tags(gated.surface)
-                outcome.status_tag, outcome.bypass = tags.status, tags.bypass
-                return outcome
-            if not self._tool_round(ctx, invocation, gated, requests, outcome):
-                return outcome
-        return outcome
+                conclusion.status_tag, conclusion.bypass = tags.status, tags.bypass
+                return conclusion
+            if not self._tool_round(ctx, conversation, gated, requests, conclusion):
+                return conclusion
+        return conclusion
 
     async def _stream_round(
-        self, ctx: RunContext, invocation: Invocation, round_of: tuple[int, int], outcome: Outcome, seconds: float
+        self,
+        ctx: RunContext,
+        conversation: Conversation,
+        round_of: tuple[int, int],
+        conclusion: Conclusion,
+        seconds: float,
     ) -> GateResult | None:
         """Stream one answer through the packet gate into a recording. A model that fails before it sent anything
         (refused the connection, an HTTP error, no first token within ``seconds``) hands the round to the next
         fallback model; once a model has sent something, its failure is the agent's hard error — never a silent
-        switch mid-answer. None when the agent failed (the reason in ``outcome.error``); otherwise the accepted
-        gate result, its surface and reasoning kept in ``outcome``."""
-        gate = PacketGate(invocation.validator)
+        switch mid-answer. None when the agent failed (the reason in ``conclusion.error``); otherwise the accepted
+        gate result, its surface and reasoning kept in ``conclusion``."""
+        gate = PacketGate(conversation.validator)
         recording, (attempt, round_number) = ctx.recording, round_of
-        for backend in self._backends_for(ctx, invocation.spec):
-            stream = recording.stream(invocation.spec.id, attempt, round_number, backend.name)  # each model its own
+        for backend in self._backends_for(ctx, conversation.spec):
+            stream = recording.stream(conversation.spec.id, attempt, round_number, backend.name)  # each model its own
             bridge = SigilBridge(backend.vocabulary, stream_id=stream)
-            error, answered = await self._stream_from(backend, invocation, gate, outcome, recording, bridge,
+            error, answered = await self._stream_from(backend, conversation, gate, conclusion, recording, bridge,
                                                       seconds, ctx.prices.get(backend.name))  # fmt: skip
             recording.write(bridge.end())
-            outcome.model, outcome.error = backend.name, error
+            conclusion.model, conclusion.error = backend.name, error
             if error is None or answered:
                 break
-            outcome.fallbacks.append({"model": backend.name, "error": error})
-        if outcome.error is not None:
+            conclusion.fallbacks.append({"model": backend.name, "error": error})
+        if conclusion.error is not None:
             return None
         gated = gate.close()
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
             self.metrics.stream_aborts.inc()
-            outcome.error = f"the model's output was rejected by the packet gate: {gated.reason}"
-            outcome.error_kind = "packet"
-            outcome.surface = "".join(invocation.raw)[:2000]
+            conclusion.error = f"the model's output was rejected by the packet gate: {gated.reason}"
+            conclusion.error_kind = "packet"
+            conclusion.surface = "".join(conversation.raw)[:2000]
             return None
-        outcome.surface = gated.surface
-        outcome.memory.extend(gated.packet.packet.memory_operations)
+        conclusion.surface = gated.surface
+        conclusion.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
-            outcome.thinking += gated.packet.packet.reasoning_trace + "\n"
+            conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
         return gated
 
     async def _stream_from(
         self,
         backend: Backend,
-        invocation: Invocation,
+        conversation: Conversation,
         gate: PacketGate,
-        outcome: Outcome,
+        conclusion: Conclusion,
         recorder: RunRecording,
         bridge: SigilBridge,
         seconds: float,
@@ -875,26 +892,26 @@ class Runtime:
         is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its tokens
         are counted, and priced by ``price`` when the model has one. A span of its own when tracing is on."""
         if not tracing.enabled():
-            return await self._answer_from(backend, invocation, gate, outcome, recorder, bridge, seconds, price)
+            return await self._answer_from(backend, conversation, gate, conclusion, recorder, bridge, seconds, price)
         attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": backend.name,
-                                            "gen_ai.agent.name": invocation.spec.id,
-                                            "groundstate.prompt_chars": sum(len(m["content"])
-                                                                            for m in invocation.messages)}  # fmt: skip
-        before = (outcome.input_tokens, outcome.output_tokens)
+                                            "gen_ai.agent.name": conversation.spec.id,
+                                            "groundstate.prompt_chars": sum(
+                                                len(m["content"]) for m in conversation.messages)}  # fmt: skip
+        before = (conclusion.input_tokens, conclusion.output_tokens)
         with tracing.span(f"chat {backend.name}", attributes, kind="client") as current:
-            error, answered = await self._answer_from(backend, invocation, gate, outcome, recorder, bridge, seconds,
-                                                      price)  # fmt: skip
-            tracing.note(current, gen_ai__usage__input_tokens=int(outcome.input_tokens - before[0]),
-                         gen_ai__usage__output_tokens=int(outcome.output_tokens - before[1]),
-                         error__type=outcome.error_kind if error else None)  # fmt: skip
+            error, answered = await self._answer_from(backend, conversation, gate, conclusion, recorder, bridge,
+                                                      seconds, price)  # fmt: skip
+            tracing.note(current, gen_ai__usage__input_tokens=int(conclusion.input_tokens - before[0]),
+                         gen_ai__usage__output_tokens=int(conclusion.output_tokens - before[1]),
+                         error__type=conclusion.error_kind if error else None)  # fmt: skip
         return error, answered
 
     async def _answer_from(
         self,
         backend: Backend,
-        invocation: Invocation,
+        conversation: Conversation,
         gate: PacketGate,
-        outcome: Outcome,
+        conclusion: Conclusion,
         recorder: RunRecording,
         bridge: SigilBridge,
         seconds: float,
@@ -903,48 +920,53 @@ class Runtime:
         error, answered = None, False
         try:
             async with asyncio.timeout(seconds):
-                options = {} if invocation.temperature is None else {"temperature": invocation.temperature}
-                async for piece in backend.stream(invocation.messages, invocation.schema, **options):
+                options = {} if conversation.temperature is None else {"temperature": conversation.temperature}
+                async for piece in backend.stream(conversation.messages, conversation.schema, **options):
                     error = error or piece.error
                     answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call)
-                    outcome.signals.take(piece)
+                    conclusion.signals.take(piece)
                     if piece.usage is not None:
-                        outcome.input_tokens += piece.usage[0]
-                        outcome.output_tokens += piece.usage[1]
-                        outcome.cost += price.cost(*piece.usage) if price is not None else 0.0
+                        conclusion.input_tokens += piece.usage[0]
+                        conclusion.output_tokens += piece.usage[1]
+                        conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
                         self.run_metrics.providers.used(backend.name, *piece.usage)
-                    outcome.thinking += piece.thinking
+                    conclusion.thinking += piece.thinking
                     recorder.write(_recorded(bridge, piece))
                     if piece.text or piece.tokens:
-                        invocation.raw.append(piece.text)
+                        conversation.raw.append(piece.text)
                         gate.feed(piece.text)
         except TimeoutError:
             self._count_call(backend.name, None, "timeout")
             late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
-            outcome.error_kind = "timeout"
+            conclusion.error_kind = "timeout"
             return late, answered
         except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
             self._count_call(backend.name, None, "backend")
-            outcome.error_kind = "backend"
+            conclusion.error_kind = "backend"
             return f"the model backend failed: {type(exc).__name__}: {exc}", answered
         self._count_call(backend.name, error, None)
         if error is not None:
-            outcome.error_kind = error_kind(error)
+            conclusion.error_kind = error_kind(error)
             return f"the model failed ({error.plane}): {error.message}", answered
         return None, answered
 
     def _count_call(self, model: str, error: ErrorRecord | None, failure: str | None) -> None:
-        """The call in the metrics: its outcome and, when it failed, its error's plane (or ``failure``)."""
+        """The call in the metrics: its conclusion and, when it failed, its error's plane (or ``failure``)."""
         self.run_metrics.providers.called(model, error is None and failure is None)
         if error is not None or failure is not None:
             self.run_metrics.providers.failed(model, error, failure or "transport")
 
     def _tool_round(
-        self, ctx: RunContext, invocation: Invocation, gated: GateResult, requests: list[Request], outcome: Outcome
+        self,
+        ctx: RunContext,
+        conversation: Conversation,
+        gated: GateResult,
+        requests: list[Request],
+        conclusion: Conclusion,
     ) -> bool:
         """Report each requested tool call to the guards, then let the kernel decide and run them; every ToolCall
         event gets its ToolResult. False when a guard paused the run (the calls were not run)."""
-        agent = invocation.spec.id
+        agent = conversation.spec.id
         calls: list[int] = []
         approvals = list(self.store.state(ctx.run_id).approved_calls.get(agent, []))  # each lets one call through
         checked: list[Request] = []  # the requests, those an operator approved marked so for the constitution
@@ -961,7 +983,7 @@ class Runtime:
             checked.append(replace(request, operator_approved=True) if approved is not None else request)
             with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
                                                  "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
-                pause, denial, why = self._check_call(ctx, invocation, call.seq, request, approved)
+                pause, denial, why = self._check_call(ctx, conversation, call.seq, request, approved)
                 tracing.note(deciding, groundstate__decision="deny" if denial else "pause" if pause else "continue")
             if denial is not None:  # a refusal wins over a pause: the call does not run, the agent reads why
                 refused[call.seq] = denial
@@ -975,9 +997,9 @@ class Runtime:
                         self._emit(ctx, ev.TOOL_RESULT, agent, {
                             "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None,
                             "output": "", "reason": HELD_FOR_OPERATOR})  # fmt: skip
-                self._request_approval(ctx, agent, pause, "tool_call", gated.surface, outcome.thinking,
-                                       held_call=call.seq, usage=outcome.usage())  # fmt: skip
-                outcome.paused = True
+                self._request_approval(ctx, agent, pause, "tool_call", gated.surface, conclusion.thinking,
+                                       held_call=call.seq, usage=conclusion.usage())  # fmt: skip
+                conclusion.paused = True
                 return False
         running = [(request, seq, mine) for request, seq, mine in zip(requests, calls, checked, strict=True)
                    if seq not in refused]  # fmt: skip
@@ -987,33 +1009,33 @@ class Runtime:
                     "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
                     "reason": INTERRUPTED_BEFORE_CALL})  # fmt: skip
             self._cortex_actions(ctx, agent)
-            outcome.paused = True  # the run is aborted: this attempt writes nothing more
+            conclusion.paused = True  # the run is aborted: this attempt writes nothing more
             return False
         results: dict[int, tuple[str, ActionReport | None, str]] = {
             seq: (request.type.lstrip("/"), None, refused[seq]) for request, seq in zip(requests, calls, strict=True)
             if seq in refused}  # fmt: skip
         if running:
-            self._run_calls(ctx, invocation, gated, running, outcome, results)
-        invocation.messages.append({"role": "assistant", "content": "".join(invocation.raw)})
-        invocation.raw.clear()
+            self._run_calls(ctx, conversation, gated, running, conclusion, results)
+        conversation.messages.append({"role": "assistant", "content": "".join(conversation.raw)})
+        conversation.raw.clear()
         summary = _summary([results[seq] for seq in calls if seq in results])
-        invocation.messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\n"
+        conversation.messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\n"
                                                                 "Now answer the task."})  # fmt: skip
         return True
 
     def _check_call(
-        self, ctx: RunContext, invocation: Invocation, seq: int, request: Request, approved: ApprovedCall | None
+        self, ctx: RunContext, conversation: Conversation, seq: int, request: Request, approved: ApprovedCall | None
     ) -> tuple[PauseDecision | None, str | None, dict[str, Any] | None]:
         """Report a requested call to the guards with where its values came from: the pause it needs, why it is
         refused (its arguments cannot be judged whole, or the rules on flows refuse it) and that refusal's
         derivation. What cannot be judged is refused, never run unjudged."""
-        agent, tool = invocation.spec.id, request.type.lstrip("/")
+        agent, tool = conversation.spec.id, request.type.lstrip("/")
         argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
         content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
         reasons = approved.reasons if approved is not None else None
         denial: str | None = None
         try:
-            flows = self._flows_of(ctx, invocation, seq, tool, request)
+            flows = self._flows_of(ctx, conversation, seq, tool, request)
         except ArgumentsRefused as exc:
             flows, denial = None, f"refused: {exc}"
         try:
@@ -1032,18 +1054,18 @@ class Runtime:
     def _run_calls(
         self,
         ctx: RunContext,
-        invocation: Invocation,
+        conversation: Conversation,
         gated: GateResult,
         running: list[tuple[Request, int, Request]],
-        outcome: Outcome,
+        conclusion: Conclusion,
         results: dict[int, tuple[str, ActionReport | None, str]],
     ) -> None:
         """The kernel decides and runs the round's calls nothing refused or held (``running``: each request, its
         ToolCall's seq and the request as checked), one by one; each gets its ToolResult and its line in
         ``results``."""
-        agent = invocation.spec.id
-        shards = invocation.shards or self._agent_shards(ctx, invocation.spec, invocation.journal_scope)
-        invocation.shards = shards
+        agent = conversation.spec.id
+        shards = conversation.shards or self._agent_shards(ctx, conversation.spec, conversation.journal_scope)
+        conversation.shards = shards
         before = shards.cold.count() if shards.cold is not None else 0
         with tracing.span(
             "execute_tool",
@@ -1053,8 +1075,8 @@ class Runtime:
             },
         ):
             reports = shards.step_gated(gated, [mine for _, _, mine in running])  # the kernel decides and runs them
-            # each call's decision and outcome, a span under the round's
-            outcome.archived += (shards.cold.count() if shards.cold is not None else 0) - before
+            # each call's decision and conclusion, a span under the round's
+            conclusion.archived += (shards.cold.count() if shards.cold is not None else 0) - before
             by_source = {r.source: r for r in reports}
             for (request, call_seq, _), source in zip(running, shards.request_ids, strict=True):
                 tool = request.type.lstrip("/")
@@ -1066,7 +1088,7 @@ class Runtime:
                           "output": (report.output or "") if report else ""}  # fmt: skip
                 if report is not None and report.action_id in shards.replayed:
                     result["journal"] = "replayed"  # it ran before the driver stopped: its recorded result, not a rerun
-                if tracing.enabled():  # the kernel's decision on this call and its outcome, under the calls' span
+                if tracing.enabled():  # the kernel's decision on this call and its conclusion, under the calls' span
                     traced = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
                               "gen_ai.tool.call.id": str(call_seq), "groundstate.decision": str(result["decision"]),
                               "groundstate.status": str(result["status"])}  # fmt: skip
@@ -1074,21 +1096,21 @@ class Runtime:
                         pass
                 self._emit(ctx, ev.TOOL_RESULT, agent, result)
                 if report is not None and report.status == "/success":
-                    outcome.executed.append(tool)
+                    conclusion.executed.append(tool)
 
     def _flows_of(
-        self, ctx: RunContext, invocation: Invocation, seq: int, tool: str, request: Request
+        self, ctx: RunContext, conversation: Conversation, seq: int, tool: str, request: Request
     ) -> tuple[str, list[tuple[str, tuple[Any, ...]]]] | None:
         """Where each value of the call came from (runtime/flows.py), for the rules on flows; None when the run's
         pinned rules have none (a run created before they were shipped)."""
         if ctx.flows is None or not ctx.guards.judges_flows:
             return None
         state = self.store.state(ctx.run_id)
-        return ctx.flows.call(state, invocation.spec.id, seq, tool, request.target, request.payload,
-                              remembered=invocation.remembered)  # fmt: skip
+        return ctx.flows.call(state, conversation.spec.id, seq, tool, request.target, request.payload,
+                              remembered=conversation.remembered)  # fmt: skip
 
     def _agent_shards(self, ctx: RunContext, spec: AgentSpec, journal_scope: str = "") -> Shards:
-        """The invocation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
+        """The conversation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
         configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``), every call
         through the tool journal in ``journal_scope``."""
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])
@@ -1134,7 +1156,7 @@ class Runtime:
             refused = deciding and decision_refused(deciding, _account(state.created_by),
                                                     self.settings.access.self_approval)  # fmt: skip
             if refused:  # access.mg: whoever started the run does not decide its pauses
-                raise DecisionError(f"run {run_id}, pause {answered.id}: {refused}")
+                raise DecisionConflict(f"run {run_id}, pause {answered.id}: {refused}")
             payload = {"decision": decision, "pause": answered.seq, "reason": answered.reason}
             if instructions and decision == "retry":
                 payload["instructions"] = instructions
@@ -1181,7 +1203,7 @@ class Runtime:
 
             def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
                 if state.status not in (PENDING, AWAITING_APPROVAL, FAILED):
-                    raise DecisionError(f"run {run_id} is {state.status}: only a pending, paused or failed run can "
+                    raise DecisionConflict(f"run {run_id} is {state.status}: only a pending, paused or failed run can "
                                         "be re-pinned")  # fmt: skip
                 parse_workflow(state.workflow, run_id, roles=self.roles)  # every agent keeps a role
                 previous = (state.policy or {}).get("digest")
@@ -1216,10 +1238,10 @@ def _answered(state: RunState, pause: int | None) -> Pause:
         if found is not None and state.status == AWAITING_APPROVAL:
             return found
         if pause in state.decided:
-            raise DecisionError(f"pause {pause} of run {state.run_id} is no longer open: {state.decided[pause]}")
-        raise DecisionError(f"run {state.run_id} has no open pause {pause}{_open_ones(state)}")
+            raise DecisionConflict(f"pause {pause} of run {state.run_id} is no longer open: {state.decided[pause]}")
+        raise DecisionConflict(f"run {state.run_id} has no open pause {pause}{_open_ones(state)}")
     if state.status != AWAITING_APPROVAL or not state.pauses:
-        raise DecisionError(f"run {state.run_id} is {state.status}, not awaiting approval: nothing to decide")
+        raise DecisionConflict(f"run {state.run_id} is {state.status}, not awaiting approval: nothing to decide")
     if len(state.pauses) > 1:
         raise DecisionError(f"run {state.run_id} has {len(state.pauses)} open pauses{_open_ones(state)}; name the "
                             "one you decide")  # fmt: skip
@@ -1244,7 +1266,7 @@ def _summary(results: list[tuple[str, ActionReport | None, str]]) -> str:
 @functools.cache
 def _agent_validator() -> UpdateValidator:
     """The validator of an agent's model-written updates, against the shipped agent policy's declarations: built
-    once per process, not once per invocation — it holds no state of its own, the policy files are the package's,
+    once per process, not once per conversation — it holds no state of its own, the policy files are the package's,
     and finding and building it cost a third of a millisecond per node (bench/runtime)."""
     return update_validator(load_program(AGENT_POLICY).analyze())
 

@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from .. import safejson
-from ..errors import ConfigurationError, ConflictError, StoreError
+from ..errors import ConfigurationError, ConflictError, NotFoundError, StoreError
 from ..store import (
     DriverSQL,
     HeldConnection,
@@ -109,7 +109,7 @@ Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
 INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
 
 
-class UnknownRun(StoreError, ConfigurationError, LookupError):
+class UnknownRun(NotFoundError, StoreError, ConfigurationError):
     """No run has this id in the store (a mistyped id, or another database)."""
 
 

@@ -23,7 +23,7 @@ from sqlalchemy import Column, DateTime, MetaData, String, Table, delete, insert
 from sqlalchemy.exc import IntegrityError
 
 from ..config import home, load_or_create_token
-from ..errors import ConfigurationError, PolicyError
+from ..errors import AccessError, AuthenticationError, InputError, NotFoundError, PolicyError, StateConflict
 from . import access
 from .database import aware, create_tables, open_engine, reading
 
@@ -43,17 +43,29 @@ accounts = Table(
 )  # fmt: skip
 
 
-class NotAuthenticated(ConfigurationError, PermissionError):
+class NotAuthenticated(AuthenticationError, PermissionError):
     """No account has this token (a mistyped, rotated or removed token, or another store)."""
 
 
-class NotPermitted(PolicyError, PermissionError):
+class NotPermitted(AccessError, PermissionError):
     """The account's role may not take this action (``access.mg``)."""
 
 
 class AccountRefused(PolicyError, ValueError):
     """A change to the accounts that cannot apply: a bad name or role, an existing or unknown account, the last
-    admin removed or demoted."""
+    admin removed or demoted (each its own kind below, for its HTTP status)."""
+
+
+class AccountConflict(AccountRefused, StateConflict):
+    """The accounts as they are refuse the change: the name is taken, or it would leave no admin."""
+
+
+class UnknownOperator(AccountRefused, NotFoundError):
+    """No account has that name."""
+
+
+class BadAccountName(AccountRefused, InputError):
+    """A name or a role that cannot be an account's."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,7 @@ class Operators:
                 db.execute(insert(accounts).values(name=name, role=role, token_hash=token_hash(token), created_at=now,
                                                    created_by=by.name, token_set_at=now))  # fmt: skip
         except IntegrityError:
-            raise AccountRefused(f"there is already an operator called {name!r}") from None
+            raise AccountConflict(f"there is already an operator called {name!r}") from None
         found = self.get(name)
         assert found is not None
         return found, token
@@ -195,14 +207,14 @@ class Operators:
     @staticmethod
     def _existing(db: Any, name: str) -> None:
         if db.execute(select(accounts.c.name).where(accounts.c.name == name)).first() is None:
-            raise AccountRefused(f"there is no operator called {name!r}")
+            raise UnknownOperator(f"there is no operator called {name!r}")
 
     @staticmethod
     def _keep_an_admin(db: Any, message: str) -> None:
         admins = [row.name for row in db.execute(select(accounts.c.name, accounts.c.role))
                   if access.may(row.role, access.ADMINISTER)]  # fmt: skip
         if not admins:
-            raise AccountRefused(message)  # the transaction rolls back
+            raise AccountConflict(message)  # the transaction rolls back
 
 
 def command_line_operator(url: str, action: str) -> Operator:
@@ -221,10 +233,10 @@ def command_line_operator(url: str, action: str) -> Operator:
 
 def _check(name: str, role: str) -> None:
     if not NAME.fullmatch(name):
-        raise AccountRefused(f"operator name {name!r}: use 1-64 lowercase letters, digits, '_', '.', '-', starting "
+        raise BadAccountName(f"operator name {name!r}: use 1-64 lowercase letters, digits, '_', '.', '-', starting "
                              "with a letter")  # fmt: skip
     if role not in access.roles():
-        raise AccountRefused(f"unknown role {role!r}: use one of {', '.join(sorted(access.roles()))}")
+        raise BadAccountName(f"unknown role {role!r}: use one of {', '.join(sorted(access.roles()))}")
 
 
 def _operator(row: Any) -> Operator:
