@@ -288,19 +288,16 @@ class Kernel:
         denials are all reported, in the engine's order)."""
         key = action_id if isinstance(action_id, Name) else Name(str(action_id))
         rows = self.match("final_decision", key, sort=True)
-        decisions = {str(d) for _, d, _ in rows}
-        if len(decisions) != 1:
-            found = ", ".join(sorted(decisions)) or "none"
-            raise PolicyInvariantError(f"final_decision/3: {action_id} must have exactly one decision, derived {found}")
-        return decisions.pop(), "; ".join(r for _, _, r in rows)
+        if not rows:  # (never two decisions: the Decl's fundep([ActionID], [Decision]), held by the engine)
+            raise PolicyInvariantError(f"final_decision/3: {action_id} must have a decision, derived none")
+        return str(rows[0][1]), "; ".join(r for _, _, r in rows)
 
     def phase(self) -> str:
-        """The one OODA phase the policy derives (PolicyInvariantError if it derives none or several)."""
+        """The one OODA phase the policy derives (PolicyInvariantError if it derives none; never several: the
+        Decl's ``fundep([], [Phase])``, held by the engine)."""
         phases = self.query("current_ooda_phase(P)")
-        if len(phases) != 1:
-            found = ", ".join(str(p[0]) for p in phases) or "none"
-            message = f"current_ooda_phase/1: the policy must derive exactly one OODA phase, derived {found}"
-            raise PolicyInvariantError(message)
+        if not phases:
+            raise PolicyInvariantError("current_ooda_phase/1: the policy must derive an OODA phase, derived none")
         return str(phases[0][0])
 
 

@@ -26,6 +26,7 @@ from .errors import (
     ValueConversionError,
 )
 from .facts import CONSTRUCTORS, GroundFact, parse_ground_fact
+from .fundeps import FunctionalDependencyError
 from .lint import LintFinding, lint_units
 from .parser import load_unit, parse_atom, parse_unit
 from .program import Program
@@ -49,6 +50,7 @@ __all__ = [
     "FactError",
     "FactRow",
     "Float",
+    "FunctionalDependencyError",
     "GroundFact",
     "LintFinding",
     "List",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import type_bounds
+from . import fundeps, type_bounds
 from .ast import (
     Apply,
     Atom,
@@ -41,6 +41,7 @@ class PredicateInfo:
     decl: Decl | None = None
     modes: tuple[str, ...] | None = None  # for external predicates: "+" input, "-" output
     doc: str = ""
+    fundeps: tuple[fundeps.FunDep, ...] = ()  # what the Decl's fundep(...) descriptors say (see fundeps.py)
 
     @property
     def external(self) -> bool:
@@ -252,6 +253,7 @@ class Analyzer:
             info.doc = str(doc.args[0].value)
         if decl.descriptor("external") is not None:
             self._declare_modes(decl, info)
+        info.fundeps = fundeps.declared(decl, self.error)
         self._check_bounds(decl, info)
         self.predicates[name] = info
 

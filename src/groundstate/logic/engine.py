@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GroundstateError
+from . import fundeps
 from .aggregation import aggregate
 from .analysis import AnalyzedProgram, PredicateInfo, Rule, Stratum, bounds_problem
 from .ast import Apply, Atom, Clause, Const, Negation, Term, Var
@@ -111,6 +112,8 @@ class Engine:
         self._seeds: dict[int, list[SeedPlan]] = {}  # per stratum (by id), see _stratum_seeds
         self._member_sets: dict[int, frozenset[str]] = {}  # each stratum's predicates (by id), see _members
         self._fits: dict[str, Callable[[Fact], bool] | None] = {}  # per predicate, see _bounds_test
+        self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
+                         if info.fundeps and name in self.relations}  # fmt: skip
         self._seeds_by_predicate: dict[int, dict[str, list[SeedPlan]]] = {}  # the same, by the seeding predicate
         self._inputs: dict[int, list[tuple[str, Any, tuple[int, ...]]]] = {}  # per plan (by id), see _execute
         for name, fn in (externals or {}).items():
@@ -165,6 +168,7 @@ class Engine:
         self.stats = Stats()
         budget = DEADLINE.set([0, time.monotonic() + self.time_limit, self.time_limit]) \
             if self.time_limit is not None else None  # fmt: skip
+        recorded: Changes = {} if changes is None else changes
         try:
             with gc_paused():
                 if full or self._needs_full:
@@ -172,7 +176,8 @@ class Engine:
                         raise FactError("a full evaluation does not record its changes")
                     self._evaluate_full()
                 else:
-                    self._evaluate_incremental({} if changes is None else changes)
+                    self._evaluate_incremental(recorded)
+                self._check_fundeps(None if self.stats.mode == "full" else recorded)
         except BaseException:
             self._needs_full = True  # the store is half-updated: the next evaluate() starts afresh
             raise
@@ -185,6 +190,15 @@ class Engine:
         counts = {name: len(rel) for name, rel in sorted(self.relations.items())} if self.stats.mode == "full" else None
         self.stats.counts = (lambda: counts) if counts is not None else self._counts
         return self.stats
+
+    def _check_fundeps(self, changes: Changes | None) -> None:
+        """The Decls' functional dependencies hold on what this evaluation inserted (``changes``; None: on every
+        fact, after a full evaluation) — FunctionalDependencyError naming the clash and the Decl otherwise."""
+        for predicate, declared in self._fundeps.items():
+            if changes is None:
+                fundeps.check(predicate, self.relations[predicate], declared, None)
+            elif predicate in changes and changes[predicate][0]:
+                fundeps.check(predicate, self.relations[predicate], declared, changes[predicate][0])
 
     @contextmanager
     def supposing(self, facts: Mapping[str, Iterable[Iterable[Any]]]) -> Iterator[Stats]:

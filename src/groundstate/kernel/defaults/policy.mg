@@ -147,7 +147,8 @@ permit_recorded(A) :- permit_record(A, _, _).
 Decl has_permission_result(ActionID) descr [doc("The constitution decided on the action.")] bound [/name].
 has_permission_result(A) :- permission_check_result(A, _, _, _).
 Decl final_decision(ActionID, Decision, Reason)
-  descr [doc("The decision an action's report and archive show: the permit the router acted on (it stands after the approval that allowed it is gone), else the constitution's current decision.")]
+  descr [doc("The decision an action's report and archive show: the permit the router acted on (it stands after the approval that allowed it is gone), else the constitution's current decision."),
+         fundep([ActionID], [Decision])]
   bound [/name, /name, /string].
 final_decision(A, /permit, R) :- permit_record(A, R, _).
 final_decision(A, D, R) :- permission_check_result(A, D, R, _), !permit_recorded(A).
@@ -163,7 +164,8 @@ settled(A) :- pending_action(A, _, _, _, _), !awaiting_approval(A, _), !awaiting
 Decl some_action_awaiting_routing() descr [doc("Any permitted action not yet routed.")].
 some_action_awaiting_routing() :- awaiting_routing(_).
 Decl current_ooda_phase(Phase)
-  descr [doc("/decide while the current intent awaits the executive, /act while permitted actions await the router, /observe otherwise.")]
+  descr [doc("/decide while the current intent awaits the executive, /act while permitted actions await the router, /observe otherwise."),
+         fundep([], [Phase])]
   bound [/name].
 current_ooda_phase(/decide) :- pending_intent(/current_intent).
 current_ooda_phase(/act) :- !pending_intent(/current_intent), some_action_awaiting_routing().

@@ -289,7 +289,8 @@ Decl lead_rank(Run, Agent, Checkpoint, Category, Rank)
 lead_rank(R, A, C, Category, Rank) :-
   reason_rank(R, A, C, Category, _, N) |> do fn:group_by(R, A, C, Category), let Rank = fn:min(N).
 Decl pause_leads_with(Run, Agent, Checkpoint, Category, Reason)
-  descr [doc("The approval a pause leads with (its card, its hint, its explanation): exactly one per pausing checkpoint.")]
+  descr [doc("The approval a pause leads with (its card, its hint, its explanation): exactly one per pausing checkpoint."),
+         fundep([Run, Agent, Checkpoint], [Category, Reason])]
   bound [/string, /string, /name, /name, /string].
 pause_leads_with(R, A, C, Category, Reason) :-
   leading_reasons(R, A, C, Category, Reasons), Reason = fn:list:get(Reasons, 0).
@@ -327,7 +328,8 @@ Decl hint_options(Run, Agent, Checkpoint, Hints)
   descr [doc("The hints the pause may show, in order.")] bound [/string, /string, /name, fn:List(/string)].
 hint_options(R, A, C, Hints) :- hint_candidate(R, A, C, Hint) |> do fn:group_by(R, A, C), let Hints = fn:collect(Hint).
 Decl pause_hint(Run, Agent, Checkpoint, Hint)
-  descr [doc("The recovery hint a pause shows: its leading cause's, else its category's (recovery_hint).")]
+  descr [doc("The recovery hint a pause shows: its leading cause's, else its category's (recovery_hint)."),
+         fundep([Run, Agent, Checkpoint], [Hint])]
   bound [/string, /string, /name, /string].
 pause_hint(R, A, C, Hint) :- hint_options(R, A, C, Hints), Hint = fn:list:get(Hints, 0).
 pause_hint(R, A, C, Hint) :- pause_leads_with(R, A, C, Category, _), !has_hint(R, A, C), recovery_hint(Category, Hint).
