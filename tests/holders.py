@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from groundstate.store.holders import this_process
+from groundstate.store import this_process
 
 
 def gone() -> str:

@@ -166,3 +166,201 @@ def test_every_error_derives_from_groundstate_error() -> None:
             if bases & BUILTIN_ERRORS and not bases - BUILTIN_ERRORS:
                 outside.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}")
     assert outside == []
+
+
+# Tests import a package through its face too, so a refactor of its insides breaks no test. The few that test a
+# module below the face stay here, each with why; the list is checked both ways (an entry that no longer occurs
+# fails), so it only shrinks.
+TESTS_ROOT = Path(__file__).resolve().parents[2]  # the repository: keys below are relative to it
+INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
+    ("tests/cli/test_options.py", "groundstate.wire.zmq_transport"):
+        "publishes raw frames under a stream's ZMQ topic(), as a foreign publisher",
+    ("tests/guard/test_places.py", "groundstate.guard.places"):
+        "unit test of the place facts a call's arguments become (place_facts)",
+    ("tests/logic/reference.py", "groundstate.logic.builtins"):
+        "the brute-force reference evaluator shares the engine's builtin tables",
+    ("tests/logic/reference.py", "groundstate.logic.values"):
+        "the reference evaluator orders facts by the engine's fact_sort_key",
+    ("tests/logic/test_ground_fast_path.py", "groundstate.logic.analysis"):
+        "feeds analyze() straight to the ground-fact fast path",
+    ("tests/logic/test_ground_fast_path.py", "groundstate.logic.ground"):
+        "unit test of the ground-fact fast path (split_ground_facts)",
+    ("tests/logic/test_ground_fast_path.py", "groundstate.logic.parser"): "compares the fast path with the full Parser",
+    ("tests/logic/test_parser.py", "groundstate.logic.parser"): "checks the parser's nesting limit (MAX_NESTING)",
+    ("tests/logic/test_plans.py", "groundstate.logic.codegen"): "unit test of compiled join plans",
+    ("tests/logic/test_plans.py", "groundstate.logic.planner"): "unit test of the body order and seeds a plan joins by",
+    ("tests/logic/test_plans.py", "groundstate.logic.storage"): "runs compiled plans on a bare Relation",
+    ("tests/logic/test_type_bounds.py", "groundstate.logic.type_bounds"):
+        "unit test of matching values against declared bounds",
+    ("tests/logic/test_values.py", "groundstate.logic.values"):
+        "unit test of the ordering keys behind sort_facts (sort_key, fact_sort_key)",
+    ("tests/packets/test_gate.py", "groundstate.packets.gate"):
+        "white-box test of the streaming gate's scanner (Where, its private states)",
+    ("tests/packets/test_hostile.py", "groundstate.packets.extract"):
+        "unit test of finding the envelope in hostile text (find_envelope)",
+    ("tests/providers/test_adapters.py", "groundstate.providers.anthropic"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_adapters.py", "groundstate.providers.ollama"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_adapters.py", "groundstate.providers.openai_chat"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_adapters.py", "groundstate.providers.openai_responses"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_bridge.py", "groundstate.providers.anthropic"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_bridge.py", "groundstate.providers.bridge"):
+        "patches FRAME_TOKENS where the bridge reads it",
+    ("tests/providers/test_client.py", "groundstate.providers.client"):
+        "clears the module's cached TLS context (tls_context)",
+    ("tests/providers/test_conventions.py", "groundstate.providers.openai_chat"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_errors.py", "groundstate.providers.errors"):
+        "unit test of Retry-After parsing (retry_after, parse_duration)",
+    ("tests/providers/test_gateway_metrics_relay.py", "groundstate.providers.gateway"):
+        "patches HELD_FOR_METRICS where the gateway reads it",
+    ("tests/providers/test_hostile.py", "groundstate.providers.ollama"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/providers/test_tag_split.py", "groundstate.providers.tag_split"):
+        "unit test of the tag splitter under ThinkTags and TextToolCalls",
+    ("tests/providers/test_text_event_skim.py", "groundstate.providers.openai_chat"):
+        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
+    ("tests/runtime/test_attempt_lifetimes.py", "groundstate.runtime.guards"):
+        "checks which guard facts live per attempt (attempt_facts)",
+    ("tests/runtime/test_audit_chain.py", "groundstate.runtime.chain"):
+        "recomputes the chain's links, as an attacker editing the database",
+    ("tests/runtime/test_context_window.py", "groundstate.runtime.context"):
+        "unit test of fitting a prompt to the upstream's context window",
+    ("tests/runtime/test_deferred_starts.py", "groundstate.runtime.deferred_starts"):
+        "times its checks by the deferral window (WRITTEN_WITHIN)",
+    ("tests/runtime/test_pinned_policy_files.py", "groundstate.runtime.guards"):
+        "unit test of pinned policy files (pinned_file)",
+    ("tests/runtime/test_readiness.py", "groundstate.runtime.readiness"):
+        "unit test of the scheduler's readiness index (Readiness)",
+    ("tests/runtime/test_reason_ranking.py", "groundstate.runtime.backends"):
+        "builds the Signals the guards read (Signals.take is undocumented)",
+    ("tests/runtime/test_turn_batch.py", "groundstate.runtime.turn_batch"):
+        "unit test of batching agents' turns (TurnBatch)",
+    ("tests/store/test_in_store.py", "groundstate.store.database"):
+        "sets the private _NOW_OR_NEVER context variable to force a refused wait",
+    ("tests/wire/test_compiled_loop.py", "groundstate.wire.constants"): "builds frames by hand: frame kinds (Kind)",
+    ("tests/wire/test_compiled_loop.py", "groundstate.wire.frames"): "unit test of the frame scanner's compiled loop",
+    ("tests/wire/test_crc.py", "groundstate.wire.crc"): "unit test of CRC-32C, a wire-format primitive",
+    ("tests/wire/test_hostile.py", "groundstate.wire.constants"):
+        "builds hostile frames by hand: frame kinds and ops (Kind, Op)",
+    ("tests/wire/test_hostile.py", "groundstate.wire.frames"): "builds hostile frames by hand (encode_frame)",
+    ("tests/wire/test_properties.py", "groundstate.wire.constants"):
+        "property tests of wire-format primitives: frame kinds and ops",
+    ("tests/wire/test_properties.py", "groundstate.wire.encoder"):
+        "property tests of wire-format primitives: token encoding",
+    ("tests/wire/test_properties.py", "groundstate.wire.frames"): "property tests of wire-format primitives: frames",
+    ("tests/wire/test_properties.py", "groundstate.wire.hello"):
+        "property tests of wire-format primitives: the hello frame",
+    ("tests/wire/test_properties.py", "groundstate.wire.varint"): "property tests of wire-format primitives: varints",
+    ("tests/wire/test_real_model.py", "groundstate.wire.profile"):
+        "builds the encoder's hot table with the profiler (hot_table)",
+    ("tests/wire/test_transports.py", "groundstate.wire.framing"): "unit test of splitting a byte stream into frames",
+    ("tests/wire/test_transports.py", "groundstate.wire.streams"):
+        "unit test of the stream transport (send, decode_stream)",
+    ("tests/wire/test_transports.py", "groundstate.wire.zmq_transport"): "subscribes by a stream's ZMQ topic()",
+    ("tests/wire/test_vocab.py", "groundstate.wire.encoder_input"):
+        "unit test of the encoder's event input (parse_events, MultiEncoder)",
+    ("tests/wire/test_vocab.py", "groundstate.wire.profile"): "builds a hot table with the profiler (hot_table)",
+}  # fmt: skip
+
+PATCHERS = {"import_module", "setattr", "delattr", "patch"}  # calls that name a module by a string
+
+
+def is_module(dotted: str) -> bool:
+    """Whether ``groundstate.<package>.<name>...`` names a module (a file or a package) inside the source tree."""
+    inside = ROOT.joinpath(*dotted.split(".")[1:])
+    return inside.with_suffix(".py").is_file() or (inside / "__init__.py").is_file()
+
+
+def internal_module(dotted: str) -> str | None:
+    """The module inside a package that a dotted name reaches into (None: a face, a foundation module, or none)."""
+    parts = dotted.split(".")
+    if len(parts) < 3 or parts[0] != "groundstate" or parts[1] not in LAYERS:
+        return None
+    for end in range(len(parts), 2, -1):  # groundstate.providers.bridge.FRAME_TOKENS -> groundstate.providers.bridge
+        if is_module(".".join(parts[:end])):
+            return ".".join(parts[:end])
+    return None
+
+
+def internals_imported(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every module inside a groundstate package that a test file imports or names for
+    patching: ``import groundstate.x.y``, ``from groundstate.x.y import …``, ``from groundstate.x import y`` with
+    ``y`` a submodule the face does not export, ``import_module("groundstate.x.y")`` and
+    ``monkeypatch.setattr("groundstate.x.y.NAME", …)``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules: list[str | None] = []
+        if isinstance(node, ast.Import):
+            modules = [internal_module(alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            parts = node.module.split(".")
+            if len(parts) == 2 and parts[0] == "groundstate" and parts[1] in LAYERS:
+                exported = __import__(node.module, fromlist=["__all__"]).__all__
+                named = [f"{node.module}.{alias.name}" for alias in node.names if alias.name not in exported]
+                modules = [internal_module(dotted) for dotted in named]
+            else:
+                modules = [internal_module(node.module)]
+        elif isinstance(node, ast.Call) and node.args:
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            first = node.args[0]
+            if called in PATCHERS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                modules = [internal_module(first.value)]
+        found += [(getattr(node, "lineno", 0), module) for module in modules if module]  # stmt or expr
+    return sorted(found)
+
+
+def reaching_in(root: Path, allowed: dict[tuple[str, str], str]) -> list[str]:
+    """Every import of a package's internals under ``root/tests`` that ``allowed`` does not list, then every
+    entry of ``allowed`` that no longer occurs."""
+    found, seen = [], set()
+    for path in sorted((root / "tests").rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        for line, module in internals_imported(path):
+            seen.add((relative, module))
+            if (relative, module) not in allowed:
+                package = module.split(".")[1]
+                found.append(f"{relative}:{line}: imports {module}: use groundstate.{package} (its public face), "
+                             "or allow it with a reason in INTERNALS_TESTS_MAY_IMPORT")  # fmt: skip
+    found += [f"{file}: no longer imports {module}: drop it from INTERNALS_TESTS_MAY_IMPORT"
+              for file, module in sorted(allowed.keys() - seen)]  # fmt: skip
+    return found
+
+
+def test_tests_import_packages_through_their_faces() -> None:
+    assert reaching_in(TESTS_ROOT, INTERNALS_TESTS_MAY_IMPORT) == []
+
+
+def test_the_tests_check_sees_a_violation(tmp_path: Path) -> None:
+    """Every way of reaching in is caught, with file and line; a name a face exports is not (even one spelled like
+    its module, ``groundstate.config.trust``); an allowed pair passes, and an allowed pair that is gone fails."""
+    (tmp_path / "tests" / "runtime").mkdir(parents=True)
+    (tmp_path / "tests" / "runtime" / "test_probe.py").write_text(
+        "import groundstate.runtime.runner\n"
+        "from groundstate.runtime.store import EventStore\n"
+        "from groundstate.runtime import Runtime, runner\n"
+        "from groundstate.config import trust\n"
+        "from groundstate import errors, runtime\n"
+        "def f(monkeypatch):\n"
+        "    from groundstate.wire.constants import Kind\n"
+        "    monkeypatch.setattr('groundstate.providers.bridge.FRAME_TOKENS', 5)\n"
+        "    importlib.import_module('groundstate.providers.client')\n",
+        encoding="utf-8",
+    )
+    allowed = {
+        ("tests/runtime/test_probe.py", "groundstate.wire.constants"): "allowed",
+        ("tests/runtime/test_gone.py", "groundstate.wire.crc"): "gone",
+    }
+    found = reaching_in(tmp_path, allowed)
+    assert [problem.split(": use")[0] for problem in found] == [
+        "tests/runtime/test_probe.py:1: imports groundstate.runtime.runner",
+        "tests/runtime/test_probe.py:2: imports groundstate.runtime.store",
+        "tests/runtime/test_probe.py:3: imports groundstate.runtime.runner",
+        "tests/runtime/test_probe.py:8: imports groundstate.providers.bridge",
+        "tests/runtime/test_probe.py:9: imports groundstate.providers.client",
+        "tests/runtime/test_gone.py: no longer imports groundstate.wire.crc: drop it from INTERNALS_TESTS_MAY_IMPORT",
+    ]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from groundstate.config import default_db_url
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore
 
 
 def test_demo_runs_offline_pauses_and_completes_with_decide(tmp_path: Path) -> None:

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.kernel import Workspace, WorkspaceError
-from groundstate.kernel.config import ShardProfile
-from groundstate.kernel.executors import Action
-from groundstate.kernel.store import VirtualStore
+from groundstate.kernel import Action, ShardProfile, VirtualStore, Workspace, WorkspaceError
 
 
 @pytest.fixture

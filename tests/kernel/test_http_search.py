@@ -17,8 +17,7 @@ import pytest
 
 from groundstate.config import ConfigFileError, SearchConfig, load_config
 from groundstate.kernel import CorpusSearch, HTTPSearch, SearchError, configured_search
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime
 from tests.trusted import trusted
 
 from ..loopback import Reply, loopback

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.kernel import CoreLimits, Kernel, KernelConfig, KernelLimitError
-from groundstate.kernel.executors import EXECUTORS
-from groundstate.kernel.explain import why
-from groundstate.kernel.lint import lint
+from groundstate.kernel import EXECUTORS, CoreLimits, Kernel, KernelConfig, KernelLimitError, why
+from groundstate.kernel import lint_policy as lint
 from groundstate.logic import EvaluationError, Name
 from tests.trusted import trusted
 
@@ -144,7 +142,7 @@ def test_cli_repl(tmp_path: Path) -> None:
 
 
 def test_config_file_and_context_budget(tmp_path: Path) -> None:
-    from groundstate.kernel.config import ContextBudgetError, check_context
+    from groundstate.kernel import ContextBudgetError, check_context
 
     path = tmp_path / "config.json"
     path.write_text(

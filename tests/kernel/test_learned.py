@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.kernel import CoreLimits, Kernel, KernelConfig, Request, Shards, VirtualStore
-from groundstate.kernel.learned import LearnedRuleError, LearnedRules, count_completed_run
+from groundstate.kernel import (
+    CoreLimits,
+    Kernel,
+    KernelConfig,
+    LearnedRuleError,
+    LearnedRules,
+    Request,
+    Shards,
+    VirtualStore,
+    count_completed_run,
+)
 from groundstate.logic import Name
 from groundstate.packets import parse_output
 

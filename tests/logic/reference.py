@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from groundstate.logic import Program
-from groundstate.logic.ast import Apply, Atom, Comparison, Const, Negation, Term, Var
-from groundstate.logic.builtins import FUNCTIONS, PREDICATES, REDUCERS, UNBOUND, compare
+from groundstate.logic import FUNCTIONS, Apply, Atom, Comparison, Const, Negation, Program, Term, Var
+from groundstate.logic.builtins import PREDICATES, REDUCERS, UNBOUND, compare
 from groundstate.logic.values import fact_sort_key
 
 Facts = dict[str, set[tuple[Any, ...]]]

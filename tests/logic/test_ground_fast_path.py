@@ -14,11 +14,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, Program
+from groundstate.logic import AnalysisError, Engine, ParseError, Position, Program, load_unit, parse_unit
 from groundstate.logic.analysis import analyze
-from groundstate.logic.errors import AnalysisError, ParseError, Position
 from groundstate.logic.ground import MIN_FACTS, split_ground_facts
-from groundstate.logic.parser import Parser, load_unit, parse_unit
+from groundstate.logic.parser import Parser
 
 PLAIN = [f"edge({i}, {i + 1})." for i in range(MIN_FACTS)]  # enough fact lines for the fast path to apply
 

@@ -8,10 +8,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.logic import Name, ParseError, Program
-from groundstate.logic.ast import Apply, Atom, Comparison, Const, Negation, Var
-from groundstate.logic.parser import MAX_NESTING, parse_atom, parse_unit
-from groundstate.logic.values import Float, List
+from groundstate.logic import (
+    Apply,
+    Atom,
+    Comparison,
+    Const,
+    Float,
+    List,
+    Name,
+    Negation,
+    ParseError,
+    Program,
+    Var,
+    parse_atom,
+    parse_unit,
+)
+from groundstate.logic.parser import MAX_NESTING
 
 GOLDEN_TEXTS = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent / "golden").glob("*.mg"))]
 

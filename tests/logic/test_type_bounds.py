@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, FactError, Program
+from groundstate.logic import Engine, FactError, Float, List, Name, Program
 from groundstate.logic.type_bounds import fits_any, matches
-from groundstate.logic.values import Float, List, Name
 
 TYPES = ["/any", "/number", "/float64", "/string", "/bytes", "/name", "/colour", "/colour/warm",
          "fn:List(/number)", "fn:Union(/string, /colour)", "fn:Pair(/name, /number)"]  # fmt: skip

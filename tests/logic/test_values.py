@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.logic import Float, List, Map, Name, Pair, Struct, ValueConversionError, display
-from groundstate.logic.values import fact_sort_key, sort_facts, sort_key, to_value
+from groundstate.logic import Float, List, Map, Name, Pair, Struct, ValueConversionError, display, sort_facts, to_value
+from groundstate.logic.values import fact_sort_key, sort_key
 
 
 def test_name_is_interned_and_never_equals_a_string() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from groundstate.kernel import Kernel, Shards, VirtualStore
 from groundstate.packets import ACCEPTED, PacketGate, json_schema
-from groundstate.providers.local import LocalModel
+from groundstate.providers import LocalModel
 
 
 def test_local_model_writes_envelopes_the_gate_accepts(tmp_path: Path) -> None:

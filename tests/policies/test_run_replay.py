@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 from groundstate.config import Policy, ProjectConfig
-from groundstate.runtime import EventStore, Runtime
-from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime import EventStore, Runtime, make_backend
 
 from ..runtime.conftest import Script, envelope
 from ..runtime.test_guards import DANGER
@@ -28,7 +27,7 @@ def runtime_at(tmp_path: Path, url: str, guards: str | None = None) -> Runtime:
         (tmp_path / "enforced.mg").write_text(guards)
         settings = ProjectConfig(policy=Policy(guards=[tmp_path / "enforced.mg"]))
     return Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path / "home", settings=settings,
-                   backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+                   backend=make_backend(f"openai-chat:scripted@{url}"))  # fmt: skip
 
 
 def replay(tmp_path: Path, candidate: str, *arguments: str) -> subprocess.CompletedProcess[str]:

@@ -10,14 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers import provider_api
+from groundstate.providers import Event, Finish, LocalModel, SigilBridge, TextDelta, ThinkDelta, ToolCall, provider_api
 from groundstate.providers.anthropic import AnthropicAdapter
-from groundstate.providers.bridge import SigilBridge
-from groundstate.providers.local import LocalModel
-from groundstate.providers.normalized import Event, Finish, TextDelta, ThinkDelta, ToolCall
-from groundstate.wire import Content, Decoder, Mode, Reset, StreamEnd, UpstreamError
-from groundstate.wire.constants import Reason
-from groundstate.wire.vocab import ByteVocabulary, Detokenizer
+from groundstate.wire import (
+    ByteVocabulary,
+    Content,
+    Decoder,
+    Detokenizer,
+    Mode,
+    Reason,
+    Reset,
+    StreamEnd,
+    UpstreamError,
+)
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "anthropic"
 
@@ -189,8 +194,7 @@ def test_the_gateways_framing_equals_a_frame_per_event_on_hostile_bodies(pieces:
 def test_an_error_record_past_a_frame_is_published_cut_and_the_stream_goes_on() -> None:
     """An upstream's 70 KB error message made an UPSTREAM_ERROR frame past the payload limit: the relay failed and
     subscribers lost the read. Now the record is cut to fit, and what came before and after it arrives."""
-    from groundstate.providers.errors import ErrorRecord
-    from groundstate.providers.normalized import ErrorEvent
+    from groundstate.providers import ErrorEvent, ErrorRecord
 
     record = ErrorRecord("server", "openai", None, None, "E" * 70_000, True, None, None, {"raw": "R" * 70_000})
     for push_many in (False, True):
@@ -222,8 +226,7 @@ def test_a_huge_text_event_is_framed_in_linear_time() -> None:
 def test_each_completion_has_a_stream_of_its_own_and_an_error_ends_them_all() -> None:
     """Text of several completions (``n`` > 1) was merged into one stream; push and push_many now frame each on its
     own stream (ids from ``next_stream``), and an upstream error reaches every one of them."""
-    from groundstate.providers.errors import ErrorRecord
-    from groundstate.providers.normalized import ErrorEvent
+    from groundstate.providers import ErrorEvent, ErrorRecord
 
     failed = ErrorEvent(ErrorRecord("server", "x", None, None, "m", True, None, None))
     events: list[Event] = [TextDelta("a1 ", 0), TextDelta("b1 ", 1), TextDelta("c1 ", 2), TextDelta("a2", 0),

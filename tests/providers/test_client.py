@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from groundstate.providers.client import RetryPolicy, StreamClient
-from groundstate.providers.normalized import merge_deltas, to_json
+from groundstate.providers import RetryPolicy, StreamClient, merge_deltas, to_json
 
 from .conftest import Script
 

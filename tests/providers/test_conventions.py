@@ -8,9 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from groundstate.providers.client import StreamClient
-from groundstate.providers.conventions import TextConventions
-from groundstate.providers.normalized import merge_deltas, to_json
+from groundstate.providers import StreamClient, TextConventions, merge_deltas, to_json
 from groundstate.providers.openai_chat import OpenAIChatAdapter
 
 from ..pieces import split_at

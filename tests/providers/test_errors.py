@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from groundstate.providers.errors import classify, parse_duration, retry_after
+from groundstate.providers import classify
+from groundstate.providers.errors import parse_duration, retry_after
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
@@ -141,7 +142,7 @@ def test_a_record_is_bounded_where_it_is_made_into_json() -> None:
     """An upstream writes the message, the code and the headers kept as evidence: the record as published or
     printed cuts each text to 2,000 characters and stays under 16 KiB, and one nested past any bound keeps its
     classification alone. A small record is given whole."""
-    from groundstate.providers.errors import ErrorRecord
+    from groundstate.providers import ErrorRecord
 
     small = ErrorRecord("rate", "openai", 429, "rate_limit", "slow down", True, 2.0, "req_1", {"body": "x"})
     assert small.to_json()["message"] == "slow down" and small.to_json()["evidence"] == {"body": "x"}

@@ -16,8 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from groundstate.config import default_db_url
 from groundstate.store import Operators
-from groundstate.wire import Content, Hello, Reset, StreamEnd, UpstreamError
-from groundstate.wire.zmq_transport import FrameReceiver
+from groundstate.wire import Content, FrameReceiver, Hello, Reset, StreamEnd, UpstreamError
 
 from ..loopback import Reply, loopback
 from .conftest import GatewayFor, Script

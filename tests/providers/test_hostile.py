@@ -16,9 +16,8 @@ from typing import Any
 
 import httpx
 
-from groundstate.providers import Finish, StreamClient, TextDelta, ThinkDelta, ToolCall
+from groundstate.providers import Finish, SSEParser, StreamClient, TextDelta, ThinkDelta, ToolCall
 from groundstate.providers.ollama import OllamaAdapter
-from groundstate.providers.sse import SSEParser
 
 from ..loopback import Reply, loopback
 from .conftest import GatewayFor, Script, free_port

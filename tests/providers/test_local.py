@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from groundstate.providers.local import LocalModel
-from groundstate.providers.normalized import Finish, TextDelta, Usage, merge_deltas
+from groundstate.providers import Finish, LocalModel, TextDelta, Usage, merge_deltas
 
 
 @pytest.fixture(scope="module")

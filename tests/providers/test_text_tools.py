@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers.normalized import merge_deltas, to_json
-from groundstate.providers.text_tools import TextToolCalls
+from groundstate.providers import TextToolCalls, merge_deltas, to_json
 
 from ..pieces import split_at
 

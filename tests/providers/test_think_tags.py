@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers.normalized import merge_deltas, to_json
-from groundstate.providers.think_tags import ThinkTags
+from groundstate.providers import ThinkTags, merge_deltas, to_json
 
 from ..pieces import split_at
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from groundstate.providers.upstream import Upstream, UpstreamFailure
+from groundstate.providers import Upstream, UpstreamFailure
 
 from ..loopback import Reply, loopback
 from .conftest import GatewayFor

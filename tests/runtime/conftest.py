@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime, make_backend
 
 from ..loopback import Reply, loopback
 from ..postgres import postgres  # noqa: F401 (a fixture for the Postgres and cluster tests)
@@ -110,4 +108,4 @@ def other() -> Iterator[tuple[str, list[dict[str, object]]]]:
 def runtime(tmp_path: Path, model: tuple[str, Script]) -> Runtime:
     url, _ = model
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
-    return Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", url))
+    return Runtime(store, tmp_path, backend=make_backend(f"openai-chat:scripted@{url}"))

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.config import ProjectConfig
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime, make_backend
 
 from .conftest import Script, envelope
 from .test_open_pauses import DONE, NULL, TWO_WRITERS
@@ -23,7 +21,7 @@ DANGER = "name: d\nagents:\n  - id: coder_x\n    instructions: Clean up.\n    to
 def runtime_for(tmp_path: Path, url: str, approvals: dict[str, Any]) -> Runtime:
     settings = ProjectConfig.model_validate({"approvals": approvals})
     return Runtime(EventStore(f"sqlite:///{tmp_path / 't.db'}"), tmp_path, settings=settings,
-                   backend=HTTPBackend("openai-chat", "m", url))  # fmt: skip
+                   backend=make_backend(f"openai-chat:m@{url}"))  # fmt: skip
 
 
 def later(seconds: float) -> datetime:

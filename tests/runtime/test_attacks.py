@@ -19,10 +19,19 @@ from typing import Any
 
 import pytest
 
-from groundstate.runtime import RunEnded
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import LeaseHeld
+from groundstate.runtime import (
+    AGENT_STARTED,
+    NODE_CREATED,
+    RUN_COMPLETED,
+    RUN_CREATED,
+    RUN_FAILED,
+    RUN_RESUMED,
+    TOOL_CALL,
+    TOOL_RESULT,
+    LeaseHeld,
+    RunEnded,
+    Runtime,
+)
 
 from .conftest import Script, envelope
 
@@ -46,8 +55,8 @@ def drive(runtime: Runtime, script: Script, answers: list[object], workflow: str
 def assert_audited(runtime: Runtime, run_id: str) -> None:
     """Every executed action has its ToolCall, its decision with a reason, and its result — in that order."""
     events = runtime.store.events(run_id)
-    calls = {e.seq: e for e in events if e.type == ev.TOOL_CALL}
-    results = [e for e in events if e.type == ev.TOOL_RESULT]
+    calls = {e.seq: e for e in events if e.type == TOOL_CALL}
+    results = [e for e in events if e.type == TOOL_RESULT]
     for result in results:
         call = calls.get(result.payload["call"])
         assert call is not None and call.seq < result.seq, f"a result without its ToolCall: {result}"
@@ -59,7 +68,7 @@ def assert_audited(runtime: Runtime, run_id: str) -> None:
 
 
 def tools_run(runtime: Runtime, run_id: str) -> list[tuple[str, str | None]]:
-    return [(e.payload["tool"], e.payload["status"]) for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    return [(e.payload["tool"], e.payload["status"]) for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
 
 
 def workspace(tmp_path: Path, run_id: str) -> Path:
@@ -126,7 +135,7 @@ def test_a_hard_link_does_not_reach_an_outside_file(
     model[1].answers = {"writer_x": [answer, envelope("done [STATUS: SUCCESS]")]}
     asyncio.run(runtime.drive(run_id))
     assert_audited(runtime, run_id)
-    results = [e.payload for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
     assert [r["status"] for r in results] == ["/failure", "/failure"]
     assert all("hard links" in r["output"] for r in results) and "secret" not in results[0]["output"]
     assert outside.read_text() == "secret"
@@ -147,7 +156,7 @@ def test_model_code_cannot_read_the_console_token_or_leave_a_process(
     answer = envelope("x", [{"tool": "execute_python", "argument": code},
                             {"tool": "execute_python", "argument": daemon}])  # fmt: skip
     run_id, _ = drive(runtime, model[1], [answer, envelope("done [STATUS: SUCCESS]")])
-    results = [e.payload for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
     assert results[0]["status"] == "/failure" and "TOKEN-123" not in results[0]["output"]
     assert "No such file" in results[0]["output"]
     assert results[1]["status"] == "/success"
@@ -162,12 +171,12 @@ def test_a_second_driver_is_refused_and_nothing_follows_a_terminal_event(
     run_id, status = drive(runtime, model[1], [envelope("done [STATUS: SUCCESS]")])
     assert status == "completed"
     with pytest.raises(RunEnded, match="has ended"):
-        runtime.store.append(run_id, ev.AGENT_STARTED, "writer_x", {"attempt": 9})
+        runtime.store.append(run_id, AGENT_STARTED, "writer_x", {"attempt": 9})
     second = runtime.create(WRITER, "attack.yaml", "scripted")
     runtime.store.acquire_lease(second, "another-process", 60)
     with pytest.raises(LeaseHeld, match="is being driven by another-process"):
         asyncio.run(runtime.drive(second))
-    assert [e.type for e in runtime.store.events(second)] == [ev.RUN_CREATED, ev.NODE_CREATED]
+    assert [e.type for e in runtime.store.events(second)] == [RUN_CREATED, NODE_CREATED]
 
 
 def test_a_corrupted_store_is_a_clear_error_naming_the_run_and_event(
@@ -213,7 +222,7 @@ def test_a_driver_that_fails_marks_the_run_failed_and_resume_continues_it(
     state = asyncio.run(runtime.drive(run_id, resume_failed=True))
     assert state.status == "completed"
     types = [e.type for e in runtime.store.events(run_id)]
-    assert types.index(ev.RUN_FAILED) < types.index(ev.RUN_RESUMED) < types.index(ev.RUN_COMPLETED)
+    assert types.index(RUN_FAILED) < types.index(RUN_RESUMED) < types.index(RUN_COMPLETED)
 
 
 def test_a_surrogate_pair_split_across_stream_events_does_not_fail_the_model_backend(

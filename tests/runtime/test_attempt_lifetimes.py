@@ -10,9 +10,8 @@ import pytest
 
 from groundstate.kernel import PolicyInvariantError
 from groundstate.logic import Program
-from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import PINNED_BEFORE_LIFETIMES, GuardKernel, attempt_facts, guard_rules
-from groundstate.runtime.policy import PinnedPolicy
+from groundstate.runtime import GuardKernel, PinnedPolicy, guard_rules, parse_workflow
+from groundstate.runtime.guards import PINNED_BEFORE_LIFETIMES, attempt_facts
 
 FLOW = parse_workflow("""
 name: lifetimes

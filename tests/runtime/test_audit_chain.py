@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import EventStore, Runtime
-from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime import EventStore, Runtime, make_backend
 from groundstate.runtime.chain import link
 
 from ..console.conftest import serving
@@ -144,7 +143,7 @@ def test_a_signed_head_catches_a_log_rewritten_whole(model: tuple[str, Script], 
     config = tmp_path / "groundstate.toml"
     config.write_text("[audit]\nsign = true\n")
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}", audit_key=KEY.encode())  # as [audit] sign gives it
-    runtime = Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", model[0]))
+    runtime = Runtime(store, tmp_path, backend=make_backend(f"openai-chat:scripted@{model[0]}"))
     run = finished_run(runtime, model[1])
     keyed = {"GROUNDSTATE_AUDIT_KEY": KEY}
     clean = verify(tmp_path / "gs.db", "--run", run, "--config", str(config), env=keyed)
@@ -177,7 +176,7 @@ def signed_run(model: tuple[str, Script], tmp_path: Path) -> tuple[str, Path]:
     config = tmp_path / "groundstate.toml"
     config.write_text("[audit]\nsign = true\n")
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}", audit_key=KEY.encode())
-    runtime = Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", model[0]))
+    runtime = Runtime(store, tmp_path, backend=make_backend(f"openai-chat:scripted@{model[0]}"))
     return finished_run(runtime, model[1]), config
 
 

@@ -14,9 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from groundstate.runtime import EventStore, Runtime
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime import APPROVAL_REQUESTED, RUN_ABORTED, TOOL_RESULT, EventStore, Runtime, make_backend
 
 from ..loopback import Reply, loopback
 from .conftest import Script, envelope, sse
@@ -87,7 +85,7 @@ def test_a_multi_line_provider_error_is_a_pause_whose_derivation_keeps_it_as_dat
     assert state.status == "awaiting_approval", state.status
     [pause] = state.pauses
     assert "line two" in pause.reason
-    requested = [e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_REQUESTED][-1]
+    requested = [e for e in runtime.store.events(run_id) if e.type == APPROVAL_REQUESTED][-1]
     why = requested.payload["why"]
     assert why["how"].startswith("derived by the rule at") and "line two" in why["fact"]
     script.answers = {"writer_a": [DONE]}
@@ -123,7 +121,7 @@ def test_an_interrupt_pattern_on_a_tool_call_acts_before_the_call(
     patterns.write_text(json.dumps([{"id": "no_tools", "name": "No tool calls", "trigger_event": "ToolCall",
                                      "category": "safety", "action": {"Interrupt": {"reason": "tools are off"}}}]))
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path / "home", patterns_path=patterns,
-                      backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+                      backend=make_backend(f"openai-chat:scripted@{url}"))  # fmt: skip
     script.answers = {"writer_a": [envelope("Writing.", [{"tool": "write_file", "argument": "out.txt",
                                                           "content": "written"}]), DONE]}  # fmt: skip
     run_id = runtime.create(flow(None), "interrupt.yaml", "scripted")
@@ -131,9 +129,9 @@ def test_an_interrupt_pattern_on_a_tool_call_acts_before_the_call(
     assert state.status == "aborted"
     assert not list((tmp_path / "home" / "runs" / run_id / "workspace").rglob("out.txt"))  # the effect did not happen
     events = runtime.store.events(run_id)
-    [result] = [e for e in events if e.type == ev.TOOL_RESULT]
+    [result] = [e for e in events if e.type == TOOL_RESULT]
     assert result.payload["status"] is None and result.payload["decision"] == "/deny"
-    assert events[-1].type == ev.RUN_ABORTED and events[-1].payload["reason"] == "tools are off"
+    assert events[-1].type == RUN_ABORTED and events[-1].payload["reason"] == "tools are off"
 
 
 def test_a_killed_drivers_run_is_resumed_at_once_on_the_same_host(

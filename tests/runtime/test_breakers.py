@@ -8,10 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import AGENT_FAILED, APPROVAL_REQUESTED, TOOL_CALL, Event, EventStore, Runtime, make_backend
 
 from .conftest import Script, envelope
 
@@ -32,12 +29,12 @@ GENERIC = "Execution Exception detected. Review logs and authorize Retry or Skip
 
 def runtime_for(tmp_path: Path, url: str, patterns: Path | None = None) -> Runtime:
     return Runtime(EventStore(f"sqlite:///{tmp_path / 'b.db'}"), tmp_path / "home",
-                   backend=HTTPBackend("openai-chat", "s", url), patterns_path=patterns)  # fmt: skip
+                   backend=make_backend(f"openai-chat:s@{url}"), patterns_path=patterns)  # fmt: skip
 
 
-def failed_before_the_pause(runtime: Runtime, run_id: str) -> ev.Event:
+def failed_before_the_pause(runtime: Runtime, run_id: str) -> Event:
     events = runtime.store.events(run_id)
-    assert events[-1].type == ev.APPROVAL_REQUESTED and events[-2].type == ev.AGENT_FAILED
+    assert events[-1].type == APPROVAL_REQUESTED and events[-2].type == AGENT_FAILED
     return events[-2]
 
 
@@ -80,7 +77,7 @@ def test_drought_and_a_held_call_fail_the_agent_too(tmp_path: Path, model: tuple
     assert failed.agent == "writer_b" and failed.payload["category"] == "safety"
     assert failed.payload["error"] == "The agent asked to delete a file."
     held = runtime.store.events(run_id)[-1].payload["held_call"]
-    assert runtime.store.events(run_id)[held - 1].type == ev.TOOL_CALL
+    assert runtime.store.events(run_id)[held - 1].type == TOOL_CALL
     script.answers = {"research_a": [envelope(NULL)], "writer_b": [envelope("x")]}
     drought = runtime
     run_id = drought.create(FLOW, "b.yaml", "s")

@@ -21,10 +21,7 @@ import pytest
 from groundstate.config import ConfigFileError, load_config
 from groundstate.errors import ConfigurationError
 from groundstate.logic import LogicError
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import HELD_FOR_OPERATOR, Runtime
-from groundstate.runtime.store import EventStore
-from groundstate.runtime.workflow import WorkflowError
+from groundstate.runtime import HELD_FOR_OPERATOR, EventStore, Runtime, WorkflowError, make_backend
 from tests.trusted import trusted
 
 from .conftest import Script, envelope, sse
@@ -99,7 +96,7 @@ def test_limits_reach_the_run(tmp_path: Path, model: tuple[str, Script]) -> None
     script.answers = {"writer_a": [envelope("Late. [STATUS: SUCCESS]")]}
     script.delays = {"writer_a": 5.0}
     runtime = settings(tmp_path, "[limits.shard_profiles.writer]\nmax_execution_time_sec = 0.5\n")
-    runtime._backend = HTTPBackend("openai-chat", "scripted", url)
+    runtime._backend = make_backend(f"openai-chat:scripted@{url}")
     state = asyncio.run(runtime.drive(runtime.create(FLOW, "cfg.yaml")))
     assert "did not answer within 0.5 s" in (state.nodes["writer_a"].error or "")
 
@@ -145,7 +142,7 @@ def test_max_concurrent_shards_bounds_the_agents_at_work(
     script.answers = {a: [envelope("Done. [STATUS: SUCCESS]")] for a in ("writer_a", "writer_b")}
     script.delays = {"writer_a": 0.5, "writer_b": 0.5}
     runtime = settings(tmp_path, f"[limits.core_limits]\nmax_concurrent_shards = {shards}\n")
-    runtime._backend = HTTPBackend("openai-chat", "scripted", url)
+    runtime._backend = make_backend(f"openai-chat:scripted@{url}")
     run_id = runtime.create(PARALLEL, "p.yaml")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     order = [(e.type, e.agent) for e in runtime.store.events(run_id) if e.type in ("AgentStarted", "AgentCompleted")]

@@ -11,9 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groundstate.config import ContextWindow, ProjectConfig, ShardProfile
+from groundstate.runtime import EventStore, Runtime
 from groundstate.runtime.context import fit_upstream, upstream_room
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
 
 from .conftest import Script, envelope
 

@@ -14,10 +14,8 @@ from typing import Any
 
 from sqlalchemy import event
 
-from groundstate.runtime.backends import HTTPBackend, Piece
+from groundstate.runtime import EventStore, Piece, Runtime, make_backend
 from groundstate.runtime.deferred_starts import WRITTEN_WITHIN
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
 from groundstate.wire import ByteVocabulary, Vocabulary
 
 from .conftest import Script, envelope
@@ -38,7 +36,7 @@ DONE = envelope("Done. [STATUS: SUCCESS]")
 
 def runtime_at(tmp_path: Path, url: str, **options: object) -> Runtime:
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
-    return Runtime(store, tmp_path, backend=HTTPBackend("openai-chat", "scripted", url), **options)  # type: ignore[arg-type]
+    return Runtime(store, tmp_path, backend=make_backend(f"openai-chat:scripted@{url}"), **options)  # type: ignore[arg-type]
 
 
 class AtOnce:

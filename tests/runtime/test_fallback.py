@@ -10,9 +10,7 @@ import socket
 from pathlib import Path
 
 from groundstate.config import ProjectConfig
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import AGENT_COMPLETED, AGENT_FAILED, Event, EventStore, Runtime
 
 from .conftest import Script
 
@@ -36,8 +34,8 @@ def runtime_with(
     return Runtime(EventStore(f"sqlite:///{tmp_path / 'fb.db'}"), tmp_path / "home", settings=settings)
 
 
-def completed(runtime: Runtime, run_id: str) -> ev.Event:
-    return next(e for e in runtime.store.events(run_id) if e.type in (ev.AGENT_COMPLETED, ev.AGENT_FAILED))
+def completed(runtime: Runtime, run_id: str) -> Event:
+    return next(e for e in runtime.store.events(run_id) if e.type in (AGENT_COMPLETED, AGENT_FAILED))
 
 
 def test_a_model_that_is_unreachable_hands_over_before_the_first_token(
@@ -54,7 +52,7 @@ def test_a_model_that_is_unreachable_hands_over_before_the_first_token(
     assert state.status == "awaiting_approval" and len(seen) == 1  # answered by the spare, paused by the policy
     assert state.pause is not None and state.pause.reason == dead
     assert state.nodes["writer_a"].output == "From the other model. [STATUS: SUCCESS]"
-    failed = next(e for e in runtime.store.events(run_id) if e.type == ev.AGENT_FAILED)  # the breaker tripped
+    failed = next(e for e in runtime.store.events(run_id) if e.type == AGENT_FAILED)  # the breaker tripped
     assert failed.payload["error"] == dead and "usage" in failed.payload
 
 

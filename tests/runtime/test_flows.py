@@ -16,10 +16,7 @@ from typing import Any
 import pytest
 
 from groundstate.config import load_config
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import APPROVAL_REQUESTED, TOOL_RESULT, EventStore, Runtime, make_backend
 
 from .conftest import Script, envelope
 
@@ -38,11 +35,11 @@ def runtime_with(tmp_path: Path, url: str, config: str = "") -> Runtime:
     (tmp_path / "groundstate.toml").write_text(f'[search]\ncorpus = "{corpus}"\n{config}')
     settings = load_config(tmp_path / "groundstate.toml").config
     store = EventStore(f"sqlite:///{tmp_path / 'flows.db'}")
-    return Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url), settings=settings)
+    return Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"), settings=settings)
 
 
 def results(runtime: Runtime, run_id: str) -> list[dict[str, Any]]:
-    return [e.payload for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    return [e.payload for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
 
 
 def calls_in(why: dict[str, Any]) -> str:
@@ -416,6 +413,6 @@ def test_a_runs_decisions_name_the_digest_of_its_pinned_policy(tmp_path: Path, m
     assert state.status == "awaiting_approval" and state.policy is not None
     pinned = state.policy["digest"]
     refused = [r for r in results(runtime, run_id) if r["decision"] == "/deny" and r.get("why")]
-    asked = [e.payload for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_REQUESTED]
+    asked = [e.payload for e in runtime.store.events(run_id) if e.type == APPROVAL_REQUESTED]
     assert refused and all(r["policy"] == pinned for r in refused)  # the refusal
     assert asked and all(a["policy"] == pinned for a in asked)  # and the pause

@@ -8,12 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.kernel import KernelConfig, ShardProfile
-from groundstate.runtime import recorded_answers
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.state import RunState
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import (
+    AGENT_FAILED,
+    APPROVAL_DECIDED,
+    TOOL_RESULT,
+    EventStore,
+    RunState,
+    Runtime,
+    make_backend,
+    recorded_answers,
+)
 from groundstate.wire import Content
 
 from .conftest import Script, envelope
@@ -103,7 +107,7 @@ def test_skip_gives_dependants_a_drought(runtime: Runtime, model: tuple[str, Scr
     runtime.decide(run_id, "abort", actor="alice")
     state = runtime.store.state(run_id)
     assert state.status == "aborted"
-    decided = [e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_DECIDED]
+    decided = [e for e in runtime.store.events(run_id) if e.type == APPROVAL_DECIDED]
     assert [(e.payload["decision"], e.actor) for e in decided] == [("skip", "operator"), ("abort", "alice")]
 
 
@@ -113,7 +117,7 @@ def test_hard_errors_pause_through_the_failure_pattern(runtime: Runtime, model: 
                                  "code": "invalid_api_key"}}).encode()  # fmt: skip
     script.answers = {"research_a": [(401, body)]}
     run_id, state = run(runtime)
-    assert state.status == "awaiting_approval" and ev.AGENT_FAILED in types(runtime, run_id)
+    assert state.status == "awaiting_approval" and AGENT_FAILED in types(runtime, run_id)
     reasons = [r["reason"] for r in runtime.store.events(run_id)[-1].payload["reasons"]]
     assert "Execution Exception detected. Review logs and authorize Retry or Skip." in reasons  # the cortex pattern
     assert any(r.startswith("Execution failure in agent 'research_a': the model failed (auth)") for r in reasons)
@@ -151,7 +155,7 @@ def test_dangerous_tool_calls_pause_before_they_run(runtime: Runtime, model: tup
         script.answers = {"coder_x": [envelope("Working.", tools)]}
         run_id, state = run(runtime, DANGER)
         assert state.pause is not None and state.pause.category == "safety" and state.pause.reason.startswith(reason)
-        assert ev.TOOL_RESULT not in types(runtime, run_id)  # nothing ran
+        assert TOOL_RESULT not in types(runtime, run_id)  # nothing ran
         workspace = runtime.home / "runs" / run_id / "workspace"
         assert not (workspace.parent / "outside.txt").exists()
 
@@ -186,7 +190,7 @@ def test_a_prompt_over_the_context_budget_pauses(tmp_path: Path, model: tuple[st
     script.answers = {"research_a": [envelope("x")]}
     config = KernelConfig(shard_profiles={"main": ShardProfile(max_context_tokens=50)})
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'b.db'}"), tmp_path,
-                      backend=HTTPBackend("openai-chat", "s", url), config=config)  # fmt: skip
+                      backend=make_backend(f"openai-chat:s@{url}"), config=config)  # fmt: skip
     _, state = run(runtime)
     assert state.pause is not None
     failure = next(r for r in [state.pause.reason, *state.pause.others] if r.startswith("Execution failure"))

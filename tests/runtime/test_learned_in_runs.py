@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 from groundstate.config import load_config
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime
 
 from .conftest import Script, envelope
 

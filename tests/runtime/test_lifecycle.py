@@ -15,10 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import DecisionError, Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import (
+    AGENT_COMPLETED,
+    AGENT_STARTED,
+    APPROVAL_DECIDED,
+    EVENT_TYPES,
+    NODE_CREATED,
+    RUN_ABORTED,
+    RUN_RESUMED,
+    RUN_STARTED,
+    DecisionError,
+    Event,
+    EventStore,
+    Runtime,
+    make_backend,
+)
 
 from .conftest import Script, envelope
 from .test_shadow_runs import DONE as SHADOW_DONE
@@ -49,7 +60,7 @@ def answers() -> dict[str, list[object]]:
             "writer_extra": [envelope("Extra. [STATUS: SUCCESS]")]}  # fmt: skip
 
 
-def record(runtime: Runtime, run_id: str) -> list[ev.Event]:
+def record(runtime: Runtime, run_id: str) -> list[Event]:
     events = runtime.store.events(run_id)
     SEEN.update(e.type for e in events)
     return events
@@ -68,8 +79,8 @@ def test_branches_run_concurrently_and_runs_run_side_by_side(runtime: Runtime, m
     assert asyncio.run(both()) == ["completed", "completed"]
     for run_id in (first, second):
         kinds = [(e.type, e.agent) for e in record(runtime, run_id)]
-        started = [kinds.index((ev.AGENT_STARTED, a)) for a in ("research_left", "research_right")]
-        finished = [kinds.index((ev.AGENT_COMPLETED, a)) for a in ("research_left", "research_right")]
+        started = [kinds.index((AGENT_STARTED, a)) for a in ("research_left", "research_right")]
+        finished = [kinds.index((AGENT_COMPLETED, a)) for a in ("research_left", "research_right")]
         assert max(started) < min(finished)  # both branches were in flight at once
 
 
@@ -80,7 +91,7 @@ def test_decisions_race_and_only_one_applies(tmp_path: Path, runtime: Runtime, m
     run_id = runtime.create(BRANCHES, "b.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "awaiting_approval"
-    other = Runtime(EventStore(runtime.store.url), tmp_path, backend=HTTPBackend("openai-chat", "s", url))
+    other = Runtime(EventStore(runtime.store.url), tmp_path, backend=make_backend(f"openai-chat:s@{url}"))
     outcomes: list[str] = []
     barrier = threading.Barrier(8)
 
@@ -99,7 +110,7 @@ def test_decisions_race_and_only_one_applies(tmp_path: Path, runtime: Runtime, m
         thread.join()
     assert outcomes.count("applied") == 1
     assert all("not awaiting approval: nothing to decide" in o for o in outcomes if o != "applied")
-    assert [e.type for e in record(runtime, run_id)].count(ev.APPROVAL_DECIDED) == 1
+    assert [e.type for e in record(runtime, run_id)].count(APPROVAL_DECIDED) == 1
 
 
 def test_a_killed_process_resumes_without_rerunning_completed_agents(
@@ -119,7 +130,7 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         runs = store.runs()
-        if runs and any(e.type == ev.AGENT_STARTED and e.agent == "writer_join" for e in store.events(runs[0]["id"])):
+        if runs and any(e.type == AGENT_STARTED and e.agent == "writer_join" for e in store.events(runs[0]["id"])):
             break
         time.sleep(0.1)
     else:
@@ -136,16 +147,16 @@ def test_a_killed_process_resumes_without_rerunning_completed_agents(
     listed = subprocess.run([sys.executable, "-m", "groundstate", "runs", "list", "--db", db], env={**env,
                             "COLUMNS": "300"}, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert f"interrupted — its driver is gone; resume with: groundstate runs resume {run_id}" in listed.stdout
-    resumed = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
+    resumed = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"))
     state = asyncio.run(resumed.drive(run_id))
     assert state.status == "completed"
     events = record(resumed, run_id)
-    starts = [e.agent for e in events if e.type == ev.AGENT_STARTED]
+    starts = [e.agent for e in events if e.type == AGENT_STARTED]
     assert starts.count("research_left") == 1 and starts.count("research_right") == 1  # not run twice
     assert starts.count("writer_join") == 2
-    resumed_event = next(e for e in events if e.type == ev.RUN_RESUMED)
+    resumed_event = next(e for e in events if e.type == RUN_RESUMED)
     assert resumed_event.payload["restarted"] == ["writer_join"]
-    started = next(e for e in events if e.type == ev.RUN_STARTED)
+    started = next(e for e in events if e.type == RUN_STARTED)
     assert started.payload["driver"] != resumed_event.payload["driver"]  # each segment names the process driving it
 
 
@@ -169,12 +180,12 @@ def patterns_file(tmp_path: Path) -> Path:
 def test_cortex_interrupt_and_spawn(tmp_path: Path, model: tuple[str, Script]) -> None:
     url, script = model
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'c.db'}"), tmp_path,
-                      backend=HTTPBackend("openai-chat", "s", url), patterns_path=patterns_file(tmp_path))  # fmt: skip
+                      backend=make_backend(f"openai-chat:s@{url}"), patterns_path=patterns_file(tmp_path))  # fmt: skip
     script.answers, script.by_round = answers(), True
     run_id = runtime.create(BRANCHES, "b.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "completed" and state.nodes["writer_extra"].status == "succeeded"
-    spawned = next(e for e in record(runtime, run_id) if e.type == ev.NODE_CREATED and e.payload.get("spec"))
+    spawned = next(e for e in record(runtime, run_id) if e.type == NODE_CREATED and e.payload.get("spec"))
     assert spawned.payload["agent"] == "writer_extra"
 
     script.requests.clear()
@@ -183,7 +194,7 @@ def test_cortex_interrupt_and_spawn(tmp_path: Path, model: tuple[str, Script]) -
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "aborted" and set((state.outcome or "").split("; ")) == {
         "a forbidden search", "a forbidden argument"}  # both interrupts fired: both are reported  # fmt: skip
-    aborted = next(e for e in record(runtime, run_id) if e.type == ev.RUN_ABORTED)
+    aborted = next(e for e in record(runtime, run_id) if e.type == RUN_ABORTED)
     assert aborted.agent == "research_left" and len(aborted.payload["interrupts"]) == 2
     record(runtime, run_id)
 
@@ -212,7 +223,7 @@ def test_every_event_type_is_emitted(runtime: Runtime, model: tuple[str, Script]
     shadowed_id = shadowed.create(SHADOWED, "shadowed.yaml", "scripted")
     asyncio.run(shadowed.drive(shadowed_id))
     record(shadowed, shadowed_id)
-    assert SEEN == set(ev.EVENT_TYPES)
+    assert SEEN == set(EVENT_TYPES)
 
 
 def test_cli_run_with_decide(tmp_path: Path, model: tuple[str, Script]) -> None:

@@ -8,9 +8,7 @@ import contextlib
 from pathlib import Path
 
 from groundstate.kernel import KernelConfig
-from groundstate.runtime.backends import HTTPBackend, LocalBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, LocalBackend, Runtime, make_backend
 
 from .conftest import Script, envelope
 
@@ -23,7 +21,7 @@ def test_a_hung_provider_times_out_as_a_hard_error(tmp_path: Path, model: tuple[
     script.delays = {"writer_a": 5.0}  # the provider sits on the request
     config = KernelConfig.model_validate({"shard_profiles": {"writer": {"max_execution_time_sec": 0.5}}})
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 't.db'}"), tmp_path,
-                      backend=HTTPBackend("openai-chat", "scripted", url), config=config)  # fmt: skip
+                      backend=make_backend(f"openai-chat:scripted@{url}"), config=config)  # fmt: skip
     run_id = runtime.create(FLOW, "slow.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
     node = state.nodes["writer_a"]
@@ -36,7 +34,7 @@ def test_the_default_profile_lets_a_prompt_answer_finish(tmp_path: Path, model: 
     script.answers = {"writer_a": [envelope("On time. [STATUS: SUCCESS]")]}
     script.delays = {"writer_a": 1.0}
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'd.db'}"), tmp_path,
-                      backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+                      backend=make_backend(f"openai-chat:scripted@{url}"))  # fmt: skip
     state = asyncio.run(runtime.drive(runtime.create(FLOW, "slow.yaml", "scripted")))
     assert state.status == "completed"
 

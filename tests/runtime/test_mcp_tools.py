@@ -14,11 +14,7 @@ from pathlib import Path
 import pytest
 
 from groundstate.config import load_config
-from groundstate.runtime import WorkflowError
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import TOOL_RESULT, EventStore, Runtime, WorkflowError, make_backend
 from groundstate.store import ToolJournal
 
 from .conftest import Script, envelope
@@ -39,7 +35,7 @@ def runtime_for(tmp_path: Path, url: str, repo: Path) -> Runtime:
     )
     settings = load_config(tmp_path / "groundstate.toml").config
     store = EventStore(f"sqlite:///{tmp_path / 'mcp.db'}")
-    return Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url), settings=settings)
+    return Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"), settings=settings)
 
 
 def test_an_agent_calls_real_mcp_servers_through_the_audited_path(tmp_path: Path, model: tuple[str, Script]) -> None:
@@ -56,7 +52,7 @@ def test_an_agent_calls_real_mcp_servers_through_the_audited_path(tmp_path: Path
     runtime = runtime_for(tmp_path, url, repo)
     run_id = runtime.create(FLOW, "flow.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
-    results = [e.payload for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
     assert [(r["tool"], r["decision"], r["status"]) for r in results] == [
         ("git__git_status", "/permit", "/success"), ("time__get_current_time", "/permit", "/success"),
         ("git__git_reset", "/deny", None)]  # fmt: skip
@@ -108,7 +104,7 @@ def test_disabling_mcp_writes_lets_the_workflows_mcp_tools_run(tmp_path: Path, m
     script.by_round = True
     script.answers = {"writer_x": [envelope("staging", [add]), envelope("done [STATUS: SUCCESS]")]}
     runtime = runtime_for(tmp_path, url, repo)
-    runtime = Runtime(runtime.store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url),
+    runtime = Runtime(runtime.store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"),
                       settings=runtime.settings.model_copy(update={"policy": runtime.settings.policy.model_copy(
                           update={"disable_guards": ["mcp_writes"]})}))  # fmt: skip
     run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_add"), "flow.yaml", "scripted")

@@ -10,9 +10,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime, make_backend
 
 from .conftest import Script, envelope
 from .test_configuration import with_usage
@@ -34,7 +32,7 @@ def test_a_runs_events_and_model_calls_are_counted(tmp_path: Path, model: tuple[
                                   (401, json.dumps({"error": {"message": "bad key", "code": "invalid_api_key"}})
                                    .encode()), "not a packet at all"]}  # fmt: skip
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'm.db'}"), tmp_path,
-                      backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+                      backend=make_backend(f"openai-chat:scripted@{url}"))  # fmt: skip
     run_id = runtime.create(FLOW, "m.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))  # the write runs; no execute_python: a protocol violation
     assert state.status == "awaiting_approval"

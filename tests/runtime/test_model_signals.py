@@ -10,8 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from groundstate.runtime import TOOL_CALL, TOOL_RESULT, Runtime
-from groundstate.runtime.runner import HELD_FOR_OPERATOR
+from groundstate.runtime import HELD_FOR_OPERATOR, TOOL_CALL, TOOL_RESULT, Runtime
 
 from .conftest import Script, envelope
 

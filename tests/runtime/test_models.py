@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import ModelSpecError
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import AGENT_STARTED, EventStore, ModelSpecError, Runtime
 
 from .conftest import Script, envelope
 
@@ -32,7 +29,7 @@ def flow(agent_model: str | None = None, workflow_model: str | None = None) -> s
 
 
 def started_backends(runtime: Runtime, run_id: str) -> dict[str, str]:
-    return {e.agent or "": e.payload["backend"] for e in runtime.store.events(run_id) if e.type == ev.AGENT_STARTED}
+    return {e.agent or "": e.payload["backend"] for e in runtime.store.events(run_id) if e.type == AGENT_STARTED}
 
 
 def test_an_agents_model_answers_that_agent(

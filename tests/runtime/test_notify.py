@@ -19,9 +19,7 @@ import pytest
 
 from groundstate.config import ProjectConfig
 from groundstate.errors import ConfigurationError
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime, make_backend
 
 from ..loopback import Reply, loopback
 from .conftest import Script
@@ -67,7 +65,7 @@ def receiver() -> Iterator[tuple[str, Receiver]]:
 def runtime_for(tmp_path: Path, model_url: str, notify: dict[str, Any]) -> Runtime:
     settings = ProjectConfig.model_validate({"notify": notify})
     return Runtime(EventStore(f"sqlite:///{tmp_path / 'n.db'}"), tmp_path, settings=settings,
-                   backend=HTTPBackend("openai-chat", "m", model_url))  # fmt: skip
+                   backend=make_backend(f"openai-chat:m@{model_url}"))  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import DecisionError, attempts_of
-from groundstate.runtime.runner import Runtime
+from groundstate.runtime import DecisionError, Runtime, attempts_of
 
 from .conftest import Script, envelope
 from .test_cli_decisions import groundstate

@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from groundstate.logic import Name
-from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import GuardKernel, guard_rules
-from groundstate.runtime.policy import PinnedPolicy
+from groundstate.runtime import GuardKernel, PinnedPolicy, guard_rules, parse_workflow
 
 FLOW = parse_workflow("""
 name: ranked

@@ -10,12 +10,19 @@ from pathlib import Path
 import pytest
 
 from groundstate.config import KernelConfig
-from groundstate.runtime import DecisionError, LeaseHeld, PinnedPolicy, PolicyPinError
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
-from groundstate.runtime.workflow import Role
+from groundstate.runtime import (
+    AGENT_STARTED,
+    POLICY_REPINNED,
+    RUN_CREATED,
+    DecisionError,
+    EventStore,
+    LeaseHeld,
+    PinnedPolicy,
+    PolicyPinError,
+    Role,
+    Runtime,
+    make_backend,
+)
 
 from .conftest import Script, envelope
 
@@ -42,7 +49,7 @@ def custom_patterns(tmp_path: Path) -> Path:
 
 def runtime_for(tmp_path: Path, url: str, patterns: Path | None) -> Runtime:
     store = EventStore(f"sqlite:///{tmp_path / 'pinned.db'}")
-    backend = HTTPBackend("openai-chat", "scripted", url)
+    backend = make_backend(f"openai-chat:scripted@{url}")
     return Runtime(store, tmp_path / "home", backend=backend, patterns_path=patterns)
 
 
@@ -57,7 +64,7 @@ def test_a_custom_rule_still_applies_after_a_decision_and_a_resume_elsewhere(
     state = asyncio.run(creator.drive(run_id))
     assert state.pause is not None and state.pause.reason == REASON
     created = creator.store.events(run_id)[0]
-    assert created.type == ev.RUN_CREATED and created.payload["policy"]["digest"].startswith("sha256:")
+    assert created.type == RUN_CREATED and created.payload["policy"]["digest"].startswith("sha256:")
 
     elsewhere = runtime_for(tmp_path, url, None)  # another process, started without the patterns file
     assert "no_secret_files" not in {p.id for p in elsewhere.policy.patterns}
@@ -93,7 +100,7 @@ def test_a_tampered_pin_is_refused(tmp_path: Path, model: tuple[str, Script]) ->
     state = asyncio.run(fresh.drive(run_id))
     assert state.status == "failed" and "does not match its digest" in (state.outcome or "")
     assert not (fresh.home / "runs" / run_id / "workspace" / "secret-plan.txt").exists()
-    assert ev.AGENT_STARTED not in [e.type for e in fresh.store.events(run_id)]
+    assert AGENT_STARTED not in [e.type for e in fresh.store.events(run_id)]
 
 
 def test_the_digest_covers_guards_and_patterns() -> None:
@@ -117,7 +124,7 @@ def test_repinning_is_an_explicit_logged_action(tmp_path: Path, model: tuple[str
     operator.store.release_lease(run_id, holder)
     state = operator.repin(run_id, "alice")
     repinned = operator.store.events(run_id)[-1]
-    assert repinned.type == ev.POLICY_REPINNED and repinned.actor == "alice" and repinned.payload["previous"] == old
+    assert repinned.type == POLICY_REPINNED and repinned.actor == "alice" and repinned.payload["previous"] == old
     assert state.policy is not None and state.policy["digest"] == operator.policy.digest != old
     assert state.status == "awaiting_approval"  # re-pinning decides nothing
     operator.decide(run_id, "retry")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from groundstate.runtime import parse_workflow
-from groundstate.runtime.guards import GuardKernel, guard_rules, pinned_file
-from groundstate.runtime.policy import PinnedPolicy
+from groundstate.runtime import GuardKernel, PinnedPolicy, guard_rules, parse_workflow
+from groundstate.runtime.guards import pinned_file
 
 FLOW = parse_workflow("""
 name: pinned

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import DecisionError, Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import DecisionError, EventStore, Runtime, make_backend
 from groundstate.store import AccountRefused, CallInDoubt, Operators, ToolJournal
 
 from ..holders import gone
@@ -35,7 +33,7 @@ def test_runs_pauses_and_racing_decisions_on_postgres(postgres: str, tmp_path: P
                                      envelope("x", [{"tool": "web_search", "argument": "battery"}]),
                                      envelope("Found. [STATUS: SUCCESS]")],
                       "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
-    runtimes = [Runtime(EventStore(postgres), tmp_path, backend=HTTPBackend("openai-chat", "s", url)) for _ in range(2)]
+    runtimes = [Runtime(EventStore(postgres), tmp_path, backend=make_backend(f"openai-chat:s@{url}")) for _ in range(2)]
     run_id = runtimes[0].create(FLOW, "pg.yaml", "scripted")
     state = asyncio.run(runtimes[0].drive(run_id))
     assert state.status == "awaiting_approval"

@@ -14,10 +14,7 @@ import pytest
 
 from groundstate import tools
 from groundstate.config import ConfigFileError, load_config
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import TOOL_RESULT, EventStore, Runtime, make_backend
 from groundstate.store import ToolJournal
 
 from .conftest import Script, envelope
@@ -84,11 +81,11 @@ def test_an_agent_calls_python_tools_through_the_audited_path(tmp_path: Path, mo
     ]), envelope("done [STATUS: SUCCESS]")]}  # fmt: skip
     settings = load_config(tmp_path / "groundstate.toml").config
     store = EventStore(f"sqlite:///{tmp_path / 'tools.db'}")
-    runtime = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url), settings=settings)
+    runtime = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"), settings=settings)
     run_id = runtime.create(FLOW, "flow.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
 
-    results = [e.payload for e in store.events(run_id) if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in store.events(run_id) if e.type == TOOL_RESULT]
     assert [(r["tool"], r["status"]) for r in results] == [
         ("count_words", "/success"), ("count_words", "/failure"), ("append_to", "/success"),
         ("append_to", "/success"), ("driver_pid", "/success")]  # fmt: skip
@@ -150,11 +147,11 @@ def test_a_sandboxed_tool_sees_its_module_not_the_folder_around_it(
     ]), envelope("done [STATUS: SUCCESS]")]}  # fmt: skip
     settings = load_config(tmp_path / "groundstate.toml").config
     store = EventStore(f"sqlite:///{tmp_path / 'tools.db'}")
-    runtime = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url), settings=settings)
+    runtime = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"), settings=settings)
     flow = FLOW.replace("tools: [count_words, append_to, driver_pid]", "tools: [read_path]")
     run_id = runtime.create(flow, "flow.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
-    token, secret, module = [e.payload for e in store.events(run_id) if e.type == ev.TOOL_RESULT]
+    token, secret, module = [e.payload for e in store.events(run_id) if e.type == TOOL_RESULT]
     assert token["status"] == "/failure" and "the-admin-token" not in token["output"]
     assert secret["status"] == "/failure" and "a secret" not in secret["output"]
     assert module["status"] == "/success" and "def read_path" in module["output"]  # its own file: shown

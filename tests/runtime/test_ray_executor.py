@@ -24,8 +24,18 @@ from fastapi.testclient import TestClient
 
 from groundstate.config import ProjectConfig
 from groundstate.console import create_app
-from groundstate.runtime import EventStore, InProcessExecutor, RunState, Runtime, open_executor
-from groundstate.runtime import run_events as ev
+from groundstate.runtime import (
+    AGENT_COMPLETED,
+    APPROVAL_DECIDED,
+    RUN_RESUMED,
+    RUN_STARTED,
+    TOOL_RESULT,
+    EventStore,
+    InProcessExecutor,
+    RunState,
+    Runtime,
+    open_executor,
+)
 
 from .conftest import Script, envelope
 
@@ -97,7 +107,7 @@ def outcome(runtime: Runtime, run_id: str) -> tuple[Any, ...]:
     """What a run did, without what depends on timing: its status, each agent's status and output, its events."""
     state = runtime.store.state(run_id)
     events = runtime.store.events(run_id)
-    outputs = sorted((e.agent, e.payload.get("output")) for e in events if e.type == ev.AGENT_COMPLETED)
+    outputs = sorted((e.agent, e.payload.get("output")) for e in events if e.type == AGENT_COMPLETED)
     kinds = sorted(Counter((e.type, e.agent) for e in events).items(), key=str)
     return state.status, sorted((a, n.status) for a, n in state.nodes.items()), outputs, kinds
 
@@ -105,16 +115,16 @@ def outcome(runtime: Runtime, run_id: str) -> tuple[Any, ...]:
 def drivers(runtime: Runtime, run_ids: list[str]) -> list[str]:
     """The driver named by each segment's RunStarted/RunResumed event."""
     return [e.payload["driver"] for run_id in run_ids for e in runtime.store.events(run_id)
-            if e.type in (ev.RUN_STARTED, ev.RUN_RESUMED)]  # fmt: skip
+            if e.type in (RUN_STARTED, RUN_RESUMED)]  # fmt: skip
 
 
 def exactly_once(runtime: Runtime, run_id: str) -> None:
     """The run's log is contiguous, every agent completed once, no tool call ran twice."""
     events = runtime.store.events(run_id)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert Counter(e.agent for e in events if e.type == ev.AGENT_COMPLETED) == {"research_a": 1, "writer_b": 1,
+    assert Counter(e.agent for e in events if e.type == AGENT_COMPLETED) == {"research_a": 1, "writer_b": 1,
                                                                                "writer_c": 1}  # fmt: skip
-    results = [(e.agent, json.dumps(e.payload.get("call"), sort_keys=True)) for e in events if e.type == ev.TOOL_RESULT]
+    results = [(e.agent, json.dumps(e.payload.get("call"), sort_keys=True)) for e in events if e.type == TOOL_RESULT]
     assert len(results) == len(set(results)) >= 1
 
 
@@ -169,7 +179,7 @@ def test_a_console_decision_wakes_a_run_that_paused_on_another_node(
     segments = drivers(runtime, [run_id])
     assert len(segments) == 2 and all("/" in holder for holder in segments)  # both segments on cluster nodes
     assert not any(f":{os.getpid()}:" in holder for holder in segments)  # never in the console's process
-    decided = [e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_DECIDED]
+    decided = [e for e in runtime.store.events(run_id) if e.type == APPROVAL_DECIDED]
     assert decided[0].actor.startswith("operator:")
 
 
@@ -182,12 +192,12 @@ def test_a_run_whose_driver_is_gone_is_taken_over_by_the_console(
     run_id = runtime.create(FLEET, "fleet.yaml", f"openai-chat:scripted@{url}")
     gone = "elsewhere:1:dead"  # a driver that started the run and died: its lease is never renewed
     runtime.store.acquire_lease(run_id, gone, 1.5)
-    runtime.store.append(run_id, ev.RUN_STARTED, None, {"model": "x", "driver": gone}, holder=gone)
+    runtime.store.append(run_id, RUN_STARTED, None, {"model": "x", "driver": gone}, holder=gone)
     with TestClient(create_app(runtime, "console-token", open_executor(runtime))):
         state = wait_for(runtime, run_id, {"completed", "failed"})
     assert state.status == "completed"
     exactly_once(runtime, run_id)
-    resumed = [e for e in runtime.store.events(run_id) if e.type == ev.RUN_RESUMED]
+    resumed = [e for e in runtime.store.events(run_id) if e.type == RUN_RESUMED]
     assert len(resumed) == 1 and "/" in resumed[0].payload["driver"]
 
 
@@ -317,7 +327,7 @@ def test_a_node_lost_mid_flight_leaves_every_run_completed_exactly_once(
     assert [s.status for s in states] == ["completed"] * len(run_ids)
     for run_id in run_ids:
         exactly_once(runtime, run_id)
-    resumed = [e for run_id in run_ids for e in runtime.store.events(run_id) if e.type == ev.RUN_RESUMED]
+    resumed = [e for run_id in run_ids for e in runtime.store.events(run_id) if e.type == RUN_RESUMED]
     assert resumed, "no run was taken over: the lost node drove none"
     assert all(victim.node_id[:12] not in e.payload["driver"] for e in resumed)
 
@@ -369,14 +379,14 @@ def test_run_and_resume_from_the_command_line_drive_on_the_cluster(
                              stdin=subprocess.DEVNULL)  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert store.state(run_id).status == "completed"
-    segments = [e.payload["driver"] for e in store.events(run_id) if e.type in (ev.RUN_STARTED, ev.RUN_RESUMED)]
+    segments = [e.payload["driver"] for e in store.events(run_id) if e.type in (RUN_STARTED, RUN_RESUMED)]
     workers = {n.node_id[:12] for n in cluster.worker_nodes}
     assert len(segments) == 2 and all(holder.split(":")[0].split("/")[1] in workers for holder in segments)
     here = ["groundstate", "run", str(flow), "--model", spec, "--config", str(config), "--executor", "local"]
     local = subprocess.run([*here, "--decide", "skip"], env=env, capture_output=True, text=True, timeout=180)
     assert "segments are driven" not in local.stdout  # --executor wins over the configuration
     last = store.runs()[0]["id"]
-    assert all("/" not in e.payload["driver"] for e in store.events(last) if e.type == ev.RUN_STARTED)
+    assert all("/" not in e.payload["driver"] for e in store.events(last) if e.type == RUN_STARTED)
 
 
 def test_serve_with_a_cluster_executor_drives_the_runs_it_starts_there(

@@ -10,9 +10,8 @@ from typing import cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundstate.runtime import NODE_EDGES, AgentSpec, Invocation, NodeStatus, Workflow
 from groundstate.runtime.readiness import Readiness
-from groundstate.runtime.state import NODE_EDGES, Invocation, NodeStatus
-from groundstate.runtime.workflow import AgentSpec, Workflow
 
 
 class Live:

@@ -13,13 +13,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groundstate.config import ProjectConfig
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend, LocalBackend
-from groundstate.runtime.guards import Answer, GuardKernel, guard_rules
-from groundstate.runtime.policy import PinnedPolicy
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
-from groundstate.runtime.workflow import parse_workflow
+from groundstate.runtime import (
+    APPROVAL_REQUESTED,
+    Answer,
+    Event,
+    EventStore,
+    GuardKernel,
+    LocalBackend,
+    PinnedPolicy,
+    Runtime,
+    guard_rules,
+    make_backend,
+    parse_workflow,
+)
 
 from .conftest import Script, envelope
 from .test_fallback import closed_port
@@ -37,14 +43,14 @@ def cut_short(text: str) -> bytes:
     return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
 
-def paused(runtime: Runtime) -> ev.Event:
+def paused(runtime: Runtime) -> Event:
     run_id = runtime.create(RESEARCH, "r.yaml", "m")
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "awaiting_approval", state.outcome
-    return next(e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_REQUESTED)
+    return next(e for e in runtime.store.events(run_id) if e.type == APPROVAL_REQUESTED)
 
 
-def reasons(event: ev.Event) -> list[str]:
+def reasons(event: Event) -> list[str]:
     return [r["reason"] for r in event.payload["reasons"]]
 
 
@@ -54,7 +60,7 @@ def test_a_providers_cut_off_leads_and_no_protocol_violation_is_added(
     url, script = model
     script.answers = {"research_a": [cut_short(json.dumps(envelope("The market is worth " + "a lot " * 40)))]}
     runtime = Runtime(
-        EventStore(f"sqlite:///{tmp_path / 'r.db'}"), tmp_path, backend=HTTPBackend("openai-chat", "m", url)
+        EventStore(f"sqlite:///{tmp_path / 'r.db'}"), tmp_path, backend=make_backend(f"openai-chat:m@{url}")
     )
     event = paused(runtime)
     assert event.payload["reason"] == CUT_OFF
@@ -75,7 +81,7 @@ def test_an_unreachable_model_leads_with_the_transport_failure(tmp_path: Path) -
     runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'r.db'}"), tmp_path, settings=settings)
     run_id = runtime.create(RESEARCH, "r.yaml")
     asyncio.run(runtime.drive(run_id))
-    event = next(e for e in runtime.store.events(run_id) if e.type == ev.APPROVAL_REQUESTED)
+    event = next(e for e in runtime.store.events(run_id) if e.type == APPROVAL_REQUESTED)
     assert event.payload["reason"].startswith("Execution failure in agent 'research_a': the model failed")
     assert event.payload["hint"].startswith("The model could not be reached")
     assert not any(r.startswith("Protocol violation") for r in reasons(event)), reasons(event)  # it never ran
@@ -85,7 +91,7 @@ def test_a_protocol_violations_hint_names_the_tool_to_use(tmp_path: Path, model:
     url, script = model
     script.answers = {"research_a": [envelope("It is big. [STATUS: SUCCESS]")]}
     runtime = Runtime(
-        EventStore(f"sqlite:///{tmp_path / 'r.db'}"), tmp_path, backend=HTTPBackend("openai-chat", "m", url)
+        EventStore(f"sqlite:///{tmp_path / 'r.db'}"), tmp_path, backend=make_backend(f"openai-chat:m@{url}")
     )
     event = paused(runtime)
     assert event.payload["reason"].startswith("Protocol violation: agent 'research_a' did not execute /web_search")

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.config import ProjectConfig
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventStore, Runtime
 
 from .conftest import Script, envelope
 

@@ -13,9 +13,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from groundstate.config import Policy, ProjectConfig
-from groundstate.runtime import EventStore, Runtime
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
+from groundstate.runtime import SHADOW_DISAGREED, EventStore, Runtime, make_backend
 
 from ..console.conftest import serving
 from .conftest import Script, envelope
@@ -35,7 +33,7 @@ def shadowed_runtime(tmp_path: Path, url: str, candidate: str, enforced: str | N
     guards = [tmp_path / "enforced.mg"] if enforced is not None else []
     settings = ProjectConfig(policy=Policy(guards=guards, shadow=[tmp_path / "candidate.mg"]))
     return Runtime(EventStore(f"sqlite:///{tmp_path / 'gs.db'}"), tmp_path / "home", settings=settings,
-                   backend=HTTPBackend("openai-chat", "scripted", url))  # fmt: skip
+                   backend=make_backend(f"openai-chat:scripted@{url}"))  # fmt: skip
 
 
 def test_a_disagreement_is_logged_counted_and_never_obeyed(tmp_path: Path, model: tuple[str, Script]) -> None:
@@ -47,7 +45,7 @@ def test_a_disagreement_is_logged_counted_and_never_obeyed(tmp_path: Path, model
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "completed"  # the candidate would have held the write: not obeyed
     assert (tmp_path / "home" / "runs" / run_id / "workspace" / "out.txt").read_text() == "written"
-    [disagreed] = [e for e in runtime.store.events(run_id) if e.type == ev.SHADOW_DISAGREED]
+    [disagreed] = [e for e in runtime.store.events(run_id) if e.type == SHADOW_DISAGREED]
     payload = disagreed.payload
     assert (payload["agent"], payload["checkpoint"], payload["decision"], payload["shadow"]) == \
         ("writer_a", "tool_call", "go", "pause")  # fmt: skip
@@ -72,7 +70,7 @@ def test_a_candidate_that_agrees_leaves_nothing(tmp_path: Path, model: tuple[str
     runtime = shadowed_runtime(tmp_path, url, "# the shipped rules alone\n")
     run_id = runtime.create(FLOW, "shadowed.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
-    assert not [e for e in runtime.store.events(run_id) if e.type == ev.SHADOW_DISAGREED]
+    assert not [e for e in runtime.store.events(run_id) if e.type == SHADOW_DISAGREED]
 
 
 def test_the_candidate_refusing_what_the_run_obeys_is_a_disagreement_too(
@@ -89,7 +87,7 @@ def test_the_candidate_refusing_what_the_run_obeys_is_a_disagreement_too(
     assert state.status == "awaiting_approval" and state.pause is not None
     assert state.pause.reason == "the candidate holds every write"
     assert not (tmp_path / "home" / "runs" / run_id / "workspace" / "out.txt").exists()
-    [disagreed] = [e.payload for e in runtime.store.events(run_id) if e.type == ev.SHADOW_DISAGREED]
+    [disagreed] = [e.payload for e in runtime.store.events(run_id) if e.type == SHADOW_DISAGREED]
     assert (disagreed["decision"], disagreed["shadow"]) == ("pause", "go")
 
 
@@ -122,5 +120,5 @@ def test_a_candidate_that_would_take_hours_is_cut_off_and_the_run_goes_on(
     run_id = runtime.create(FLOW, "shadowed.yaml", "scripted")
     state = asyncio.run(asyncio.wait_for(runtime.drive(run_id), 60))
     assert state.status == "completed"
-    [disagreed] = [e.payload for e in runtime.store.events(run_id) if e.type == ev.SHADOW_DISAGREED]
+    [disagreed] = [e.payload for e in runtime.store.events(run_id) if e.type == SHADOW_DISAGREED]
     assert disagreed["shadow"] == "error" and "time limit of 0.25 s" in disagreed["shadow_reason"], disagreed

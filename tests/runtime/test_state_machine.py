@@ -16,17 +16,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.runtime import (
+    AGENT_COMPLETED,
+    AGENT_FAILED,
+    AGENT_SKIPPED,
+    AGENT_STARTED,
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
     EVENT_TYPES,
+    NODE_CREATED,
+    NODE_EDGES,
+    POLICY_REPINNED,
+    RUN_ABORTED,
+    RUN_COMPLETED,
+    RUN_CREATED,
+    RUN_EDGES,
+    RUN_FAILED,
+    RUN_RESUMED,
+    RUN_STARTED,
+    TOOL_CALL,
+    TOOL_RESULT,
     Event,
     EventRefused,
     NodeStatus,
     RunEnded,
     RunState,
     RunStatus,
+    Runtime,
 )
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.state import NODE_EDGES, RUN_EDGES
 
 from .conftest import Script, envelope
 
@@ -36,30 +52,30 @@ WORKFLOW = "name: one\nagents:\n  - id: writer_x\n    instructions: write\n    t
 def test_every_status_has_a_row_and_ended_runs_have_no_edges() -> None:
     assert set(RUN_EDGES) == set(RunStatus) and set(NODE_EDGES) == set(NodeStatus)
     assert RUN_EDGES[RunStatus.COMPLETED] == {} and RUN_EDGES[RunStatus.ABORTED] == {}
-    assert RUN_EDGES[RunStatus.FAILED] == {ev.RUN_RESUMED: RunStatus.RUNNING, ev.POLICY_REPINNED: RunStatus.FAILED}
+    assert RUN_EDGES[RunStatus.FAILED] == {RUN_RESUMED: RunStatus.RUNNING, POLICY_REPINNED: RunStatus.FAILED}
     assert {event for row in RUN_EDGES.values() for event in row} == set(EVENT_TYPES)
 
 
 PAYLOADS: dict[str, dict[str, Any]] = {
-    ev.RUN_CREATED: {"workflow": "", "name": "n"},
-    ev.NODE_CREATED: {"agent": "a"},
-    ev.RUN_STARTED: {},
-    ev.RUN_RESUMED: {"restarted": []},
-    ev.AGENT_STARTED: {"attempt": 1},
-    ev.TOOL_CALL: {"tool": "write_file"},
-    ev.TOOL_RESULT: {"call": 1, "status": None},
-    ev.AGENT_COMPLETED: {"output": "x"},
-    ev.AGENT_FAILED: {"error": "e"},
-    ev.AGENT_SKIPPED: {},
-    ev.APPROVAL_REQUESTED: {"category": "safety", "reason": "r"},
-    ev.RUN_COMPLETED: {},
-    ev.RUN_FAILED: {},
-    ev.RUN_ABORTED: {},
+    RUN_CREATED: {"workflow": "", "name": "n"},
+    NODE_CREATED: {"agent": "a"},
+    RUN_STARTED: {},
+    RUN_RESUMED: {"restarted": []},
+    AGENT_STARTED: {"attempt": 1},
+    TOOL_CALL: {"tool": "write_file"},
+    TOOL_RESULT: {"call": 1, "status": None},
+    AGENT_COMPLETED: {"output": "x"},
+    AGENT_FAILED: {"error": "e"},
+    AGENT_SKIPPED: {},
+    APPROVAL_REQUESTED: {"category": "safety", "reason": "r"},
+    RUN_COMPLETED: {},
+    RUN_FAILED: {},
+    RUN_ABORTED: {},
 }
 steps = st.lists(
     st.one_of(
         st.tuples(st.sampled_from(sorted(PAYLOADS)), st.sampled_from(["a", None])),
-        st.tuples(st.just(ev.APPROVAL_DECIDED), st.sampled_from(["retry", "skip", "abort"])),
+        st.tuples(st.just(APPROVAL_DECIDED), st.sampled_from(["retry", "skip", "abort"])),
     ),
     max_size=40,
 )
@@ -70,7 +86,7 @@ steps = st.lists(
 def test_a_refused_event_changes_nothing_and_statuses_stay_in_their_machines(sequence: list[tuple[str, str]]) -> None:
     state, abort_decided = RunState("r"), False
     for seq, (event_type, extra) in enumerate(sequence, start=1):
-        if event_type == ev.APPROVAL_DECIDED:
+        if event_type == APPROVAL_DECIDED:
             pause = state.pause.seq if state.pause else 0
             event = Event("r", seq, event_type, "a", {"decision": extra, "pause": pause})
         else:
@@ -96,12 +112,12 @@ def test_an_event_a_node_cannot_take_is_refused_before_it_is_stored(
 ) -> None:
     model[1].answers = {"writer_x": [envelope("done [STATUS: SUCCESS]")]}
     run_id = runtime.create(WORKFLOW, "one.yaml", "scripted")
-    runtime.store.append(run_id, ev.RUN_STARTED, None, {})
+    runtime.store.append(run_id, RUN_STARTED, None, {})
     with pytest.raises(EventRefused, match=r"agent writer_x of run .* is pending: no AgentCompleted can follow"):
-        runtime.store.append(run_id, ev.AGENT_COMPLETED, "writer_x", {"output": "never ran"})
-    assert [e.type for e in runtime.store.events(run_id)] == [ev.RUN_CREATED, ev.NODE_CREATED, ev.RUN_STARTED]
+        runtime.store.append(run_id, AGENT_COMPLETED, "writer_x", {"output": "never ran"})
+    assert [e.type for e in runtime.store.events(run_id)] == [RUN_CREATED, NODE_CREATED, RUN_STARTED]
     with pytest.raises(EventRefused, match="is running: no ApprovalDecided event can follow"):
-        runtime.store.append(run_id, ev.APPROVAL_DECIDED, "writer_x", {"decision": "retry", "pause": 1})
+        runtime.store.append(run_id, APPROVAL_DECIDED, "writer_x", {"decision": "retry", "pause": 1})
     assert runtime.store.state(run_id).nodes["writer_x"].status == NodeStatus.PENDING
 
 

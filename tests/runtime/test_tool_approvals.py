@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.runner import Runtime
+from groundstate.runtime import TOOL_RESULT, Runtime
 
 from .conftest import Script, envelope
 from .test_guards import DANGER
@@ -46,7 +45,7 @@ def test_retrying_a_held_call_lets_that_exact_call_run_once(runtime: Runtime, mo
     assert len(runtime.store.state(run_id).approved_calls["coder_x"]) == 1
     state = asyncio.run(runtime.drive(run_id))
     assert state.status == "completed" and not (workspace / "keep.txt").exists()  # the approved call ran
-    results = [e.payload for e in runtime.store.events(run_id) if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in runtime.store.events(run_id) if e.type == TOOL_RESULT]
     assert [(r["tool"], r["status"]) for r in results] == [("delete_file", "/success")]
     assert results[0]["call"] != held and state.approved_calls["coder_x"] == []  # a new call, the approval spent
 

@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.backends import HTTPBackend
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import AGENT_STARTED, APPROVAL_REQUESTED, TOOL_RESULT, EventStore, Runtime, make_backend
 from groundstate.store import ToolJournal
 
 from .conftest import Script, envelope
@@ -86,14 +83,14 @@ def test_a_call_in_flight_when_the_driver_dies_pauses_the_resumed_run(
     assert effects(tmp_path, run_id) == ["ran"]
     asked = len(script.requests)
 
-    resumed = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
+    resumed = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"))
     state = asyncio.run(resumed.drive(run_id))
     assert state.status == "awaiting_approval" and state.pause is not None
     assert state.pause.category == "safety" and state.pause.agent == "writer_x"
     assert state.pause.reason.startswith("Tool call in doubt: execute_python on ''")
     assert "may or may not have taken effect" in state.pause.reason
     assert len(script.requests) == asked and effects(tmp_path, run_id) == ["ran"]  # nothing was asked or run again
-    why = next(e for e in store.events(run_id) if e.type == ev.APPROVAL_REQUESTED).payload["why"]
+    why = next(e for e in store.events(run_id) if e.type == APPROVAL_REQUESTED).payload["why"]
     assert "tool_in_doubt(" in str(why)  # the derivation names the journal's fact
 
     script.answers = {"writer_x": [envelope("working", [appends()]), envelope("done [STATUS: SUCCESS]")]}
@@ -117,14 +114,14 @@ def test_a_finished_call_is_not_run_again_when_the_run_resumes(tmp_path: Path, m
     assert effects(tmp_path, run_id) == ["ran"]
     script.delays = {}
 
-    resumed = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
+    resumed = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"))
     assert asyncio.run(resumed.drive(run_id)).status == "completed"
     assert effects(tmp_path, run_id) == ["ran"]  # the call was not run again
     events = store.events(run_id)
-    results = [e.payload for e in events if e.type == ev.TOOL_RESULT]
+    results = [e.payload for e in events if e.type == TOOL_RESULT]
     assert [(r["status"], r.get("journal")) for r in results] == [("/success", None), ("/success", "replayed")]
     assert results[0]["output"] == results[1]["output"]  # the model got the recorded result
-    assert [e.payload["journal"] for e in events if e.type == ev.AGENT_STARTED] == [1, 1]  # the same epoch
+    assert [e.payload["journal"] for e in events if e.type == AGENT_STARTED] == [1, 1]  # the same epoch
 
 
 def test_an_operators_retry_runs_the_calls_again(tmp_path: Path, model: tuple[str, Script]) -> None:
@@ -132,7 +129,7 @@ def test_an_operators_retry_runs_the_calls_again(tmp_path: Path, model: tuple[st
     script.by_round = True
     script.answers = {"writer_x": [envelope("working", [appends()]), envelope("nothing [STATUS: NULL]")]}
     store = EventStore(f"sqlite:///{tmp_path / 'retry.db'}")
-    runtime = Runtime(store, tmp_path / "home", backend=HTTPBackend("openai-chat", "scripted", url))
+    runtime = Runtime(store, tmp_path / "home", backend=make_backend(f"openai-chat:scripted@{url}"))
     run_id = runtime.create(FLOW, "flow.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == "awaiting_approval"  # semantic null
     runtime.decide(run_id, "retry")
@@ -140,5 +137,5 @@ def test_an_operators_retry_runs_the_calls_again(tmp_path: Path, model: tuple[st
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     assert effects(tmp_path, run_id) == ["ran", "ran"]  # a new attempt: a new epoch, its calls run
     events = store.events(run_id)
-    assert [e.payload["journal"] for e in events if e.type == ev.AGENT_STARTED] == [1, 2]
-    assert not [e for e in events if e.type == ev.TOOL_RESULT and e.payload.get("journal")]
+    assert [e.payload["journal"] for e in events if e.type == AGENT_STARTED] == [1, 2]
+    assert not [e for e in events if e.type == TOOL_RESULT and e.payload.get("journal")]

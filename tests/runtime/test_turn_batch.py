@@ -16,10 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groundstate.config import load_config
-from groundstate.runtime.backends import Piece
-from groundstate.runtime.runner import Runtime
-from groundstate.runtime.state import EventRefused
-from groundstate.runtime.store import EventStore
+from groundstate.runtime import EventRefused, EventStore, Piece, Runtime
 from groundstate.runtime.turn_batch import Item, TurnBatch
 from groundstate.wire import ByteVocabulary, Vocabulary
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime.workflow import WorkflowError, load_workflow, parse_workflow
+from groundstate.runtime import WorkflowError, load_workflow, parse_workflow
 
 GOOD = """
 name: brief

@@ -116,8 +116,7 @@ def test_the_unconfined_switch_is_explicit_and_loud(tmp_path: Path) -> None:
 
 
 def test_the_virtual_store_runs_programs_in_the_sandbox_it_is_given(tmp_path: Path) -> None:
-    from groundstate.kernel import ShardProfile, VirtualStore, Workspace
-    from groundstate.kernel.executors import Action
+    from groundstate.kernel import Action, ShardProfile, VirtualStore, Workspace
 
     action = Action("/action/1", "execute_python", "", "print('hi')")
     given = VirtualStore(Workspace(tmp_path), sandbox=Sandbox(confined=False)).run("execute_python", action,

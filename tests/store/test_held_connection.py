@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, text
 
-from groundstate.runtime import EventStore
-from groundstate.runtime import run_events as ev
+from groundstate.runtime import AGENT_STARTED, NODE_CREATED, RUN_CREATED, RUN_STARTED, TOOL_CALL, EventStore
 from groundstate.store import HeldConnection, open_engine
 
 FLOW = "name: flow\nagents:\n  - id: writer_a\n    instructions: x\n"
@@ -22,14 +21,14 @@ FLOW = "name: flow\nagents:\n  - id: writer_a\n    instructions: x\n"
 def started(tmp_path: Path) -> tuple[EventStore, str]:
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
     run_id = store.create_run("flow", FLOW, None)
-    store.append(run_id, ev.NODE_CREATED, None, {"agent": "writer_a"})
-    store.append(run_id, ev.RUN_STARTED, None, {})
-    store.append(run_id, ev.AGENT_STARTED, "writer_a", {"attempt": 1})
+    store.append(run_id, NODE_CREATED, None, {"agent": "writer_a"})
+    store.append(run_id, RUN_STARTED, None, {})
+    store.append(run_id, AGENT_STARTED, "writer_a", {"attempt": 1})
     return store, run_id
 
 
 def call(store: EventStore, run_id: str, i: int) -> None:
-    store.append(run_id, ev.TOOL_CALL, "writer_a", {"tool": "web_search", "target": str(i), "payload": ""})
+    store.append(run_id, TOOL_CALL, "writer_a", {"tool": "web_search", "target": str(i), "payload": ""})
 
 
 def test_appends_and_state_reads_take_no_connection_from_the_pool(tmp_path: Path) -> None:
@@ -82,7 +81,7 @@ def test_a_failed_transaction_leaves_the_connection_clean(tmp_path: Path) -> Non
     store, run_id = started(tmp_path)
 
     def half_then_refuse(_state: object) -> Iterator[tuple[str, str | None, dict[str, object]]]:
-        yield ev.TOOL_CALL, "writer_a", {"tool": "web_search", "target": "written, then rolled back", "payload": ""}
+        yield TOOL_CALL, "writer_a", {"tool": "web_search", "target": "written, then rolled back", "payload": ""}
         raise RuntimeError("the builder refuses after one event was inserted")
 
     with pytest.raises(RuntimeError):
@@ -126,9 +125,9 @@ def test_an_in_memory_store_keeps_using_its_one_database(tmp_path: Path) -> None
     store in two, so none is held and everything stays on the pool's one connection."""
     store = EventStore("sqlite://")
     first = store.create_run("flow", FLOW, None)
-    store.append(first, ev.RUN_STARTED, None, {})
+    store.append(first, RUN_STARTED, None, {})
     second = store.create_run("flow", FLOW, None)
-    assert [e.type for e in store.events(first)] == [ev.RUN_CREATED, ev.RUN_STARTED]
+    assert [e.type for e in store.events(first)] == [RUN_CREATED, RUN_STARTED]
     assert {row["id"] for row in store.runs()} == {first, second}
     assert HeldConnection.of(store.engine) is None
     assert HeldConnection.of(EventStore(f"sqlite:///{tmp_path / 'file.db'}").engine) is not None

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.store import CallInDoubt, ToolJournal, call_digest
-from groundstate.store.holders import this_process
+from groundstate.store import CallInDoubt, ToolJournal, call_digest, this_process
 
 from ..holders import gone
 

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from groundstate import tracing
-from groundstate.runtime.runner import Runtime
+from groundstate.runtime import Runtime
 
 from ..guard.test_mcp_guard import TIME, guarded
 from ..loopback import Reply, loopback

@@ -8,8 +8,8 @@ import sys
 import tracemalloc
 from pathlib import Path
 
-from groundstate.wire import Content, Decoder, Mode, Reset
-from groundstate.wire.constants import Kind, Op, Reason
+from groundstate.wire import Content, Decoder, Mode, Reason, Reset
+from groundstate.wire.constants import Kind, Op
 from groundstate.wire.frames import encode_frame
 
 from .make_vectors import hello

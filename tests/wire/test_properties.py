@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from groundstate.wire import Content, Decoder, Encoder, Mode, Reset, StreamEnd, UpstreamError
-from groundstate.wire.constants import Kind, Op, Reason
+from groundstate.wire import Content, Decoder, Encoder, Mode, Reason, Reset, StreamEnd, UpstreamError
+from groundstate.wire.constants import Kind, Op
 from groundstate.wire.encoder import encode_tokens
 from groundstate.wire.frames import FrameScanner, encode_frame
 from groundstate.wire.hello import encode_hello

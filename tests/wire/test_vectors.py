@@ -38,7 +38,7 @@ def test_vector(vector: dict[str, Any]) -> None:
 
 
 def test_every_reset_reason_has_a_vector() -> None:
-    from groundstate.wire.constants import Reason
+    from groundstate.wire import Reason
 
     covered = {c["reason"] for v in VECTORS for c in v["chunks"] if c["kind"] == "reset"}
     # TooManyStreams needs 1,025 open streams; tests/wire/test_hostile.py covers it with a small bound

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.wire import Content, Decoder
+from groundstate.wire import ByteVocabulary, Content, Decoder, Detokenizer, TokenizerVocabulary, UnknownToken
 from groundstate.wire.encoder_input import EventError, MultiEncoder, parse_events
 from groundstate.wire.profile import hot_table
-from groundstate.wire.vocab import ByteVocabulary, Detokenizer, TokenizerVocabulary, UnknownToken
 
 CORPUS = (
     "The model proposes, logic decides. Naïve café owners 🎉 write déjà-vu notes; "

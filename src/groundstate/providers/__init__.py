@@ -40,7 +40,8 @@ from .normalized import (
 )
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
 from .sse import ServerSentEvent, SSEParser, SSETruncated
-from .text_tools import UnknownStyle
+from .text_tools import TextToolCalls, UnknownStyle
+from .think_tags import ThinkTags
 
 _LAZY = {
     "ChatRequestError": ("chat_request", "ChatRequestError"),
@@ -52,7 +53,8 @@ _LAZY = {
     "McpServerError": ("mcp_servers", "McpServerError"), "Upstreams": ("mcp_servers", "Upstreams"),
     "connect": ("mcp_servers", "connect"), "first_error": ("mcp_servers", "first_error"),
     "ProviderMetrics": ("metrics", "ProviderMetrics"), "provider_of": ("metrics", "provider_of"),
-    "ReplyTooLarge": ("upstream", "ReplyTooLarge"), "UpstreamFailure": ("upstream", "UpstreamFailure"),
+    "ReplyTooLarge": ("upstream", "ReplyTooLarge"), "Upstream": ("upstream", "Upstream"),
+    "UpstreamFailure": ("upstream", "UpstreamFailure"),
 }  # fmt: skip
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
     from .gateway import serve as serve_gateway
     from .mcp_servers import SEPARATOR, McpServerError, ToolCaller, Upstreams, connect, first_error
     from .metrics import ProviderMetrics, provider_of
-    from .upstream import ReplyTooLarge, UpstreamFailure
+    from .upstream import ReplyTooLarge, Upstream, UpstreamFailure
 
 
 def __getattr__(name: str) -> Any:
@@ -109,7 +111,9 @@ __all__ = [
     "StreamClient",
     "TextConventions",
     "TextDelta",
+    "TextToolCalls",
     "ThinkDelta",
+    "ThinkTags",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallStart",
@@ -118,6 +122,7 @@ __all__ = [
     "UnknownAPI",
     "UnknownPath",
     "UnknownStyle",
+    "Upstream",
     "UpstreamFailure",
     "Upstreams",
     "Usage",

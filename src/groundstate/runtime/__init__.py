@@ -11,9 +11,10 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 
 from ..errors import StoreError
 from .attempts import Attempt, attempts_of
-from .backends import ModelSpecError, check_model_spec, make_backend
+from .backends import LocalBackend, ModelSpecError, Piece, check_model_spec, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
+from .decisions import DECISIONS, DecisionConflict, DecisionError, decision_events, repin_events
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, InProcessExecutor, RunExecutorError, open_executor
 from .flows import RunFlows, natures
@@ -40,19 +41,22 @@ from .run_events import (
     RUN_FAILED,
     RUN_RESUMED,
     RUN_STARTED,
+    SHADOW_DISAGREED,
     TOOL_CALL,
     TOOL_RESULT,
     Event,
 )
-from .runner import DECISIONS, DecisionConflict, DecisionError, Runtime
+from .runner import HELD_FOR_OPERATOR, Runtime
 from .state import (
     ABORTED,
     AWAITING_APPROVAL,
     COMPLETED,
     FAILED,
     FINISHED,
+    NODE_EDGES,
     PAUSED,
     PENDING,
+    RUN_EDGES,
     RUNNING,
     SKIPPED,
     SUCCEEDED,
@@ -67,7 +71,7 @@ from .state import (
 )
 from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
 from .terminal import Autopilot, TerminalDriver, check_decision_options, say
-from .workflow import AgentSpec, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
+from .workflow import AgentSpec, Role, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
 
 __all__ = [
     "ABORTED",
@@ -83,8 +87,10 @@ __all__ = [
     "EVENT_TYPES",
     "FAILED",
     "FINISHED",
+    "HELD_FOR_OPERATOR",
     "INTERRUPTED",
     "NODE_CREATED",
+    "NODE_EDGES",
     "PAUSED",
     "PENDING",
     "POLICY_REPINNED",
@@ -93,9 +99,11 @@ __all__ = [
     "RUN_ABORTED",
     "RUN_COMPLETED",
     "RUN_CREATED",
+    "RUN_EDGES",
     "RUN_FAILED",
     "RUN_RESUMED",
     "RUN_STARTED",
+    "SHADOW_DISAGREED",
     "SHADOW_TIME_LIMIT_S",
     "SKIPPED",
     "SUCCEEDED",
@@ -118,12 +126,15 @@ __all__ = [
     "Invocation",
     "LeaseHeld",
     "LeaseLost",
+    "LocalBackend",
     "ModelSpecError",
     "NodeStatus",
     "Pattern",
     "Pause",
+    "Piece",
     "PinnedPolicy",
     "PolicyPinError",
+    "Role",
     "RuleOrigins",
     "RunEnded",
     "RunExecutorError",
@@ -148,6 +159,7 @@ __all__ = [
     "configured_runtime",
     "current_instructions",
     "dag_view",
+    "decision_events",
     "default_db_url",
     "guard_rule_parts",
     "guard_rules",
@@ -162,6 +174,7 @@ __all__ = [
     "pauses_json",
     "recorded_answers",
     "recording_index",
+    "repin_events",
     "replay_reports",
     "replay_runs",
     "say",

@@ -24,7 +24,7 @@ from typing import Any
 from .. import tools as python_tools
 from .. import tracing
 from ..config import Price, ProjectConfig
-from ..errors import InputError, StateConflict, StoreError
+from ..errors import StoreError
 from ..kernel import (
     ARGUMENT_IS_PAYLOAD,
     EXECUTORS,
@@ -49,12 +49,19 @@ from ..logic import LogicError, Name
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, answer_tags, tool_requests
 from ..provenance import ArgumentsRefused
 from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
-from ..store import ToolJournal, decision_refused, this_process
+from ..store import ToolJournal, this_process
 from ..wire import Mode
 from . import run_events as ev
 from .backends import Backend, Piece, Signals, check_model_spec, make_backend, origin_of
 from .context import Fitted, fit_upstream, upstream_room
 from .cortex import load_patterns
+from .decisions import (
+    DecisionError,
+    Planned,
+    check_decision,
+    decision_events,
+    repin_events,
+)
 from .deferred_starts import DeferredStarts
 from .flows import RunFlows, natures
 from .guards import Answer, PauseDecision, Spent, defaults_dir, guard_rules
@@ -78,7 +85,6 @@ from .state import (
     TERMINAL,
     ApprovedCall,
     NodeStatus,
-    Pause,
     RunEnded,
     RunState,
     add_usage,
@@ -103,30 +109,7 @@ HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for 
 INTERRUPTED_BEFORE_CALL = "not run: a cortex pattern interrupted the run when the call was requested"
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
-DECISIONS = ("retry", "skip", "abort")
-
-
-def decision_problem(decision: str | None, instructions: bool) -> str | None:
-    """What is wrong with a decision given on the command line (None: nothing): an unknown one, or new instructions
-    with anything but a retry — they would be ignored, so they are refused."""
-    if decision is not None and decision not in DECISIONS:
-        return f"--decide must be one of {', '.join(DECISIONS)}"
-    if instructions and decision != "retry":
-        given = f"--decide {decision}" if decision else "no --decide"
-        return f"--instructions are for a retried agent (--decide retry), not {given}"
-    return None
-
-
 MAX_ERROR_CHARS = 2000
-
-
-class DecisionError(InputError, ValueError):
-    """A decision that cannot apply as given (an unknown decision, several open pauses and none named)."""
-
-
-class DecisionConflict(DecisionError, StateConflict):
-    """A decision the run's state no longer admits: its pause was decided, the run is not awaiting approval, or
-    the deciding account started the run (separation of duties)."""
 
 
 @dataclass
@@ -155,6 +138,21 @@ class Conclusion:
         """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "seconds": round(time.monotonic() - self.started, 3), "cost": round(self.cost, 6)}  # fmt: skip
+
+
+@dataclass
+class OneAnswer:
+    """One model's answer in a round of a conversation: the model asked, where its text goes (the packet gate, the
+    attempt's conclusion), where its pieces are recorded, how long it may take and what its tokens cost."""
+
+    backend: Backend
+    conversation: Conversation
+    gate: PacketGate
+    conclusion: Conclusion
+    recorder: RunRecording
+    bridge: SigilBridge
+    seconds: float
+    price: Price | None
 
 
 @dataclass
@@ -855,8 +853,9 @@ class Runtime:
         for backend in self._backends_for(ctx, conversation.spec):
             stream = recording.stream(conversation.spec.id, attempt, round_number, backend.name)  # each model its own
             bridge = SigilBridge(backend.vocabulary, stream_id=stream)
-            error, answered = await self._stream_from(backend, conversation, gate, conclusion, recording, bridge,
-                                                      seconds, ctx.prices.get(backend.name))  # fmt: skip
+            one = OneAnswer(backend, conversation, gate, conclusion, recording, bridge, seconds,
+                            ctx.prices.get(backend.name))  # fmt: skip
+            error, answered = await self._stream_from(one)
             recording.write(bridge.end())
             conclusion.model, conclusion.error = backend.name, error
             if error is None or answered:
@@ -877,46 +876,28 @@ class Runtime:
             conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
         return gated
 
-    async def _stream_from(
-        self,
-        backend: Backend,
-        conversation: Conversation,
-        gate: PacketGate,
-        conclusion: Conclusion,
-        recorder: RunRecording,
-        bridge: SigilBridge,
-        seconds: float,
-        price: Price | None,
-    ) -> tuple[str | None, bool]:
-        """One model's answer, within ``seconds`` (the shard profile's ``max_execution_time_sec``: a hung provider
-        is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its tokens
-        are counted, and priced by ``price`` when the model has one. A span of its own when tracing is on."""
+    async def _stream_from(self, one: OneAnswer) -> tuple[str | None, bool]:
+        """One model's answer, within ``one.seconds`` (the shard profile's ``max_execution_time_sec``: a hung
+        provider is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its
+        tokens are counted, and priced when the model has a price. A span of its own when tracing is on."""
         if not tracing.enabled():
-            return await self._answer_from(backend, conversation, gate, conclusion, recorder, bridge, seconds, price)
+            return await self._answer_from(one)
+        backend, conversation, conclusion = one.backend, one.conversation, one.conclusion
         attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": backend.name,
                                             "gen_ai.agent.name": conversation.spec.id,
                                             "groundstate.prompt_chars": sum(
                                                 len(m["content"]) for m in conversation.messages)}  # fmt: skip
         before = (conclusion.input_tokens, conclusion.output_tokens)
         with tracing.span(f"chat {backend.name}", attributes, kind="client") as current:
-            error, answered = await self._answer_from(backend, conversation, gate, conclusion, recorder, bridge,
-                                                      seconds, price)  # fmt: skip
+            error, answered = await self._answer_from(one)
             tracing.note(current, gen_ai__usage__input_tokens=int(conclusion.input_tokens - before[0]),
                          gen_ai__usage__output_tokens=int(conclusion.output_tokens - before[1]),
                          error__type=conclusion.error_kind if error else None)  # fmt: skip
         return error, answered
 
-    async def _answer_from(
-        self,
-        backend: Backend,
-        conversation: Conversation,
-        gate: PacketGate,
-        conclusion: Conclusion,
-        recorder: RunRecording,
-        bridge: SigilBridge,
-        seconds: float,
-        price: Price | None,
-    ) -> tuple[str | None, bool]:
+    async def _answer_from(self, one: OneAnswer) -> tuple[str | None, bool]:
+        backend, conversation, conclusion, seconds, price = one.backend, one.conversation, one.conclusion, \
+            one.seconds, one.price  # fmt: skip
         error, answered = None, False
         try:
             async with asyncio.timeout(seconds):
@@ -931,10 +912,10 @@ class Runtime:
                         conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
                         self.run_metrics.providers.used(backend.name, *piece.usage)
                     conclusion.thinking += piece.thinking
-                    recorder.write(_recorded(bridge, piece))
+                    one.recorder.write(_recorded(one.bridge, piece))
                     if piece.text or piece.tokens:
                         conversation.raw.append(piece.text)
-                        gate.feed(piece.text)
+                        one.gate.feed(piece.text)
         except TimeoutError:
             self._count_call(backend.name, None, "timeout")
             late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
@@ -1147,25 +1128,11 @@ class Runtime:
         """Apply the operator's decision to the open pause ``pause`` (its id: ``Pause.id``). Without an id, only a
         run with exactly one open pause can be decided. DecisionError when the run is not awaiting approval, the id
         names no open pause (one already decided is named as such), or several are open and none is named."""
-        if decision not in DECISIONS:
-            raise DecisionError(f"unknown decision {decision!r}: use retry, skip or abort")
+        check_decision(decision)
+        self_approval = self.settings.access.self_approval
 
-        def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
-            answered = _answered(state, pause)
-            deciding = _account(actor)
-            refused = deciding and decision_refused(deciding, _account(state.created_by),
-                                                    self.settings.access.self_approval)  # fmt: skip
-            if refused:  # access.mg: whoever started the run does not decide its pauses
-                raise DecisionConflict(f"run {run_id}, pause {answered.id}: {refused}")
-            payload = {"decision": decision, "pause": answered.seq, "reason": answered.reason}
-            if instructions and decision == "retry":
-                payload["instructions"] = instructions
-            out: list[tuple[str, str | None, dict[str, Any]]] = [(ev.APPROVAL_DECIDED, answered.agent, payload)]
-            if decision == "skip" and answered.agent:
-                out.append((ev.AGENT_SKIPPED, answered.agent, {"by": actor}))
-            if decision == "abort":
-                out.append((ev.RUN_ABORTED, answered.agent, {"reason": f"aborted by {actor}"}))
-            return out
+        def build(state: RunState) -> Planned:
+            return decision_events(state, decision, instructions, actor, pause, self_approval)
 
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
             self.run_metrics.observe(event)
@@ -1201,13 +1168,10 @@ class Runtime:
         self.store.acquire_lease(run_id, holder, self.lease_seconds)  # no driver may start meanwhile
         try:
 
-            def build(state: RunState) -> list[tuple[str, str | None, dict[str, Any]]]:
-                if state.status not in (PENDING, AWAITING_APPROVAL, FAILED):
-                    raise DecisionConflict(f"run {run_id} is {state.status}: only a pending, paused or failed run can "
-                                        "be re-pinned")  # fmt: skip
+            def build(state: RunState) -> Planned:
+                planned = repin_events(state, self.policy.to_json())
                 parse_workflow(state.workflow, run_id, roles=self.roles)  # every agent keeps a role
-                previous = (state.policy or {}).get("digest")
-                return [(ev.POLICY_REPINNED, None, {"policy": self.policy.to_json(), "previous": previous})]
+                return planned
 
             self.store.transact(run_id, build, actor)
         finally:
@@ -1224,34 +1188,6 @@ def error_kind(error: ErrorRecord) -> str:
     if error.status is None and error.evidence.get("exception"):
         return "transport"
     return "provider"
-
-
-def _account(actor: str) -> str | None:
-    """The operator account an actor of the event log names (``operator:dana``), or None (the runtime, a policy)."""
-    return actor.removeprefix("operator:") if actor.startswith("operator:") else None
-
-
-def _answered(state: RunState, pause: int | None) -> Pause:
-    """The open pause a decision answers (DecisionError saying why there is none)."""
-    if pause is not None:
-        found = state.open_pause(pause)
-        if found is not None and state.status == AWAITING_APPROVAL:
-            return found
-        if pause in state.decided:
-            raise DecisionConflict(f"pause {pause} of run {state.run_id} is no longer open: {state.decided[pause]}")
-        raise DecisionConflict(f"run {state.run_id} has no open pause {pause}{_open_ones(state)}")
-    if state.status != AWAITING_APPROVAL or not state.pauses:
-        raise DecisionConflict(f"run {state.run_id} is {state.status}, not awaiting approval: nothing to decide")
-    if len(state.pauses) > 1:
-        raise DecisionError(f"run {state.run_id} has {len(state.pauses)} open pauses{_open_ones(state)}; name the "
-                            "one you decide")  # fmt: skip
-    return state.pauses[0]
-
-
-def _open_ones(state: RunState) -> str:
-    if not state.pauses or state.status != AWAITING_APPROVAL:
-        return f" (it is {state.status}: no pause is open)"
-    return " (open: " + ", ".join(f"{p.id} for {p.agent or 'the run'}" for p in state.pauses) + ")"
 
 
 def _summary(results: list[tuple[str, ActionReport | None, str]]) -> str:

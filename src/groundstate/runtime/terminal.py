@@ -19,10 +19,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from .decisions import decision_problem
 from .display import approval_card, dag_view
 from .executors import Executor, InProcessExecutor
 from .pauses import current_instructions
-from .runner import Runtime, decision_problem
+from .runner import Runtime
 from .state import AWAITING_APPROVAL, Pause, RunState
 from .workflow import workflow_of
 

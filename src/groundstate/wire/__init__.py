@@ -12,7 +12,7 @@ The public face: the encoder and the sans-IO decoder with the chunks it yields, 
 from typing import TYPE_CHECKING, Any
 
 from .chunks import Chunk, Content, Hello, Reset, StreamEnd, UpstreamError
-from .constants import MODES, Mode
+from .constants import MODES, Mode, Reason
 from .decoder import Decoder
 from .encoder import Encoder
 from .errors import EncodeError, HelloError, TransportError
@@ -45,6 +45,7 @@ __all__ = [
     "HelloError",
     "LlamaVocabulary",
     "Mode",
+    "Reason",
     "Recorder",
     "Reset",
     "StreamEnd",
