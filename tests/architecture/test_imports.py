@@ -198,32 +198,16 @@ INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
         "white-box test of the streaming gate's scanner (Where, its private states)",
     ("tests/packets/test_hostile.py", "groundstate.packets.extract"):
         "unit test of finding the envelope in hostile text (find_envelope)",
-    ("tests/providers/test_adapters.py", "groundstate.providers.anthropic"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
-    ("tests/providers/test_adapters.py", "groundstate.providers.ollama"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
-    ("tests/providers/test_adapters.py", "groundstate.providers.openai_chat"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
-    ("tests/providers/test_adapters.py", "groundstate.providers.openai_responses"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
-    ("tests/providers/test_bridge.py", "groundstate.providers.anthropic"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
     ("tests/providers/test_bridge.py", "groundstate.providers.bridge"):
         "patches FRAME_TOKENS where the bridge reads it",
     ("tests/providers/test_client.py", "groundstate.providers.client"):
         "clears the module's cached TLS context (tls_context)",
-    ("tests/providers/test_conventions.py", "groundstate.providers.openai_chat"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
     ("tests/providers/test_errors.py", "groundstate.providers.errors"):
         "unit test of Retry-After parsing (retry_after, parse_duration)",
     ("tests/providers/test_gateway_metrics_relay.py", "groundstate.providers.gateway"):
         "patches HELD_FOR_METRICS where the gateway reads it",
-    ("tests/providers/test_hostile.py", "groundstate.providers.ollama"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
     ("tests/providers/test_tag_split.py", "groundstate.providers.tag_split"):
         "unit test of the tag splitter under ThinkTags and TextToolCalls",
-    ("tests/providers/test_text_event_skim.py", "groundstate.providers.openai_chat"):
-        "builds a provider's adapter directly: the adapters are not on the face (undocumented, test_docstrings)",
     ("tests/runtime/test_attempt_lifetimes.py", "groundstate.runtime.guards"):
         "checks which guard facts live per attempt (attempt_facts)",
     ("tests/runtime/test_audit_chain.py", "groundstate.runtime.chain"):
@@ -236,8 +220,6 @@ INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
         "unit test of pinned policy files (pinned_file)",
     ("tests/runtime/test_readiness.py", "groundstate.runtime.readiness"):
         "unit test of the scheduler's readiness index (Readiness)",
-    ("tests/runtime/test_reason_ranking.py", "groundstate.runtime.backends"):
-        "builds the Signals the guards read (Signals.take is undocumented)",
     ("tests/runtime/test_turn_batch.py", "groundstate.runtime.turn_batch"):
         "unit test of batching agents' turns (TurnBatch)",
     ("tests/store/test_in_store.py", "groundstate.store.database"):

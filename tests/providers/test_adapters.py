@@ -16,11 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers import FINISH_REASONS, StreamAdapter, merge_deltas, to_json
-from groundstate.providers.anthropic import AnthropicAdapter
-from groundstate.providers.ollama import OllamaAdapter
-from groundstate.providers.openai_chat import OpenAIChatAdapter
-from groundstate.providers.openai_responses import OpenAIResponsesAdapter
+from groundstate.providers import (
+    FINISH_REASONS,
+    AnthropicAdapter,
+    OllamaAdapter,
+    OpenAIChatAdapter,
+    OpenAIResponsesAdapter,
+    StreamAdapter,
+    merge_deltas,
+    to_json,
+)
 
 from ..pieces import split_at
 

@@ -10,8 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers import Event, Finish, LocalModel, SigilBridge, TextDelta, ThinkDelta, ToolCall, provider_api
-from groundstate.providers.anthropic import AnthropicAdapter
+from groundstate.providers import (
+    AnthropicAdapter,
+    Event,
+    Finish,
+    LocalModel,
+    SigilBridge,
+    TextDelta,
+    ThinkDelta,
+    ToolCall,
+    provider_api,
+)
 from groundstate.wire import (
     ByteVocabulary,
     Content,

@@ -8,8 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from groundstate.providers import StreamClient, TextConventions, merge_deltas, to_json
-from groundstate.providers.openai_chat import OpenAIChatAdapter
+from groundstate.providers import OpenAIChatAdapter, StreamClient, TextConventions, merge_deltas, to_json
 
 from ..pieces import split_at
 from .conftest import Script

@@ -16,8 +16,7 @@ from typing import Any
 
 import httpx
 
-from groundstate.providers import Finish, SSEParser, StreamClient, TextDelta, ThinkDelta, ToolCall
-from groundstate.providers.ollama import OllamaAdapter
+from groundstate.providers import Finish, OllamaAdapter, SSEParser, StreamClient, TextDelta, ThinkDelta, ToolCall
 
 from ..loopback import Reply, loopback
 from .conftest import GatewayFor, Script, free_port

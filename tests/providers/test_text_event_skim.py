@@ -11,8 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groundstate.providers import ErrorEvent, Usage
-from groundstate.providers.openai_chat import OpenAIChatAdapter
+from groundstate.providers import ErrorEvent, OpenAIChatAdapter, Usage
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "openai-chat"
 

@@ -128,7 +128,7 @@ KINDS = ["transport", "timeout", "cut_off", "provider", "backend", "packet", "to
 def test_every_pause_leads_with_exactly_one_reason_of_the_lowest_rank_and_one_hint(
     tmp_path: Path, tag: str, bypass: bool, searched: bool, kind: str | None, finish: str | None
 ) -> None:
-    from groundstate.runtime.backends import Signals
+    from groundstate.runtime import Signals
 
     guards = kernel(tmp_path)
     signals = Signals(finish=finish)

@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .adapter import StreamAdapter
+from .anthropic import AnthropicAdapter
 from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .conventions import TextConventions
@@ -38,6 +39,9 @@ from .normalized import (
     merge_deltas,
     to_json,
 )
+from .ollama import OllamaAdapter
+from .openai_chat import OpenAIChatAdapter
+from .openai_responses import OpenAIResponsesAdapter
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
@@ -83,6 +87,7 @@ __all__ = [
     "FINISH_REASONS",
     "GATED_APIS",
     "SEPARATOR",
+    "AnthropicAdapter",
     "ChatRequestError",
     "ErrorEvent",
     "ErrorRecord",
@@ -94,6 +99,9 @@ __all__ = [
     "LocalModel",
     "LocalModelError",
     "McpServerError",
+    "OllamaAdapter",
+    "OpenAIChatAdapter",
+    "OpenAIResponsesAdapter",
     "OutputGate",
     "ProviderAPI",
     "ProviderMetrics",

@@ -35,6 +35,9 @@ _FINISH = {
 
 
 class AnthropicAdapter(StreamAdapter):
+    """Anthropic's Messages API stream (typed SSE events over content blocks: text, thinking, tool_use), normalized;
+    its end marker is ``message_stop``."""
+
     end_marker = "message_stop"
     incomplete_call = "the tool call was cut off before its block ended"
 

@@ -20,6 +20,8 @@ _FINISH = {"stop": "stop", "length": "length", "load": "other", "unload": "other
 
 
 class OllamaAdapter(StreamAdapter):
+    """Ollama's chat stream (NDJSON: a JSON object per line, the last with ``"done": true``), normalized."""
+
     end_marker = 'a line with "done": true'
 
     def __init__(self, provider: str = "ollama") -> None:
@@ -31,6 +33,7 @@ class OllamaAdapter(StreamAdapter):
         return b"".join(self._partial)
 
     def feed(self, data: bytes) -> list[Event]:
+        """The events of the lines ``data`` ends; a line not yet ended waits for the bytes that end it."""
         out: list[Event] = []
         if b"\n" not in data:
             if data:
@@ -45,6 +48,7 @@ class OllamaAdapter(StreamAdapter):
         return self._whole(out)
 
     def close(self) -> list[Event]:
+        """The end of the stream: what was held back, and Truncated if no line said it was done."""
         out: list[Event] = []
         if self.done:
             return self._whole(out, final=True)

@@ -69,6 +69,9 @@ def _text_only_chunk() -> re.Pattern[bytes]:
 
 
 class OpenAIChatAdapter(StreamAdapter):
+    """OpenAI's chat-completions stream (SSE ``data:`` chunks ending with ``[DONE]``) and the servers that speak it
+    (vLLM, llama.cpp's server, OpenRouter, LiteLLM), normalized."""
+
     end_marker = "data: [DONE]"
     text_only = _text_only_chunk()
 

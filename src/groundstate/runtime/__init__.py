@@ -11,7 +11,7 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 
 from ..errors import StoreError
 from .attempts import Attempt, attempts_of
-from .backends import LocalBackend, ModelSpecError, Piece, check_model_spec, make_backend
+from .backends import HTTPBackend, LocalBackend, ModelSpecError, Piece, Signals, check_model_spec, make_backend
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .decisions import DECISIONS, DecisionConflict, DecisionError, decision_events, repin_events
@@ -122,6 +122,7 @@ __all__ = [
     "EventStore",
     "Executor",
     "GuardKernel",
+    "HTTPBackend",
     "InProcessExecutor",
     "Invocation",
     "LeaseHeld",
@@ -145,6 +146,7 @@ __all__ = [
     "RunState",
     "RunStatus",
     "Runtime",
+    "Signals",
     "StoreCorrupt",
     "StoreError",
     "TerminalDriver",

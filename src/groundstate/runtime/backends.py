@@ -67,6 +67,7 @@ class Signals:
     finish: str | None = None
 
     def take(self, piece: Piece) -> None:
+        """Gather what ``piece`` carries besides text: a refusal, a native tool call's name, the finish reason."""
         if piece.refusal:
             self.refusals.append(piece.refusal)
         if piece.tool_call is not None:
@@ -150,6 +151,9 @@ def _length_error(name: str, limit: int) -> Piece:
 
 
 class HTTPBackend:
+    """A model behind a provider's HTTP API (``api:model@url``): answers streamed by ``providers.StreamClient``,
+    each normalized event turned into a ``Piece``; text travels in the byte vocabulary."""
+
     def __init__(self, api: str, model: str, base_url: str, api_key: str | None = None) -> None:
         request = provider_api(api).request
         if request is None:
