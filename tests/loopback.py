@@ -8,10 +8,11 @@ up — lives here once.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -69,3 +70,44 @@ def loopback(respond: Respond) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+Answer = Callable[[socket.socket], None]  # writes what the upstream sends to one connection
+
+
+@contextmanager
+def raw_loopback(answer: Answer) -> Iterator[str]:
+    """A TCP server on loopback for what an HTTP library would not send (a reset mid-body, a malformed head, a
+    stall): it reads each request whole (head, and the body its Content-Length declares), then hands the socket to
+    ``answer``, one connection at a time; yields the base URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(5)
+                received = b""
+                while b"\r\n\r\n" not in received:
+                    received += connection.recv(65536)
+                head, _, body = received.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+                while len(body) < length:
+                    body += connection.recv(65536)
+                with suppress(OSError):  # the client went away first
+                    answer(connection)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()

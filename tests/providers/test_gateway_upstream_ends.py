@@ -11,58 +11,16 @@ import contextlib
 import json
 import socket
 import struct
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 from groundstate.wire import Content, Mode, Reset, StreamEnd, UpstreamError
 
+from ..loopback import raw_loopback
 from .conftest import GatewayFor
 from .test_gateway import subscribe
-
-Serve = Callable[[socket.socket], None]
-
-
-@contextmanager
-def raw_upstream(serve: Serve) -> Iterator[str]:
-    """A one-connection-at-a-time HTTP server on loopback that reads a request and hands the socket to ``serve``."""
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += conn.recv(65536)
-                head, _, rest = request.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
-                while len(rest) < length:
-                    rest += conn.recv(65536)
-                with contextlib.suppress(OSError):  # the gateway went away first
-                    serve(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
 
 
 def sse(*events: dict[str, object], done: bool = True) -> bytes:
@@ -94,7 +52,7 @@ def test_an_upstream_that_breaks_off_mid_stream_is_published_as_a_failure(gatewa
         time.sleep(0.3)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
 
-    with raw_upstream(serve) as upstream:
+    with raw_loopback(serve) as upstream:
         base_url, pub = gateway_for(upstream)
         receiver = subscribe(pub)
         with contextlib.suppress(httpx.HTTPError):  # the client sees its stream end early
@@ -112,7 +70,7 @@ def test_a_stream_without_its_end_marker_ends_once_cut_off(gateway_for: GatewayF
     def serve(conn: socket.socket) -> None:
         conn.sendall(stream_head(length=len(body)) + body)
 
-    with raw_upstream(serve) as upstream:
+    with raw_loopback(serve) as upstream:
         base_url, pub = gateway_for(upstream)
         receiver = subscribe(pub)
         assert chat(base_url).content == body  # the client's bytes unchanged
@@ -131,7 +89,7 @@ def test_two_completions_are_published_on_two_streams(gateway_for: GatewayFor) -
     def serve(conn: socket.socket) -> None:
         conn.sendall(stream_head(length=len(body)) + body)
 
-    with raw_upstream(serve) as upstream:
+    with raw_loopback(serve) as upstream:
         base_url, pub = gateway_for(upstream)
         receiver = subscribe(pub)
         assert chat(base_url).content == body
@@ -164,7 +122,7 @@ def test_a_huge_error_body_is_relayed_without_being_held(gateway_for: GatewayFor
         for _ in range(size_mib):
             conn.sendall(piece)
 
-    with raw_upstream(serve) as upstream:
+    with raw_loopback(serve) as upstream:
         base_url, pub = gateway_for(upstream)
         receiver = subscribe(pub)
         pid = gateway_for.processes[-1].pid  # type: ignore[attr-defined]
@@ -193,7 +151,7 @@ def test_a_whole_reply_to_be_gated_is_refused_past_its_bound(gateway_for: Gatewa
         for _ in range(size >> 20):
             conn.sendall(piece)
 
-    with raw_upstream(serve) as upstream:
+    with raw_loopback(serve) as upstream:
         base_url, _ = gateway_for(upstream, "--gate")
         pid = gateway_for.processes[-1].pid  # type: ignore[attr-defined]
         reply = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": []}, timeout=60)

@@ -8,10 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -20,41 +17,8 @@ import pytest
 
 from groundstate.providers import Upstream, UpstreamFailure
 
-from ..loopback import Reply, loopback
+from ..loopback import Reply, loopback, raw_loopback
 from .conftest import GatewayFor
-
-Answer = Callable[[socket.socket], None]  # writes what the upstream sends to one connection
-
-
-@contextmanager
-def raw_upstream(answer: Answer) -> Iterator[str]:
-    """A TCP server on loopback that reads a request's head and answers with whatever ``answer`` writes."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.settimeout(5)
-                received = b""
-                while b"\r\n\r\n" not in received:
-                    received += connection.recv(65536)
-                with suppress(OSError):
-                    answer(connection)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
 
 
 def broken_off(connection: socket.socket) -> None:
@@ -76,7 +40,7 @@ def post(base_url: str) -> httpx.Response:
 
 
 def test_a_reply_broken_off_mid_body_ends_the_stream_and_the_gateway_serves_on(gateway_for: GatewayFor) -> None:
-    with raw_upstream(broken_off) as url:
+    with raw_loopback(broken_off) as url:
         base_url, _ = gateway_for(url)
         for _ in range(2):  # and again: the connection that broke is not reused
             response = post(base_url)
@@ -85,7 +49,7 @@ def test_a_reply_broken_off_mid_body_ends_the_stream_and_the_gateway_serves_on(g
 
 
 def test_malformed_headers_are_a_502_that_says_so(gateway_for: GatewayFor) -> None:
-    with raw_upstream(malformed) as url:
+    with raw_loopback(malformed) as url:
         base_url, _ = gateway_for(url)
         response = post(base_url)
     assert response.status_code == 502
@@ -104,7 +68,7 @@ def test_a_stalled_reply_times_out() -> None:
         finally:
             await upstream.close()
 
-    with raw_upstream(stalls) as url, pytest.raises(UpstreamFailure, match="timed out"):
+    with raw_loopback(stalls) as url, pytest.raises(UpstreamFailure, match="timed out"):
         asyncio.run(read_all(url))  # "timed out", not "broke off": the timeout ended it before the hang-up
 
 
