@@ -238,7 +238,10 @@ def main() -> None:
             group = COMMANDS[arguments[0]].target()
             group.main(args=arguments[1:], prog_name=f"groundstate {arguments[0]}")
         else:
-            __getattr__("app")()
+            from .providers import stopped_with_us
+
+            with stopped_with_us():  # a SIGTERM stops the MCP servers a command started, then the command
+                __getattr__("app")()
     except GroundstateError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(exit_code(error))

@@ -5,7 +5,8 @@ async for event in StreamClient("https://api.openai.com/v1", api="openai-chat").
 
 The public face: the table of APIs, the streaming client with its retry policy, the normalised events every adapter
 emits, the error planes, the SSE parser, text conventions (``<think>`` tags, text tool calls), the local llama.cpp
-model, the SIGIL bridge, the gateway's typed chat request, and MCP servers as upstreams (``connect``).
+model, the SIGIL bridge, the gateway's typed chat request, and MCP servers as upstreams (``connect``; and
+``stopped_with_us``: stopped with the process that started them, even on SIGTERM).
 
 The heavy parts — the HTTP client (httpx), the gateway, the chat request's model (pydantic), MCP, the metrics
 (prometheus_client) — are imported on first use (``__getattr__``), so a command that only reads recorded streams
@@ -43,6 +44,7 @@ from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
+from .server_processes import stopped_with_us
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
 from .think_tags import ThinkTags
@@ -145,6 +147,7 @@ __all__ = [
     "provider_api",
     "provider_of",
     "serve_gateway",
+    "stopped_with_us",
     "to_json",
     "without_credentials",
 ]

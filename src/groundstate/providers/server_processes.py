@@ -1,0 +1,88 @@
+"""Stdio MCP servers stopped with the process that started them, however it is stopped.
+
+The SDK starts each stdio server in a session of its own (so stopping the server stops its whole tree) and stops it
+when its client unwinds. A process told to terminate (SIGTERM: what an MCP client sends a server that does not exit
+in time, what a service manager sends) does not unwind — Python's default is to die at once — and a server in its own
+session outlives it: one that ignores its closed stdin runs on, orphaned. ``stopped_with_us`` installs a SIGTERM
+handler that first stops every child leading its own process group (the servers, and their children with them), then
+terminates as the signal would have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+GRACE_SEC = 0.5  # a server's time to leave on SIGTERM before it is killed: the client that sent ours waits ~2 s
+
+
+def group_leading_children(parent: int | None = None) -> list[int]:
+    """The pids of ``parent``'s (default: this process's) children that lead their own process group — each a
+    server the SDK started in a session of its own. Read from /proc; empty where there is none."""
+    parent = os.getpid() if parent is None else parent
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = entry.joinpath("stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):  # gone since listed, or not a process
+            continue
+        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
+        if ppid == parent and pgid == pid:
+            found.append(pid)
+    return found
+
+
+def stop_groups(leaders: list[int], grace: float = GRACE_SEC) -> None:
+    """SIGTERM each process group, give them ``grace`` seconds, then SIGKILL the groups still there."""
+    for leader in leaders:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    remaining = list(leaders)
+    while remaining and time.monotonic() < deadline:
+        time.sleep(0.02)
+        remaining = [leader for leader in remaining if _group_alive(leader)]
+    for leader in remaining:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, signal.SIGKILL)
+
+
+def _group_alive(leader: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(leader, os.WNOHANG)  # a dead leader not yet reaped would keep its group "alive"
+    try:
+        os.killpg(leader, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def stopped_with_us() -> Iterator[None]:
+    """While the block runs, a SIGTERM stops this process's servers before it terminates this process (exit status
+    as the signal's own). Only in the main thread — where Python runs signal handlers — else it does nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        stop_groups(group_leading_children())
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    before = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
