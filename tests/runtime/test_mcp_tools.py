@@ -87,12 +87,30 @@ def test_a_writing_mcp_tool_waits_for_the_operator_like_in_the_guard(tmp_path: P
     run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_add"), "flow.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
     assert state.pause is not None and state.pause.category == "safety"
-    assert state.pause.reason.startswith("The MCP tool git/git_add is not marked read-only: an operator approves")
+    assert state.pause.reason == ("The MCP tool git/git_add changes things (it is not read-only): an operator "
+                                  "approves it first.")  # writes.mg's reason, as the guard gives it
     staged = ["git", "-C", str(repo), "diff", "--cached", "--name-only"]
     assert subprocess.run(staged, capture_output=True, text=True).stdout == ""  # held: nothing ran
     runtime.decide(run_id, "retry", actor="operator:olga")  # approves that exact call
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     assert subprocess.run(staged, capture_output=True, text=True).stdout.split() == ["a.txt"]
+
+
+def test_a_destructive_mcp_tool_is_held_with_the_guards_reason(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """The runtime reads a tool's annotations as the guard does (destructiveHint unset on a writing tool: it may
+    destroy data) and holds it by the same shared rule (writes.mg), with the same reason."""
+    url, script = model
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    script.by_round = True
+    reset = {"tool": "git__git_reset", "argument": json.dumps({"repo_path": str(repo)})}
+    script.answers = {"writer_x": [envelope("resetting", [reset]), envelope("done [STATUS: SUCCESS]")]}
+    runtime = runtime_for(tmp_path, url, repo)
+    run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_reset"), "flow.yaml", "scripted")
+    state = asyncio.run(runtime.drive(run_id))
+    assert state.pause is not None and state.pause.category == "safety"
+    assert state.pause.reason == ("The MCP tool git/git_reset may destroy data (the server marks it destructive): an "
+                                  "operator approves it first.")  # fmt: skip
 
 
 def test_disabling_mcp_writes_lets_the_workflows_mcp_tools_run(tmp_path: Path, model: tuple[str, Script]) -> None:

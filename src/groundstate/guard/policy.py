@@ -21,7 +21,8 @@ from typing import Any
 from ..errors import GroundstateError
 from ..kernel import PolicyInvariantError, why_row
 from ..logic import LogicError, Name
-from ..provenance import flatten, flow_rules
+from ..provenance import flatten, shared_rules
+from ..providers import tool_hints
 from .judged import OneAtATime
 from .places import place_facts
 
@@ -66,9 +67,9 @@ class McpPolicy:
                  shadow: list[Path] | None = None, time_limit: float | None = None) -> None:  # fmt: skip
         """``time_limit``: seconds one decision may take (``policy replay``'s candidate); the shadow always has
         ``SHADOW_TIME_LIMIT_S``: it is never obeyed, so it never holds a call up for long."""
-        sources = [shipped_rules(), flow_rules(), *(files or [])]
+        sources = [shipped_rules(), *shared_rules(), *(files or [])]
         self._calls = OneAtATime(sources, "groundstate-mcp-", time_limit)
-        self._shadow = OneAtATime([shipped_rules(), flow_rules(), *shadow], "groundstate-shadow-",
+        self._shadow = OneAtATime([shipped_rules(), *shared_rules(), *shadow], "groundstate-shadow-",
                                   SHADOW_TIME_LIMIT_S) if shadow else None  # fmt: skip
         # a derivation names each rule by its file's name and line, never by where it is installed: it goes to the
         # client (the refusal's _meta) and the install paths are the operator's business
@@ -91,12 +92,12 @@ class McpPolicy:
         them (by tool name)."""
         for tool in tools:
             found: list[tuple[str, tuple[Any, ...]]] = [("mcp_tool", (server, tool.name))]
-            hints = tool.annotations
-            if hints is not None and hints.read_only_hint:
+            hints = tool_hints(tool)  # with MCP's defaults, as the runtime reads them
+            if hints.read_only:
                 found.append(("mcp_read_only", (server, tool.name)))
-            elif hints is None or hints.destructive_hint is not False:  # MCP's default for a writing tool
+            if hints.destructive:
                 found.append(("mcp_destructive", (server, tool.name)))
-            if hints is None or getattr(hints, "open_world_hint", None) is not False:  # MCP's default: open
+            if hints.open_world:
                 found.append(("flow_open_world", (server, tool.name)))
             given = (labels or {}).get(tool.name, [])
             found += [("flow_label", (server, tool.name, Name.of(label))) for label in given]

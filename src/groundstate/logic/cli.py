@@ -33,10 +33,11 @@ check_bounds_option = click.option("--check-bounds/--no-check-bounds", default=T
 # The shipped policies a user's rule files are loaded with (``check --policy``), by the package that ships them:
 # resources named, never imported (this group starts without the rest of groundstate).
 SHIPPED = {
-    "mcp": [("groundstate.guard", "mcp.mg"), ("groundstate.provenance", "flows.mg")],  # mcp serve's [mcp] policy
+    "mcp": [("groundstate.guard", "mcp.mg"), ("groundstate.provenance", "flows.mg"),
+            ("groundstate.provenance", "writes.mg")],  # mcp serve's [mcp] policy
     "gateway": [("groundstate.guard", "replies.mg")],  # gateway --gate's [gateway] rules
     "runtime": [("groundstate.runtime", "guards.mg"),
-                ("groundstate.provenance", "flows.mg")],  # a run's [policy] guards
+                ("groundstate.provenance", "flows.mg"), ("groundstate.provenance", "writes.mg")],  # a run's guards
     "kernel": [("groundstate.kernel", "schemas.mg"), ("groundstate.kernel", "routes.mg"),
                ("groundstate.kernel", "policy.mg")],  # an agent kernel's [policy] kernel
 }  # fmt: skip

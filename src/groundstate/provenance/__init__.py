@@ -1,7 +1,8 @@
 """groundstate.provenance — where every value of a call came from, reported as facts, and the shipped rules on the
 flows they reveal (``flows.mg``). The MCP guard (per client session) and the runtime (per run and agent) keep the
 results their calls returned in a ``History`` and ask it, for each new call, which earlier results and whether the
-user's request hold each argument's value; both load the same ``flows.mg``, so both decide by the same rules.
+user's request hold each argument's value; both load the same ``flows.mg`` — and the same write holds,
+``writes.mg`` — so both decide by the same rules (``shared_rules``).
 docs/provenance.md explains the facts, the rules and what value matching cannot see."""
 
 from importlib import resources
@@ -19,9 +20,11 @@ from .arguments import (
 from .history import MAX_SESSIONS, MIN_VALUE, History, Reading, Session, reading, short_words, words
 
 
-def flow_rules() -> Path:
-    """The shipped ``flows.mg``: which flows of values are refused or held (the guard's and the runtime's)."""
-    return Path(str(resources.files("groundstate.provenance") / "defaults" / "flows.mg"))
+def shared_rules() -> list[Path]:
+    """The shipped rules the MCP guard and the runtime both decide by, in order: ``flows.mg`` (which flows of values
+    are refused or held) and ``writes.mg`` (a tool that is not read-only waits for an operator)."""
+    folder = resources.files("groundstate.provenance") / "defaults"
+    return [Path(str(folder / "flows.mg")), Path(str(folder / "writes.mg"))]
 
 
 __all__ = [
@@ -37,8 +40,8 @@ __all__ = [
     "Reading",
     "Session",
     "flatten",
-    "flow_rules",
     "reading",
+    "shared_rules",
     "short_words",
     "words",
 ]

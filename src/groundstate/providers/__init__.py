@@ -48,6 +48,7 @@ from .server_processes import stopped_with_us
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
 from .think_tags import ThinkTags
+from .tool_hints import ToolHints, tool_hints
 
 _LAZY = {
     "ChatRequestError": ("chat_request", "ChatRequestError"),
@@ -128,6 +129,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallStart",
     "ToolCaller",
+    "ToolHints",
     "Truncated",
     "UnknownAPI",
     "UnknownPath",
@@ -149,5 +151,6 @@ __all__ = [
     "serve_gateway",
     "stopped_with_us",
     "to_json",
+    "tool_hints",
     "without_credentials",
 ]

@@ -35,6 +35,7 @@ from typing import Any
 from .. import tools as python_tools
 from ..logic import Name
 from ..provenance import History, Session, flatten
+from ..providers import tool_hints
 from .state import RunState
 from .workflow import TOOLS, AgentSpec, Workflow, agent_tool_name, is_mcp_tool
 
@@ -85,11 +86,9 @@ def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
                 found[name] = Nature(SERVER, name, *BUILTIN[name], computes=name in COMPUTES)
             elif is_mcp_tool(ref) and name in mcp:
                 server, tool = mcp[name]
-                hints = getattr(tool, "annotations", None)
+                hints = tool_hints(tool)
                 own = tuple(dict.fromkeys(["untrusted", *labels.get(server, {}).get(tool.name, [])]))
-                found[name] = Nature(server, tool.name, bool(hints is not None and hints.read_only_hint),
-                                     hints is None or getattr(hints, "open_world_hint", None) is not False, own,
-                                     is_mcp=True)  # fmt: skip
+                found[name] = Nature(server, tool.name, hints.read_only, hints.open_world, own, is_mcp=True)
             elif name in python_tools.REGISTRY:
                 registered = python_tools.REGISTRY[name]
                 found[name] = Nature(SERVER, name, registered.read_only, not registered.sandboxed, computes=True)

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
 from ..logic import AnalyzedProgram, Float, LogicError, Name
-from ..provenance import flow_rules
+from ..provenance import shared_rules
 from .backends import Signals
 from .cortex import pattern_reasons
 from .policy import PinnedPolicy
@@ -104,7 +104,7 @@ def guard_rule_parts(files: list[Path], disabled: Sequence[str] = ()) -> list[tu
     can be named by its file and line (a policy test's coverage)."""
     import tempfile
 
-    shipped = [defaults_dir() / "guards.mg", flow_rules()]  # the breakers, and the flows of values they obey
+    shipped = [defaults_dir() / "guards.mg", *shared_rules()]  # the breakers; the flows and writes they obey
     with tempfile.TemporaryDirectory() as empty:
         kernel = Kernel(Path(empty), extra_sources=[*shipped, *files])  # LogicError naming the file and line
     names = {str(name).lstrip("/") for (name,) in kernel.query("shipped_guard(N)")}
@@ -191,13 +191,18 @@ class GuardKernel:
                 else:
                     tx.assert_("run_budget", (self.run_id, Name.of(kind), math.ceil(limit)))
 
-    def mcp_tools(self, tools: list[tuple[str, str, str, bool]]) -> None:
-        """The MCP tools the run's agents may use: (agent's name for it, server, tool, read-only as the server says)."""
+    def mcp_tools(self, tools: list[tuple[str, str, str, bool, bool]]) -> None:
+        """The MCP tools the run's agents may use: (agent's name for it, server, tool, read-only, may destroy data —
+        as the server's annotations say, ``providers.tool_hints``). Rules pinned before writes.mg was shipped know
+        no destructive tools: they are not told of any."""
+        destructive_known = "mcp_tool_destructive" in self.kernel.engine.analyzed.predicates
         with self.kernel.transaction() as tx:
-            for name, server, tool, read_only in tools:
+            for name, server, tool, read_only, destructive in tools:
                 tx.assert_("mcp_tool_of", (Name.of(name), server, tool))
                 if read_only:
                     tx.assert_("mcp_tool_read_only", (Name.of(name),))
+                if destructive and destructive_known:
+                    tx.assert_("mcp_tool_destructive", (Name.of(name),))
 
     def flow_tools(self, facts: list[Fact]) -> None:
         """What the run's tools are, as flows.mg reads them (``runtime/flows.py``: flow_tool, flow_read_only,

@@ -18,7 +18,7 @@ from typing import Any
 from ..config import McpServerConfig
 from ..errors import ConfigurationError, ExecutorError
 from ..kernel import Action, Context, Outcome
-from ..providers import McpServerError, Upstreams, connect
+from ..providers import McpServerError, Upstreams, connect, tool_hints
 from .workflow import agent_tool_name, is_mcp_tool
 
 
@@ -51,10 +51,11 @@ class McpTools:
             listed = ", ".join(sorted(f"mcp:{s}/{t.name}" for s, t in self.tools.values()))
             raise McpToolsError(f"no configured MCP server lists {', '.join(missing)} (listed: {listed or 'none'})")
 
-    def listed(self) -> list[tuple[str, str, str, bool]]:
-        """Every connected tool: (the agent's name for it, server, tool, whether the server marks it read-only)."""
-        return [(name, server, tool.name, bool(tool.annotations and tool.annotations.read_only_hint))
-                for name, (server, tool) in self.tools.items()]  # fmt: skip
+    def listed(self) -> list[tuple[str, str, str, bool, bool]]:
+        """Every connected tool: (the agent's name for it, server, tool, whether it is read-only, whether it may
+        destroy data) — its annotations read with MCP's defaults, as the guard reads them."""
+        return [(name, server, tool.name, hints.read_only, hints.destructive)
+                for name, (server, tool) in self.tools.items() for hints in [tool_hints(tool)]]  # fmt: skip
 
     def describe(self, name: str) -> str:
         """The tool's description and input schema, for the agent's prompt."""

@@ -46,7 +46,9 @@ def apply(kernel: GuardKernel, workflow: Workflow, method: str, arguments: Any) 
     """One recorded report applied to ``kernel`` (``workflow``: the run's, for a spawned agent); the decision when it
     is a checkpoint."""
     if method == "mcp_tools":
-        kernel.mcp_tools([(name, server, tool, bool(read_only)) for name, server, tool, read_only in arguments])
+        # (a report recorded before tools said whether they may destroy data: MCP's default for a writing tool)
+        kernel.mcp_tools([(name, server, tool, bool(read_only), bool(rest[0]) if rest else not read_only)
+                          for name, server, tool, read_only, *rest in arguments])  # fmt: skip
     elif method == "flow_tools":
         kernel.flow_tools(facts_of_json(arguments))
     elif method == "add_agent":
@@ -140,7 +142,7 @@ class ReportedGuards(GuardKernel):
                              "candidate": self.candidate.digest})  # fmt: skip
 
     # -- reports that decide nothing ------------------------------------------------------------------------
-    def mcp_tools(self, tools: list[tuple[str, str, str, bool]]) -> None:
+    def mcp_tools(self, tools: list[tuple[str, str, str, bool, bool]]) -> None:
         super().mcp_tools(tools)
         self._reported("mcp_tools", [list(tool) for tool in tools])
 

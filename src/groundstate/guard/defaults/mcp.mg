@@ -56,12 +56,12 @@ mcp_permitted(C, Reason) :- mcp_unattended(C, Reason).
 mcp_permitted(C, Reason) :-
   mcp_call(C, S, T, _, _), mcp_read_only(S, T),
   Reason = fn:string:concat(S, "/", T, " is read-only").
-mcp_needs_approval(C, Reason) :-
-  mcp_call(C, S, T, _, _), mcp_destructive(S, T), !mcp_has_unattended(C),
-  Reason = fn:string:concat(S, "/", T, " may destroy data (the server marks it destructive): an operator approves it first").
-mcp_needs_approval(C, Reason) :-
-  mcp_call(C, S, T, _, _), !mcp_read_only(S, T), !mcp_destructive(S, T), !mcp_has_unattended(C),
-  Reason = fn:string:concat(S, "/", T, " changes things (it is not read-only): an operator approves it first").
+# the write holds are the shipped writes.mg (shared with the runtime): a call of a tool that is not read-only is held
+write_call(C, S, T) :- mcp_call(C, S, T, _, _).
+write_read_only(S, T) :- mcp_read_only(S, T).
+write_destructive(S, T) :- mcp_destructive(S, T).
+write_unattended(C) :- mcp_has_unattended(C).
+mcp_needs_approval(C, Reason) :- write_held(C, Reason).
 
 # -- where each value came from: the shipped flows.mg (shared with the runtime) judges the call's flows -----------
 flow_call(C, S, T) :- mcp_call(C, S, T, _, _).

@@ -72,6 +72,9 @@ Decl mcp_tool_of(Tool, Server, Name)
   bound [/name, /string, /string].
 Decl mcp_tool_read_only(Tool)
   descr [doc("Its server marks the MCP tool read-only (readOnlyHint).")] bound [/name].
+Decl mcp_tool_destructive(Tool)
+  descr [doc("The MCP tool may destroy data: destructiveHint true, or unset on a tool that is not read-only (the MCP default).")]
+  bound [/name].
 Decl current_call(Run, Agent, Seq)
   descr [doc("The tool call being checked at the /tool_call checkpoint."), attempt()] bound [/string, /string, /number].
 Decl approved_reason(Run, Agent, Seq, Category, Reason)
@@ -174,9 +177,13 @@ paused_for(R, A, /quality, /cut_off, Reason) :-
   Reason = fn:string:concat("Cut off: the answer of agent '", A, "' reached the model's output-token limit and was cut off before it ended.").
 
 # -- MCP tools in workflows: as the MCP guard's shipped policy, a tool that is not read-only waits for an operator --
+# (the write holds are the shipped writes.mg, shared with the MCP guard: the call is the agent's name for the tool)
+write_call(Tool, Server, Name) :- mcp_tool_of(Tool, Server, Name).
+write_read_only(Server, Name) :- mcp_tool_of(Tool, Server, Name), mcp_tool_read_only(Tool).
+write_destructive(Server, Name) :- mcp_tool_of(Tool, Server, Name), mcp_tool_destructive(Tool).
 paused_for(R, A, /safety, /mcp_write, Reason) :-
-  !guard_disabled(/mcp_writes), tool_call(R, A, _, Tool, _), mcp_tool_of(Tool, Server, Name), !mcp_tool_read_only(Tool),
-  Reason = fn:string:concat("The MCP tool ", Server, "/", Name, " is not marked read-only: an operator approves the call first.").
+  !guard_disabled(/mcp_writes), tool_call(R, A, _, Tool, _), write_held(Tool, Held),
+  Reason = fn:string:concat("The MCP tool ", Held, ".").
 
 # -- where each value came from: the shipped flows.mg (shared with the MCP guard) judges the flows of a call --------
 # The runtime reports, for the call being checked, which earlier results of the agent's session (its tool results
