@@ -76,10 +76,10 @@ Answer = Callable[[socket.socket], None]  # writes what the upstream sends to on
 
 
 @contextmanager
-def raw_loopback(answer: Answer) -> Iterator[str]:
+def raw_loopback(answer: Answer, received: list[bytes] | None = None) -> Iterator[str]:
     """A TCP server on loopback for what an HTTP library would not send (a reset mid-body, a malformed head, a
-    stall): it reads each request whole (head, and the body its Content-Length declares), then hands the socket to
-    ``answer``, one connection at a time; yields the base URL."""
+    stall): it reads each request whole (head, and the body its Content-Length declares; each head added to
+    ``received``), then hands the socket to ``answer``, one connection at a time; yields the base URL."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -90,18 +90,21 @@ def raw_loopback(answer: Answer) -> Iterator[str]:
                 connection, _ = listener.accept()
             except TimeoutError:
                 continue
-            with connection:
+            with connection, suppress(OSError):  # the client went away first, or sent too little in 5 s
                 connection.settimeout(5)
-                received = b""
-                while b"\r\n\r\n" not in received:
-                    received += connection.recv(65536)
-                head, _, body = received.partition(b"\r\n\r\n")
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += (piece := connection.recv(65536))
+                    if not piece:
+                        raise ConnectionAbortedError("the client closed before its request was whole")
+                head, _, body = data.partition(b"\r\n\r\n")
+                if received is not None:
+                    received.append(head)
                 length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                                if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
                 while len(body) < length:
                     body += connection.recv(65536)
-                with suppress(OSError):  # the client went away first
-                    answer(connection)
+                answer(connection)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

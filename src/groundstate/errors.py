@@ -130,6 +130,21 @@ class Problem:
     message: str
 
 
+def status_code_name(status: int) -> str:
+    """The stable ``code`` of a status a web framework answered on its own, with no GroundstateError behind it (an
+    unknown path, a method a route does not take, a body it cannot parse): the code of HTTP_STATUSES' first row with
+    that status, else the status's name (``method_not_allowed``)."""
+    from http import HTTPStatus
+
+    found = next((code for _, row_status, code in HTTP_STATUSES if row_status == status), None)
+    if found is not None:
+        return found
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return "failed"
+
+
 def http_problem(error: GroundstateError) -> Problem:
     """The status and code of an error: the first row of HTTP_STATUSES its kind matches (a class may name a more
     precise ``code`` of its own, e.g. the gateway's ``upstream_unreachable``)."""

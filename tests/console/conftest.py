@@ -29,6 +29,7 @@ class Console:
     home: Path
     output: str = ""  # what the server printed, once it has stopped
     starter_token: str = ""
+    process: subprocess.Popen[str] | None = None  # the server (for tests that stop it themselves)
 
     def starter(self) -> httpx.Client:
         """A client of a second account (the operator ``sam``, created on first use) that starts runs: the account
@@ -73,7 +74,7 @@ def serving(tmp_path: Path, *options: str) -> Iterator[Console]:
         server.kill()
         pytest.fail(f"the console did not start: {server.stdout.read() if server.stdout else ''}")
     token = (home / "console.token").read_text().strip()
-    console = Console(url, token, home)
+    console = Console(url, token, home, process=server)
     try:
         yield console
     finally:

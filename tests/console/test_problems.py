@@ -35,3 +35,32 @@ def test_each_refusal_has_its_status_and_code(console: Console) -> None:
     assert (taken.status_code, taken.json()["code"]) == (409, "state_conflict")
     assert (badly.status_code, badly.json()["code"]) == (400, "bad_input")
     assert (nobody.status_code, nobody.json()["code"]) == (404, "not_found")
+
+
+def test_what_the_framework_refuses_has_a_code_too_and_numbers_out_of_range_are_no_500(console: Console) -> None:
+    """Found by an attack: ``after`` or a call id of 2**63 were bare 500s (an overflow in SQLite), a negative
+    ``after`` a 500 saying the store was damaged, an unknown call a 409, and the framework's own refusals (an unknown
+    path, a method a route does not take, a malformed body) carried no ``code``."""
+    with console.api() as admin:
+        run = "run-nope"  # the numbers are refused before any run is looked up
+        answers = {
+            "huge after": admin.get(f"/api/runs/{run}/events", params={"after": 2**63}),
+            "negative after": admin.get(f"/api/runs/{run}/events", params={"after": -5}),
+            "huge call": admin.post(f"/api/mcp/calls/{2**63}/decision", json={"decision": "approve"}),
+            "unknown call": admin.post("/api/mcp/calls/12345/decision", json={"decision": "approve"}),
+            "unknown path": admin.get("/api/no-such-thing"),
+            "wrong method": admin.put("/api/runs"),
+            "malformed body": admin.post("/api/runs", content=b"{not json",
+                                         headers={"content-type": "application/json"}),
+        }
+    codes = {name: (reply.status_code, reply.json().get("code")) for name, reply in answers.items()}
+    assert codes == {
+        "huge after": (422, "unusable"),
+        "negative after": (422, "unusable"),
+        "huge call": (422, "unusable"),
+        "unknown call": (404, "not_found"),
+        "unknown path": (404, "not_found"),
+        "wrong method": (405, "method_not_allowed"),
+        "malformed body": (422, "unusable"),
+    }
+    assert answers["huge after"].json()["detail"][0]["loc"] == ["query", "after"]  # FastAPI's list, as documented

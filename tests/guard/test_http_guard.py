@@ -64,6 +64,17 @@ def sessions_are_their_accounts(url: str, token: str, other: str) -> None:
     assert own.status_code == 200 and "time__get_current_time" in own.text
 
 
+def refusals_have_codes(url: str, refused: httpx.Response, viewer: str, token: str) -> None:
+    """A viewer's 403, and a path the guard does not serve (the SDK's own 404 was plain text), each with its code;
+    only a 401 says which credential to send."""
+    seen = httpx.post(url, json={}, headers={"Authorization": f"Bearer {viewer}"}, timeout=5)
+    assert (seen.status_code, seen.json()["code"]) == (403, "forbidden") and \
+        "'vic' is a viewer, who may not act" in seen.json()["error"]  # fmt: skip
+    assert "www-authenticate" in refused.headers and "www-authenticate" not in seen.headers
+    elsewhere = httpx.get(url.replace("/mcp", "/elsewhere"), headers={"Authorization": f"Bearer {token}"}, timeout=5)
+    assert (elsewhere.status_code, elsewhere.json()["code"]) == (404, "not_found")
+
+
 def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> None:
     (tmp_path / "mine.mg").write_text(
         'mcp_denied(C, "no questions about Pyongyang") :- mcp_argument(C, "timezone", "Asia/Pyongyang").\n'
@@ -95,9 +106,7 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         admin = operators.authenticate(token)
         assert admin is not None
         _, viewer = operators.add("vic", "viewer", admin)
-        seen = httpx.post(url, json={}, headers={"Authorization": f"Bearer {viewer}"}, timeout=5)
-        assert (seen.status_code, seen.json()["code"]) == (403, "forbidden") and \
-            "'vic' is a viewer, who may not act" in seen.json()["error"]  # fmt: skip
+        refusals_have_codes(url, refused, viewer, token)
 
         _, olga = operators.add("olga", "operator", admin)
         self_approval: list[str] = []

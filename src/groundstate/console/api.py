@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from ..runtime import pauses_json
 from ..store import ACT, ADMINISTER, SEE, Operator
 from .operations import Operations, operations
+from .problems import After, EntryId
 from .security import operator_of
 from .views import run_json, why_json
 
@@ -85,14 +86,14 @@ def api_run(run_id: str, ops: Ops) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}/events")
-def api_events(run_id: str, ops: Ops, after: int = 0) -> list[dict[str, Any]]:
+def api_events(run_id: str, ops: Ops, after: After = 0) -> list[dict[str, Any]]:
     """The run's events after ``after``."""
     ops.state(run_id)
     return [e.to_json() for e in ops.runtime.store.events(run_id, after)]
 
 
 @router.get("/runs/{run_id}/stream")
-async def api_stream(run_id: str, request: Request, ops: Ops, after: int = 0) -> StreamingResponse:
+async def api_stream(run_id: str, request: Request, ops: Ops, after: After = 0) -> StreamingResponse:
     """The run's events as server-sent events, as they are appended."""
     ops.state(run_id)
 
@@ -142,7 +143,7 @@ def api_calls(ops: Ops, status: str | None = None) -> list[dict[str, Any]]:
 
 
 @router.post("/mcp/calls/{entry_id}/decision")
-def api_decide_call(entry_id: int, body: CallDecision, ops: Ops, who: Who) -> dict[str, Any]:
+def api_decide_call(entry_id: EntryId, body: CallDecision, ops: Ops, who: Who) -> dict[str, Any]:
     """Approve or deny a held call (once; refused with 409 when it expired, was decided, or the digest differs)."""
     return ops.decide_call(entry_id, body.decision, who, body.digest).to_json()
 

@@ -49,6 +49,9 @@ def _executor(runtime: Runtime, address: str | None) -> Executor:
         raise typer.Exit(2) from None
 
 
+SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
+
+
 def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple[uvicorn.Server, str]:
     token, created = load_or_create_token(runtime.home)
     if created:  # the token itself only to a person's terminal: a log (a container's, a service's) keeps it forever
@@ -59,7 +62,10 @@ def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple
                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         if shown:
             console.print(token, markup=False, highlight=False, soft_wrap=True)
-    config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning")
+    # stopped, it gives open requests SHUTDOWN_GRACE_SEC, then closes them: a browser following a run's event
+    # stream would otherwise hold the shutdown for as long as it stayed
+    config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning",
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)  # fmt: skip
     return uvicorn.Server(config), token
 
 

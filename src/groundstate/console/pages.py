@@ -18,7 +18,7 @@ from ..store import ACT, Operator, verify_store
 from .auth import COOKIE
 from .graph import dag_svg
 from .operations import Operations, operations
-from .problems import BadRequest
+from .problems import BadRequest, EntryId
 from .security import Secrets, checked_form, cross_site, local, logged_in, operator_of, secrets_of, user_navigation
 from .views import layers, why_json
 
@@ -164,7 +164,7 @@ def calls_page(request: Request, ops: Ops) -> HTMLResponse:
 
 
 @router.post("/calls/{entry_id}/decide")
-async def decide_call_page(request: Request, entry_id: int, ops: Ops, who: Who) -> Response:
+async def decide_call_page(request: Request, entry_id: EntryId, ops: Ops, who: Who) -> Response:
     """A card's buttons: the decision applies to the call whose digest the card showed."""
     form = await checked_form(request)
     ops.decide_call(entry_id, str(form.get("decision", "")), who, str(form.get("digest", "")) or None)

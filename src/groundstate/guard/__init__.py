@@ -4,7 +4,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, McpServerError, Upstreams, connect
-from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, UnknownCall
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
@@ -28,6 +28,7 @@ __all__ = [
     "Recorded",
     "ReplyPolicy",
     "RuledGate",
+    "UnknownCall",
     "Upstreams",
     "Verdict",
     "call_digest",

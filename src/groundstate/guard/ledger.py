@@ -40,7 +40,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..errors import ConflictError
+from ..errors import ConflictError, NotFoundError
 from ..logic import encode_facts
 from ..store import (
     LEDGER,
@@ -89,6 +89,10 @@ decisions = Table(
 
 class ApprovalRefused(ConflictError):
     """A decision on a held call that cannot apply: no such call, already decided or expired, another digest."""
+
+
+class UnknownCall(ApprovalRefused, NotFoundError):
+    """A decision on a call the ledger does not have (an HTTP surface answers it as a 404, like an unknown run)."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,7 @@ class Ledger:
         with self.engine.begin() as db:
             current = self._get(db, entry_id)
             if current is None:
-                raise ApprovalRefused(f"there is no call {entry_id} in the guard's ledger")
+                raise UnknownCall(f"there is no call {entry_id} in the guard's ledger")
             if digest is not None and digest != current.digest:
                 raise ApprovalRefused(f"call {entry_id} is {current.digest}, not {digest}: a changed call needs its "
                                       "own approval")  # fmt: skip

@@ -33,7 +33,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import AccessError, AuthenticationError, GroundstateError, http_problem
+from ..errors import AccessError, AuthenticationError, GroundstateError, NotFoundError, http_problem
 from ..provenance import ArgumentsRefused, History, Session, reading
 from ..providers import McpServerError, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
@@ -496,7 +496,10 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
         app = _bearer(server.streamable_http_app(host=host), operators, departures)
         _started(upstreams, f"http://{host}:{port}/mcp")
         try:
-            await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+            # stopped, it gives open requests (a call held for an operator) SHUTDOWN_GRACE_SEC, then closes them
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                    timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)  # fmt: skip
+            await uvicorn.Server(config).serve()
         finally:
             await asyncio.to_thread(tracing.flush)  # the last calls' spans, before the process ends
 
@@ -518,11 +521,15 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
                 refused = AuthenticationError("missing or wrong token (Authorization: Bearer <an operator's token>)")
             elif not who.may(ACT):
                 refused = AccessError(f"operator {who.name!r} is a {who.role}, who may not act")
+            elif scope["path"].rstrip("/") != MCP_PATH:  # the SDK's own 404 was plain text, with no code
+                refused = UnknownPath(f"the guard serves MCP at {MCP_PATH}, not at {scope['path'][:200]!r}")
             elif session is not None and owners.get(session, who.name) != who.name:
                 refused = AccessError("this MCP session was opened by another account: open your own")
             if refused is not None:
                 problem = http_problem(refused)
-                headers_out = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                headers_out = [(b"content-type", b"application/json")]
+                if isinstance(refused, AuthenticationError):  # which credential to send: only when one is missing
+                    headers_out.append((b"www-authenticate", b"Bearer"))
                 await send({"type": "http.response.start", "status": problem.status, "headers": headers_out})
                 body = {"error": problem.message, "code": problem.code}
                 await send({"type": "http.response.body", "body": json.dumps(body).encode()})
@@ -538,6 +545,12 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
 
 
 MAX_SESSIONS = 10_000
+SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
+MCP_PATH = "/mcp"  # where the SDK's streamable HTTP app serves
+
+
+class UnknownPath(NotFoundError):
+    """A path the guard's HTTP transport does not serve."""
 
 
 MAX_WATCHED_BODY = 1 << 20  # a request body read for its JSON-RPC ids, up to this size

@@ -23,6 +23,7 @@ from .bridge import SigilBridge
 from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
+from .in_band import WholeEvents, event_end, in_band_error
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
 from .normalized import (
     FINISH_REASONS,
@@ -138,11 +139,14 @@ __all__ = [
     "UpstreamFailure",
     "Upstreams",
     "Usage",
+    "WholeEvents",
     "classify",
     "connect",
     "default_model_path",
+    "event_end",
     "first_error",
     "header_map",
+    "in_band_error",
     "merge_deltas",
     "parse_chat_request",
     "problem_body",

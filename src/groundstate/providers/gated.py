@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .. import safejson
-from ..errors import UpstreamFailed
+from ..errors import GroundstateError, UpstreamFailed
 from .errors import CUT_OFF
 from .normalized import Finish, TextDelta
 from .openai_chat import OpenAIChatAdapter
@@ -95,6 +95,12 @@ class GatedStream:
             await self._write(problem_body(refusal(verdict.reason, self.cut_off))[1])
         await self.send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
         return events
+
+    def broke_off(self, error: GroundstateError) -> bytes:
+        """The bytes that end the stream when the upstream broke off after it began: ``error`` as an in-band error
+        chunk (as a refusal is), then ``[DONE]`` — the client's SDK raises it; never a clean end after part of an
+        answer."""
+        return b"data: " + json.dumps(problem_body(error)[1]).encode() + b"\n\ndata: [DONE]\n\n"
 
     async def _pass(self, events: list[Any]) -> None:
         for event in events:

@@ -9,11 +9,15 @@ OpenAI-compatible ``/v1/chat/completions`` endpoint instead, publishing the mode
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import itertools
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
@@ -24,10 +28,20 @@ from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
-from .errors import SERVER, ErrorRecord, classify
+from .errors import REQUEST, SERVER, ErrorRecord, classify
+from .in_band import WholeEvents, in_band_error
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
-from .openai_wire import RequestTooLarge, UnknownPath, models_list, send_error, send_json, stream_answer, usage
+from .openai_wire import (
+    PathRefused,
+    RequestTooLarge,
+    UnknownPath,
+    models_list,
+    send_error,
+    send_json,
+    stream_answer,
+    usage,
+)
 from .upstream import Upstream, UpstreamFailure, UpstreamReply
 from .whole_reply import MAX_REPLY_BYTES, reply_usage
 
@@ -37,7 +51,12 @@ if TYPE_CHECKING:
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-_HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding"}
+# a hop's own headers, never relayed: RFC 9110's connection-specific ones, the framing, and ``expect`` (a client's
+# ``100-continue`` made the upstream hop wait for an interim answer an upstream need not send: 30 s and more)
+_HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te",
+               "trailer", "upgrade", "proxy-connection", "proxy-authorization", "proxy-authenticate", "expect"}
+_NOT_A_TOKEN = re.compile(rb"[^!#$%&'*+\-.^_`|~0-9A-Za-z]")  # a header name is a token (RFC 9110 5.1)
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # no control byte but a tab in a header value
 
 
 METRICS_PATH = "/metrics"
@@ -45,6 +64,7 @@ MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client 
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
+SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
 MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
 
 
@@ -102,6 +122,8 @@ class Gateway:
         self.max_body = max_body  # bytes of a request body, at most (beyond: 413, and the rest is never read)
         self.upstream, self.api = upstream.rstrip("/"), api
         self.shown_upstream = without_credentials(self.upstream)  # for labels, logs and error bodies
+        # requests go to the upstream without its user:password, which is sent as the Authorization instead
+        self._target, self._authorization = upstream_credentials(self.upstream)
         self.metrics_reader = metrics_reader
         self.registry = CollectorRegistry()
         self.metrics = ProviderMetrics(self.registry)
@@ -147,7 +169,7 @@ class Gateway:
             self.requests.labels(self.api if self.upstream != "local" else "local", str(status)).inc()
             return
         if not tracing.enabled():  # no span, and nothing computed for one
-            await self._serve(scope, body, send)
+            await self._serve(scope, body, receive, send)
             return
         method, path = scope["method"], scope["path"]
         attributes = {"gen_ai.operation.name": "chat" if method == "POST" else "request", "http.request.method": method,
@@ -156,13 +178,13 @@ class Gateway:
         if method == "POST":
             attributes["gen_ai.request.model"] = self._model_label(body)
         with tracing.span(f"{attributes['gen_ai.operation.name']} {path[:100]}", attributes, kind="server"):
-            await self._serve(scope, body, send)
+            await self._serve(scope, body, receive, send)
 
-    async def _serve(self, scope: Scope, body: bytes, send: Send) -> None:
+    async def _serve(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         if self.upstream == "local":
             await self._local_completion(scope, body, send)
         else:
-            await self._forward(scope, body, send)
+            await self._forward(scope, body, receive, send)
 
     async def _body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
         """The request body, read in one pass (its pieces kept in a list and joined once), or None after a 413: any
@@ -225,7 +247,7 @@ class Gateway:
         return text.replace(self.upstream, self.shown_upstream) if self.upstream != self.shown_upstream else text
 
     # -- proxy ---------------------------------------------------------------------------------------------
-    async def _forward(self, scope: Scope, body: bytes, send: Send) -> None:
+    async def _forward(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         chosen = provider_api(self.api)
         adapter_type, provider = chosen.adapter, chosen.provider
         headers = {
@@ -233,21 +255,36 @@ class Gateway:
             for k, v in scope["headers"]
             if k.decode("latin-1").lower() not in _HOP_BY_HOP
         }
-        url = (
-            self.upstream
-            + scope["path"]
-            + (("?" + scope["query_string"].decode()) if scope.get("query_string") else "")
-        )
+        if self._authorization is not None:  # the operator's credentials in --upstream, not the client's
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = self._authorization
+        try:
+            path = forwarded_path(scope)
+        except PathRefused as exc:
+            self.requests.labels(self.api, str(await send_error(send, exc))).inc()
+            return
+        query = scope.get("query_string")
+        url = self._target + path + (("?" + query.decode("latin-1")) if query else "")
         bridge = SigilBridge(ByteVocabulary(), next(self._streams), next_stream=self._streams.__next__)
         model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
-        sent: list[bool] = []  # whether the response has started (then its status can no longer change)
-
-        async def tracked(message: MutableMapping[str, Any]) -> None:
-            sent.append(True)
-            await send(message)
-
+        relayed = Relayed(send)
+        relay = asyncio.ensure_future(
+            self._relay(scope, url, body, headers, relayed, bridge, model, provider, adapter_type))
+        gone = asyncio.ensure_future(_client_gone(receive))
         try:
-            await self._relay(scope, url, body, headers, tracked, bridge, model, provider, adapter_type)
+            await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not relay.done():  # the client went away: the upstream is not read (and paid for) any longer
+            relay.cancel()
+            with contextlib.suppress(asyncio.CancelledError, UpstreamFailure):
+                await relay
+            left = ErrorRecord(REQUEST, provider, None, "client_gone",
+                               "the client went away mid-reply; the upstream request was cancelled", False, None, None)
+            self.publish(bridge.push(ErrorEvent(left)) + bridge.end())
+            return
+        try:
+            relay.result()
         except UpstreamFailure as exc:  # the upstream is unreachable, too slow, or broke off
             reason = f"the upstream at {self.shown_upstream} failed: {self._scrubbed(str(exc))}"
             failure = UpstreamFailure(reason)
@@ -255,10 +292,11 @@ class Gateway:
             if model is not None:
                 self.metrics.called(model, ok=False)
                 self.metrics.failed(model, None, "transport")
-            if not sent:
+            if not relayed.started:
                 await send_error(send, failure)
-            else:
-                await send({"type": "http.response.body", "body": b""})  # the client sees the stream end early
+            else:  # said in the stream's own framing where it has one: a part of an answer is never passed for all
+                told = relayed.in_band(failure) if relayed.in_band is not None else b""
+                await send({"type": "http.response.body", "body": told})
             broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
             self.publish(bridge.push(ErrorEvent(broke)) + bridge.end())  # subscribers see it fail, not end well
 
@@ -268,7 +306,7 @@ class Gateway:
         url: str,
         body: bytes,
         headers: dict[str, str],
-        send: Send,
+        send: Relayed,
         bridge: SigilBridge,
         model: str | None,
         provider: str,
@@ -304,8 +342,12 @@ class Gateway:
             failed, publishing = False, self.sender is not None  # frames are encoded only for subscribers
             held: list[bytes] = []  # without subscribers: parsed for the metrics once the client has it all
             size = 0
+            api = self.api
+            send.in_band = lambda error: in_band_error(api, error)  # a stream can say it broke off
+            aligned = WholeEvents(api)  # an event still arriving is relayed once whole (in_band.py: why)
             async for data in response.chunks():
-                await send({"type": "http.response.body", "body": data, "more_body": True})  # unchanged
+                if whole := aligned.take(data):
+                    await send({"type": "http.response.body", "body": whole, "more_body": True})
                 if not publishing and size + len(data) <= HELD_FOR_METRICS:
                     held.append(data)
                     size += len(data)
@@ -316,7 +358,7 @@ class Gateway:
                 if publishing:  # what one read carried, in as few frames as it fills (bridge.py: the framing)
                     self.publish(bridge.push_many(events))
                 held, size = [], 0
-            await send({"type": "http.response.body", "body": b""})
+            await send({"type": "http.response.body", "body": aligned.rest()})  # the upstream's last bytes, as they are
             if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
                 task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
                 self._counting.add(task)
@@ -392,19 +434,22 @@ class Gateway:
             await asyncio.gather(*self._counting, return_exceptions=True)
 
     async def _relay_gated(
-        self, response: UpstreamReply, body: bytes, send: Send, bridge: SigilBridge, model: str
+        self, response: UpstreamReply, body: bytes, send: Relayed, bridge: SigilBridge, model: str
     ) -> None:
-        """The reply through the packet gate (see ``gated``): streamed as gated chunks, or whole."""
+        """The reply through the packet gate (see ``gated``): streamed as gated chunks, or whole. The chunks name
+        the model the client asked for (the metrics' label would show the upstream's address)."""
         assert self.gate is not None
         try:
-            streamed = bool(safejson.loads(body).get("stream"))
+            request = safejson.loads(body)
+            streamed, named = bool(request.get("stream")), request.get("model")
         except (ValueError, AttributeError, UnicodeDecodeError):
-            streamed = False
+            streamed, named = False, None
         if not streamed:
             await gated.send_gated_whole(self.gate(), await response.read(MAX_REPLY_BYTES), send)
             self.metrics.called(model, ok=True)
             return
-        stream = gated.GatedStream(self.gate(), model, send)
+        stream = gated.GatedStream(self.gate(), named[:200] if isinstance(named, str) else "unknown", send)
+        send.in_band = stream.broke_off  # a break after the head: the client reads it in band, then [DONE]
         await stream.start()
         failed = False
         async for data in response.chunks():
@@ -504,9 +549,66 @@ class Gateway:
 
 
 def _relayed_headers(response: UpstreamReply) -> list[tuple[bytes, bytes]]:
-    """The upstream's response headers as the client gets them: all but the hop-by-hop ones (its ``date`` and
-    ``server`` among them — the gateway's server adds none of its own, so none is sent twice)."""
-    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers if k.lower() not in _HOP_BY_HOP]
+    """The upstream's response headers as the client gets them, byte for byte as the upstream sent them (a value in
+    UTF-8 or any other 8-bit text stays as it was): all but the hop-by-hop ones (its ``date`` and ``server`` among
+    them — the gateway's server adds none of its own, so none is sent twice), and but a header no HTTP server may
+    send — a name that is no token, a value with a control byte — which the client's server would refuse mid-reply,
+    leaving the client without any answer."""
+    return [(name, value) for name, value in response.raw_headers
+            if name.decode("latin-1").lower() not in _HOP_BY_HOP and name
+            and not _NOT_A_TOKEN.search(name) and not _CONTROL.search(value)]  # fmt: skip
+
+
+@dataclass
+class Relayed:
+    """What the client has been sent of one reply: whether its head went (its status can no longer change then),
+    and how a failure after it is told in band (``in_band``: the bytes for an error; None: the reply has no framing
+    to say it in)."""
+
+    send: Send
+    started: bool = False
+    in_band: Callable[[Any], bytes] | None = None
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        self.started = True
+        await self.send(message)
+
+
+async def _client_gone(receive: Receive) -> None:
+    """Returns once the client has gone away (or its reply is complete: the server says so the same way). After a
+    request's body an ASGI server's next message is that; one that sends anything else is not watched (never
+    asked again: a receive that answers at once would spin the loop)."""
+    if (await receive())["type"] != "http.disconnect":
+        await asyncio.Event().wait()  # until the reply is done and this is cancelled
+
+
+def upstream_credentials(upstream: str) -> tuple[str, str | None]:
+    """``upstream`` without its ``user:password@``, and the Basic ``Authorization`` they make (None without). The
+    operator's credentials in ``--upstream`` replace the client's ``Authorization`` (an SDK always sends one, and the
+    HTTP library refused to send both: every request was a 500)."""
+    if upstream == "local":
+        return upstream, None
+    parts = urlsplit(upstream)
+    if "@" not in parts.netloc:
+        return upstream, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {token}"
+
+
+def forwarded_path(scope: Scope) -> str:
+    """The request's path as the client sent it, still percent-encoded (``%3F`` stays a character of the path, not
+    the start of a query), to be put after the upstream's. ``PathRefused`` for a ``.`` or ``..`` segment, plain or
+    encoded: resolved on the way, it would leave the upstream's base path (``/tenant-a/...``) with its
+    credentials."""
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else quote(scope["path"])
+    for segment in path.split("/"):
+        if any(part in (".", "..") for part in re.split(r"[/\\]", unquote(segment))):
+            raise PathRefused(f"the path {path[:200]!r} has a '.' or '..' segment; the gateway forwards paths under "
+                              "the upstream's as they are, never out of it")  # fmt: skip
+    return path
 
 
 def _whole(response: UpstreamReply) -> bool:
@@ -529,5 +631,8 @@ def serve(
     import uvicorn
 
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
-    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False)
+    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were);
+    # stopped, it gives open requests SHUTDOWN_GRACE_SEC, then closes them (a client that never finishes its
+    # request held the shutdown for as long as it liked)
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)

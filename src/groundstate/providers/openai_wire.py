@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ..errors import GroundstateError, LimitError, NotFoundError, UpstreamFailed, http_problem
+from ..errors import GroundstateError, InputError, LimitError, NotFoundError, UpstreamFailed, http_problem
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
@@ -27,6 +27,10 @@ class RequestTooLarge(LimitError):
 
 class UnknownPath(NotFoundError):
     """A path the gateway does not serve."""
+
+
+class PathRefused(InputError):
+    """A request path the gateway will not forward (one that would leave the upstream's base path)."""
 
 
 class ReplyRefused(UpstreamFailed):

@@ -44,9 +44,12 @@ class UpstreamReply:
     """A reply being received: status, headers (repeated ones kept), and its body as it arrives."""
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
+        if not 200 <= response.status <= 599:  # a final 1xx (a 101 switch) or a status HTTP has no class for
+            raise UpstreamFailure(f"sent a malformed reply (status {response.status})")
         self._response = response
         self.status_code = response.status
         self.headers: list[tuple[str, str]] = list(response.headers.items())
+        self.raw_headers: list[tuple[bytes, bytes]] = list(response.raw_headers)  # as sent: any byte a value holds
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive (each piece whatever the socket had: chunks that came together are one)."""

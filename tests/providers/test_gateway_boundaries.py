@@ -1,0 +1,225 @@
+"""The gateway between a client and an upstream it does not trust, found by an attack on it: credentials in
+``--upstream``, headers and statuses no HTTP server may send on, a stream that breaks off after it began (gated or
+not), a client that leaves mid-reply, a path that climbs out of the upstream's base path, ``Expect: 100-continue``,
+and a slow client at shutdown. Each through a raw-socket upstream and the real gateway process."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+import time
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from ..loopback import raw_loopback
+from ..runtime.conftest import envelope
+from .conftest import GatewayFor
+from .test_gateway import subscribe
+from .test_gateway_upstream_ends import chat, sse, stream_head, text_event
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def reset(conn: socket.socket) -> None:
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # the close is a reset
+
+
+def answer(head: bytes, body: bytes) -> Any:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+
+    return serve
+
+
+def test_credentials_in_the_upstream_url_replace_the_clients_authorization(gateway_for: GatewayFor) -> None:
+    """Every SDK sends an Authorization; with ``user:password@`` in ``--upstream`` too, each request was a 500."""
+    heads: list[bytes] = []
+    body = sse(text_event("fine"))
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n", body), heads) as upstream:
+        base_url, _ = gateway_for(upstream.replace("http://", "http://operator:p%40ss@") + "/v1")
+        reply = chat(base_url)
+    assert reply.status_code == 200 and reply.content == body
+    [authorization] = [line for line in heads[0].split(b"\r\n") if line.lower().startswith(b"authorization:")]
+    assert authorization.split(b":", 1)[1].strip() == b"Basic " + base64.b64encode(b"operator:p@ss")
+
+
+@pytest.mark.parametrize(("header", "relayed"), [
+    (b"x-note: \xe2\x82\xac and \xff\r\n", (b"x-note", b"\xe2\x82\xac and \xff")),  # 8-bit text: as sent
+    (b"x-bad: a\x01b\r\n", None),  # a control byte: no server may send it on; dropped, the reply still comes
+])  # fmt: skip
+def test_upstream_header_bytes_are_relayed_as_sent_or_dropped(
+    gateway_for: GatewayFor, header: bytes, relayed: tuple[bytes, bytes] | None
+) -> None:
+    """A non-Latin-1 value was a 500 with a traceback; a control byte left the client with no answer at all."""
+    body = sse(text_event("fine"))
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n" + header
+    with raw_loopback(answer(head, body)) as upstream:
+        base_url, _ = gateway_for(upstream)
+        with httpx.Client(timeout=30) as client:
+            reply = client.post(f"{base_url}/chat/completions", json={"model": "m", "messages": HI, "stream": True})
+    assert reply.status_code == 200 and reply.content == body
+    names = [name for name, _ in reply.headers.raw]
+    if relayed is None:
+        assert b"x-bad" not in names
+    else:
+        assert relayed in reply.headers.raw
+
+
+@pytest.mark.parametrize("status", [600, 999, 101])
+def test_a_status_http_has_no_class_for_is_a_502(gateway_for: GatewayFor, status: int) -> None:
+    """Statuses 600 and 999 closed the client's connection without an answer; a final 101 was relayed as a switch."""
+    with raw_loopback(answer(f"HTTP/1.1 {status} Odd\r\n".encode(), b"{}")) as upstream:
+        base_url, _ = gateway_for(upstream)
+        reply = chat(base_url)
+    assert reply.status_code == 502
+    assert reply.json()["error"]["code"] == "upstream_unreachable"
+    assert f"sent a malformed reply (status {status})" in reply.json()["error"]["message"]
+
+
+def test_a_stream_that_breaks_off_is_an_error_the_sdk_raises(gateway_for: GatewayFor) -> None:
+    """The client's stream ended cleanly after half an answer: the SDK returned it as the whole. Now the break is
+    told in band (after the upstream's bytes, unchanged) and the OpenAI SDK raises it."""
+    partial = sse(text_event("half an "), text_event("answ"), done=False)[:-5]  # cut mid-event, too
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(partial) + 10_000) + partial)
+        time.sleep(0.3)
+        reset(conn)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        raw = chat(base_url).content
+        whole = partial[: partial.rfind(b"\n\n") + 2]  # the event the upstream never ended is not relayed
+        assert raw.startswith(whole) and raw[len(whole):].startswith(b'data: {"error": ')
+        assert b'"code": "upstream_unreachable"' in raw[len(whole):]
+        client = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        with pytest.raises(openai.APIError, match="broke off before the reply was complete"):
+            for _ in client.chat.completions.create(model="m", messages=HI, stream=True):  # type: ignore[arg-type]
+                pass
+
+
+def test_a_gated_stream_that_breaks_off_is_an_error_not_a_shorter_answer(gateway_for: GatewayFor) -> None:
+    """Through ``--gate``, a reset after the packet validated gave the SDK the surface released so far, ended
+    cleanly — no error, no finish, no ``[DONE]``."""
+    text = json.dumps(envelope("The answer is forty-two, and here is why. [STATUS: SUCCESS]"))
+    events = b"".join(b"data: " + json.dumps(text_event(text[i: i + 7])).encode() + b"\n\n"
+                      for i in range(0, len(text) - 20, 7))  # fmt: skip
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(events) + 10_000) + events)
+        time.sleep(0.3)
+        reset(conn)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream, "--gate")
+        client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        released = []
+        with pytest.raises(openai.APIError, match="broke off before the reply was complete") as broke:
+            for chunk in client.chat.completions.create(model="gpt-4o", messages=HI, stream=True):
+                released.append(chunk.choices[0].delta.content or "")
+                assert chunk.model == "gpt-4o"  # the model asked for, never the upstream's address
+        assert broke.value.body["code"] == "upstream_unreachable"  # type: ignore[index]
+        assert "".join(released).startswith("The answer is")  # what was judged and released came first
+
+
+def test_a_client_that_leaves_stops_the_upstream_read(gateway_for: GatewayFor) -> None:
+    """The gateway read the upstream to its end after its client had gone (tokens paid for nobody). Now the
+    upstream's connection closes soon after the client's, and subscribers are told the stream did not finish."""
+    closed: list[float] = []
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=10_000_000))
+        conn.settimeout(0.2)
+        for _ in range(150):  # one event every 0.2 s for 30 s, unless the gateway hangs up
+            try:
+                conn.sendall(b"data: " + json.dumps(text_event("word ")).encode() + b"\n\n")
+                if conn.recv(1, socket.MSG_PEEK) == b"":
+                    closed.append(time.monotonic())
+                    return
+            except TimeoutError:
+                continue
+            except OSError:
+                closed.append(time.monotonic())
+                return
+
+    with raw_loopback(serve) as upstream:
+        base_url, pub = gateway_for(upstream)
+        receiver = subscribe(pub)
+        with httpx.Client(timeout=30) as client, client.stream(
+            "POST", f"{base_url}/chat/completions", json={"model": "m", "messages": HI, "stream": True}
+        ) as reply:
+            next(reply.iter_bytes())
+            left = time.monotonic()
+        for _ in range(100):
+            if closed:
+                break
+            time.sleep(0.1)
+        chunks = list(receiver.receive(timeout_ms=2000)) + receiver.close()
+    assert closed and closed[0] - left < 5, "the gateway kept reading the upstream after its client left"
+    from groundstate.wire import UpstreamError
+
+    errors = [c.error for c in chunks if isinstance(c, UpstreamError)]
+    assert errors and "the client went away" in errors[-1]["message"]
+
+
+@pytest.mark.parametrize("path", ["/../../other/chat/completions", "/%2e%2e/other/chat/completions",
+                                  "/x/..%2F..%2Fother"])  # fmt: skip
+def test_a_path_that_climbs_out_of_the_upstream_base_is_refused(gateway_for: GatewayFor, path: str) -> None:
+    """Dot segments were resolved on the way: a client left ``/tenant-a/`` for ``/tenant-b/`` with the operator's
+    credentials. Refused (400), and the upstream hears nothing."""
+    heads: list[bytes] = []
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"{}"), heads) as upstream:
+        base_url, _ = gateway_for(upstream.replace("http://", "http://operator:secret@") + "/tenant-a/v1")
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:  # as sent: no client resolves it
+            raw.sendall(f"POST /v1{path} HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                        .encode())  # fmt: skip
+            reply = b""
+            while chunk := raw.recv(65536):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+    assert b'"code": "bad_input"' in reply and heads == []
+
+
+def test_an_encoded_question_mark_stays_in_the_path(gateway_for: GatewayFor) -> None:
+    heads: list[bytes] = []
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n", b"{}"), heads) as upstream:
+        base_url, _ = gateway_for(upstream)
+        assert httpx.get(f"{base_url}/models/a%3Fb", timeout=30).status_code == 200
+    assert heads[0].split(b"\r\n")[0] == b"GET /v1/models/a%3Fb HTTP/1.1"
+
+
+def test_expect_100_continue_is_not_forwarded(gateway_for: GatewayFor) -> None:
+    """Forwarded, it made the upstream hop wait for an interim answer the upstream need not send (30 s here)."""
+    heads: list[bytes] = []
+    body = sse(text_event("fine"))
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n", body), heads) as upstream:
+        base_url, _ = gateway_for(upstream)
+        started = time.monotonic()
+        sent = {"expect": "100-continue", "content-type": "application/json"}
+        reply = httpx.post(f"{base_url}/chat/completions", content=json.dumps({"model": "m", "messages": HI}),
+                           headers=sent, timeout=60)  # fmt: skip
+    assert reply.status_code == 200 and time.monotonic() - started < 4
+    assert not [line for line in heads[0].split(b"\r\n") if line.lower().startswith(b"expect:")]
+
+
+def test_a_client_that_never_finishes_its_request_does_not_hold_the_shutdown(gateway_for: GatewayFor) -> None:
+    """A chunked body that never ends kept a stopped gateway running for as long as its client liked."""
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"{}")) as upstream:
+        base_url, _ = gateway_for(upstream)
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+            slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+                         b"5\r\nhello\r\n")  # and never the rest
+            time.sleep(0.5)
+            [process] = gateway_for.processes  # type: ignore[attr-defined]
+            stopped = time.monotonic()
+            process.terminate()
+            process.wait(timeout=30)
+            assert time.monotonic() - stopped < 20
