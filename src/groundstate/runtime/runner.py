@@ -13,7 +13,6 @@ import functools
 import json
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -46,14 +45,13 @@ from ..kernel import (
     update_validator,
 )
 from ..logic import LogicError, Name
-from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator, answer_tags, tool_requests
+from ..packets import GateResult, UpdateValidator, answer_tags, tool_requests
 from ..provenance import ArgumentsRefused
-from ..providers import ErrorEvent, ErrorRecord, SigilBridge, TextDelta, ThinkDelta
 from ..store import ToolJournal, this_process
-from ..wire import Mode
 from . import run_events as ev
-from .backends import Backend, Piece, Signals, check_model_spec, make_backend, origin_of
+from .backends import Backend, check_model_spec, make_backend, origin_of
 from .context import Fitted, fit_upstream, upstream_room
+from .conversation import Conclusion, Conversation, ModelRounds
 from .cortex import load_patterns
 from .decisions import (
     DecisionError,
@@ -113,64 +111,6 @@ MAX_ERROR_CHARS = 2000
 
 
 @dataclass
-class Conclusion:
-    """How one attempt of an agent ended: its answer and tags, what ran, its error or pause, what it cost."""
-
-    surface: str = ""
-    status_tag: str = "missing"
-    bypass: str | None = None
-    executed: list[str] = field(default_factory=list)
-    error: str | None = None
-    error_kind: str = "failure"  # what kind of hard error (the guards' error_kind: transport, timeout, cut_off, ...)
-    paused: bool = False
-    thinking: str = ""  # reasoning (streamed, and the packets' traces): shown collapsed, never as the answer
-    signals: Signals = field(default_factory=Signals)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    started: float = field(default_factory=time.monotonic)
-    cost: float = 0.0  # by the run's price table
-    model: str | None = None  # the backend that answered the last round
-    memory: list[MemoryOperation] = field(default_factory=list)  # the accepted packets' memory operations
-    archived: int = 0  # actions retention moved to cold storage during the attempt
-    fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
-
-    def usage(self) -> dict[str, float]:
-        """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "seconds": round(time.monotonic() - self.started, 3), "cost": round(self.cost, 6)}  # fmt: skip
-
-
-@dataclass
-class OneAnswer:
-    """One model's answer in a round of a conversation: the model asked, where its text goes (the packet gate, the
-    attempt's conclusion), where its pieces are recorded, how long it may take and what its tokens cost."""
-
-    backend: Backend
-    conversation: Conversation
-    gate: PacketGate
-    conclusion: Conclusion
-    recorder: RunRecording
-    bridge: SigilBridge
-    seconds: float
-    price: Price | None
-
-
-@dataclass
-class Conversation:
-    """One agent's conversation with the model: its messages, the text of the round being streamed, its kernel."""
-
-    spec: AgentSpec
-    validator: UpdateValidator
-    schema: dict[str, Any]
-    messages: list[dict[str, str]]
-    raw: list[str] = field(default_factory=list)
-    shards: Shards | None = None
-    temperature: float | None = None  # the agent's shard profile's, when configured
-    journal_scope: str = ""  # where the tool journal records this conversation's calls (run, agent, epoch)
-    remembered: list[tuple[str, str]] = field(default_factory=list)  # the memory entries its prompt holds
-
-
-@dataclass
 class RunContext:
     run_id: str
     workflow: Workflow
@@ -193,6 +133,7 @@ class RunContext:
     starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
     readiness: Readiness = field(default_factory=Readiness)  # which pending agents may start (runtime/readiness.py)
     turn: TurnBatch = field(init=False)  # events written at the end of this turn of the loop (runtime/turn_batch.py)
+    rounds: ModelRounds = field(init=False)  # the conversations' rounds with the model (runtime/conversation.py)
 
 
 class Runtime:
@@ -439,6 +380,7 @@ class Runtime:
                          fallback=list(state.fallback), credentials=frozenset(state.credentials),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         ctx.turn = TurnBatch(lambda items: self._write(ctx, items), lambda event: self._observe(ctx, event))
+        ctx.rounds = ModelRounds(ctx.recording, ctx.prices, self.metrics.stream_aborts, self.run_metrics.providers)
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
         refs = [tool for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)]
@@ -817,8 +759,8 @@ class Runtime:
             except ContextBudgetError as exc:
                 conclusion.error, conclusion.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
                 return conclusion
-            gated = await self._stream_round(ctx, conversation, (attempt, round_number), conclusion,
-                                             profile.max_execution_time_sec)  # fmt: skip
+            gated = await ctx.rounds.stream_round(self._backends_for(ctx, spec), conversation, (attempt, round_number),
+                                                  conclusion, profile.max_execution_time_sec)  # fmt: skip
             if gated is None:
                 return conclusion
             valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
@@ -834,108 +776,6 @@ class Runtime:
             if not self._tool_round(ctx, conversation, gated, requests, conclusion):
                 return conclusion
         return conclusion
-
-    async def _stream_round(
-        self,
-        ctx: RunContext,
-        conversation: Conversation,
-        round_of: tuple[int, int],
-        conclusion: Conclusion,
-        seconds: float,
-    ) -> GateResult | None:
-        """Stream one answer through the packet gate into a recording. A model that fails before it sent anything
-        (refused the connection, an HTTP error, no first token within ``seconds``) hands the round to the next
-        fallback model; once a model has sent something, its failure is the agent's hard error — never a silent
-        switch mid-answer. None when the agent failed (the reason in ``conclusion.error``); otherwise the accepted
-        gate result, its surface and reasoning kept in ``conclusion``."""
-        gate = PacketGate(conversation.validator)
-        recording, (attempt, round_number) = ctx.recording, round_of
-        for backend in self._backends_for(ctx, conversation.spec):
-            stream = recording.stream(conversation.spec.id, attempt, round_number, backend.name)  # each model its own
-            bridge = SigilBridge(backend.vocabulary, stream_id=stream)
-            one = OneAnswer(backend, conversation, gate, conclusion, recording, bridge, seconds,
-                            ctx.prices.get(backend.name))  # fmt: skip
-            error, answered = await self._stream_from(one)
-            recording.write(bridge.end())
-            conclusion.model, conclusion.error = backend.name, error
-            if error is None or answered:
-                break
-            conclusion.fallbacks.append({"model": backend.name, "error": error})
-        if conclusion.error is not None:
-            return None
-        gated = gate.close()
-        if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
-            self.metrics.stream_aborts.inc()
-            conclusion.error = f"the model's output was rejected by the packet gate: {gated.reason}"
-            conclusion.error_kind = "packet"
-            conclusion.surface = "".join(conversation.raw)[:2000]
-            return None
-        conclusion.surface = gated.surface
-        conclusion.memory.extend(gated.packet.packet.memory_operations)
-        if gated.packet.packet.reasoning_trace:
-            conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
-        return gated
-
-    async def _stream_from(self, one: OneAnswer) -> tuple[str | None, bool]:
-        """One model's answer, within ``one.seconds`` (the shard profile's ``max_execution_time_sec``: a hung
-        provider is a hard error, not a hung run): the error that ended it, if any, and whether it sent anything. Its
-        tokens are counted, and priced when the model has a price. A span of its own when tracing is on."""
-        if not tracing.enabled():
-            return await self._answer_from(one)
-        backend, conversation, conclusion = one.backend, one.conversation, one.conclusion
-        attributes: dict[str, str | int] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": backend.name,
-                                            "gen_ai.agent.name": conversation.spec.id,
-                                            "groundstate.prompt_chars": sum(
-                                                len(m["content"]) for m in conversation.messages)}  # fmt: skip
-        before = (conclusion.input_tokens, conclusion.output_tokens)
-        with tracing.span(f"chat {backend.name}", attributes, kind="client") as current:
-            error, answered = await self._answer_from(one)
-            tracing.note(current, gen_ai__usage__input_tokens=int(conclusion.input_tokens - before[0]),
-                         gen_ai__usage__output_tokens=int(conclusion.output_tokens - before[1]),
-                         error__type=conclusion.error_kind if error else None)  # fmt: skip
-        return error, answered
-
-    async def _answer_from(self, one: OneAnswer) -> tuple[str | None, bool]:
-        backend, conversation, conclusion, seconds, price = one.backend, one.conversation, one.conclusion, \
-            one.seconds, one.price  # fmt: skip
-        error, answered = None, False
-        try:
-            async with asyncio.timeout(seconds):
-                options = {} if conversation.temperature is None else {"temperature": conversation.temperature}
-                async for piece in backend.stream(conversation.messages, conversation.schema, **options):
-                    error = error or piece.error
-                    answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call)
-                    conclusion.signals.take(piece)
-                    if piece.usage is not None:
-                        conclusion.input_tokens += piece.usage[0]
-                        conclusion.output_tokens += piece.usage[1]
-                        conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
-                        self.run_metrics.providers.used(backend.name, *piece.usage)
-                    conclusion.thinking += piece.thinking
-                    one.recorder.write(_recorded(one.bridge, piece))
-                    if piece.text or piece.tokens:
-                        conversation.raw.append(piece.text)
-                        one.gate.feed(piece.text)
-        except TimeoutError:
-            self._count_call(backend.name, None, "timeout")
-            late = f"the model did not answer within {seconds:g} s (the shard profile's max_execution_time_sec)"
-            conclusion.error_kind = "timeout"
-            return late, answered
-        except Exception as exc:  # a backend crash is a hard error of this agent, not of the runtime
-            self._count_call(backend.name, None, "backend")
-            conclusion.error_kind = "backend"
-            return f"the model backend failed: {type(exc).__name__}: {exc}", answered
-        self._count_call(backend.name, error, None)
-        if error is not None:
-            conclusion.error_kind = error_kind(error)
-            return f"the model failed ({error.plane}): {error.message}", answered
-        return None, answered
-
-    def _count_call(self, model: str, error: ErrorRecord | None, failure: str | None) -> None:
-        """The call in the metrics: its conclusion and, when it failed, its error's plane (or ``failure``)."""
-        self.run_metrics.providers.called(model, error is None and failure is None)
-        if error is not None or failure is not None:
-            self.run_metrics.providers.failed(model, error, failure or "transport")
 
     def _tool_round(
         self,
@@ -1180,16 +1020,6 @@ class Runtime:
         return self.store.state(run_id)
 
 
-def error_kind(error: ErrorRecord) -> str:
-    """The kind of a provider's error, as the guards rank it: the output-token limit, no connection at all (no
-    HTTP status: the request never got an answer), or an error the provider answered with."""
-    if error.code in ("max_tokens", "length"):
-        return "cut_off"
-    if error.status is None and error.evidence.get("exception"):
-        return "transport"
-    return "provider"
-
-
 def _summary(results: list[tuple[str, ActionReport | None, str]]) -> str:
     """The round's results as the agent reads them: each call's decision, status and output, or why it was refused."""
     return "\n\n".join(
@@ -1205,17 +1035,3 @@ def _agent_validator() -> UpdateValidator:
     once per process, not once per conversation — it holds no state of its own, the policy files are the package's,
     and finding and building it cost a third of a millisecond per node (bench/runtime)."""
     return update_validator(load_program(AGENT_POLICY).analyze())
-
-
-def _recorded(bridge: SigilBridge, piece: Piece) -> bytes:
-    """The piece in the round's SIGIL recording: text (with the real token ids when the backend has them),
-    reasoning in THINK mode, errors as upstream errors; the rest is carried as facts, not as stream content."""
-    if piece.error is not None:
-        return bridge.push(ErrorEvent(piece.error))
-    if piece.tokens:
-        return bridge.tokens(Mode.TEXT, piece.tokens)
-    if piece.text:
-        return bridge.push(TextDelta(piece.text))
-    if piece.thinking:
-        return bridge.push(ThinkDelta(piece.thinking))
-    return b""
