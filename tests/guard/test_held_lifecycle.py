@@ -191,3 +191,16 @@ def test_a_parked_call_outlives_its_guard_and_its_denial_is_read_once(tmp_path: 
         os.killpg(guard.pid, signal.SIGKILL)
         guard.wait(30)
     assert not effects.exists()
+
+
+def test_a_decision_on_a_call_the_ledger_does_not_have_names_it_exit_2(tmp_path: Path) -> None:
+    """An unknown call is a name to fix (exit 2; the console's 404), not another process's hold (exit 4, a 409)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "approve", "12345"], cwd=tmp_path,
+                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home")}, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "there is no call 12345 in the guard's ledger" in done.stderr and "Traceback" not in done.stderr

@@ -88,11 +88,11 @@ decisions = Table(
 
 
 class ApprovalRefused(ConflictError):
-    """A decision on a held call that cannot apply: no such call, already decided or expired, another digest."""
+    """A decision on a held call that cannot apply: already decided or expired, another digest."""
 
 
-class UnknownCall(ApprovalRefused, NotFoundError):
-    """A decision on a call the ledger does not have (an HTTP surface answers it as a 404, like an unknown run)."""
+class UnknownCall(NotFoundError):
+    """A decision on a call the ledger does not have: a name to fix (exit 2; a 404, like an unknown run)."""
 
 
 @dataclass(frozen=True)
