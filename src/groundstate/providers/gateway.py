@@ -273,6 +273,9 @@ class Gateway:
         gone = asyncio.ensure_future(_client_gone(receive))
         try:
             await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the server gave up on this request (its shutdown grace ran out)
+            relay.cancel()
+            raise
         finally:
             gone.cancel()
         if not relay.done():  # the client went away: the upstream is not read (and paid for) any longer
