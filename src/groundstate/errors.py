@@ -33,6 +33,7 @@ refusal, and stays outside the tree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from http import HTTPStatus
 
 
 class GroundstateError(Exception):
@@ -134,8 +135,6 @@ def status_code_name(status: int) -> str:
     """The stable ``code`` of a status a web framework answered on its own, with no GroundstateError behind it (an
     unknown path, a method a route does not take, a body it cannot parse): the code of HTTP_STATUSES' first row with
     that status, else the status's name (``method_not_allowed``)."""
-    from http import HTTPStatus
-
     found = next((code for _, row_status, code in HTTP_STATUSES if row_status == status), None)
     if found is not None:
         return found

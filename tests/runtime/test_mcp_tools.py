@@ -10,11 +10,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from groundstate.config import load_config
-from groundstate.runtime import TOOL_RESULT, EventStore, Runtime, WorkflowError, make_backend
+from groundstate.runtime import TOOL_RESULT, EventStore, RunState, Runtime, WorkflowError, make_backend
 from groundstate.store import ToolJournal
 
 from .conftest import Script, envelope
@@ -75,17 +76,26 @@ def test_unknown_mcp_servers_and_tools_are_refused_with_the_reason(tmp_path: Pat
     assert state.status == "failed" and "no configured MCP server lists mcp:git/git_push" in (state.outcome or "")
 
 
-def test_a_writing_mcp_tool_waits_for_the_operator_like_in_the_guard(tmp_path: Path, model: tuple[str, Script]) -> None:
+def one_call(
+    tmp_path: Path, model: tuple[str, Script], tool: str, arguments: dict[str, Any]
+) -> tuple[Runtime, str, RunState]:
+    """A run whose agent calls the git server's ``tool`` once (in a repository at tmp_path/repo, made first) and
+    then answers; the runtime, the run and its state once driven."""
     url, script = model
+    repo = tmp_path / "repo"
+    script.by_round = True
+    call = {"tool": f"git__{tool}", "argument": json.dumps({"repo_path": str(repo), **arguments})}
+    script.answers = {"writer_x": [envelope(f"calling {tool}", [call]), envelope("done [STATUS: SUCCESS]")]}
+    runtime = runtime_for(tmp_path, url, repo)
+    run_id = runtime.create(FLOW.replace("mcp:git/git_status", f"mcp:git/{tool}"), "flow.yaml", "scripted")
+    return runtime, run_id, asyncio.run(runtime.drive(run_id))
+
+
+def test_a_writing_mcp_tool_waits_for_the_operator_like_in_the_guard(tmp_path: Path, model: tuple[str, Script]) -> None:
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("a")
-    script.by_round = True
-    add = {"tool": "git__git_add", "argument": json.dumps({"repo_path": str(repo), "files": ["a.txt"]})}
-    script.answers = {"writer_x": [envelope("staging", [add]), envelope("done [STATUS: SUCCESS]")]}
-    runtime = runtime_for(tmp_path, url, repo)
-    run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_add"), "flow.yaml", "scripted")
-    state = asyncio.run(runtime.drive(run_id))
+    runtime, run_id, state = one_call(tmp_path, model, "git_add", {"files": ["a.txt"]})
     assert state.pause is not None and state.pause.category == "safety"
     assert state.pause.reason == ("The MCP tool git/git_add changes things (it is not read-only): an operator "
                                   "approves it first.")  # writes.mg's reason, as the guard gives it
@@ -99,15 +109,8 @@ def test_a_writing_mcp_tool_waits_for_the_operator_like_in_the_guard(tmp_path: P
 def test_a_destructive_mcp_tool_is_held_with_the_guards_reason(tmp_path: Path, model: tuple[str, Script]) -> None:
     """The runtime reads a tool's annotations as the guard does (destructiveHint unset on a writing tool: it may
     destroy data) and holds it by the same shared rule (writes.mg), with the same reason."""
-    url, script = model
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    script.by_round = True
-    reset = {"tool": "git__git_reset", "argument": json.dumps({"repo_path": str(repo)})}
-    script.answers = {"writer_x": [envelope("resetting", [reset]), envelope("done [STATUS: SUCCESS]")]}
-    runtime = runtime_for(tmp_path, url, repo)
-    run_id = runtime.create(FLOW.replace("mcp:git/git_status", "mcp:git/git_reset"), "flow.yaml", "scripted")
-    state = asyncio.run(runtime.drive(run_id))
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    _, _, state = one_call(tmp_path, model, "git_reset", {})
     assert state.pause is not None and state.pause.category == "safety"
     assert state.pause.reason == ("The MCP tool git/git_reset may destroy data (the server marks it destructive): an "
                                   "operator approves it first.")  # fmt: skip

@@ -16,6 +16,7 @@ from rich.console import Console
 from .. import tracing
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION, default_db_url, load_config
 from ..errors import GroundstateError
+from ..providers import SHUTDOWN_GRACE_SEC
 from ..runtime import (
     AWAITING_APPROVAL,
     COMPLETED,
@@ -49,9 +50,6 @@ def _executor(runtime: Runtime, address: str | None) -> Executor:
         raise typer.Exit(2) from None
 
 
-SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
-
-
 def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple[uvicorn.Server, str]:
     token, created = load_or_create_token(runtime.home)
     if created:  # the token itself only to a person's terminal: a log (a container's, a service's) keeps it forever
@@ -62,8 +60,7 @@ def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple
                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
         if shown:
             console.print(token, markup=False, highlight=False, soft_wrap=True)
-    # stopped, it gives open requests SHUTDOWN_GRACE_SEC, then closes them: a browser following a run's event
-    # stream would otherwise hold the shutdown for as long as it stayed
+    # stopped, it gives open requests SHUTDOWN_GRACE_SEC (a browser following a run's event stream held it open)
     config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning",
                             timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)  # fmt: skip
     return uvicorn.Server(config), token

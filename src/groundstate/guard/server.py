@@ -33,9 +33,9 @@ from mcp.shared.exceptions import MCPError
 
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import AccessError, AuthenticationError, GroundstateError, NotFoundError, http_problem
+from ..errors import AccessError, AuthenticationError, GroundstateError, http_problem
 from ..provenance import ArgumentsRefused, History, Session, reading
-from ..providers import McpServerError, Upstreams, connect
+from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
@@ -545,12 +545,7 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
 
 
 MAX_SESSIONS = 10_000
-SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
 MCP_PATH = "/mcp"  # where the SDK's streamable HTTP app serves
-
-
-class UnknownPath(NotFoundError):
-    """A path the guard's HTTP transport does not serve."""
 
 
 MAX_WATCHED_BODY = 1 << 20  # a request body read for its JSON-RPC ids, up to this size

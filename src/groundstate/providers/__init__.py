@@ -45,7 +45,7 @@ from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
-from .server_processes import stopped_with_us
+from .server_processes import SHUTDOWN_GRACE_SEC, stopped_with_us
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
 from .think_tags import ThinkTags
@@ -91,6 +91,7 @@ __all__ = [
     "FINISH_REASONS",
     "GATED_APIS",
     "SEPARATOR",
+    "SHUTDOWN_GRACE_SEC",
     "AnthropicAdapter",
     "ChatRequestError",
     "ErrorEvent",

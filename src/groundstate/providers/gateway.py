@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from .. import safejson, tracing
-from ..errors import AuthenticationError, http_problem
+from ..errors import AuthenticationError, GroundstateError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
@@ -42,6 +42,7 @@ from .openai_wire import (
     stream_answer,
     usage,
 )
+from .server_processes import SHUTDOWN_GRACE_SEC
 from .upstream import Upstream, UpstreamFailure, UpstreamReply
 from .whole_reply import MAX_REPLY_BYTES, reply_usage
 
@@ -64,7 +65,6 @@ MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client 
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
-SHUTDOWN_GRACE_SEC = 10  # once stopped, the time open requests get to finish before they are closed
 MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
 
 
@@ -570,7 +570,7 @@ class Relayed:
 
     send: Send
     started: bool = False
-    in_band: Callable[[Any], bytes] | None = None
+    in_band: Callable[[GroundstateError], bytes] | None = None
 
     async def __call__(self, message: MutableMapping[str, Any]) -> None:
         self.started = True
@@ -589,8 +589,6 @@ def upstream_credentials(upstream: str) -> tuple[str, str | None]:
     """``upstream`` without its ``user:password@``, and the Basic ``Authorization`` they make (None without). The
     operator's credentials in ``--upstream`` replace the client's ``Authorization`` (an SDK always sends one, and the
     HTTP library refused to send both: every request was a 500)."""
-    if upstream == "local":
-        return upstream, None
     parts = urlsplit(upstream)
     if "@" not in parts.netloc:
         return upstream, None
@@ -634,8 +632,6 @@ def serve(
     import uvicorn
 
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
-    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were);
-    # stopped, it gives open requests SHUTDOWN_GRACE_SEC, then closes them (a client that never finishes its
-    # request held the shutdown for as long as it liked)
+    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
                 timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)

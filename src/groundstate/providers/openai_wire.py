@@ -26,7 +26,7 @@ class RequestTooLarge(LimitError):
 
 
 class UnknownPath(NotFoundError):
-    """A path the gateway does not serve."""
+    """A path an HTTP surface does not serve (the gateway's, the guard's HTTP transport's)."""
 
 
 class PathRefused(InputError):

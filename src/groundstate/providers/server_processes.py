@@ -13,12 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
 GRACE_SEC = 0.5  # a server's time to leave on SIGTERM before it is killed: the client that sent ours waits ~2 s
+# an HTTP server's (the gateway, the console, the guard's HTTP transport), once stopped: the time its open requests
+# get to finish before they are closed — a client that never finishes its request, or a stream that never ends,
+# would otherwise hold the shutdown for as long as it liked
+SHUTDOWN_GRACE_SEC = 10
 
 
 def group_leading_children(parent: int | None = None) -> list[int]:
@@ -70,8 +75,6 @@ def _group_alive(leader: int) -> bool:
 def stopped_with_us() -> Iterator[None]:
     """While the block runs, a SIGTERM stops this process's servers before it terminates this process (exit status
     as the signal's own). Only in the main thread — where Python runs signal handlers — else it does nothing."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
