@@ -31,10 +31,10 @@ def event_end(api: str, data: bytes) -> int:
 
 class WholeEvents:
     """A stream's bytes as they arrive, given on only up to the end of their last whole event; the bytes of an event
-    still arriving are held (at most ``MAX_HELD``, then given on as they are). Each arrival is searched once, with
-    the few bytes before it an event's end may begin in, and held pieces are joined once, when given on: a stream
-    that never ends an event costs what it sends, not its square (joined and searched whole on every arrival, a
-    long run without an event's end stalled the gateway)."""
+    still arriving are held (at most ``MAX_HELD``, then given on as they are). Each arrival is searched once (and,
+    when it ends no event, its first bytes with the few held before them), never copied to be searched, and held
+    pieces are joined once, when given on: a stream that never ends an event costs what it sends, not its square
+    (joined and searched whole on every arrival, a long run without an event's end stalled the gateway)."""
 
     MAX_HELD = MAX_HELD
 
@@ -45,9 +45,11 @@ class WholeEvents:
 
     def take(self, data: bytes) -> bytes:
         """The bytes to give on now (empty: all of ``data`` is held)."""
-        before = b"".join(self._held[-3:])[-3:]  # an end ("\r\n\r\n") may begin in the last held bytes
-        end = event_end(self.api, before + data) - len(before)
-        if end <= 0:
+        end = event_end(self.api, data)
+        if not end and self._held:  # an end ("\r\n\r\n", 4 bytes) may begin in the last held bytes
+            before = b"".join(self._held[-3:])[-3:]
+            end = max(event_end(self.api, before + data[:3]) - len(before), 0)
+        if not end:
             self._held.append(data)
             self._size += len(data)
             if self._size <= MAX_HELD:
