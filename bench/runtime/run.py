@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from groundstate.runtime import AgentStarted, NodeCreated, RunStarted, ToolCall, ToolResult
 from groundstate.runtime.backends import Piece
 from groundstate.runtime.runner import Runtime
 from groundstate.runtime.store import EventStore
@@ -146,15 +147,15 @@ def main() -> None:
         print(f"plain asyncio (peer)    {peer:8.4f} s   {peer / nodes * 1000:7.4f} ms/node   no store, no guards")
 
         other = store.create_run("bench", "name: bench\nagents:\n  - id: writer_0\n    instructions: x\n", None)
-        store.append(other, "NodeCreated", None, {"agent": "writer_0"})
-        store.append(other, "RunStarted", None, {})
-        store.append(other, "AgentStarted", "writer_0", {"attempt": 1})  # the events a running agent's calls make
+        store.append(other, NodeCreated(agent="writer_0"))
+        store.append(other, RunStarted())
+        store.append(other, AgentStarted(attempt=1), "writer_0")  # the events a running agent's calls make
         count = 2000 if args.quick else 10000
         started = time.perf_counter()
         for i in range(count // 2):
-            call = store.append(other, "ToolCall", "writer_0", {"tool": "web_search", "target": str(i), "payload": ""})
-            store.append(other, "ToolResult", "writer_0", {"call": call.seq, "tool": "web_search", "status": "/success",
-                                                           "output": ""})  # fmt: skip
+            call = store.append(other, ToolCall(tool="web_search", target=str(i), payload=""), "writer_0")
+            store.append(other, ToolResult(call=call.seq, tool="web_search", decision="/permit", status="/success",
+                                           output=""), "writer_0")  # fmt: skip
         rate = count / (time.perf_counter() - started)
         print(f"events into SQLite      {rate:8.0f} events/s (one transaction each, WAL)")
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parents[2]))  # tests.postgres: the same s
 from tests.postgres import running_postgres
 
 from groundstate.config import ProjectConfig
-from groundstate.runtime import AGENT_COMPLETED, EventStore, InProcessExecutor, Runtime, open_executor
+from groundstate.runtime import AGENT_COMPLETED, EventStore, InProcessExecutor, NodeCreated, Runtime, open_executor
 
 FLOW = """
 name: five
@@ -94,7 +94,7 @@ def append_rate(store_url: str, count: int) -> float:
     run_id = store.create_run("bench", FLOW, "m")
     started = time.perf_counter()
     for i in range(count):
-        store.append(run_id, "NodeCreated", None, {"agent": f"writer_{i}"})
+        store.append(run_id, NodeCreated(agent=f"writer_{i}"))
     return count / (time.perf_counter() - started)
 
 

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from groundstate.runtime import (
-    AGENT_STARTED,
     NODE_CREATED,
     RUN_COMPLETED,
     RUN_CREATED,
@@ -28,6 +27,7 @@ from groundstate.runtime import (
     RUN_RESUMED,
     TOOL_CALL,
     TOOL_RESULT,
+    AgentStarted,
     LeaseHeld,
     RunEnded,
     Runtime,
@@ -171,7 +171,7 @@ def test_a_second_driver_is_refused_and_nothing_follows_a_terminal_event(
     run_id, status = drive(runtime, model[1], [envelope("done [STATUS: SUCCESS]")])
     assert status == "completed"
     with pytest.raises(RunEnded, match="has ended"):
-        runtime.store.append(run_id, AGENT_STARTED, "writer_x", {"attempt": 9})
+        runtime.store.append(run_id, AgentStarted(attempt=9), "writer_x")
     second = runtime.create(WRITER, "attack.yaml", "scripted")
     runtime.store.acquire_lease(second, "another-process", 60)
     with pytest.raises(LeaseHeld, match="is being driven by another-process"):

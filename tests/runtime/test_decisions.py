@@ -3,6 +3,7 @@ may decide it, and the events that record it — from a run's state alone, no dr
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -11,38 +12,45 @@ from groundstate.runtime import (
     DecisionConflict,
     DecisionError,
     Event,
+    EventBody,
     RunState,
     decision_events,
     repin_events,
 )
 
+NOW = datetime.now(UTC)
 WORKFLOW = "name: t\nagents:\n  - id: a\n    instructions: x\n  - id: b\n    instructions: y\n"
 
 
 def paused(*agents: str, created_by: str = "operator:sam") -> RunState:
     """A run whose ``agents`` each wait on a pause (seq numbers 5, 7, … in order)."""
     events: list[tuple[str, str | None, dict[str, Any]]] = [
-        ("RunCreated", None, {"workflow": WORKFLOW, "name": "t"}), ("RunStarted", None, {})]
+        ("RunCreated", None, {"workflow": WORKFLOW, "name": "t", "model": None}), ("RunStarted", None, {})]
     events += [("NodeCreated", None, {"agent": agent}) for agent in ("a", "b")]
     for agent in agents:
         events += [("AgentStarted", agent, {"attempt": 1}),
                    ("ApprovalRequested", agent, {"category": "quality", "reason": f"check {agent}"})]  # fmt: skip
-    log = [Event("r1", seq, kind, agent, payload, actor=created_by if seq == 1 else "runtime")
+    log = [Event.parsed("r1", seq, kind, agent, payload, NOW, created_by if seq == 1 else "runtime")
            for seq, (kind, agent, payload) in enumerate(events, 1)]  # fmt: skip
     return RunState.replay("r1", log)
 
 
+def said(planned: list[tuple[EventBody, str | None]]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """The planned events as the log stores them: type, agent, payload."""
+    return [(body.NAME, agent, body.to_payload()) for body, agent in planned]
+
+
 def test_a_retry_records_the_decision_and_its_instructions() -> None:
-    [(kind, agent, payload)] = decision_events(paused("a"), "retry", "look again", "operator:dana", None, [])
+    [(kind, agent, payload)] = said(decision_events(paused("a"), "retry", "look again", "operator:dana", None, []))
     assert (kind, agent) == ("ApprovalDecided", "a")
     assert payload == {"decision": "retry", "pause": 6, "reason": "check a", "instructions": "look again"}
 
 
 def test_skip_and_abort_record_what_they_mean() -> None:
-    skipped = decision_events(paused("a"), "skip", "ignored", "operator:dana", 6, [])
+    skipped = said(decision_events(paused("a"), "skip", "ignored", "operator:dana", 6, []))
     assert [(k, a) for k, a, _ in skipped] == [("ApprovalDecided", "a"), ("AgentSkipped", "a")]
     assert "instructions" not in skipped[0][2] and skipped[1][2] == {"by": "operator:dana"}
-    aborted = decision_events(paused("a"), "abort", None, "operator:dana", 6, [])
+    aborted = said(decision_events(paused("a"), "abort", None, "operator:dana", 6, []))
     assert aborted[1] == ("RunAborted", "a", {"reason": "aborted by operator:dana"})
 
 
@@ -61,14 +69,15 @@ def test_which_pause_is_answered() -> None:
 def test_the_account_that_started_the_run_does_not_decide_it_unless_configured() -> None:
     with pytest.raises(DecisionConflict, match=r"pause 6: .*sam"):
         decision_events(paused("a"), "retry", None, "operator:sam", 6, [])
-    assert decision_events(paused("a"), "retry", None, "operator:sam", 6, ["sam"])[0][0] == "ApprovalDecided"
+    assert said(decision_events(paused("a"), "retry", None, "operator:sam", 6, ["sam"]))[0][0] == "ApprovalDecided"
     assert decision_events(paused("a"), "retry", None, "policy:approval_timeout", 6, [])  # not an account
 
 
 def test_only_a_run_nobody_drives_is_repinned() -> None:
-    [(kind, _, payload)] = repin_events(paused("a"), {"digest": "sha256:new"})
+    [(kind, _, payload)] = said(repin_events(paused("a"), {"digest": "sha256:new"}))
     assert kind == "PolicyRepinned" and payload == {"policy": {"digest": "sha256:new"}, "previous": None}
-    running = RunState.replay("r1", [Event("r1", 1, "RunCreated", None, {"workflow": WORKFLOW, "name": "t"}),
-                                     Event("r1", 2, "RunStarted", None, {})])  # fmt: skip
+    created = {"workflow": WORKFLOW, "name": "t", "model": None}
+    running = RunState.replay("r1", [Event.parsed("r1", 1, "RunCreated", None, created, NOW, "runtime"),
+                                     Event.parsed("r1", 2, "RunStarted", None, {}, NOW, "runtime")])  # fmt: skip
     with pytest.raises(DecisionConflict, match="run r1 is running: only a pending, paused or failed run"):
         repin_events(running, {"digest": "sha256:new"})

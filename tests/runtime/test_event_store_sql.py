@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groundstate.runtime import RUN_CREATED, RUN_STARTED, EventStore, LeaseLost
+from groundstate.runtime import RUN_CREATED, RUN_STARTED, EventStore, LeaseLost, RunStarted
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -25,7 +25,7 @@ def test_appended_events_and_the_run_row_read_back_exactly(store_url: str) -> No
     run_id = store.create_run("flow", "name: flow\nagents: []\n", "m")
     before = datetime.now(UTC)
     store.acquire_lease(run_id, "me", 30)
-    started = store.append(run_id, RUN_STARTED, None, {"model": "m", "driver": "me"}, holder="me")
+    started = store.append(run_id, RunStarted(model="m", driver="me"), holder="me")
     fresh = EventStore(store_url)  # nothing cached: everything from the database
     [created, read] = fresh.events(run_id)
     expected = (2, RUN_STARTED, None, {"model": "m", "driver": "me"}, "runtime")
@@ -40,10 +40,10 @@ def test_an_append_by_a_driver_without_the_lease_writes_nothing(store_url: str) 
     store = EventStore(store_url)
     run_id = store.create_run("flow", "name: flow\nagents: []\n", "m")
     with pytest.raises(LeaseLost):
-        store.append(run_id, RUN_STARTED, None, {"model": "m"}, holder="nobody")  # no lease at all
+        store.append(run_id, RunStarted(model="m"), holder="nobody")  # no lease at all
     store.acquire_lease(run_id, "first", 30)
     with pytest.raises(LeaseLost):
-        store.append(run_id, RUN_STARTED, None, {"model": "m"}, holder="second")  # someone else's lease
+        store.append(run_id, RunStarted(model="m"), holder="second")  # someone else's lease
     assert [e.type for e in EventStore(store_url).events(run_id)] == [RUN_CREATED]
 
 
@@ -65,7 +65,7 @@ def test_the_known_state_is_this_processs_own_and_state_asks_the_database(tmp_pa
     url = f"sqlite:///{tmp_path / 'gs.db'}"
     driver, console = EventStore(url), EventStore(url)  # two processes on one store
     run_id = driver.create_run("flow", "name: flow\nagents: []\n", "m")
-    console.append(run_id, RUN_STARTED, None, {"model": "m"}, actor="operator:ada")
+    console.append(run_id, RunStarted(model="m"), actor="operator:ada")
     assert driver.known_state(run_id).last_seq == 1  # what the driver itself last wrote: no query
     assert driver.state(run_id).last_seq == 2  # asks the database, sees the other writer
     assert driver.known_state(run_id).last_seq == 2  # and keeps what it read

@@ -192,7 +192,7 @@ def test_cortex_interrupt_and_spawn(tmp_path: Path, model: tuple[str, Script]) -
     script.answers = {**answers(), "research_left": [envelope("x", [{"tool": "web_search", "argument": "forbidden"}])]}
     run_id = runtime.create(BRANCHES, "b.yaml", "scripted")
     state = asyncio.run(runtime.drive(run_id))
-    assert state.status == "aborted" and set((state.outcome or "").split("; ")) == {
+    assert state.status == "aborted" and set(str(state.outcome).split("; ")) == {
         "a forbidden search", "a forbidden argument"}  # both interrupts fired: both are reported  # fmt: skip
     aborted = next(e for e in record(runtime, run_id) if e.type == RUN_ABORTED)
     assert aborted.agent == "research_left" and len(aborted.payload["interrupts"]) == 2

@@ -32,6 +32,7 @@ from groundstate.runtime import (
     TOOL_RESULT,
     EventStore,
     InProcessExecutor,
+    RunStarted,
     RunState,
     Runtime,
     open_executor,
@@ -192,7 +193,7 @@ def test_a_run_whose_driver_is_gone_is_taken_over_by_the_console(
     run_id = runtime.create(FLEET, "fleet.yaml", f"openai-chat:scripted@{url}")
     gone = "elsewhere:1:dead"  # a driver that started the run and died: its lease is never renewed
     runtime.store.acquire_lease(run_id, gone, 1.5)
-    runtime.store.append(run_id, RUN_STARTED, None, {"model": "x", "driver": gone}, holder=gone)
+    runtime.store.append(run_id, RunStarted(model="x", driver=gone), holder=gone)
     with TestClient(create_app(runtime, "console-token", open_executor(runtime))):
         state = wait_for(runtime, run_id, {"completed", "failed"})
     assert state.status == "completed"

@@ -8,6 +8,7 @@ import copy
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from groundstate.runtime import (
     EVENT_TYPES,
     NODE_CREATED,
     NODE_EDGES,
-    POLICY_REPINNED,
     RUN_ABORTED,
     RUN_COMPLETED,
     RUN_CREATED,
@@ -35,10 +35,15 @@ from groundstate.runtime import (
     RUN_STARTED,
     TOOL_CALL,
     TOOL_RESULT,
+    AgentCompleted,
+    ApprovalDecided,
     Event,
     EventRefused,
     NodeStatus,
+    PolicyRepinned,
     RunEnded,
+    RunResumed,
+    RunStarted,
     RunState,
     RunStatus,
     Runtime,
@@ -52,26 +57,27 @@ WORKFLOW = "name: one\nagents:\n  - id: writer_x\n    instructions: write\n    t
 def test_every_status_has_a_row_and_ended_runs_have_no_edges() -> None:
     assert set(RUN_EDGES) == set(RunStatus) and set(NODE_EDGES) == set(NodeStatus)
     assert RUN_EDGES[RunStatus.COMPLETED] == {} and RUN_EDGES[RunStatus.ABORTED] == {}
-    assert RUN_EDGES[RunStatus.FAILED] == {RUN_RESUMED: RunStatus.RUNNING, POLICY_REPINNED: RunStatus.FAILED}
-    assert {event for row in RUN_EDGES.values() for event in row} == set(EVENT_TYPES)
+    assert RUN_EDGES[RunStatus.FAILED] == {RunResumed: RunStatus.RUNNING, PolicyRepinned: RunStatus.FAILED}
+    assert {event.NAME for row in RUN_EDGES.values() for event in row} == set(EVENT_TYPES)
 
 
 PAYLOADS: dict[str, dict[str, Any]] = {
-    RUN_CREATED: {"workflow": "", "name": "n"},
+    RUN_CREATED: {"workflow": "", "name": "n", "model": None},
     NODE_CREATED: {"agent": "a"},
     RUN_STARTED: {},
     RUN_RESUMED: {"restarted": []},
     AGENT_STARTED: {"attempt": 1},
     TOOL_CALL: {"tool": "write_file"},
-    TOOL_RESULT: {"call": 1, "status": None},
-    AGENT_COMPLETED: {"output": "x"},
+    TOOL_RESULT: {"call": 1, "tool": "write_file", "decision": "/permit", "status": None},
+    AGENT_COMPLETED: {"output": "x", "status_tag": None},
     AGENT_FAILED: {"error": "e"},
-    AGENT_SKIPPED: {},
+    AGENT_SKIPPED: {"by": "operator"},
     APPROVAL_REQUESTED: {"category": "safety", "reason": "r"},
-    RUN_COMPLETED: {},
-    RUN_FAILED: {},
-    RUN_ABORTED: {},
+    RUN_COMPLETED: {"summary": {}},
+    RUN_FAILED: {"error": "e"},
+    RUN_ABORTED: {"reason": "r"},
 }
+NOW = datetime.now(UTC)
 steps = st.lists(
     st.one_of(
         st.tuples(st.sampled_from(sorted(PAYLOADS)), st.sampled_from(["a", None])),
@@ -88,9 +94,9 @@ def test_a_refused_event_changes_nothing_and_statuses_stay_in_their_machines(seq
     for seq, (event_type, extra) in enumerate(sequence, start=1):
         if event_type == APPROVAL_DECIDED:
             pause = state.pause.seq if state.pause else 0
-            event = Event("r", seq, event_type, "a", {"decision": extra, "pause": pause})
+            event = Event.parsed("r", seq, event_type, "a", {"decision": extra, "pause": pause}, NOW, "operator")
         else:
-            event = Event("r", seq, event_type, extra, dict(PAYLOADS[event_type]))
+            event = Event.parsed("r", seq, event_type, extra, dict(PAYLOADS[event_type]), NOW, "runtime")
         before = copy.deepcopy(state)
         try:
             state.apply(event)
@@ -112,12 +118,12 @@ def test_an_event_a_node_cannot_take_is_refused_before_it_is_stored(
 ) -> None:
     model[1].answers = {"writer_x": [envelope("done [STATUS: SUCCESS]")]}
     run_id = runtime.create(WORKFLOW, "one.yaml", "scripted")
-    runtime.store.append(run_id, RUN_STARTED, None, {})
+    runtime.store.append(run_id, RunStarted())
     with pytest.raises(EventRefused, match=r"agent writer_x of run .* is pending: no AgentCompleted can follow"):
-        runtime.store.append(run_id, AGENT_COMPLETED, "writer_x", {"output": "never ran"})
+        runtime.store.append(run_id, AgentCompleted(output="never ran", status_tag=None), "writer_x")
     assert [e.type for e in runtime.store.events(run_id)] == [RUN_CREATED, NODE_CREATED, RUN_STARTED]
     with pytest.raises(EventRefused, match="is running: no ApprovalDecided event can follow"):
-        runtime.store.append(run_id, APPROVAL_DECIDED, "writer_x", {"decision": "retry", "pause": 1})
+        runtime.store.append(run_id, ApprovalDecided(decision="retry", pause=1), "writer_x")
     assert runtime.store.state(run_id).nodes["writer_x"].status == NodeStatus.PENDING
 
 
@@ -126,7 +132,8 @@ def test_a_reordered_log_is_reported_as_corrupt(tmp_path: Path, runtime: Runtime
     run_id = runtime.create(WORKFLOW, "one.yaml", "scripted")
     assert asyncio.run(runtime.drive(run_id)).status == RunStatus.COMPLETED
     with runtime.store.engine.begin() as db:  # RunStarted rewritten as RunCompleted: a run that never started
-        db.exec_driver_sql("UPDATE events SET type = 'RunCompleted' WHERE run_id = ? AND seq = 3", (run_id,))
+        db.exec_driver_sql("UPDATE events SET type = 'RunCompleted', payload = '{\"summary\": {}}' "
+                           "WHERE run_id = ? AND seq = 3", (run_id,))  # fmt: skip
     env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "cli-home"), "COLUMNS": "300"}
     shown = subprocess.run([sys.executable, "-m", "groundstate", "runs", "show", run_id, "--db", runtime.store.url],
                            capture_output=True, text=True, env=env, timeout=60)  # fmt: skip

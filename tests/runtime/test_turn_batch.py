@@ -16,7 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groundstate.config import load_config
-from groundstate.runtime import EventRefused, EventStore, Piece, Runtime
+from groundstate.runtime import (
+    AgentCompleted,
+    AgentStarted,
+    EventRefused,
+    EventStore,
+    NodeCreated,
+    Piece,
+    RunStarted,
+    Runtime,
+    body_of,
+)
 from groundstate.runtime.turn_batch import Item, TurnBatch
 from groundstate.wire import ByteVocabulary, Vocabulary
 
@@ -85,17 +95,17 @@ def test_an_event_the_store_refuses_fails_only_its_own_agent(tmp_path: Path) -> 
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
     run_id = store.create_run("wide", WIDE, None)
     for agent in ("writer_a", "writer_b"):
-        store.append(run_id, "NodeCreated", None, {"agent": agent})
-    store.append(run_id, "RunStarted", None, {})
-    store.append(run_id, "AgentStarted", "writer_a", {"attempt": 1})
+        store.append(run_id, NodeCreated(agent=agent))
+    store.append(run_id, RunStarted())
+    store.append(run_id, AgentStarted(attempt=1), "writer_a")
     observed: list[tuple[str, str | None]] = []
     batch = TurnBatch(lambda items: store.transact(run_id, lambda _: items),
                       lambda event: observed.append((event.type, event.agent)))  # fmt: skip
-    done = {"output": "x", "status_tag": "success"}
+    done = AgentCompleted(output="x", status_tag="success")
 
     async def both() -> tuple[Any, ...]:
-        return await asyncio.gather(batch.append([("AgentCompleted", "writer_a", done)]),
-                                    batch.append([("AgentCompleted", "writer_b", done)]),  # never started
+        return await asyncio.gather(batch.append([(done, "writer_a")]),
+                                    batch.append([(done, "writer_b")]),  # never started
                                     return_exceptions=True)  # fmt: skip
 
     written, refused = asyncio.run(both())
@@ -131,7 +141,7 @@ def test_the_batch_never_raises_into_the_loop(tmp_path: Path, failing: bool) -> 
     batch = TurnBatch(write, lambda _event: None)
 
     async def two() -> tuple[Any, ...]:
-        return await asyncio.gather(batch.append([("RunStarted", None, {})]), batch.append([("RunStarted", None, {})]),
+        return await asyncio.gather(batch.append([(RunStarted(), None)]), batch.append([(RunStarted(), None)]),
                                     return_exceptions=True)  # fmt: skip
 
     results = asyncio.run(two())
@@ -164,8 +174,8 @@ def fresh_run(path: Path) -> tuple[EventStore, str]:
     store = EventStore(f"sqlite:///{path}")
     run_id = store.create_run("wide", WIDE, None, run_id="run-1")
     for agent in AGENTS:
-        store.append(run_id, "NodeCreated", None, {"agent": agent})
-    store.append(run_id, "RunStarted", None, {})
+        store.append(run_id, NodeCreated(agent=agent))
+    store.append(run_id, RunStarted())
     return store, run_id
 
 
@@ -181,7 +191,7 @@ def test_a_turn_writes_and_tells_what_one_transaction_per_agent_would(
     alone, alone_run = fresh_run(folder / "alone.db")
     expected: list[Any] = []
     for items in queued:
-        events: list[Item] = [(k, a, payload_of(k)) for k, a in items]
+        events: list[Item] = [(body_of(k, payload_of(k)), a) for k, a in items]
         try:
             written = alone.transact(alone_run, always(events))
             expected.append([(e.seq, e.type, e.agent) for e in written])
@@ -192,8 +202,8 @@ def test_a_turn_writes_and_tells_what_one_transaction_per_agent_would(
     batch = TurnBatch(lambda items: batched.transact(batched_run, lambda _: items), lambda e: observed.append(e.seq))
 
     async def one_turn() -> list[Any]:
-        return await asyncio.gather(*(batch.append([(k, a, payload_of(k)) for k, a in items]) for items in queued),
-                                    return_exceptions=True)  # fmt: skip
+        return await asyncio.gather(*(batch.append([(body_of(k, payload_of(k)), a) for k, a in items])
+                                      for items in queued), return_exceptions=True)  # fmt: skip
 
     told = [
         r if isinstance(r, BaseException) else [(e.seq, e.type, e.agent) for e in r] for r in asyncio.run(one_turn())

@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, text
 
-from groundstate.runtime import AGENT_STARTED, NODE_CREATED, RUN_CREATED, RUN_STARTED, TOOL_CALL, EventStore
+from groundstate.runtime import (
+    RUN_CREATED,
+    RUN_STARTED,
+    AgentStarted,
+    EventStore,
+    NodeCreated,
+    RunStarted,
+    ToolCall,
+)
 from groundstate.store import HeldConnection, open_engine
 
 FLOW = "name: flow\nagents:\n  - id: writer_a\n    instructions: x\n"
@@ -21,14 +29,14 @@ FLOW = "name: flow\nagents:\n  - id: writer_a\n    instructions: x\n"
 def started(tmp_path: Path) -> tuple[EventStore, str]:
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
     run_id = store.create_run("flow", FLOW, None)
-    store.append(run_id, NODE_CREATED, None, {"agent": "writer_a"})
-    store.append(run_id, RUN_STARTED, None, {})
-    store.append(run_id, AGENT_STARTED, "writer_a", {"attempt": 1})
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.append(run_id, RunStarted())
+    store.append(run_id, AgentStarted(attempt=1), "writer_a")
     return store, run_id
 
 
 def call(store: EventStore, run_id: str, i: int) -> None:
-    store.append(run_id, TOOL_CALL, "writer_a", {"tool": "web_search", "target": str(i), "payload": ""})
+    store.append(run_id, ToolCall(tool="web_search", target=str(i), payload=""), "writer_a")
 
 
 def test_appends_and_state_reads_take_no_connection_from_the_pool(tmp_path: Path) -> None:
@@ -80,8 +88,8 @@ def test_threads_share_the_held_connection(tmp_path: Path) -> None:
 def test_a_failed_transaction_leaves_the_connection_clean(tmp_path: Path) -> None:
     store, run_id = started(tmp_path)
 
-    def half_then_refuse(_state: object) -> Iterator[tuple[str, str | None, dict[str, object]]]:
-        yield TOOL_CALL, "writer_a", {"tool": "web_search", "target": "written, then rolled back", "payload": ""}
+    def half_then_refuse(_state: object) -> Iterator[tuple[ToolCall, str | None]]:
+        yield ToolCall(tool="web_search", target="written, then rolled back", payload=""), "writer_a"
         raise RuntimeError("the builder refuses after one event was inserted")
 
     with pytest.raises(RuntimeError):
@@ -125,7 +133,7 @@ def test_an_in_memory_store_keeps_using_its_one_database(tmp_path: Path) -> None
     store in two, so none is held and everything stays on the pool's one connection."""
     store = EventStore("sqlite://")
     first = store.create_run("flow", FLOW, None)
-    store.append(first, RUN_STARTED, None, {})
+    store.append(first, RunStarted())
     second = store.create_run("flow", FLOW, None)
     assert [e.type for e in store.events(first)] == [RUN_CREATED, RUN_STARTED]
     assert {row["id"] for row in store.runs()} == {first, second}

@@ -4,15 +4,15 @@ kernel (``Runtime.decide`` writes what they return, serialised with every other 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from ..errors import InputError, StateConflict
 from ..store import decision_refused
 from . import run_events as ev
 from .state import AWAITING_APPROVAL, FAILED, PENDING, Pause, RunState
 
-DECISIONS = ("retry", "skip", "abort")
-Planned = list[tuple[str, str | None, dict[str, Any]]]  # (event type, agent, payload) to append
+DECISIONS: tuple[ev.Verdict, ...] = get_args(ev.Verdict)
+Planned = ev.Planned  # (event body, agent) to append
 
 
 class DecisionError(InputError, ValueError):
@@ -35,10 +35,11 @@ def decision_problem(decision: str | None, instructions: bool) -> str | None:
     return None
 
 
-def check_decision(decision: str) -> None:
-    """DecisionError for a decision that is none of ``DECISIONS``."""
+def check_decision(decision: str) -> ev.Verdict:
+    """The decision, as one of ``DECISIONS`` (DecisionError for any other)."""
     if decision not in DECISIONS:
         raise DecisionError(f"unknown decision {decision!r}: use retry, skip or abort")
+    return decision
 
 
 def decision_events(
@@ -53,20 +54,19 @@ def decision_events(
     the decision, and the skip or the abort it means. DecisionConflict when the pause is not open or the deciding
     account started the run (``access.mg``, unless ``self_approval`` names it); DecisionError when several are
     open and none is named."""
-    check_decision(decision)
+    verdict = check_decision(decision)
     answered = answered_pause(state, pause)
     deciding = account(actor)
     refused = deciding and decision_refused(deciding, account(state.created_by), self_approval)
     if refused:  # access.mg: whoever started the run does not decide its pauses
         raise DecisionConflict(f"run {state.run_id}, pause {answered.id}: {refused}")
-    payload: dict[str, Any] = {"decision": decision, "pause": answered.seq, "reason": answered.reason}
-    if instructions and decision == "retry":
-        payload["instructions"] = instructions
-    out: Planned = [(ev.APPROVAL_DECIDED, answered.agent, payload)]
+    new = {"instructions": instructions} if instructions and decision == "retry" else {}
+    out: Planned = [(ev.ApprovalDecided(decision=verdict, pause=answered.seq, reason=answered.reason, **new),
+                     answered.agent)]  # fmt: skip
     if decision == "skip" and answered.agent:
-        out.append((ev.AGENT_SKIPPED, answered.agent, {"by": actor}))
+        out.append((ev.AgentSkipped(by=actor), answered.agent))
     if decision == "abort":
-        out.append((ev.RUN_ABORTED, answered.agent, {"reason": f"aborted by {actor}"}))
+        out.append((ev.RunAborted(reason=f"aborted by {actor}"), answered.agent))
     return out
 
 
@@ -77,7 +77,7 @@ def repin_events(state: RunState, policy: dict[str, Any]) -> Planned:
         raise DecisionConflict(f"run {state.run_id} is {state.status}: only a pending, paused or failed run can be "
                                "re-pinned")  # fmt: skip
     previous = (state.policy or {}).get("digest")
-    return [(ev.POLICY_REPINNED, None, {"policy": policy, "previous": previous})]
+    return [(ev.PolicyRepinned(policy=policy, previous=previous), None)]
 
 
 def account(actor: str) -> str | None:

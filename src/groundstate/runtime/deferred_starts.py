@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+
+from .run_events import AgentStarted
 
 WRITTEN_WITHIN = 0.05  # seconds an agent's start may wait for its next event before it is written alone
 
@@ -26,23 +27,23 @@ class DeferredStarts:
     """The starts of one run's agents not yet written, each with the timer that writes it alone."""
 
     def __init__(self) -> None:
-        self._pending: dict[str, tuple[dict[str, Any], asyncio.TimerHandle | None]] = {}
+        self._pending: dict[str, tuple[AgentStarted, asyncio.TimerHandle | None]] = {}
 
-    def defer(self, agent: str, payload: dict[str, Any], write_alone: Callable[[str], None] | None) -> None:
+    def defer(self, agent: str, started: AgentStarted, write_alone: Callable[[str], None] | None) -> None:
         """Hold ``agent``'s start; ``write_alone(agent)`` runs after WRITTEN_WITHIN seconds unless the start was
         taken first (None: no timer — the next event takes it)."""
         timer = asyncio.get_running_loop().call_later(WRITTEN_WITHIN, write_alone, agent) if write_alone else None
-        self._pending[agent] = (payload, timer)
+        self._pending[agent] = (started, timer)
 
-    def take(self, agent: str | None) -> dict[str, Any] | None:
+    def take(self, agent: str | None) -> AgentStarted | None:
         """The held start of ``agent`` (no longer held, its timer stopped), or None."""
         held = self._pending.pop(agent, None) if agent is not None else None
         if held is None:
             return None
-        payload, timer = held
+        started, timer = held
         if timer is not None:
             timer.cancel()
-        return payload
+        return started
 
     def drop_all(self) -> None:
         """Forget every held start (the driver stops: its attempts end unwritten, and run again on resume)."""

@@ -25,6 +25,7 @@ from ..logic import facts_json, facts_of_json
 from .backends import Signals
 from .guards import Answer, Fact, GuardKernel, PauseDecision, Spent
 from .policy import PinnedPolicy
+from .run_events import ShadowDisagreed
 from .workflow import AgentSpec, Workflow
 
 Decision = tuple[str, str]  # ("go" | "pause" | "deny" | "error", what it says)
@@ -98,7 +99,7 @@ class ReportedGuards(GuardKernel):
         self.candidate = candidate
         self.shadow = GuardKernel(run_id, workflow, workspace, candidate, pinned_dir, budgets,
                                   time_limit=SHADOW_TIME_LIMIT_S) if candidate is not None else None  # fmt: skip
-        self.pending: list[dict[str, Any]] = []  # disagreements not yet in the log
+        self.pending: list[ShadowDisagreed] = []  # disagreements not yet in the log
         self._said: dict[str, tuple[Decision, Decision]] = {}  # per agent: the disagreement of this attempt said last
 
     def take_reports(self) -> list[dict[str, Any]]:
@@ -110,7 +111,7 @@ class ReportedGuards(GuardKernel):
         """Reports whose transaction failed: they go with the next one, in their order."""
         self.reports[:0] = reports
 
-    def take_pending(self) -> list[dict[str, Any]]:
+    def take_pending(self) -> list[ShadowDisagreed]:
         """The shadow's disagreements since the last call, for the run's next events."""
         taken, self.pending = self.pending, []
         return taken
@@ -124,10 +125,10 @@ class ReportedGuards(GuardKernel):
         try:
             shadow = apply(self.shadow, self.workflow, method, arguments)
         except (GroundstateError, ValueError, TypeError) as exc:
-            self.pending.append({"agent": agent, "checkpoint": CHECKPOINTS.get(method, method),
-                                 "decision": made[0] if made else "go", "reason": made[1] if made else "",
-                                 "shadow": "error", "shadow_reason": str(exc)[:500],
-                                 "candidate": self.candidate.digest})  # fmt: skip
+            self.pending.append(ShadowDisagreed(agent=agent, checkpoint=CHECKPOINTS.get(method, method),
+                                                decision=made[0] if made else "go", reason=made[1] if made else "",
+                                                shadow="error", shadow_reason=str(exc)[:500],
+                                                candidate=self.candidate.digest))  # fmt: skip
             self.shadow = None  # its facts no longer follow the run's
             return
         if made is None or shadow is None or agent is None:
@@ -137,9 +138,9 @@ class ReportedGuards(GuardKernel):
         if shadow == made or self._said.get(agent) == (made, shadow):
             return
         self._said[agent] = (made, shadow)
-        self.pending.append({"agent": agent, "checkpoint": CHECKPOINTS[method], "decision": made[0],
-                             "reason": made[1], "shadow": shadow[0], "shadow_reason": shadow[1],
-                             "candidate": self.candidate.digest})  # fmt: skip
+        self.pending.append(ShadowDisagreed(agent=agent, checkpoint=CHECKPOINTS[method], decision=made[0],
+                                            reason=made[1], shadow=shadow[0], shadow_reason=shadow[1],
+                                            candidate=self.candidate.digest))  # fmt: skip
 
     # -- reports that decide nothing ------------------------------------------------------------------------
     def mcp_tools(self, tools: list[tuple[str, str, str, bool, bool]]) -> None:

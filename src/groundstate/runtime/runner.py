@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import tools as python_tools
 from .. import tracing
@@ -108,6 +108,17 @@ INTERRUPTED_BEFORE_CALL = "not run: a cortex pattern interrupted the run when th
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
 MAX_ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What an attempt's ending event says of its answer only when there is something to say: the model that
+    answered when a fallback did (with the models tried), and how many settled actions retention archived."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ("model", "fallbacks", "archived")
+    model: str | None = None
+    fallbacks: list[Any] = field(default_factory=list)
+    archived: int | None = None
 
 
 @dataclass
@@ -238,7 +249,7 @@ class Runtime:
                                        models=models, budgets=budgets, credentials=[own] if own else [],
                                        fallback=list(self.settings.models.fallback),
                                        prices={m: p.model_dump() for m, p in self.settings.prices.items()})  # fmt: skip
-        self.store.transact(run_id, lambda state: [(ev.NODE_CREATED, None, {"agent": a}) for a in workflow.order()])
+        self.store.transact(run_id, lambda state: [(ev.NodeCreated(agent=a), None) for a in workflow.order()])
         self.run_metrics.observe(self.store.events(run_id)[0])
         return run_id
 
@@ -298,24 +309,23 @@ class Runtime:
         renewer = asyncio.create_task(self._renew(run_id, holder, tasks))
         try:
             if state.status == PENDING:
-                self._emit(ctx, ev.RUN_STARTED, None, {"model": state.model, "driver": holder})
+                self._emit(ctx, ev.RunStarted(model=state.model, driver=holder))
             else:
                 restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
-                self._emit(ctx, ev.RUN_RESUMED, None, {"restarted": restarted, "driver": holder})
+                self._emit(ctx, ev.RunResumed(restarted=restarted, driver=holder))
                 self._calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
             if state.status == RUNNING:
                 done = all(n.status in SETTLED for n in state.nodes.values())
                 if done:
-                    summary = {a: n.status for a, n in state.nodes.items()}
+                    summary = {a: n.status.value for a, n in state.nodes.items()}
                     learned = [{"rule": r.number, "remaining": r.remaining}
                                for r in count_completed_run(self.settings.learned.file())]  # fmt: skip
-                    self._emit(ctx, ev.RUN_COMPLETED, None, {"summary": summary,
-                                                             **({"learned": learned} if learned else {})})  # fmt: skip
+                    self._emit(ctx, ev.RunCompleted(summary=summary, learned=learned).leaving_out("learned"))
                 else:
                     stuck = sorted(a for a, n in state.nodes.items() if n.status not in SETTLED)
-                    self._emit(ctx, ev.RUN_FAILED, None, {"error": f"agents that cannot proceed: {', '.join(stuck)}"})
+                    self._emit(ctx, ev.RunFailed(error=f"agents that cannot proceed: {', '.join(stuck)}"))
         except (LeaseLost, RunEnded):
             pass  # another driver took the run over, or it ended meanwhile: this one writes nothing more
         except Exception as exc:  # the driver itself failed: the run says so and can be resumed, never left running
@@ -357,7 +367,7 @@ class Runtime:
 
     def _fail(self, run_id: str, holder: str, error: str) -> None:
         with contextlib.suppress(StoreError):
-            failed = self.store.append(run_id, ev.RUN_FAILED, None, {"error": error[:MAX_ERROR_CHARS]}, holder=holder)
+            failed = self.store.append(run_id, ev.RunFailed(error=error[:MAX_ERROR_CHARS]), holder=holder)
             self.run_metrics.observe(failed)
 
     def _context(self, run_id: str, state: RunState, holder: str) -> RunContext:
@@ -466,24 +476,22 @@ class Runtime:
             chosen.append(ctx.backends[model])
         return chosen
 
-    def _emit(self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]) -> ev.Event:
+    def _emit(self, ctx: RunContext, body: ev.EventBody, agent: str | None = None) -> ev.Event:
         """Append one event (with the agent's start, when it is still held: one transaction), then report it."""
-        events = self._write(ctx, self._after_held_start(ctx, event_type, agent, payload))
+        events = self._write(ctx, self._after_held_start(ctx, body, agent))
         for event in events:
             self._observe(ctx, event)
         return events[-1]
 
-    async def _emit_at_turn_end(
-        self, ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]
-    ) -> ev.Event:
+    async def _emit_at_turn_end(self, ctx: RunContext, body: ev.EventBody, agent: str) -> ev.Event:
         """``_emit``, in the transaction that writes the events of every agent that emits in this turn of the loop
         (turn_batch.py); returns once it is written. Unless a cortex pattern listens for the event: then it is written
         and reported at once, as ``_emit`` does, for the guards must see it before any other agent's decision."""
-        if event_type in ctx.policy.triggers:
-            return self._emit(ctx, event_type, agent, payload)
-        return (await ctx.turn.append(self._after_held_start(ctx, event_type, agent, payload)))[-1]
+        if body.NAME in ctx.policy.triggers:
+            return self._emit(ctx, body, agent)
+        return (await ctx.turn.append(self._after_held_start(ctx, body, agent)))[-1]
 
-    def _write(self, ctx: RunContext, items: list[tuple[str, str | None, dict[str, Any]]]) -> list[ev.Event]:
+    def _write(self, ctx: RunContext, items: ev.Planned) -> list[ev.Event]:
         """Append ``items`` with the guard reports made since the last write (reported.py), in one transaction;
         reports whose transaction failed go with the next."""
         reports = ctx.guards.take_reports()
@@ -494,16 +502,14 @@ class Runtime:
             raise
 
     @staticmethod
-    def _after_held_start(
-        ctx: RunContext, event_type: str, agent: str | None, payload: dict[str, Any]
-    ) -> list[tuple[str, str | None, dict[str, Any]]]:
+    def _after_held_start(ctx: RunContext, body: ev.EventBody, agent: str | None) -> ev.Planned:
         """The event, after the agent's start when that is still held (deferred_starts.py): what one transaction
         appends."""
         started = ctx.starts.take(agent)
         shadowed = ctx.guards.take_pending()
-        return [*([(ev.AGENT_STARTED, agent, started)] if started is not None else []),
-                *[(ev.SHADOW_DISAGREED, None, disagreement) for disagreement in shadowed],
-                (event_type, agent, payload)]  # fmt: skip
+        return [*([(started, agent)] if started is not None else []),
+                *[(disagreement, None) for disagreement in shadowed],
+                (body, agent)]  # fmt: skip
 
     def _observe(self, ctx: RunContext, event: ev.Event) -> None:
         """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""
@@ -513,25 +519,25 @@ class Runtime:
         for listener in self.listeners:
             listener(event)
 
-    def _start(self, ctx: RunContext, agent: str, payload: dict[str, Any]) -> None:
+    def _start(self, ctx: RunContext, agent: str, started: ev.AgentStarted) -> None:
         """The agent's start: held for its next event (deferred_starts.py) unless a cortex pattern listens for it —
         then the guards must see it now, before anything the attempt does."""
         if ev.AGENT_STARTED in ctx.policy.triggers:
-            self._emit(ctx, ev.AGENT_STARTED, agent, payload)
+            self._emit(ctx, started, agent)
             return
 
         def write_alone(held: str) -> None:
-            started = ctx.starts.take(held)
-            if started is None:
+            alone = ctx.starts.take(held)
+            if alone is None:
                 return
             try:
-                self._emit(ctx, ev.AGENT_STARTED, held, started)
+                self._emit(ctx, alone, held)
             except (LeaseLost, RunEnded):
                 pass  # the attempt hears it at its next event
             except StoreError:
-                ctx.starts.defer(held, started, None)  # the next event writes it, or fails in the attempt itself
+                ctx.starts.defer(held, alone, None)  # the next event writes it, or fails in the attempt itself
 
-        ctx.starts.defer(agent, payload, write_alone)
+        ctx.starts.defer(agent, started, write_alone)
 
     # -- one agent -------------------------------------------------------------------------------------
     def _calls_in_doubt(self, ctx: RunContext) -> None:
@@ -556,7 +562,7 @@ class Runtime:
             raise
         except Exception as exc:
             error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": error, "output": ""})
+            self._emit(ctx, ev.AgentFailed(error=error, output=""), agent)
             pause = ctx.guards.finished(agent, "missing", None, [], error, Answer(), error_kind="internal")
             if pause:
                 self._request_approval(ctx, agent, pause, "finished", "", failed=True)
@@ -585,8 +591,8 @@ class Runtime:
                 self._request_approval(ctx, agent, pause, "preflight", "")
                 return
             epoch = node.journal_epoch if node.interrupted else node.journal_epoch + 1  # a crash keeps the epoch
-            started = {"attempt": attempt, "backend": self._backend_for(ctx, spec).name,
-                       "instructions": instructions, "journal": epoch}  # fmt: skip
+            started = ev.AgentStarted(attempt=attempt, backend=self._backend_for(ctx, spec).name,
+                                      instructions=instructions, journal=epoch)  # fmt: skip
             self._start(ctx, agent, started)
             conclusion = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context],
                                             attempt, remembered,
@@ -628,14 +634,11 @@ class Runtime:
         agent, usage = spec.id, conclusion.usage()
         before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
         total = dict(before.usage)  # AgentFailed below already counts this one), and those this turn has not written
-        for _, _, payload in ctx.turn.queued():
-            add_usage(total, payload)
+        for queued, _ in ctx.turn.queued():
+            add_usage(total, getattr(queued, "usage", None))
         total = {key: total[key] + usage[key] for key in usage}
-        answered: dict[str, Any] = (
-            {"model": conclusion.model, "fallbacks": conclusion.fallbacks} if conclusion.fallbacks else {}
-        )
-        if conclusion.archived:  # retention moved settled actions of this attempt's kernel to the run's cold storage
-            answered["archived"] = conclusion.archived
+        answered = Answered(conclusion.model if conclusion.fallbacks else None, list(conclusion.fallbacks),
+                            conclusion.archived or None)  # fmt: skip
         answer = Answer(conclusion.surface, conclusion.model or self._backend_for(ctx, spec).name,
                         conclusion.signals, tuple(conclusion.fallbacks),
                         tuple((m.op, m.key, m.value) for m in conclusion.memory),
@@ -646,8 +649,9 @@ class Runtime:
         pause = ctx.guards.finished(agent, conclusion.status_tag, conclusion.bypass, conclusion.executed,
                                     conclusion.error, answer, spent, error_kind=conclusion.error_kind)  # fmt: skip
         if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
-            self._emit(ctx, ev.AGENT_FAILED, agent, {"error": conclusion.error, "output": conclusion.surface,
-                                                     "usage": usage, **answered})  # fmt: skip
+            failed = ev.AgentFailed(error=conclusion.error, output=conclusion.surface, usage=usage,
+                                    model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived)
+            self._emit(ctx, failed.leaving_out(*Answered.KEYS), agent)
         if pause:
             self._request_approval(ctx, agent, pause, "finished", conclusion.surface, conclusion.thinking, usage=usage,
                                    error=conclusion.error, answered=answered)  # fmt: skip
@@ -656,10 +660,11 @@ class Runtime:
         elif conclusion.error is None:
             if self.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted.memory)
                 self.memory.commit(conclusion.memory)
-            memory = {"memory": [m.model_dump() for m in conclusion.memory]} if conclusion.memory else {}
-            completed = {"output": conclusion.surface, "status_tag": conclusion.status_tag,
-                         "thinking": conclusion.thinking, "usage": usage, **answered, **memory}  # fmt: skip
-            await self._emit_at_turn_end(ctx, ev.AGENT_COMPLETED, agent, completed)
+            completed = ev.AgentCompleted(output=conclusion.surface, status_tag=conclusion.status_tag,
+                                          thinking=conclusion.thinking, usage=usage, model=answered.model,
+                                          fallbacks=answered.fallbacks, archived=answered.archived,
+                                          memory=[m.model_dump() for m in conclusion.memory])  # fmt: skip
+            await self._emit_at_turn_end(ctx, completed.leaving_out(*Answered.KEYS, "memory"), agent)
             self._cortex_actions(ctx, agent)
 
     @staticmethod
@@ -681,7 +686,7 @@ class Runtime:
             agents = {a for a, _ in interrupts if a}
             by = agents.pop() if len(agents) == 1 else agent
             fired = [{"agent": a, "reason": r} for a, r in interrupts]
-            self._emit(ctx, ev.RUN_ABORTED, by, {"reason": reason, "by": "cortex", "interrupts": fired})
+            self._emit(ctx, ev.RunAborted(reason=reason, by="cortex", interrupts=fired), by)
             return True
         state = self.store.known_state(ctx.run_id)  # spawned agents are this driver's own
         for pattern_id, _ in ctx.guards.spawns():
@@ -693,7 +698,7 @@ class Runtime:
                 ctx.guards.add_agent(ctx.workflow, spec.id)
                 if ctx.flows is not None:
                     ctx.guards.flow_tools(ctx.flows.agent_facts(spec))
-                self._emit(ctx, ev.NODE_CREATED, None, {"agent": spec.id, "spec": spec.model_dump()})
+                self._emit(ctx, ev.NodeCreated(agent=spec.id, spec=spec.model_dump()))
         return False
 
     def _request_approval(
@@ -708,7 +713,7 @@ class Runtime:
         usage: dict[str, float] | None = None,
         *,
         error: str | None = None,
-        answered: dict[str, Any] | None = None,
+        answered: Answered | None = None,
         failed: bool = False,
     ) -> None:
         """A breaker tripped at ``checkpoint``: the agent fails — ``AgentFailed`` with the error (a hard error's, or
@@ -716,20 +721,20 @@ class Runtime:
         a cortex pattern on that aborts the run, the pause becomes an ``ApprovalRequested`` with what the rules now
         derive. ``held_call`` is the ToolCall the pause holds (it answers that call: nothing ran)."""
         if not failed:
-            self._emit(ctx, ev.AGENT_FAILED, agent, {
-                "error": error or pause.first.reason, "recovery_hint": pause.hint,
-                "category": pause.first.category, "output": output, **({"usage": usage} if usage else {}),
-                **(answered or {})})  # fmt: skip
+            answered = answered or Answered()
+            tripped = ev.AgentFailed(error=error or pause.first.reason, recovery_hint=pause.hint,
+                                     category=pause.first.category, output=output, usage=usage, model=answered.model,
+                                     fallbacks=answered.fallbacks, archived=answered.archived)  # fmt: skip
+            self._emit(ctx, tripped.leaving_out("usage", *Answered.KEYS), agent)
             pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
         if self._cortex_actions(ctx, agent):
             return
         first, approvals = pause.first, pause.approvals
-        self._emit(ctx, ev.APPROVAL_REQUESTED, agent, {
-            "category": first.category, "reason": first.reason, "hint": pause.hint,
-            "reasons": [{"category": a.category, "reason": a.reason} for a in approvals], "output": output,
-            "thinking": thinking, "why": ctx.guards.why(agent, first), "policy": ctx.policy.digest,
-            **({"held_call": held_call} if held_call is not None else {}),
-        })  # fmt: skip
+        requested = ev.ApprovalRequested(
+            category=first.category, reason=first.reason, hint=pause.hint,
+            reasons=[ev.ShownReason(category=a.category, reason=a.reason) for a in approvals], output=output,
+            thinking=thinking, why=ctx.guards.why(agent, first), policy=ctx.policy.digest, held_call=held_call)
+        self._emit(ctx, requested.leaving_out("held_call"), agent)
 
     async def _invoke(
         self,
@@ -794,8 +799,7 @@ class Runtime:
         refused: dict[int, str] = {}  # calls flows.mg refused (by ToolCall seq): they get their result now
         for request in requests:
             tool = request.type.lstrip("/")
-            call = self._emit(ctx, ev.TOOL_CALL, agent, {"tool": tool, "target": request.target,
-                                                          "payload": request.payload})  # fmt: skip
+            call = self._emit(ctx, ev.ToolCall(tool=tool, target=request.target, payload=request.payload), agent)
             calls.append(call.seq)
             digest = tool_call_digest({"tool": tool, "target": request.target, "payload": request.payload})
             approved = next((a for a in approvals if a.digest == digest), None)
@@ -808,16 +812,15 @@ class Runtime:
                 tracing.note(deciding, groundstate__decision="deny" if denial else "pause" if pause else "continue")
             if denial is not None:  # a refusal wins over a pause: the call does not run, the agent reads why
                 refused[call.seq] = denial
-                self._emit(ctx, ev.TOOL_RESULT, agent, {
-                    "call": call.seq, "tool": tool, "decision": "/deny", "status": None, "output": "",
-                    "reason": denial, "policy": ctx.policy.digest, **({"why": why} if why else {})})  # fmt: skip
+                refusal = ev.ToolResult(call=call.seq, tool=tool, decision="/deny", status=None, output="",
+                                        reason=denial, policy=ctx.policy.digest, why=why)  # fmt: skip
+                self._emit(ctx, refusal.leaving_out("why"), agent)
                 continue
             if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
                 for seq, held in zip(calls[:-1], requests, strict=False):
                     if seq not in refused:
-                        self._emit(ctx, ev.TOOL_RESULT, agent, {
-                            "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None,
-                            "output": "", "reason": HELD_FOR_OPERATOR})  # fmt: skip
+                        self._emit(ctx, ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny",
+                                                      status=None, output="", reason=HELD_FOR_OPERATOR), agent)
                 self._request_approval(ctx, agent, pause, "tool_call", gated.surface, conclusion.thinking,
                                        held_call=call.seq, usage=conclusion.usage())  # fmt: skip
                 conclusion.paused = True
@@ -826,9 +829,8 @@ class Runtime:
                    if seq not in refused]  # fmt: skip
         if ctx.policy.acting and ctx.guards.interrupts():  # a pattern on ToolCall acts before the call, never after
             for held, seq, _ in running:
-                self._emit(ctx, ev.TOOL_RESULT, agent, {
-                    "call": seq, "tool": held.type.lstrip("/"), "decision": "/deny", "status": None, "output": "",
-                    "reason": INTERRUPTED_BEFORE_CALL})  # fmt: skip
+                self._emit(ctx, ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny", status=None,
+                                              output="", reason=INTERRUPTED_BEFORE_CALL), agent)  # fmt: skip
             self._cortex_actions(ctx, agent)
             conclusion.paused = True  # the run is aborted: this attempt writes nothing more
             return False
@@ -903,19 +905,19 @@ class Runtime:
                 tool = request.type.lstrip("/")
                 report = by_source.get(source)
                 results[call_seq] = (tool, report, "")
-                result = {"call": call_seq, "tool": tool, "decision": report.decision if report else "/deny",
-                          "reason": report.reason if report else "the kernel took no action for this request",
-                          "status": report.status if report else None,
-                          "output": (report.output or "") if report else ""}  # fmt: skip
-                if report is not None and report.action_id in shards.replayed:
-                    result["journal"] = "replayed"  # it ran before the driver stopped: its recorded result, not a rerun
+                replayed = report is not None and report.action_id in shards.replayed  # it ran before the driver
+                result = ev.ToolResult(  # stopped: its recorded result, not a rerun
+                    call=call_seq, tool=tool, decision=report.decision if report else "/deny",
+                    reason=report.reason if report else "the kernel took no action for this request",
+                    status=report.status if report else None, output=(report.output or "") if report else "",
+                    journal="replayed" if replayed else None).leaving_out("journal")  # fmt: skip
                 if tracing.enabled():  # the kernel's decision on this call and its conclusion, under the calls' span
                     traced = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                              "gen_ai.tool.call.id": str(call_seq), "groundstate.decision": str(result["decision"]),
-                              "groundstate.status": str(result["status"])}  # fmt: skip
+                              "gen_ai.tool.call.id": str(call_seq), "groundstate.decision": str(result.decision),
+                              "groundstate.status": str(result.status)}  # fmt: skip
                     with tracing.span(f"execute_tool {tool}", traced):
                         pass
-                self._emit(ctx, ev.TOOL_RESULT, agent, result)
+                self._emit(ctx, result, agent)
                 if report is not None and report.status == "/success":
                     conclusion.executed.append(tool)
 

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Two state machines read the same event log. The run's status (``RunStatus``) moves along ``RUN_EDGES``: for each
 status, the events that may follow it and the status each leads to. Each agent's invocation (``NodeStatus``) moves
-along ``NODE_EDGES`` on the events that name it; a decision is keyed with its verdict (``ApprovalDecided:retry``),
+along ``NODE_EDGES`` on the events that name it; a decision is keyed with its verdict (``(ApprovalDecided, "retry")``),
 since a retry sends the agent back to pending while a skip or an abort leaves it paused until its own event. Events
 that name no known agent change only the run.
 
@@ -19,7 +19,6 @@ on more than the table: after a decision the run runs again only once its last p
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -59,48 +58,51 @@ FINISHED = (COMPLETED, FAILED, ABORTED)
 TERMINAL = (COMPLETED, ABORTED)  # nothing follows these; a failed run may still be resumed
 SETTLED = (SUCCEEDED, SKIPPED)  # an agent's: no edge leaves these (NODE_EDGES); its dependants may run
 
-_AGENT_WORK = (ev.NODE_CREATED, ev.AGENT_STARTED, ev.TOOL_CALL, ev.TOOL_RESULT, ev.AGENT_COMPLETED, ev.AGENT_FAILED,
-               ev.AGENT_SKIPPED)  # fmt: skip
-_STAYS_RUNNING = {event: RunStatus.RUNNING for event in (*_AGENT_WORK, ev.SHADOW_DISAGREED)}
-_STAYS_AWAITING = {event: RunStatus.AWAITING_APPROVAL for event in (*_AGENT_WORK, ev.SHADOW_DISAGREED)}  # others go on
-_ENDINGS = {ev.RUN_FAILED: RunStatus.FAILED, ev.RUN_ABORTED: RunStatus.ABORTED}
+_AGENT_WORK: tuple[type[ev.EventBody], ...] = (ev.NodeCreated, ev.AgentStarted, ev.ToolCall, ev.ToolResult,
+                                                ev.AgentCompleted, ev.AgentFailed, ev.AgentSkipped)  # fmt: skip
+Edges = dict[type[ev.EventBody], RunStatus]
+_ALONGSIDE: tuple[type[ev.EventBody], ...] = (*_AGENT_WORK, ev.ShadowDisagreed)
+_STAYS_RUNNING: Edges = {event: RunStatus.RUNNING for event in _ALONGSIDE}
+_STAYS_AWAITING: Edges = {event: RunStatus.AWAITING_APPROVAL for event in _ALONGSIDE}  # others go on
+_ENDINGS: Edges = {ev.RunFailed: RunStatus.FAILED, ev.RunAborted: RunStatus.ABORTED}
 
-RUN_EDGES: dict[RunStatus, dict[str, RunStatus]] = {
+RUN_EDGES: dict[RunStatus, Edges] = {
     RunStatus.PENDING: {
-        ev.RUN_CREATED: RunStatus.PENDING, ev.NODE_CREATED: RunStatus.PENDING, ev.RUN_STARTED: RunStatus.RUNNING,
-        ev.POLICY_REPINNED: RunStatus.PENDING, **_ENDINGS,
+        ev.RunCreated: RunStatus.PENDING, ev.NodeCreated: RunStatus.PENDING, ev.RunStarted: RunStatus.RUNNING,
+        ev.PolicyRepinned: RunStatus.PENDING, **_ENDINGS,
     },
     RunStatus.RUNNING: {
-        **_STAYS_RUNNING, ev.RUN_RESUMED: RunStatus.RUNNING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
-        ev.RUN_COMPLETED: RunStatus.COMPLETED, **_ENDINGS,
+        **_STAYS_RUNNING, ev.RunResumed: RunStatus.RUNNING, ev.ApprovalRequested: RunStatus.AWAITING_APPROVAL,
+        ev.RunCompleted: RunStatus.COMPLETED, **_ENDINGS,
     },
     RunStatus.AWAITING_APPROVAL: {
-        **_STAYS_AWAITING, ev.APPROVAL_REQUESTED: RunStatus.AWAITING_APPROVAL,
-        ev.APPROVAL_DECIDED: RunStatus.AWAITING_APPROVAL, ev.POLICY_REPINNED: RunStatus.AWAITING_APPROVAL, **_ENDINGS,
+        **_STAYS_AWAITING, ev.ApprovalRequested: RunStatus.AWAITING_APPROVAL,
+        ev.ApprovalDecided: RunStatus.AWAITING_APPROVAL, ev.PolicyRepinned: RunStatus.AWAITING_APPROVAL, **_ENDINGS,
     },
-    RunStatus.FAILED: {ev.RUN_RESUMED: RunStatus.RUNNING, ev.POLICY_REPINNED: RunStatus.FAILED},
+    RunStatus.FAILED: {ev.RunResumed: RunStatus.RUNNING, ev.PolicyRepinned: RunStatus.FAILED},
     RunStatus.COMPLETED: {},
     RunStatus.ABORTED: {},
 }  # fmt: skip
 
-NODE_EDGES: dict[NodeStatus, dict[str, NodeStatus]] = {
+NodeEdge = type[ev.EventBody] | tuple[type[ev.ApprovalDecided], str]  # a decision is keyed with its verdict
+NODE_EDGES: dict[NodeStatus, dict[NodeEdge, NodeStatus]] = {
     NodeStatus.PENDING: {
-        ev.AGENT_STARTED: NodeStatus.RUNNING, ev.APPROVAL_REQUESTED: NodeStatus.PAUSED,  # a pre-flight pause
-        ev.AGENT_SKIPPED: NodeStatus.SKIPPED, ev.AGENT_FAILED: NodeStatus.FAILED,
+        ev.AgentStarted: NodeStatus.RUNNING, ev.ApprovalRequested: NodeStatus.PAUSED,  # a pre-flight pause
+        ev.AgentSkipped: NodeStatus.SKIPPED, ev.AgentFailed: NodeStatus.FAILED,
     },
     NodeStatus.RUNNING: {
-        ev.TOOL_CALL: NodeStatus.RUNNING, ev.TOOL_RESULT: NodeStatus.RUNNING, ev.AGENT_COMPLETED: NodeStatus.SUCCEEDED,
-        ev.AGENT_FAILED: NodeStatus.FAILED, ev.APPROVAL_REQUESTED: NodeStatus.PAUSED,
+        ev.ToolCall: NodeStatus.RUNNING, ev.ToolResult: NodeStatus.RUNNING, ev.AgentCompleted: NodeStatus.SUCCEEDED,
+        ev.AgentFailed: NodeStatus.FAILED, ev.ApprovalRequested: NodeStatus.PAUSED,
     },
     NodeStatus.PAUSED: {
-        ev.APPROVAL_DECIDED + ":retry": NodeStatus.PENDING, ev.APPROVAL_DECIDED + ":skip": NodeStatus.PAUSED,
-        ev.APPROVAL_DECIDED + ":abort": NodeStatus.PAUSED, ev.AGENT_SKIPPED: NodeStatus.SKIPPED,
+        (ev.ApprovalDecided, "retry"): NodeStatus.PENDING, (ev.ApprovalDecided, "skip"): NodeStatus.PAUSED,
+        (ev.ApprovalDecided, "abort"): NodeStatus.PAUSED, ev.AgentSkipped: NodeStatus.SKIPPED,
     },
-    NodeStatus.FAILED: {ev.APPROVAL_REQUESTED: NodeStatus.PAUSED},  # the breaker after a hard error
+    NodeStatus.FAILED: {ev.ApprovalRequested: NodeStatus.PAUSED},  # the breaker after a hard error
     NodeStatus.SUCCEEDED: {},
     NodeStatus.SKIPPED: {},
 }  # fmt: skip
-_NODE_EVENTS = frozenset(key.split(":")[0] for row in NODE_EDGES.values() for key in row)
+_NODE_EVENTS = frozenset(key[0] if isinstance(key, tuple) else key for row in NODE_EDGES.values() for key in row)
 
 
 class EventRefused(StoreError):
@@ -176,7 +178,7 @@ class RunState:
     spawned: list[dict[str, Any]] = field(default_factory=list)  # agents added by cortex patterns
     pauses: list[Pause] = field(default_factory=list)  # approvals waiting, oldest first
     last_seq: int = 0
-    outcome: str | None = None
+    outcome: str | dict[str, str] | None = None  # the summary a completed run ends with, else why it ended
     usage: dict[str, float] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0, "seconds": 0.0,
                                                              "cost": 0.0})  # fmt: skip
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # the price table, recorded at creation
@@ -201,37 +203,33 @@ class RunState:
         """The open pause with this id, if it is still open."""
         return next((p for p in self.pauses if p.id == pause_id), None)
 
-    def admit(self, event_type: str, agent: str | None = None, payload: dict[str, Any] | None = None) -> None:
+    def admit(self, body: ev.EventBody, agent: str | None = None) -> None:
         """Refuse (EventRefused) an event that has no edge from the current statuses; return if it may follow."""
-        if event_type not in RUN_EDGES[self.status]:
+        kind = type(body)
+        if kind not in RUN_EDGES[self.status]:
             if self.status in FINISHED:
-                raise RunEnded(f"run {self.run_id} has ended ({self.status}); no {event_type} event can follow")
-            raise EventRefused(f"run {self.run_id} is {self.status}: no {event_type} event can follow")
+                raise RunEnded(f"run {self.run_id} has ended ({self.status}); no {kind.NAME} event can follow")
+            raise EventRefused(f"run {self.run_id} is {self.status}: no {kind.NAME} event can follow")
         node = self.nodes.get(agent or "")
-        if (
-            node is not None
-            and event_type in _NODE_EVENTS
-            and _node_key(event_type, payload) not in NODE_EDGES[node.status]
-        ):
-            raise EventRefused(f"agent {agent} of run {self.run_id} is {node.status}: no {event_type} can follow")
-        if event_type == ev.APPROVAL_DECIDED and (payload or {}).get("pause") not in [x.seq for x in self.pauses]:
+        if node is not None and kind in _NODE_EVENTS and _node_key(body) not in NODE_EDGES[node.status]:
+            raise EventRefused(f"agent {agent} of run {self.run_id} is {node.status}: no {kind.NAME} can follow")
+        if isinstance(body, ev.ApprovalDecided) and body.pause not in [x.seq for x in self.pauses]:
             raise EventRefused(f"run {self.run_id}: the decision answers no waiting pause")
-        for restarted in (payload or {}).get("restarted", []) if event_type == ev.RUN_RESUMED else []:
+        for restarted in body.restarted if isinstance(body, ev.RunResumed) else []:
             if getattr(self.nodes.get(restarted), "status", None) != NodeStatus.RUNNING:
                 raise EventRefused(f"run {self.run_id}: {restarted} was not running, so it cannot be restarted")
 
     def apply(self, event: ev.Event) -> None:
         """Move both machines along the event (refused with EventRefused if it has no edge)."""
-        self.admit(event.type, event.agent, event.payload)
+        body = event.body
+        self.admit(body, event.agent)
         before = self.status
         node = self.nodes.get(event.agent or "")
         self.last_seq = event.seq
-        self.status = RUN_EDGES[self.status][event.type]
-        if node is not None and event.type in _NODE_EVENTS:
-            node.status = NODE_EDGES[node.status][_node_key(event.type, event.payload)]
-        record = _RECORDS.get(event.type)
-        if record is not None:
-            record(self, event, node)
+        self.status = RUN_EDGES[self.status][type(body)]
+        if node is not None and type(body) in _NODE_EVENTS:
+            node.status = NODE_EDGES[node.status][_node_key(body)]
+        _record(self, event, node)
         if before != RunStatus.RUNNING and self.status == RunStatus.RUNNING:
             self.running_since = event.at
         elif before == RunStatus.RUNNING and self.status != RunStatus.RUNNING and self.running_since is not None:
@@ -247,54 +245,81 @@ class RunState:
         return state
 
 
-def _node_key(event_type: str, payload: dict[str, Any] | None) -> str:
-    if event_type == ev.APPROVAL_DECIDED:
-        return f"{event_type}:{(payload or {}).get('decision')}"
-    return event_type
+def _node_key(body: ev.EventBody) -> NodeEdge:
+    if isinstance(body, ev.ApprovalDecided):
+        return (ev.ApprovalDecided, body.decision)
+    return type(body)
 
 
 # -- what each event records beside the statuses ---------------------------------------------------------------
-def _created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
-    p = event.payload
-    state.workflow, state.name, state.model = p["workflow"], p["name"], p.get("model")
-    state.policy = p.get("policy")
-    state.models = dict(p.get("models") or {})
-    state.budgets = dict(p.get("budgets") or {})
-    state.fallback = list(p.get("fallback") or [])
-    state.credentials = list(p.get("credentials") or [])
-    state.prices = dict(p.get("prices") or {})
-    state.created_by = event.actor
+def _record(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    """The event's action on the run beyond the statuses, by its type (each action reads its body's typed fields);
+    an agent's attempt's events go on to ``_record_attempt``."""
+    match event.body:
+        case ev.RunCreated() as created:
+            _created(state, created, event.actor)
+        case ev.PolicyRepinned(policy=policy):
+            state.policy = policy
+        case ev.NodeCreated() as joined:
+            state.nodes[joined.agent] = Invocation(joined.agent)
+            if joined.spec:
+                state.spawned.append(joined.spec)
+        case ev.RunResumed(restarted=restarted):
+            for agent in restarted:  # interrupted mid-invocation: it runs again
+                state.nodes[agent].status = NodeStatus.PENDING
+                state.nodes[agent].interrupted = True
+        case ev.ApprovalDecided() as decided:
+            _approval_decided(state, event, node, decided)
+        case ev.RunCompleted(summary=summary):
+            state.outcome = summary
+        case ev.RunFailed(error=error):
+            state.outcome = error
+        case ev.RunAborted() as aborted:
+            _aborted(state, event, aborted)
+        case _:
+            _record_attempt(state, event, node)
 
 
-def _repinned(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
-    state.policy = event.payload["policy"]
+def _record_attempt(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+    """What an event of an agent's attempt records on its invocation (and on the run's usage)."""
+    match event.body:
+        case ev.AgentStarted() as started:
+            _started(node, started)
+        case ev.ToolCall() as call:
+            if node is not None:
+                node.tools.append({"seq": event.seq, "tool": call.tool, "target": call.target,
+                                   "payload": call.payload})  # fmt: skip
+        case ev.ToolResult() as result:
+            _tool_result(state, node, result)
+        case ev.AgentCompleted() as completed:
+            _completed(state, node, completed)
+        case ev.AgentFailed() as failed:
+            add_usage(state.usage, failed.usage)
+            if node is not None:
+                node.error = failed.error
+                node.output = failed.output if "output" in failed.model_fields_set else node.output
+        case ev.ApprovalRequested() as requested:
+            _approval_requested(state, event, node, requested)
+        case _:
+            pass  # RunStarted, AgentSkipped, ShadowDisagreed: the statuses say it all
 
 
-def _node_created(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
-    p = event.payload
-    state.nodes[p["agent"]] = Invocation(p["agent"])
-    if p.get("spec"):
-        state.spawned.append(p["spec"])
+def _created(state: RunState, created: ev.RunCreated, actor: str) -> None:
+    state.workflow, state.name, state.model = created.workflow, created.name, created.model
+    state.policy = created.policy
+    state.models = dict(created.models)
+    state.budgets = dict(created.budgets)
+    state.fallback = list(created.fallback)
+    state.credentials = list(created.credentials)
+    state.prices = {model: dict(price) for model, price in created.prices.items()}
+    state.created_by = actor
 
 
-def _restarted(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
-    for agent in event.payload.get("restarted", []):  # interrupted mid-invocation: it runs again
-        state.nodes[agent].status = NodeStatus.PENDING
-        state.nodes[agent].interrupted = True
-
-
-def _started(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def _started(node: Invocation | None, started: ev.AgentStarted) -> None:
     if node is not None:
-        node.attempts, node.tools, node.error = event.payload["attempt"], [], None
-        node.journal_epoch = event.payload.get("journal", event.payload["attempt"])  # runs before the journal: one
+        node.attempts, node.tools, node.error = started.attempt, [], None
+        node.journal_epoch = started.journal if started.journal is not None else started.attempt  # before the journal
         node.interrupted = False
-
-
-def _tool_call(_state: RunState, event: ev.Event, node: Invocation | None) -> None:
-    if node is not None:
-        p = event.payload
-        node.tools.append({"seq": event.seq, "tool": p["tool"], "target": p.get("target", ""),
-                           "payload": p.get("payload", "")})  # fmt: skip
 
 
 def tool_call_digest(call: dict[str, Any]) -> str:
@@ -302,117 +327,70 @@ def tool_call_digest(call: dict[str, Any]) -> str:
     return call_digest(str(call["tool"]), {"target": call.get("target", ""), "payload": call.get("payload", "")})
 
 
-def _tool_result(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def _tool_result(state: RunState, node: Invocation | None, result: ev.ToolResult) -> None:
     if node is None:
         return
-    p = event.payload
     for call in reversed(node.tools):  # a result follows its call closely: looked for from the newest (seqs are unique)
-        if call["seq"] == p["call"]:
-            call.update(status=p["status"], output=p.get("output", ""), decision=p.get("decision"),
-                        reason=p.get("reason"))  # fmt: skip
+        if call["seq"] == result.call:
+            call.update(status=result.status, output=result.output, decision=result.decision, reason=result.reason)
             approved = state.approved_calls.get(node.agent)
-            if approved and p.get("decision") == "/permit":
+            if approved and result.decision == "/permit":
                 used = next((a for a in approved if a.digest == tool_call_digest(call)), None)
                 if used is not None:
                     approved.remove(used)  # the approval was used
             return
 
 
-def _count_usage(state: RunState, event: ev.Event) -> None:
-    """An attempt-ending event carries what the attempt cost; the run's totals are their sum."""
-    add_usage(state.usage, event.payload)
-
-
-def add_usage(totals: dict[str, float], payload: dict[str, Any]) -> None:
-    """Add what an event's payload says its attempt cost (if it says) to ``totals`` (a run's usage keys)."""
-    usage = payload.get("usage")
-    if isinstance(usage, dict):
+def add_usage(totals: dict[str, float], usage: ev.Usage | None) -> None:
+    """Add what an attempt cost (if its event says) to ``totals`` (a run's usage keys)."""
+    if usage:
         for key in totals:
             totals[key] += float(usage.get(key) or 0)
 
 
-def _remembered(state: RunState, event: ev.Event) -> None:
-    """The run's notes after the attempt's memory operations: a note sets its key; forgetting it or promoting it to
-    long-term memory takes it out of the run's working memory."""
-    for op in event.payload.get("memory") or []:
-        if op.get("op") == "note":
+def _completed(state: RunState, node: Invocation | None, completed: ev.AgentCompleted) -> None:
+    add_usage(state.usage, completed.usage)
+    for op in completed.memory:  # the run's notes: a note sets its key; forgetting it or promoting it to long-term
+        if op.get("op") == "note":  # memory takes it out of the run's working memory
             state.notes[str(op["key"])] = str(op.get("value", ""))
         elif op.get("op") in ("forget", "promote_to_long_term"):
             state.notes.pop(str(op["key"]), None)
-
-
-def _completed(state: RunState, event: ev.Event, node: Invocation | None) -> None:
-    _count_usage(state, event)
-    _remembered(state, event)
     if node is not None:
-        p = event.payload
-        node.output, node.status_tag, node.thinking = p["output"], p.get("status_tag"), p.get("thinking", "")
+        node.output, node.status_tag, node.thinking = completed.output, completed.status_tag, completed.thinking
 
 
-def _failed(state: RunState, event: ev.Event, node: Invocation | None) -> None:
-    _count_usage(state, event)
+def _approval_requested(
+    state: RunState, event: ev.Event, node: Invocation | None, requested: ev.ApprovalRequested
+) -> None:
+    others = [r.reason for r in requested.reasons if r.reason != requested.reason]
+    shown = [(r.category, r.reason) for r in requested.reasons] or [(requested.category, requested.reason)]
+    state.pauses.append(Pause(event.agent, requested.category, requested.reason, requested.hint, event.seq, others,
+                              requested.held_call, shown, event.at, requested.why))  # fmt: skip
     if node is not None:
-        node.error, node.output = event.payload.get("error"), event.payload.get("output", node.output)
+        given = requested.model_fields_set
+        node.output = requested.output if "output" in given else node.output
+        node.thinking = requested.thinking if "thinking" in given else node.thinking
 
 
-def _approval_requested(state: RunState, event: ev.Event, node: Invocation | None) -> None:
-    _count_usage(state, event)
-    p = event.payload
-    others = [r["reason"] for r in p.get("reasons", []) if r["reason"] != p["reason"]]
-    shown = [(str(r["category"]), str(r["reason"])) for r in p.get("reasons", [])] or [(p["category"], p["reason"])]
-    state.pauses.append(Pause(event.agent, p["category"], p["reason"], p.get("hint", ""), event.seq, others,
-                              p.get("held_call"), shown, event.at, p.get("why")))  # fmt: skip
-    if node is not None:
-        node.output = p.get("output", node.output)
-        node.thinking = p.get("thinking", node.thinking)
-
-
-def _approval_decided(state: RunState, event: ev.Event, node: Invocation | None) -> None:
-    p = event.payload
-    decided = next((x for x in state.pauses if x.seq == p["pause"]), None)
-    if decided is not None and decided.held_call is not None and p["decision"] == "retry" and node is not None:
-        held = next((c for c in node.tools if c["seq"] == decided.held_call), None)
+def _approval_decided(state: RunState, event: ev.Event, node: Invocation | None, decided: ev.ApprovalDecided) -> None:
+    pause = next((x for x in state.pauses if x.seq == decided.pause), None)
+    if pause is not None and pause.held_call is not None and decided.decision == "retry" and node is not None:
+        held = next((c for c in node.tools if c["seq"] == pause.held_call), None)
         if held is not None:  # the operator saw this exact call and let the agent go on: it may run, once
-            approved = ApprovedCall(tool_call_digest(held), decided.approvals)
+            approved = ApprovedCall(tool_call_digest(held), pause.approvals)
             state.approved_calls.setdefault(node.agent, []).append(approved)
-    state.pauses = [x for x in state.pauses if x.seq != p["pause"]]
-    state.decided[p["pause"]] = f"{p['decision']} by {event.actor} at {event.at:%Y-%m-%d %H:%M:%S} UTC"
-    if node is not None and p["decision"] == "retry" and p.get("instructions"):
-        node.instructions = p["instructions"]
-    if not state.pauses and p["decision"] in ("retry", "skip"):
+    state.pauses = [x for x in state.pauses if x.seq != decided.pause]
+    state.decided[decided.pause] = f"{decided.decision} by {event.actor} at {event.at:%Y-%m-%d %H:%M:%S} UTC"
+    if node is not None and decided.decision == "retry" and decided.instructions:
+        node.instructions = decided.instructions
+    if not state.pauses and decided.decision in ("retry", "skip"):
         state.status = RunStatus.RUNNING  # the last pause decided: the run goes on
 
 
-def _outcome(key: str) -> Callable[[RunState, ev.Event, Invocation | None], None]:
-    def record(state: RunState, event: ev.Event, _node: Invocation | None) -> None:
-        state.outcome = event.payload.get(key)
-
-    return record
-
-
-def _aborted(state: RunState, event: ev.Event, node: Invocation | None) -> None:
+def _aborted(state: RunState, event: ev.Event, aborted: ev.RunAborted) -> None:
     """The run ends: its reason is the outcome, and the pauses still open are closed with it."""
-    _outcome("reason")(state, event, node)
+    state.outcome = aborted.reason
     for pause in state.pauses:
         when = f"{event.at:%Y-%m-%d %H:%M:%S} UTC"
         state.decided[pause.seq] = f"closed when the run was aborted by {event.actor} at {when}"
     state.pauses = []
-
-
-_RECORDS: dict[str, Callable[[RunState, ev.Event, Invocation | None], None]] = {
-    ev.RUN_CREATED: _created,
-    ev.NODE_CREATED: _node_created,
-    ev.RUN_STARTED: _restarted,
-    ev.RUN_RESUMED: _restarted,
-    ev.AGENT_STARTED: _started,
-    ev.TOOL_CALL: _tool_call,
-    ev.TOOL_RESULT: _tool_result,
-    ev.AGENT_COMPLETED: _completed,
-    ev.AGENT_FAILED: _failed,
-    ev.APPROVAL_REQUESTED: _approval_requested,
-    ev.APPROVAL_DECIDED: _approval_decided,
-    ev.RUN_COMPLETED: _outcome("summary"),
-    ev.RUN_FAILED: _outcome("error"),
-    ev.RUN_ABORTED: _aborted,
-    ev.POLICY_REPINNED: _repinned,
-}

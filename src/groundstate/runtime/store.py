@@ -105,7 +105,7 @@ leases = Table(
 )
 
 
-Builder = Callable[[RunState], list[tuple[str, str | None, dict[str, Any]]]]
+Builder = Callable[[RunState], ev.Planned]  # the events that follow, from the run's state
 INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
 
 
@@ -158,21 +158,20 @@ class EventStore:
         with self._lock, self.engine.begin() as db:
             db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
                                            updated_at=now, last_seq=0))  # fmt: skip
-        payload = {"name": name, "workflow": workflow_text, "model": model} | {k: v for k, v in details.items() if v}
-        self.append(run_id, ev.RUN_CREATED, None, payload, actor=actor)
+        chosen = {key: value for key, value in details.items() if value}
+        self.append(run_id, ev.RunCreated(name=name, workflow=workflow_text, model=model, **chosen), actor=actor)
         return run_id
 
     def append(
         self,
         run_id: str,
-        event_type: str,
-        agent: str | None,
-        payload: dict[str, Any],
+        body: ev.EventBody,
+        agent: str | None = None,
         actor: str = "runtime",
         holder: str | None = None,
     ) -> ev.Event:
         """Append one event; returns it with its sequence number."""
-        return self.transact(run_id, lambda state: [(event_type, agent, payload)], actor, holder)[0]
+        return self.transact(run_id, lambda state: [(body, agent)], actor, holder)[0]
 
     def transact(
         self,
@@ -201,14 +200,12 @@ class EventStore:
                 # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
                 db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, default=str)))
             appended = []
-            for event_type, agent, payload in build(state):
-                if event_type not in ev.EVENT_TYPES:
-                    raise StoreError(f"unknown event type {event_type}")
-                state.admit(event_type, agent, payload)  # EventRefused (RunEnded) before anything is written
-                record = ev.Event(run_id, state.last_seq + 1, event_type, agent, payload, actor=actor)
-                text = json.dumps(payload)
-                head = chain.link(head or chain.GENESIS, run_id, event_type, agent, text, actor, record.at)
-                db.exec_driver_sql(hot.insert, (run_id, record.seq, event_type, agent, text, actor,
+            for body, agent in build(state):
+                state.admit(body, agent)  # EventRefused (RunEnded) before anything is written
+                record = ev.Event(run_id, state.last_seq + 1, body, agent, actor=actor)
+                text = json.dumps(record.payload)
+                head = chain.link(head or chain.GENESIS, run_id, record.type, agent, text, actor, record.at)
+                db.exec_driver_sql(hot.insert, (run_id, record.seq, record.type, agent, text, actor,
                                                 hot.moment(record.at), head))  # fmt: skip
                 state.apply(record)
                 appended.append(record)
@@ -436,9 +433,6 @@ def _event(r: Any, read_at: Callable[[Any], Any]) -> ev.Event:
         payload = safejson.loads(r["payload"])
         at = read_at(r["at"])
         at = at if at.tzinfo else at.replace(tzinfo=UTC)
-    except (ValueError, TypeError, AttributeError) as exc:
+        return ev.Event.parsed(r["run_id"], r["seq"], r["type"], r["agent"], payload, at, r["actor"])
+    except (ValueError, TypeError, AttributeError) as exc:  # EventMisfit is a ValueError: it says what does not fit
         raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: {exc}") from None
-    if not isinstance(payload, dict) or r["type"] not in ev.EVENT_TYPES:
-        raise StoreCorrupt(f"run {r['run_id']}: event {r['seq']} ({r['type']}) cannot be read: not an event of a "
-                           "known type with an object payload")  # fmt: skip
-    return ev.Event(r["run_id"], r["seq"], r["type"], r["agent"], payload, at, r["actor"])

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import Any
 
-from .run_events import Event
+from .run_events import Event, EventBody
 
-Item = tuple[str, str | None, dict[str, Any]]  # (event type, agent, payload), as EventStore.transact's builder gives
+Item = tuple[EventBody, str | None]  # (event body, agent), as EventStore.transact's builder gives
 
 
 class TurnBatch:
