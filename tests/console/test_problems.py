@@ -64,3 +64,15 @@ def test_what_the_framework_refuses_has_a_code_too_and_numbers_out_of_range_are_
         "malformed body": (422, "unusable"),
     }
     assert answers["huge after"].json()["detail"][0]["loc"] == ["query", "after"]  # FastAPI's list, as documented
+
+
+def test_a_pause_number_that_is_no_ascii_number_or_too_long_is_bad_input_not_a_500(console: Console) -> None:
+    """Found by an attack: the run page's form took '²' for a digit (str.isdigit) and 5000 digits for a number
+    (past Python's 4300-digit limit): both were bare 500s with a traceback. The API's pause had no bound."""
+    with console.api() as admin:
+        form = {f"superscript {i}": admin.post("/runs/run-nope/decide", data={"pause": pause, "decision": "retry"})
+                for i, pause in enumerate(["²", "٣", "9" * 5000])}  # fmt: skip
+        huge = admin.post("/api/runs/run-nope/decision", json={"pause": 2**64, "decision": "retry"})
+    assert {name: (reply.status_code, reply.json()["code"]) for name, reply in form.items()} == {
+        name: (400, "bad_input") for name in form}
+    assert (huge.status_code, huge.json()["code"]) == (422, "unusable")

@@ -87,6 +87,41 @@ def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> No
             os.kill(int(pid_file.read_text()), 9)
 
 
+def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_path: Path) -> None:
+    """A client or service manager that sends TERM twice: the second waits for the first's stopping, which still
+    kills what ignores TERM in the servers' groups (here a server's child; the server itself leaves at once)."""
+    pid_file = tmp_path / "child.pid"
+    child = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+             f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(600)"
+    (tmp_path / "groundstate.toml").write_text("[mcp]\nstart_timeout_sec = 60\n"
+                                               + server("parent", parent.replace('"', '\\"')))  # fmt: skip
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    try:
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        pid = int(pid_file.read_text())
+        guard.terminate()
+        time.sleep(0.1)
+        guard.terminate()
+        _, stderr = guard.communicate(timeout=30)
+        assert guard.returncode == -15 and b"Traceback" not in stderr, stderr
+        for _ in range(50):
+            if not alive(pid):
+                break
+            time.sleep(0.1)
+        assert not alive(pid), "a process of the guard's server outlived it"
+    finally:
+        guard.kill()
+        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)
+
+
 def test_servers_start_at_once(tmp_path: Path) -> None:
     """Each server notes when its process began, then takes 4 s to answer: started one after another, each would
     begin only once the one before had answered (8 s and more apart); started at once, all begin within the first

@@ -169,7 +169,8 @@ def test_a_client_that_leaves_stops_the_upstream_read(gateway_for: GatewayFor) -
 
 
 @pytest.mark.parametrize("path", ["/../../other/chat/completions", "/%2e%2e/other/chat/completions",
-                                  "/x/..%2F..%2Fother"])  # fmt: skip
+                                  "/x/..%2F..%2Fother", "/x/..;/admin", "/x/%2e%2e;x/admin",
+                                  "/x/..%3bx/admin"])  # fmt: skip
 def test_a_path_that_climbs_out_of_the_upstream_base_is_refused(gateway_for: GatewayFor, path: str) -> None:
     """Dot segments were resolved on the way: a client left ``/tenant-a/`` for ``/tenant-b/`` with the operator's
     credentials. Refused (400), and the upstream hears nothing."""
@@ -223,3 +224,114 @@ def test_a_client_that_never_finishes_its_request_does_not_hold_the_shutdown(gat
             process.terminate()
             process.wait(timeout=30)
             assert time.monotonic() - stopped < 20
+
+
+def raw_request(base_url: str, target: str, extra: str = "") -> bytes:
+    """A request sent as written (no client library normalises its target), and the whole reply."""
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        raw.sendall(f"POST {target} HTTP/1.1\r\nhost: x\r\n{extra}content-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                    .encode())  # fmt: skip
+        reply = b""
+        while chunk := raw.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.parametrize("target", ["*@127.0.0.1:{other}/stolen", "*", "*.evil/x", "*:{other}/x"])
+def test_a_target_that_is_no_path_reaches_no_host(gateway_for: GatewayFor, target: str) -> None:
+    """Found by an attack: ``*@host:port/path`` was glued after ``--upstream``, making the upstream's address a user
+    name and the rest another host — an open proxy to anything the gateway reaches, with the client's key (and the
+    operator's, from ``user:password@``). Refused (400); neither the upstream nor the other host hears anything."""
+    heads: list[bytes] = []
+    stolen: list[bytes] = []
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"{}"), heads) as upstream, \
+            raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"stolen"), stolen) as other:
+        base_url, _ = gateway_for(upstream)
+        reply = raw_request(base_url, target.format(other=other.rsplit(":", 1)[1]), "x-api-key: CLIENT-SECRET\r\n")
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:300]
+    assert b'"code": "bad_input"' in reply and heads == [] and stolen == []
+
+
+def test_the_upstreams_query_is_kept_and_the_clients_follows_it(gateway_for: GatewayFor) -> None:
+    """``--upstream .../base?api-version=1`` put the forwarded path inside its query."""
+    heads: list[bytes] = []
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n", b"{}"), heads) as upstream:
+        base_url, _ = gateway_for(upstream + "/base?api-version=1")
+        assert httpx.get(f"{base_url}/models", params={"x": "1"}, timeout=30).status_code == 200
+    assert heads[0].split(b"\r\n")[0] == b"GET /base/v1/models?api-version=1&x=1 HTTP/1.1"
+
+
+def test_headers_a_connection_header_names_are_not_passed_on(gateway_for: GatewayFor) -> None:
+    """They are for one connection (RFC 9110 7.6.1), either way: the upstream's reached the client."""
+    heads: list[bytes] = []
+    body = sse(text_event("fine"))
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: keep-alive, x-upstream-hop\r\n"
+            b"x-upstream-hop: 1\r\n")  # fmt: skip
+    with raw_loopback(answer(head, body), heads) as upstream:
+        base_url, _ = gateway_for(upstream)
+        reply = raw_request(base_url, "/v1/chat/completions", "x-client-hop: 1\r\nconnection: x-client-hop\r\n")
+    assert reply.startswith(b"HTTP/1.1 200") and b"x-upstream-hop" not in reply.lower()
+    assert b"x-client-hop" not in heads[0].lower()
+
+
+@pytest.mark.parametrize("body", [
+    sse(text_event("t0"), text_event("t1"), done=False),  # ends between events, without [DONE]
+    sse(text_event("t0"), text_event("t1"), done=False) + b'data: {"choices": [{"index": 0, "delta": {"content": "ha',
+])  # fmt: skip
+def test_a_stream_whose_body_ends_before_the_stream_did_is_an_error(gateway_for: GatewayFor, body: bytes) -> None:
+    """Found by an attack: an upstream body delimited by the connection's close (or a chunked body's last chunk)
+    that stopped before ``[DONE]`` — between events or inside one — reached the SDK as a whole answer."""
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head() + body)  # connection: close — the body ends cleanly, the stream did not
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        client: Any = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        texts = []
+        with pytest.raises(openai.APIError, match=r"ended (without data: \[DONE\]|inside an event)"):
+            for chunk in client.chat.completions.create(model="m", messages=HI, stream=True):
+                texts.append(chunk.choices[0].delta.content)
+    assert texts == ["t0", "t1"]  # the whole events came first; an unfinished one never
+
+
+def test_an_error_after_an_event_past_the_bound_is_an_event_of_its_own(gateway_for: GatewayFor) -> None:
+    """Past 1 MiB an unfinished event is given on as it is; the error then went on its last line: inside a comment
+    it vanished, and the SDK ended cleanly with part of an answer."""
+    body = sse(text_event("t0"), done=False) + b": " + b"A" * (1 << 21)
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(body) + 10_000) + body)
+        time.sleep(0.3)
+        reset(conn)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        client = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        with pytest.raises(openai.APIError, match="broke off before the reply was complete"):
+            for _ in client.chat.completions.create(model="m", messages=HI, stream=True):  # type: ignore[arg-type]
+                pass
+
+
+def test_a_stream_open_at_shutdown_is_told_so_without_a_traceback(gateway_for: GatewayFor) -> None:
+    """Stopped with a stream open, the gateway printed a traceback once its grace ran out and the client's body
+    just stopped. Now the stream is told in band that the gateway stopped, and the gateway exits quietly."""
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=10_000_000) + sse(text_event("t0"), done=False))
+        time.sleep(40)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        [process] = gateway_for.processes  # type: ignore[attr-defined]
+        with httpx.Client(timeout=60) as client, client.stream(
+            "POST", f"{base_url}/chat/completions", json={"model": "m", "messages": HI, "stream": True}
+        ) as reply:
+            chunks = reply.iter_bytes()
+            received = next(chunks)
+            process.terminate()
+            received += b"".join(chunks)
+        process.wait(timeout=30)
+    assert b'"code": "upstream_unreachable"' in received and b"the gateway stopped" in received
+    assert process.stderr is not None and b"Traceback" not in process.stderr.read()

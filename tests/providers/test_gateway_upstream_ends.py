@@ -64,7 +64,8 @@ def test_an_upstream_that_breaks_off_mid_stream_is_published_as_a_failure(gatewa
 
 
 def test_a_stream_without_its_end_marker_ends_once_cut_off(gateway_for: GatewayFor) -> None:
-    """A clean close without ``[DONE]`` was published as a cut-off end and then a second STREAM_END."""
+    """A clean close without ``[DONE]`` was published as a cut-off end and then a second STREAM_END. The client
+    gets the upstream's bytes unchanged, then the error in band (the stream did not end)."""
     body = sse(text_event("no end marker"), done=False)
 
     def serve(conn: socket.socket) -> None:
@@ -73,7 +74,8 @@ def test_a_stream_without_its_end_marker_ends_once_cut_off(gateway_for: GatewayF
     with raw_loopback(serve) as upstream:
         base_url, pub = gateway_for(upstream)
         receiver = subscribe(pub)
-        assert chat(base_url).content == body  # the client's bytes unchanged
+        received = chat(base_url).content
+        assert received.startswith(body) and b"ended without data: [DONE]" in received[len(body):]
         chunks = list(receiver.receive(timeout_ms=2000)) + receiver.close()
     assert len([c for c in chunks if isinstance(c, StreamEnd)]) == 1, chunks
     assert b"".join(bytes(c.tokens) for c in chunks if isinstance(c, Content)) == b"no end marker"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -46,3 +47,26 @@ def test_the_error_is_each_apis_own_event() -> None:
     assert chat.startswith(b"data: ") and json.loads(chat[6:])["error"]["message"] == "it broke"
     assert in_band_error("anthropic", error).startswith(b"event: error\ndata: ")
     assert json.loads(in_band_error("ollama", error)) == {"error": "it broke"}
+
+
+@pytest.mark.parametrize("blank", [b"\n\n", b"\r\r", b"\r\n\r\n", b"\n\r\n", b"\n\r", b"\r\n\n", b"\r\n\r", b"\r\r\n"])
+def test_a_blank_line_ends_an_event_whatever_line_endings_it_mixes(blank: bytes) -> None:
+    """LF then CRLF, CRLF then LF, ...: each a blank line (the SSE format allows all three endings, mixed). Only the
+    pure ones were seen: a stream mixing them was held until it ended, and lost whole on a break."""
+    stream = b'data: {"a": 1}' + blank + b"data: {"
+    assert event_end("openai-chat", stream) >= len(b'data: {"a": 1}') + 2
+    aligned = WholeEvents("openai-chat")
+    assert aligned.take(stream).startswith(b'data: {"a": 1}' + blank[:2])
+
+
+def test_an_error_after_an_event_given_on_unfinished_is_an_event_of_its_own() -> None:
+    """Past MAX_HELD an unfinished event is given on as it is; an error then followed its last bytes on the same
+    line — inside its data, or swallowed whole by a comment line."""
+    error = GroundstateError("it broke")
+    for api, fresh in (("openai-chat", b"\n\n"), ("anthropic", b"\n\n"), ("ollama", b"\n")):
+        aligned = WholeEvents(api)
+        assert aligned.error(error) == in_band_error(api, error)  # between events: the error as it is
+        assert aligned.take(b": " + b"A" * (MAX_HELD + 1))  # a comment line that never ends, given on
+        assert aligned.error(error) == fresh + in_band_error(api, error)
+        assert aligned.take(b"A" * 10) == b""  # more of it, held: what was given still ends mid-event
+        assert aligned.error(error) == fresh + in_band_error(api, error)

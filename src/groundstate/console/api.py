@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..runtime import pauses_json
 from ..store import ACT, ADMINISTER, SEE, Operator
 from .operations import Operations, operations
-from .problems import After, EntryId
+from .problems import MAX_NUMBER, After, EntryId
 from .security import operator_of
 from .views import run_json, why_json
 
@@ -28,7 +28,7 @@ class Decision(BaseModel):
     authenticated operator's: a body naming someone else is refused, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
-    pause: int  # the open pause this answers (its id in the run's "pauses" and in /api/approvals)
+    pause: int = Field(ge=0, le=MAX_NUMBER)  # the open pause this answers (its id in "pauses" and /api/approvals)
     decision: str
     instructions: str | None = None
 

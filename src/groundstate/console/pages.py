@@ -18,7 +18,7 @@ from ..store import ACT, Operator, verify_store
 from .auth import COOKIE
 from .graph import dag_svg
 from .operations import Operations, operations
-from .problems import BadRequest, EntryId
+from .problems import MAX_NUMBER, BadRequest, EntryId
 from .security import Secrets, checked_form, cross_site, local, logged_in, operator_of, secrets_of, user_navigation
 from .views import layers, why_json
 
@@ -128,7 +128,7 @@ async def decide_page(request: Request, run_id: str, ops: Ops, who: Who) -> Resp
     operator's); a pause decided meanwhile is refused on the run's page, saying how it was decided."""
     form = await checked_form(request)
     pause = str(form.get("pause", ""))
-    if not pause.isdigit():
+    if not (pause.isascii() and pause.isdigit() and len(pause) <= len(str(MAX_NUMBER))):  # '²' is a digit too
         raise BadRequest("the form names no pause: reload the run's page and decide from its card")
     try:
         ops.decide(run_id, int(pause), str(form.get("decision", "")), str(form.get("instructions", "")), who)

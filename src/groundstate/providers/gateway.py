@@ -14,12 +14,13 @@ import contextlib
 import itertools
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from yarl import URL
 
 from .. import safejson, tracing
 from ..errors import AuthenticationError, GroundstateError, http_problem
@@ -29,7 +30,7 @@ from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
-from .in_band import WholeEvents, in_band_error
+from .in_band import WholeEvents
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import (
@@ -250,21 +251,17 @@ class Gateway:
     async def _forward(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         chosen = provider_api(self.api)
         adapter_type, provider = chosen.adapter, chosen.provider
-        headers = {
-            k.decode("latin-1"): v.decode("latin-1")
-            for k, v in scope["headers"]
-            if k.decode("latin-1").lower() not in _HOP_BY_HOP
-        }
+        hop = _HOP_BY_HOP | connection_named(scope["headers"])
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
+                   if k.decode("latin-1").lower() not in hop}  # fmt: skip
         if self._authorization is not None:  # the operator's credentials in --upstream, not the client's
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["Authorization"] = self._authorization
         try:
-            path = forwarded_path(scope)
+            url = forwarded_url(self._target, scope)
         except PathRefused as exc:
             self.requests.labels(self.api, str(await send_error(send, exc))).inc()
             return
-        query = scope.get("query_string")
-        url = self._target + path + (("?" + query.decode("latin-1")) if query else "")
         bridge = SigilBridge(ByteVocabulary(), next(self._streams), next_stream=self._streams.__next__)
         model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
         relayed = Relayed(send)
@@ -273,9 +270,13 @@ class Gateway:
         gone = asyncio.ensure_future(_client_gone(receive))
         try:
             await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the server gave up on this request (its shutdown grace ran out)
-            relay.cancel()
-            raise
+        except asyncio.CancelledError:  # the server gave up on this request (its shutdown grace ran out): the
+            relay.cancel()  # upstream is let go, a stream already begun is told why in band, and the request ends
+            if relayed.started and relayed.in_band is not None:  # here — not as a traceback of the server's
+                stopping = UpstreamFailure(f"the gateway stopped: its {SHUTDOWN_GRACE_SEC} s for open replies ran out")
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": relayed.in_band(stopping)})
+            return
         finally:
             gone.cancel()
         if not relay.done():  # the client went away: the upstream is not read (and paid for) any longer
@@ -306,7 +307,7 @@ class Gateway:
     async def _relay(
         self,
         scope: Scope,
-        url: str,
+        url: URL,
         body: bytes,
         headers: dict[str, str],
         send: Relayed,
@@ -341,38 +342,54 @@ class Gateway:
                 await self._relay_whole(response, send, model)
                 self.publish(bridge.end())
                 return
-            adapter = adapter_type(provider)
-            failed, publishing = False, self.sender is not None  # frames are encoded only for subscribers
-            held: list[bytes] = []  # without subscribers: parsed for the metrics once the client has it all
-            size = 0
-            api = self.api
-            send.in_band = lambda error: in_band_error(api, error)  # a stream can say it broke off
-            aligned = WholeEvents(api)  # an event still arriving is relayed once whole (in_band.py: why)
-            async for data in response.chunks():
-                if whole := aligned.take(data):
-                    await send({"type": "http.response.body", "body": whole, "more_body": True})
-                if not publishing and size + len(data) <= HELD_FOR_METRICS:
-                    held.append(data)
-                    size += len(data)
-                    continue
-                events = adapter.feed(b"".join(held) + data if held else data)
-                for event in events:
-                    failed = self._count(model, event) or failed
-                if publishing:  # what one read carried, in as few frames as it fills (bridge.py: the framing)
-                    self.publish(bridge.push_many(events))
-                held, size = [], 0
-            await send({"type": "http.response.body", "body": aligned.rest()})  # the upstream's last bytes, as they are
-            if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
-                task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
-                self._counting.add(task)
-                task.add_done_callback(self._counting.discard)
-                return
-            events = adapter.close()
+            await self._relay_stream(response, send, bridge, model, provider, adapter_type)
+
+    async def _relay_stream(
+        self, response: UpstreamReply, send: Relayed, bridge: SigilBridge, model: str, provider: str, adapter_type: Any
+    ) -> None:
+        """A stream of events, relayed whole (in_band.py) as they come, to the client and (as SIGIL) to the
+        subscribers; a stream whose body ends before the stream did is told so in band (UpstreamFailure)."""
+        adapter = adapter_type(provider)
+        failed, publishing = False, self.sender is not None  # frames are encoded only for subscribers
+        held: list[bytes] = []  # without subscribers: parsed for the metrics once the client has it all
+        size = 0
+        api = self.api
+        # an event still arriving is relayed once whole (in_band.py: why) — unless the body is compressed
+        # (relayed undecoded, as the client asked): its events cannot be seen, so it is relayed as it comes
+        aligned = WholeEvents(api) if _identity(response) else None
+        send.in_band = aligned.error if aligned is not None else None  # a stream can say it broke off
+        last = b""  # the last whole events given on: the stream's end marker is looked for in them
+        async for data in response.chunks():
+            if aligned is None:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            elif whole := aligned.take(data):
+                last = whole
+                await send({"type": "http.response.body", "body": whole, "more_body": True})
+            if not publishing and size + len(data) <= HELD_FOR_METRICS:
+                held.append(data)
+                size += len(data)
+                continue
+            events = adapter.feed(b"".join(held) + data if held else data)
             for event in events:
                 failed = self._count(model, event) or failed
-            self.publish(bridge.push_many(events))
-            self.metrics.called(model, ok=not failed)
-            self.publish(bridge.end())
+            if publishing:  # what one read carried, in as few frames as it fills (bridge.py: the framing)
+                self.publish(bridge.push_many(events))
+            held, size = [], 0
+        unfinished = aligned.rest() if aligned is not None else b""
+        if aligned is not None and (unfinished or not _ended(adapter_type(provider), last)):  # the body ended, the
+            raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # stream did not: told in band
+        await send({"type": "http.response.body", "body": b""})
+        if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
+            task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
+            self._counting.add(task)
+            task.add_done_callback(self._counting.discard)
+            return
+        events = adapter.close()
+        for event in events:
+            failed = self._count(model, event) or failed
+        self.publish(bridge.push_many(events))
+        self.metrics.called(model, ok=not failed)
+        self.publish(bridge.end())
 
     async def _relay_plain(self, response: UpstreamReply, send: Send) -> None:
         """A request that is no model call, relayed as it came (status, headers, body)."""
@@ -557,9 +574,17 @@ def _relayed_headers(response: UpstreamReply) -> list[tuple[bytes, bytes]]:
     them — the gateway's server adds none of its own, so none is sent twice), and but a header no HTTP server may
     send — a name that is no token, a value with a control byte — which the client's server would refuse mid-reply,
     leaving the client without any answer."""
+    hop = _HOP_BY_HOP | connection_named(response.raw_headers)
     return [(name, value) for name, value in response.raw_headers
-            if name.decode("latin-1").lower() not in _HOP_BY_HOP and name
+            if name.decode("latin-1").lower() not in hop and name
             and not _NOT_A_TOKEN.search(name) and not _CONTROL.search(value)]  # fmt: skip
+
+
+def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[str]:
+    """The headers a message's ``Connection`` header names (lower-cased): like the hop-by-hop ones, they are for
+    one connection and are not passed on (RFC 9110 7.6.1)."""
+    return {option.strip().lower() for name, value in headers if name.lower() == b"connection"
+            for option in value.decode("latin-1").split(",") if option.strip()}  # fmt: skip
 
 
 @dataclass
@@ -600,16 +625,51 @@ def upstream_credentials(upstream: str) -> tuple[str, str | None]:
 
 def forwarded_path(scope: Scope) -> str:
     """The request's path as the client sent it, still percent-encoded (``%3F`` stays a character of the path, not
-    the start of a query), to be put after the upstream's. ``PathRefused`` for a ``.`` or ``..`` segment, plain or
-    encoded: resolved on the way, it would leave the upstream's base path (``/tenant-a/...``) with its
-    credentials."""
+    the start of a query), to be put after the upstream's. ``PathRefused`` for a path that does not begin with ``/``
+    (``*@host/...`` would make the rest of the URL another host, reached with the operator's credentials) and for a
+    ``.`` or ``..`` segment, plain, encoded or with parameters (``..;x``, which servlet containers resolve as ``..``):
+    resolved on the way, it would leave the upstream's base path (``/tenant-a/...``)."""
     raw = scope.get("raw_path")
     path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else quote(scope["path"])
+    if not path.startswith("/"):
+        raise PathRefused(f"the request target {path[:200]!r} is not a path beginning with '/'; the gateway forwards "
+                          "paths under the upstream's, to the upstream only")  # fmt: skip
     for segment in path.split("/"):
-        if any(part in (".", "..") for part in re.split(r"[/\\]", unquote(segment))):
+        if any(part.split(";", 1)[0] in (".", "..") for part in re.split(r"[/\\]", unquote(segment))):
             raise PathRefused(f"the path {path[:200]!r} has a '.' or '..' segment; the gateway forwards paths under "
                               "the upstream's as they are, never out of it")  # fmt: skip
     return path
+
+
+def forwarded_url(target: str, scope: Scope) -> URL:
+    """Where a request goes: the upstream's path followed by the client's (``forwarded_path``, sent as it is — not
+    decoded and re-encoded on the way), and the upstream's query (``?api-version=...``) followed by the client's."""
+    path = forwarded_path(scope)
+    base = urlsplit(target)
+    client_query = scope.get("query_string") or b""
+    query = "&".join(q for q in (base.query, client_query.decode("latin-1")) if q)
+    return URL.build(scheme=base.scheme, authority=base.netloc, path=base.path.rstrip("/") + path,
+                     query_string=query, encoded=True)  # fmt: skip
+
+
+def _ended(probe: Any, last: bytes) -> bool:
+    """Whether a stream's last whole events carry its API's end marker (``data: [DONE]``, ``message_stop``, ...),
+    read by a fresh adapter of that API (``probe``): the adapters' own definition of a stream that ended."""
+    probe.feed(last)
+    return bool(probe.done)
+
+
+def _cut_short(unfinished: bytes, end_marker: str) -> str:
+    """Why a stream whose body ended cleanly is told it broke off."""
+    if unfinished:
+        return f"the upstream's stream ended inside an event ({len(unfinished)} bytes of it, never finished)"
+    return f"the upstream's stream ended without {end_marker}"
+
+
+def _identity(response: UpstreamReply) -> bool:
+    """Whether the reply's body is sent as it is (no ``Content-Encoding`` but ``identity``): its events readable."""
+    coding = next((v for k, v in response.headers if k.lower() == "content-encoding"), "identity")
+    return coding.strip().lower() in ("", "identity")
 
 
 def _whole(response: UpstreamReply) -> bool:

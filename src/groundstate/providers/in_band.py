@@ -18,15 +18,24 @@ from ..errors import GroundstateError
 from .openai_wire import problem_body
 
 MAX_HELD = 1 << 20  # bytes of one unfinished event held back; past them they are relayed as they are
-_SSE_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+# an SSE event ends at a blank line: a line ending (CRLF, LF or CR) right after another, each of either kind —
+# LF LF, CR CR, CRLF CRLF, and the mixed LF CR(LF), CRLF LF, CRLF CR (a CR then CRLF contains CR CR)
+_SSE_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n", b"\n\r", b"\r\n\n", b"\r\n\r")
+_LONGEST_END = max(map(len, _SSE_ENDS))
 
 
 def event_end(api: str, data: bytes) -> int:
     """How many bytes of ``data`` (a stream of ``api``'s events) are whole events: up to the end of its last blank
-    line (SSE) or its last line (Ollama's NDJSON); 0 when none ends in it."""
+    line (SSE, whatever line endings it mixes) or its last line (Ollama's NDJSON); 0 when none ends in it."""
     if api == "ollama":
         return data.rfind(b"\n") + 1
     return max((found + len(end) for end in _SSE_ENDS if (found := data.rfind(end)) >= 0), default=0)
+
+
+def resumed(api: str) -> bytes:
+    """What ends a line and an event, written before an error that follows bytes of an event the upstream never
+    finished (given on past ``MAX_HELD``): so that the error is an event of its own, never the end of that one."""
+    return b"\n" if api == "ollama" else b"\n\n"
 
 
 class WholeEvents:
@@ -42,13 +51,21 @@ class WholeEvents:
         self.api = api
         self._held: list[bytes] = []
         self._size = 0
+        self._last = b""  # the stream's last few bytes so far (given on or held)
+        self.between_events = True  # False once bytes of an unfinished event were given on (past MAX_HELD)
+
+    def error(self, error: GroundstateError) -> bytes:
+        """The in-band error to give on after what was given: an event of its own (in_band_error), begun on a fresh
+        line after an event given on unfinished."""
+        return (b"" if self.between_events else resumed(self.api)) + in_band_error(self.api, error)
 
     def take(self, data: bytes) -> bytes:
         """The bytes to give on now (empty: all of ``data`` is held)."""
         end = event_end(self.api, data)
-        if not end and self._held:  # an end ("\r\n\r\n", 4 bytes) may begin in the last held bytes
-            before = b"".join(self._held[-3:])[-3:]
-            end = max(event_end(self.api, before + data[:3]) - len(before), 0)
+        before, tail = self._last, _LONGEST_END - 1
+        if before:  # an end ("\r\n\r\n", 4 bytes) may begin in the stream's last bytes before these
+            end = max(end, event_end(self.api, before + data[:tail]) - len(before))
+        self._last = data[-tail:] if len(data) >= tail else (before + data)[-tail:]
         if not end:
             self._held.append(data)
             self._size += len(data)
@@ -56,13 +73,17 @@ class WholeEvents:
                 return b""
             end = len(data)  # past the bound: given on as they are
             self._held.pop()
+            self.between_events = False
+        else:
+            self.between_events = True
         given = b"".join([*self._held, data[:end]]) if self._held else data[:end]
         rest = data[end:]
         self._held, self._size = ([rest], len(rest)) if rest else ([], 0)
         return given
 
     def rest(self) -> bytes:
-        """What is held when the stream ends: the upstream's last bytes, given on as they are."""
+        """What is held when the stream ends: bytes of an event the upstream never finished (dropped, as a client
+        drops an event its stream never ended: the stream is then told it broke off)."""
         rest = b"".join(self._held)
         self._held, self._size = [], 0
         return rest

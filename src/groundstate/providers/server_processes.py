@@ -80,6 +80,8 @@ def stopped_with_us() -> Iterator[None]:
         return
 
     def on_term(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signum, signal.SIG_IGN)  # a second SIGTERM while the servers stop waits for them (run
+        # nested, it found the leaders already reaped, and terminated before the first could kill their groups)
         stop_groups(group_leading_children())
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
+from yarl import URL
 
 from ..errors import UpstreamFailed
 from .client import tls_context
@@ -97,13 +98,14 @@ class Upstream:
 
     @asynccontextmanager
     async def request(
-        self, method: str, url: str, body: bytes, headers: Mapping[str, str]
+        self, method: str, url: str | URL, body: bytes, headers: Mapping[str, str]
     ) -> AsyncIterator[UpstreamReply]:
-        """An ``UpstreamReply`` for the request, open while the block runs."""
+        """An ``UpstreamReply`` for the request, open while the block runs (``url``: a ``URL`` is sent as it is
+        encoded, a string is normalised by the HTTP library)."""
         sent = {**headers, "Accept-Encoding": "identity"}
         try:
             async with self._open().request(
-                method, url, data=body, headers=sent, allow_redirects=False, proxy=self._proxy_for(url)
+                method, url, data=body, headers=sent, allow_redirects=False, proxy=self._proxy_for(str(url))
             ) as response:
                 yield UpstreamReply(response)
         except (TimeoutError, aiohttp.ClientError) as exc:
