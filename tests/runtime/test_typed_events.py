@@ -15,9 +15,28 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.runtime import EventStore, StoreCorrupt
-from groundstate.runtime import run_events as ev
-from groundstate.runtime.state import NODE_EDGES, RUN_EDGES, RunState
+from groundstate.runtime import (
+    AGENT_STARTED,
+    APPROVAL_DECIDED,
+    APPROVAL_REQUESTED,
+    EVENT_CLASSES,
+    EVENT_TYPES,
+    NODE_EDGES,
+    RUN_COMPLETED,
+    RUN_EDGES,
+    TOOL_CALL,
+    TOOL_RESULT,
+    AgentStarted,
+    Event,
+    EventMisfit,
+    EventStore,
+    NodeCreated,
+    RunStarted,
+    RunState,
+    StoreCorrupt,
+    ToolResult,
+    body_of,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "run-logs-0.1.0.json.gz"
 
@@ -30,8 +49,8 @@ def release_logs() -> list[dict[str, Any]]:
     return logs
 
 
-def events_of(log: dict[str, Any]) -> list[ev.Event]:
-    return [ev.Event.parsed(e["run_id"], e["seq"], e["type"], e["agent"], e["payload"],
+def events_of(log: dict[str, Any]) -> list[Event]:
+    return [Event.parsed(e["run_id"], e["seq"], e["type"], e["agent"], e["payload"],
                             datetime.fromisoformat(e["at"]), e["actor"]) for e in log["events"]]  # fmt: skip
 
 
@@ -41,7 +60,7 @@ def as_json(value: Any) -> str:
 
 def test_the_fixtures_cover_every_event_type() -> None:
     written = {e["type"] for log in release_logs() for e in log["events"]}
-    assert written == set(ev.EVENT_TYPES)
+    assert written == set(EVENT_TYPES)
 
 
 @pytest.mark.parametrize("log", release_logs(), ids=lambda log: f"{log['run_id']}-{log['state']['status']}")
@@ -59,42 +78,42 @@ def test_a_release_log_dumps_to_the_json_it_was_read_from(log: dict[str, Any]) -
 
 
 def test_a_key_no_model_names_is_kept() -> None:
-    body = ev.body_of(ev.TOOL_CALL, {"tool": "web_search", "target": "x", "payload": "", "written_by": "an older one"})
+    body = body_of(TOOL_CALL, {"tool": "web_search", "target": "x", "payload": "", "written_by": "an older one"})
     assert body.to_payload() == {"tool": "web_search", "target": "x", "payload": "", "written_by": "an older one"}
 
 
 def test_the_machines_are_keyed_by_the_event_classes() -> None:
     run_keys = {kind for row in RUN_EDGES.values() for kind in row}
     node_keys = {key[0] if isinstance(key, tuple) else key for row in NODE_EDGES.values() for key in row}
-    assert run_keys == set(ev.EVENT_CLASSES)
-    assert node_keys <= set(ev.EVENT_CLASSES)
-    assert ev.EVENT_TYPES == tuple(kind.__name__ for kind in ev.EVENT_CLASSES)
+    assert run_keys == set(EVENT_CLASSES)
+    assert node_keys <= set(EVENT_CLASSES)
+    assert EVENT_TYPES == tuple(kind.__name__ for kind in EVENT_CLASSES)
 
 
 @pytest.mark.parametrize(
     ("event_type", "payload", "said"),
     [
-        (ev.AGENT_STARTED, {"attempt": "1"}, "attempt"),  # a string where a number was written
-        (ev.AGENT_STARTED, {}, "attempt"),  # a key the event needs
-        (ev.TOOL_CALL, {"tool": 7}, "tool"),
-        (ev.APPROVAL_DECIDED, {"decision": "maybe", "pause": 3}, "decision"),
-        (ev.APPROVAL_REQUESTED, {"category": "safety", "reason": "r", "reasons": [{"category": "safety"}]}, "reasons"),
-        (ev.RUN_COMPLETED, [], "not an object"),
+        (AGENT_STARTED, {"attempt": "1"}, "attempt"),  # a string where a number was written
+        (AGENT_STARTED, {}, "attempt"),  # a key the event needs
+        (TOOL_CALL, {"tool": 7}, "tool"),
+        (APPROVAL_DECIDED, {"decision": "maybe", "pause": 3}, "decision"),
+        (APPROVAL_REQUESTED, {"category": "safety", "reason": "r", "reasons": [{"category": "safety"}]}, "reasons"),
+        (RUN_COMPLETED, [], "not an object"),
         ("RunExploded", {}, "not an event type"),
     ],
 )
 def test_a_payload_that_fits_no_model_is_refused_saying_what(event_type: str, payload: Any, said: str) -> None:
-    with pytest.raises(ev.EventMisfit, match=said):
-        ev.body_of(event_type, payload)
+    with pytest.raises(EventMisfit, match=said):
+        body_of(event_type, payload)
 
 
 def test_a_corrupted_log_is_store_corrupt_naming_run_and_event(tmp_path: Path) -> None:
     database = tmp_path / "runs.sqlite"
     store = EventStore(f"sqlite:///{database}")
     run_id = store.create_run("w", "name: w\n", None)
-    store.append(run_id, ev.NodeCreated(agent="writer_a"))
-    store.append(run_id, ev.RunStarted(model=None, driver="me"))
-    started = store.append(run_id, ev.AgentStarted(attempt=1, backend="scripted"), "writer_a")
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.append(run_id, RunStarted(model=None, driver="me"))
+    started = store.append(run_id, AgentStarted(attempt=1, backend="scripted"), "writer_a")
     with sqlite3.connect(database) as db:  # edited outside groundstate: the attempt's number is now text
         db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?",
                    (json.dumps({"attempt": "one"}), run_id, started.seq))  # fmt: skip
@@ -105,9 +124,9 @@ def test_a_corrupted_log_is_store_corrupt_naming_run_and_event(tmp_path: Path) -
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
 
 
-@given(extra=st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k not in ev.ToolResult.model_fields),
+@given(extra=st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k not in ToolResult.model_fields),
                              JSON_SCALARS, max_size=4),
        output=st.text(max_size=20), status=st.one_of(st.none(), st.just("/success")))
 def test_what_a_body_is_read_from_is_what_it_dumps(extra: dict[str, Any], output: str, status: str | None) -> None:
     payload = {"call": 3, "tool": "read_file", "decision": "/permit", "status": status, "output": output, **extra}
-    assert as_json(ev.body_of(ev.TOOL_RESULT, payload).to_payload()) == as_json(payload)
+    assert as_json(body_of(TOOL_RESULT, payload).to_payload()) == as_json(payload)

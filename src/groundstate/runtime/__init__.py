@@ -68,7 +68,7 @@ from .run_events import (
     ToolResult,
     body_of,
 )
-from .runner import HELD_FOR_OPERATOR, Runtime
+from .runner import Runtime
 from .state import (
     ABORTED,
     AWAITING_APPROVAL,
@@ -93,6 +93,7 @@ from .state import (
 )
 from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
 from .terminal import Autopilot, TerminalDriver, check_decision_options, say
+from .tool_round import HELD_FOR_OPERATOR
 from .workflow import AgentSpec, Role, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
 
 __all__ = [

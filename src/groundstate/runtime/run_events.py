@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..errors import StoreError
+
 Verdict = Literal["retry", "skip", "abort"]  # an operator's decision on a pause
 Number = int | float  # as written: a count stays an int in the JSON, seconds and costs are floats
 Usage = dict[str, Number]  # what an attempt cost: input_tokens, output_tokens, seconds, cost
@@ -237,7 +239,7 @@ EVENT_TYPES = tuple(BY_NAME)
 Planned = list[tuple[EventBody, str | None]]  # events to append: each body and its agent
 
 
-class EventMisfit(ValueError):
+class EventMisfit(StoreError, ValueError):
     """A stored event that fits no event model (an unknown type, a payload that is no object, a value of the wrong
     type, a key its type needs missing): the store reports the log as corrupt, naming run and event."""
 

@@ -15,38 +15,26 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from .. import tools as python_tools
 from .. import tracing
 from ..config import Price, ProjectConfig
 from ..errors import StoreError
 from ..kernel import (
-    ARGUMENT_IS_PAYLOAD,
-    EXECUTORS,
-    ActionReport,
-    ColdStorage,
     ContextBudgetError,
-    JournaledEffects,
-    Kernel,
     KernelConfig,
-    LearnedRules,
     Metrics,
     Request,
-    Shards,
-    VirtualStore,
     check_context,
     configured_search,
     count_completed_run,
     load_program,
     update_validator,
 )
-from ..logic import LogicError, Name
-from ..packets import GateResult, UpdateValidator, answer_tags, tool_requests
-from ..provenance import ArgumentsRefused
+from ..packets import UpdateValidator, answer_tags, tool_requests
 from ..store import ToolJournal, this_process
 from . import run_events as ev
 from .backends import Backend, check_model_spec, make_backend, origin_of
@@ -60,17 +48,17 @@ from .decisions import (
     decision_events,
     repin_events,
 )
-from .deferred_starts import DeferredStarts
 from .flows import RunFlows, natures
-from .guards import Answer, PauseDecision, Spent, defaults_dir, guard_rules
+from .guards import Answer, PauseDecision, Spent, guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
 from .policy import PinnedPolicy
 from .prompts import envelope_schema, system_prompt, user_prompt
-from .readiness import Readiness
 from .recordings import RunRecording
 from .reported import ReportedGuards
+from .run_context import Answered, RunContext
+from .run_log import RunLog
 from .run_memory import open_memory
 from .state import (
     AWAITING_APPROVAL,
@@ -81,17 +69,15 @@ from .state import (
     SKIPPED,
     SUCCEEDED,
     TERMINAL,
-    ApprovedCall,
     NodeStatus,
     RunEnded,
     RunState,
     add_usage,
-    tool_call_digest,
 )
 from .store import EventStore, LeaseHeld, LeaseLost
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
-from .turn_batch import TurnBatch
+from .tool_round import AGENT_POLICY, ToolRound
 from .workflow import (
     AgentSpec,
     Role,
@@ -103,48 +89,7 @@ from .workflow import (
     workflow_of,
 )
 
-HELD_FOR_OPERATOR = "not run: a later call of the same round paused the run for the operator"
-INTERRUPTED_BEFORE_CALL = "not run: a cortex pattern interrupted the run when the call was requested"
-AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
-
 MAX_ERROR_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class Answered:
-    """What an attempt's ending event says of its answer only when there is something to say: the model that
-    answered when a fallback did (with the models tried), and how many settled actions retention archived."""
-
-    KEYS: ClassVar[tuple[str, ...]] = ("model", "fallbacks", "archived")
-    model: str | None = None
-    fallbacks: list[Any] = field(default_factory=list)
-    archived: int | None = None
-
-
-@dataclass
-class RunContext:
-    run_id: str
-    workflow: Workflow
-    guards: ReportedGuards  # the run's guard kernel, each report recorded (reported.py)
-    workspace: Path
-    recordings: Path
-    recording: RunRecording  # the run's one .sigil file and its index (runtime/recordings.py)
-    run_model: str  # the run's --model: the agents' model unless they or the workflow name another
-    holder: str  # this driver's lease on the run; every event it appends names it
-    policy: PinnedPolicy  # the guard rules and cortex patterns the run was created under
-    limits: KernelConfig  # the limits it was created under (pinned with its policy)
-    backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
-    models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
-    fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
-    credentials: frozenset[str] = frozenset()  # origins GROUNDSTATE_API_KEY may go to (configuration, own --model)
-    prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
-    mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
-    described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts
-    flows: RunFlows | None = None  # where each value of a tool call came from (runtime/flows.py)
-    starts: DeferredStarts = field(default_factory=DeferredStarts)  # agents' starts not yet written
-    readiness: Readiness = field(default_factory=Readiness)  # which pending agents may start (runtime/readiness.py)
-    turn: TurnBatch = field(init=False)  # events written at the end of this turn of the loop (runtime/turn_batch.py)
-    rounds: ModelRounds = field(init=False)  # the conversations' rounds with the model (runtime/conversation.py)
 
 
 class Runtime:
@@ -194,6 +139,8 @@ class Runtime:
         self._mcp: McpTools | None = None  # the MCP servers workflow agents' tools come from, once needed
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
+        self.tool_round = ToolRound(store, self.journal, self.search, self.metrics, self.settings.learned,
+                                    self._request_approval, self._cortex_actions)  # fmt: skip
         self.listeners: list[Callable[[ev.Event], None]] = []
         self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name,
                                            store.engine)  # fmt: skip
@@ -309,10 +256,10 @@ class Runtime:
         renewer = asyncio.create_task(self._renew(run_id, holder, tasks))
         try:
             if state.status == PENDING:
-                self._emit(ctx, ev.RunStarted(model=state.model, driver=holder))
+                ctx.log.emit(ev.RunStarted(model=state.model, driver=holder))
             else:
                 restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
-                self._emit(ctx, ev.RunResumed(restarted=restarted, driver=holder))
+                ctx.log.emit(ev.RunResumed(restarted=restarted, driver=holder))
                 self._calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
@@ -322,10 +269,10 @@ class Runtime:
                     summary = {a: n.status.value for a, n in state.nodes.items()}
                     learned = [{"rule": r.number, "remaining": r.remaining}
                                for r in count_completed_run(self.settings.learned.file())]  # fmt: skip
-                    self._emit(ctx, ev.RunCompleted(summary=summary, learned=learned).leaving_out("learned"))
+                    ctx.log.emit(ev.RunCompleted(summary=summary, learned=learned).leaving_out("learned"))
                 else:
                     stuck = sorted(a for a, n in state.nodes.items() if n.status not in SETTLED)
-                    self._emit(ctx, ev.RunFailed(error=f"agents that cannot proceed: {', '.join(stuck)}"))
+                    ctx.log.emit(ev.RunFailed(error=f"agents that cannot proceed: {', '.join(stuck)}"))
         except (LeaseLost, RunEnded):
             pass  # another driver took the run over, or it ended meanwhile: this one writes nothing more
         except Exception as exc:  # the driver itself failed: the run says so and can be resumed, never left running
@@ -335,7 +282,7 @@ class Runtime:
             for task in tasks.values():
                 task.cancel()
             await asyncio.gather(renewer, *tasks.values(), return_exceptions=True)
-            ctx.starts.drop_all()
+            ctx.log.close()
             ctx.recording.close()
         return self.store.state(run_id)
 
@@ -389,7 +336,7 @@ class Runtime:
                          policy.limits or self.config, models=dict(state.models),
                          fallback=list(state.fallback), credentials=frozenset(state.credentials),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
-        ctx.turn = TurnBatch(lambda items: self._write(ctx, items), lambda event: self._observe(ctx, event))
+        ctx.log = RunLog(self.store, run_id, holder, guards, frozenset(policy.triggers), self._notify)
         ctx.rounds = ModelRounds(ctx.recording, ctx.prices, self.metrics.stream_aborts, self.run_metrics.providers)
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
             self._backends_for(ctx, spec)
@@ -476,70 +423,12 @@ class Runtime:
             chosen.append(ctx.backends[model])
         return chosen
 
-    def _emit(self, ctx: RunContext, body: ev.EventBody, agent: str | None = None) -> ev.Event:
-        """Append one event (with the agent's start, when it is still held: one transaction), then report it."""
-        events = self._write(ctx, self._after_held_start(ctx, body, agent))
-        for event in events:
-            self._observe(ctx, event)
-        return events[-1]
-
-    async def _emit_at_turn_end(self, ctx: RunContext, body: ev.EventBody, agent: str) -> ev.Event:
-        """``_emit``, in the transaction that writes the events of every agent that emits in this turn of the loop
-        (turn_batch.py); returns once it is written. Unless a cortex pattern listens for the event: then it is written
-        and reported at once, as ``_emit`` does, for the guards must see it before any other agent's decision."""
-        if body.NAME in ctx.policy.triggers:
-            return self._emit(ctx, body, agent)
-        return (await ctx.turn.append(self._after_held_start(ctx, body, agent)))[-1]
-
-    def _write(self, ctx: RunContext, items: ev.Planned) -> list[ev.Event]:
-        """Append ``items`` with the guard reports made since the last write (reported.py), in one transaction;
-        reports whose transaction failed go with the next."""
-        reports = ctx.guards.take_reports()
-        try:
-            return self.store.transact(ctx.run_id, lambda _: items, holder=ctx.holder, reports=reports)
-        except BaseException:
-            ctx.guards.give_back(reports)
-            raise
-
-    @staticmethod
-    def _after_held_start(ctx: RunContext, body: ev.EventBody, agent: str | None) -> ev.Planned:
-        """The event, after the agent's start when that is still held (deferred_starts.py): what one transaction
-        appends."""
-        started = ctx.starts.take(agent)
-        shadowed = ctx.guards.take_pending()
-        return [*([(started, agent)] if started is not None else []),
-                *[(disagreement, None) for disagreement in shadowed],
-                (body, agent)]  # fmt: skip
-
-    def _observe(self, ctx: RunContext, event: ev.Event) -> None:
-        """An appended event to the metrics, to the guards when a cortex pattern listens for it, to the listeners."""
+    def _notify(self, event: ev.Event) -> None:
+        """An appended event to the metrics and the listeners (the run log reports it to the guards)."""
         self.run_metrics.observe(event)
-        if event.type in ctx.policy.triggers:
-            ctx.guards.event(event.seq, event.type, event.agent)
         for listener in self.listeners:
             listener(event)
 
-    def _start(self, ctx: RunContext, agent: str, started: ev.AgentStarted) -> None:
-        """The agent's start: held for its next event (deferred_starts.py) unless a cortex pattern listens for it —
-        then the guards must see it now, before anything the attempt does."""
-        if ev.AGENT_STARTED in ctx.policy.triggers:
-            self._emit(ctx, started, agent)
-            return
-
-        def write_alone(held: str) -> None:
-            alone = ctx.starts.take(held)
-            if alone is None:
-                return
-            try:
-                self._emit(ctx, alone, held)
-            except (LeaseLost, RunEnded):
-                pass  # the attempt hears it at its next event
-            except StoreError:
-                ctx.starts.defer(held, alone, None)  # the next event writes it, or fails in the attempt itself
-
-        ctx.starts.defer(agent, started, write_alone)
-
-    # -- one agent -------------------------------------------------------------------------------------
     def _calls_in_doubt(self, ctx: RunContext) -> None:
         """A driver stopped while tool calls were running (journaled intents without results): each agent with such
         calls is reported to the guards at the /resume checkpoint — a pause, never a silent re-run."""
@@ -562,7 +451,7 @@ class Runtime:
             raise
         except Exception as exc:
             error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-            self._emit(ctx, ev.AgentFailed(error=error, output=""), agent)
+            ctx.log.emit(ev.AgentFailed(error=error, output=""), agent)
             pause = ctx.guards.finished(agent, "missing", None, [], error, Answer(), error_kind="internal")
             if pause:
                 self._request_approval(ctx, agent, pause, "finished", "", failed=True)
@@ -593,7 +482,7 @@ class Runtime:
             epoch = node.journal_epoch if node.interrupted else node.journal_epoch + 1  # a crash keeps the epoch
             started = ev.AgentStarted(attempt=attempt, backend=self._backend_for(ctx, spec).name,
                                       instructions=instructions, journal=epoch)  # fmt: skip
-            self._start(ctx, agent, started)
+            ctx.log.start(agent, started)
             conclusion = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context],
                                             attempt, remembered,
                                             journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
@@ -634,7 +523,7 @@ class Runtime:
         agent, usage = spec.id, conclusion.usage()
         before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
         total = dict(before.usage)  # AgentFailed below already counts this one), and those this turn has not written
-        for queued, _ in ctx.turn.queued():
+        for queued in ctx.log.queued():
             add_usage(total, getattr(queued, "usage", None))
         total = {key: total[key] + usage[key] for key in usage}
         answered = Answered(conclusion.model if conclusion.fallbacks else None, list(conclusion.fallbacks),
@@ -651,7 +540,7 @@ class Runtime:
         if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
             failed = ev.AgentFailed(error=conclusion.error, output=conclusion.surface, usage=usage,
                                     model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived)
-            self._emit(ctx, failed.leaving_out(*Answered.KEYS), agent)
+            ctx.log.emit(failed.leaving_out(*Answered.KEYS), agent)
         if pause:
             self._request_approval(ctx, agent, pause, "finished", conclusion.surface, conclusion.thinking, usage=usage,
                                    error=conclusion.error, answered=answered)  # fmt: skip
@@ -664,7 +553,7 @@ class Runtime:
                                           thinking=conclusion.thinking, usage=usage, model=answered.model,
                                           fallbacks=answered.fallbacks, archived=answered.archived,
                                           memory=[m.model_dump() for m in conclusion.memory])  # fmt: skip
-            await self._emit_at_turn_end(ctx, completed.leaving_out(*Answered.KEYS, "memory"), agent)
+            await ctx.log.emit_at_turn_end(completed.leaving_out(*Answered.KEYS, "memory"), agent)
             self._cortex_actions(ctx, agent)
 
     @staticmethod
@@ -686,7 +575,7 @@ class Runtime:
             agents = {a for a, _ in interrupts if a}
             by = agents.pop() if len(agents) == 1 else agent
             fired = [{"agent": a, "reason": r} for a, r in interrupts]
-            self._emit(ctx, ev.RunAborted(reason=reason, by="cortex", interrupts=fired), by)
+            ctx.log.emit(ev.RunAborted(reason=reason, by="cortex", interrupts=fired), by)
             return True
         state = self.store.known_state(ctx.run_id)  # spawned agents are this driver's own
         for pattern_id, _ in ctx.guards.spawns():
@@ -698,7 +587,7 @@ class Runtime:
                 ctx.guards.add_agent(ctx.workflow, spec.id)
                 if ctx.flows is not None:
                     ctx.guards.flow_tools(ctx.flows.agent_facts(spec))
-                self._emit(ctx, ev.NodeCreated(agent=spec.id, spec=spec.model_dump()))
+                ctx.log.emit(ev.NodeCreated(agent=spec.id, spec=spec.model_dump()))
         return False
 
     def _request_approval(
@@ -725,7 +614,7 @@ class Runtime:
             tripped = ev.AgentFailed(error=error or pause.first.reason, recovery_hint=pause.hint,
                                      category=pause.first.category, output=output, usage=usage, model=answered.model,
                                      fallbacks=answered.fallbacks, archived=answered.archived)  # fmt: skip
-            self._emit(ctx, tripped.leaving_out("usage", *Answered.KEYS), agent)
+            ctx.log.emit(tripped.leaving_out("usage", *Answered.KEYS), agent)
             pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
         if self._cortex_actions(ctx, agent):
             return
@@ -734,7 +623,7 @@ class Runtime:
             category=first.category, reason=first.reason, hint=pause.hint,
             reasons=[ev.ShownReason(category=a.category, reason=a.reason) for a in approvals], output=output,
             thinking=thinking, why=ctx.guards.why(agent, first), policy=ctx.policy.digest, held_call=held_call)
-        self._emit(ctx, requested.leaving_out("held_call"), agent)
+        ctx.log.emit(requested.leaving_out("held_call"), agent)
 
     async def _invoke(
         self,
@@ -778,185 +667,9 @@ class Runtime:
                 tags = answer_tags(gated.surface)
                 conclusion.status_tag, conclusion.bypass = tags.status, tags.bypass
                 return conclusion
-            if not self._tool_round(ctx, conversation, gated, requests, conclusion):
+            if not self.tool_round(ctx, conversation, gated, requests, conclusion):
                 return conclusion
         return conclusion
-
-    def _tool_round(
-        self,
-        ctx: RunContext,
-        conversation: Conversation,
-        gated: GateResult,
-        requests: list[Request],
-        conclusion: Conclusion,
-    ) -> bool:
-        """Report each requested tool call to the guards, then let the kernel decide and run them; every ToolCall
-        event gets its ToolResult. False when a guard paused the run (the calls were not run)."""
-        agent = conversation.spec.id
-        calls: list[int] = []
-        approvals = list(self.store.state(ctx.run_id).approved_calls.get(agent, []))  # each lets one call through
-        checked: list[Request] = []  # the requests, those an operator approved marked so for the constitution
-        refused: dict[int, str] = {}  # calls flows.mg refused (by ToolCall seq): they get their result now
-        for request in requests:
-            tool = request.type.lstrip("/")
-            call = self._emit(ctx, ev.ToolCall(tool=tool, target=request.target, payload=request.payload), agent)
-            calls.append(call.seq)
-            digest = tool_call_digest({"tool": tool, "target": request.target, "payload": request.payload})
-            approved = next((a for a in approvals if a.digest == digest), None)
-            if approved is not None:
-                approvals.remove(approved)
-            checked.append(replace(request, operator_approved=True) if approved is not None else request)
-            with tracing.span(f"decide {tool}", {"gen_ai.tool.name": tool, "groundstate.checkpoint": "tool_call",
-                                                 "gen_ai.tool.call.id": str(call.seq)}) as deciding:  # fmt: skip
-                pause, denial, why = self._check_call(ctx, conversation, call.seq, request, approved)
-                tracing.note(deciding, groundstate__decision="deny" if denial else "pause" if pause else "continue")
-            if denial is not None:  # a refusal wins over a pause: the call does not run, the agent reads why
-                refused[call.seq] = denial
-                refusal = ev.ToolResult(call=call.seq, tool=tool, decision="/deny", status=None, output="",
-                                        reason=denial, policy=ctx.policy.digest, why=why)  # fmt: skip
-                self._emit(ctx, refusal.leaving_out("why"), agent)
-                continue
-            if pause:  # the earlier calls of the round will not run either; the held one awaits the operator
-                for seq, held in zip(calls[:-1], requests, strict=False):
-                    if seq not in refused:
-                        self._emit(ctx, ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny",
-                                                      status=None, output="", reason=HELD_FOR_OPERATOR), agent)
-                self._request_approval(ctx, agent, pause, "tool_call", gated.surface, conclusion.thinking,
-                                       held_call=call.seq, usage=conclusion.usage())  # fmt: skip
-                conclusion.paused = True
-                return False
-        running = [(request, seq, mine) for request, seq, mine in zip(requests, calls, checked, strict=True)
-                   if seq not in refused]  # fmt: skip
-        if ctx.policy.acting and ctx.guards.interrupts():  # a pattern on ToolCall acts before the call, never after
-            for held, seq, _ in running:
-                self._emit(ctx, ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny", status=None,
-                                              output="", reason=INTERRUPTED_BEFORE_CALL), agent)  # fmt: skip
-            self._cortex_actions(ctx, agent)
-            conclusion.paused = True  # the run is aborted: this attempt writes nothing more
-            return False
-        results: dict[int, tuple[str, ActionReport | None, str]] = {
-            seq: (request.type.lstrip("/"), None, refused[seq]) for request, seq in zip(requests, calls, strict=True)
-            if seq in refused}  # fmt: skip
-        if running:
-            self._run_calls(ctx, conversation, gated, running, conclusion, results)
-        conversation.messages.append({"role": "assistant", "content": "".join(conversation.raw)})
-        conversation.raw.clear()
-        summary = _summary([results[seq] for seq in calls if seq in results])
-        conversation.messages.append({"role": "user", "content": f"Tool results:\n{summary}\n\n"
-                                                                "Now answer the task."})  # fmt: skip
-        return True
-
-    def _check_call(
-        self, ctx: RunContext, conversation: Conversation, seq: int, request: Request, approved: ApprovedCall | None
-    ) -> tuple[PauseDecision | None, str | None, dict[str, Any] | None]:
-        """Report a requested call to the guards with where its values came from: the pause it needs, why it is
-        refused (its arguments cannot be judged whole, or the rules on flows refuse it) and that refusal's
-        derivation. What cannot be judged is refused, never run unjudged."""
-        agent, tool = conversation.spec.id, request.type.lstrip("/")
-        argument = request.payload if tool in ARGUMENT_IS_PAYLOAD else request.target
-        content = request.payload if tool not in ARGUMENT_IS_PAYLOAD and request.payload else None
-        reasons = approved.reasons if approved is not None else None
-        denial: str | None = None
-        try:
-            flows = self._flows_of(ctx, conversation, seq, tool, request)
-        except ArgumentsRefused as exc:
-            flows, denial = None, f"refused: {exc}"
-        try:
-            pause = ctx.guards.tool_call(agent, seq, tool, argument, content, reasons, flows=flows)
-        except LogicError as exc:  # the flows are more than the engine may derive
-            if flows is None:
-                raise
-            flows, denial = None, (f"refused: the rules on flows could not be evaluated on this call within the "
-                                   f"engine's limits ({exc.message[:300]})")  # fmt: skip
-            pause = ctx.guards.tool_call(agent, seq, tool, argument, content, reasons)
-        if denial is not None:
-            return pause, denial, None
-        denial = next(iter(ctx.guards.refusals(agent, seq)), None)
-        return pause, denial, ctx.guards.why_refused(agent, seq, denial) if denial is not None else None
-
-    def _run_calls(
-        self,
-        ctx: RunContext,
-        conversation: Conversation,
-        gated: GateResult,
-        running: list[tuple[Request, int, Request]],
-        conclusion: Conclusion,
-        results: dict[int, tuple[str, ActionReport | None, str]],
-    ) -> None:
-        """The kernel decides and runs the round's calls nothing refused or held (``running``: each request, its
-        ToolCall's seq and the request as checked), one by one; each gets its ToolResult and its line in
-        ``results``."""
-        agent = conversation.spec.id
-        shards = conversation.shards or self._agent_shards(ctx, conversation.spec, conversation.journal_scope)
-        conversation.shards = shards
-        before = shards.cold.count() if shards.cold is not None else 0
-        with tracing.span(
-            "execute_tool",
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "groundstate.tools": ",".join(r.type.lstrip("/") for r, _, _ in running),
-            },
-        ):
-            reports = shards.step_gated(gated, [mine for _, _, mine in running])  # the kernel decides and runs them
-            # each call's decision and conclusion, a span under the round's
-            conclusion.archived += (shards.cold.count() if shards.cold is not None else 0) - before
-            by_source = {r.source: r for r in reports}
-            for (request, call_seq, _), source in zip(running, shards.request_ids, strict=True):
-                tool = request.type.lstrip("/")
-                report = by_source.get(source)
-                results[call_seq] = (tool, report, "")
-                replayed = report is not None and report.action_id in shards.replayed  # it ran before the driver
-                result = ev.ToolResult(  # stopped: its recorded result, not a rerun
-                    call=call_seq, tool=tool, decision=report.decision if report else "/deny",
-                    reason=report.reason if report else "the kernel took no action for this request",
-                    status=report.status if report else None, output=(report.output or "") if report else "",
-                    journal="replayed" if replayed else None).leaving_out("journal")  # fmt: skip
-                if tracing.enabled():  # the kernel's decision on this call and its conclusion, under the calls' span
-                    traced = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                              "gen_ai.tool.call.id": str(call_seq), "groundstate.decision": str(result.decision),
-                              "groundstate.status": str(result.status)}  # fmt: skip
-                    with tracing.span(f"execute_tool {tool}", traced):
-                        pass
-                self._emit(ctx, result, agent)
-                if report is not None and report.status == "/success":
-                    conclusion.executed.append(tool)
-
-    def _flows_of(
-        self, ctx: RunContext, conversation: Conversation, seq: int, tool: str, request: Request
-    ) -> tuple[str, list[tuple[str, tuple[Any, ...]]]] | None:
-        """Where each value of the call came from (runtime/flows.py), for the rules on flows; None when the run's
-        pinned rules have none (a run created before they were shipped)."""
-        if ctx.flows is None or not ctx.guards.judges_flows:
-            return None
-        state = self.store.state(ctx.run_id)
-        return ctx.flows.call(state, conversation.spec.id, seq, tool, request.target, request.payload,
-                              remembered=conversation.remembered)  # fmt: skip
-
-    def _agent_shards(self, ctx: RunContext, spec: AgentSpec, journal_scope: str = "") -> Shards:
-        """The conversation's kernel, built when the model first asks for a tool: only the agent's own tools, under the
-        configured limits (its facts bounded by the agent's profile's ``max_facts_in_shard_kernel``), every call
-        through the tool journal in ``journal_scope``."""
-        profile = ctx.limits.shard(spec.id.split("_", 1)[0])
-        core = ctx.limits.core_limits.model_copy(update={"max_facts_in_kernel": profile.max_facts_in_shard_kernel})
-        config = ctx.limits.model_copy(update={"core_limits": core})
-        kernel = Kernel(ctx.workspace, extra_sources=AGENT_POLICY, config=config)
-        kernel.assert_facts("agent_may_use", *[(Name.of(t),) for t in spec.agent_tools])
-        mine = [(Name.of(t),) for t in spec.tools if t in python_tools.REGISTRY]
-        if mine:  # your own Python tools: known actions, routed to the python_tool executor (routes.mg)
-            kernel.assert_facts("python_tool", *mine)
-        served = [(Name.of(agent_tool_name(t)),) for t in spec.tools if is_mcp_tool(t)]
-        if served:  # MCP tools: known actions, routed to the mcp_tool executor (routes.mg)
-            kernel.assert_facts("mcp_tool", *served)
-        learned = self.settings.learned
-        if learned.file().exists():  # the project's learned rules: quarantined ones record, active ones act
-            LearnedRules(kernel, learned.file(), quarantine_evaluations=learned.quarantine_runs, count="runs")
-        executors = {**EXECUTORS, "mcp_tool": ctx.mcp.execute} if ctx.mcp is not None else None
-        store = VirtualStore(kernel.workspace, executors, search=self.search, max_output_chars=core.max_output_chars,
-                             total_memory_mb=core.max_total_memory_mb)  # fmt: skip
-        cold = ColdStorage(ctx.recordings.parent / "kernel" / f"{spec.id}-actions.sqlite")  # retention's archive
-        shard_type = spec.id.split("_", 1)[0]  # the agent's profile, never one its packets name
-        journal = JournaledEffects(self.journal, journal_scope) if journal_scope else None
-        return Shards(kernel, store, cold=cold, metrics=self.metrics, shard_type=shard_type, journal=journal)
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(
@@ -977,9 +690,7 @@ class Runtime:
             return decision_events(state, decision, instructions, actor, pause, self_approval)
 
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
-            self.run_metrics.observe(event)
-            for listener in self.listeners:
-                listener(event)
+            self._notify(event)
             if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
                 self.journal.resolve(f"run:{run_id}/{event.agent}/", actor, decision)
         return self.store.state(run_id)
@@ -1020,15 +731,6 @@ class Runtime:
             with contextlib.suppress(StoreError):
                 self.store.release_lease(run_id, holder)
         return self.store.state(run_id)
-
-
-def _summary(results: list[tuple[str, ActionReport | None, str]]) -> str:
-    """The round's results as the agent reads them: each call's decision, status and output, or why it was refused."""
-    return "\n\n".join(
-        f"Tool {tool} ({report.decision} {report.reason}): {report.status or 'not run'}\n{report.output or ''}"
-        if report is not None else f"Tool {tool} (/deny {refusal}): not run" if refusal else f"Tool {tool}: not run"
-        for tool, report, refusal in results
-    )  # fmt: skip
 
 
 @functools.cache
