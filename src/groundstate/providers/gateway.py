@@ -30,7 +30,7 @@ from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
-from .in_band import WholeEvents
+from .in_band import WholeEvents, last_event
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import (
@@ -376,8 +376,8 @@ class Gateway:
                 self.publish(bridge.push_many(events))
             held, size = [], 0
         unfinished = aligned.rest() if aligned is not None else b""
-        if aligned is not None and (unfinished or not _ended(adapter_type(provider), last)):  # the body ended, the
-            raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # stream did not: told in band
+        if aligned is not None and (unfinished or not _ended(adapter_type(provider), last_event(api, last))):  # the
+            raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # body ended, the stream did not
         await send({"type": "http.response.body", "body": b""})
         if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
             task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
@@ -653,8 +653,8 @@ def forwarded_url(target: str, scope: Scope) -> URL:
 
 
 def _ended(probe: Any, last: bytes) -> bool:
-    """Whether a stream's last whole events carry its API's end marker (``data: [DONE]``, ``message_stop``, ...),
-    read by a fresh adapter of that API (``probe``): the adapters' own definition of a stream that ended."""
+    """Whether a stream's last event is its API's end marker (``data: [DONE]``, ``message_stop``, ...), read by a
+    fresh adapter of that API (``probe``): the adapters' own definition of a stream that ended."""
     probe.feed(last)
     return bool(probe.done)
 
