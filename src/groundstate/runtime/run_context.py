@@ -33,6 +33,21 @@ class Answered:
     archived: int | None = None
 
 
+@dataclass(frozen=True)
+class Said:
+    """What an attempt had said when a breaker tripped: its surface answer and thinking, what it cost, its hard
+    error, and who answered — written with the pause (``AgentFailed``, ``ApprovalRequested``)."""
+
+    output: str = ""
+    thinking: str = ""
+    usage: dict[str, float] | None = None
+    error: str | None = None
+    answered: Answered = field(default_factory=Answered)
+
+
+NOTHING_SAID = Said()  # a pause before the model was asked (pre-flight, a resume with calls in doubt)
+
+
 @dataclass
 class RunContext:
     """One driven run, as its driver holds it for one segment."""

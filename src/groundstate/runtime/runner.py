@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import os
 import socket
 import uuid
@@ -24,22 +22,16 @@ from .. import tracing
 from ..config import Price, ProjectConfig
 from ..errors import StoreError
 from ..kernel import (
-    ContextBudgetError,
     KernelConfig,
     Metrics,
-    Request,
-    check_context,
     configured_search,
     count_completed_run,
-    load_program,
-    update_validator,
 )
-from ..packets import UpdateValidator, answer_tags, tool_requests
 from ..store import ToolJournal, this_process
 from . import run_events as ev
+from .attempt import MAX_ERROR_CHARS, Attempts
 from .backends import Backend, check_model_spec, make_backend, origin_of
-from .context import Fitted, fit_upstream, upstream_room
-from .conversation import Conclusion, Conversation, ModelRounds
+from .conversation import ModelRounds
 from .cortex import load_patterns
 from .decisions import (
     DecisionError,
@@ -49,15 +41,14 @@ from .decisions import (
     repin_events,
 )
 from .flows import RunFlows, natures
-from .guards import Answer, PauseDecision, Spent, guard_rules
+from .guards import guard_rules
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
 from .policy import PinnedPolicy
-from .prompts import envelope_schema, system_prompt, user_prompt
 from .recordings import RunRecording
 from .reported import ReportedGuards
-from .run_context import Answered, RunContext
+from .run_context import RunContext
 from .run_log import RunLog
 from .run_memory import open_memory
 from .state import (
@@ -66,18 +57,15 @@ from .state import (
     PENDING,
     RUNNING,
     SETTLED,
-    SKIPPED,
-    SUCCEEDED,
     TERMINAL,
     NodeStatus,
     RunEnded,
     RunState,
-    add_usage,
 )
 from .store import EventStore, LeaseHeld, LeaseLost
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
-from .tool_round import AGENT_POLICY, ToolRound
+from .tool_round import ToolRound
 from .workflow import (
     AgentSpec,
     Role,
@@ -88,8 +76,6 @@ from .workflow import (
     parse_workflow,
     workflow_of,
 )
-
-MAX_ERROR_CHARS = 2000
 
 
 class Runtime:
@@ -139,8 +125,9 @@ class Runtime:
         self._mcp: McpTools | None = None  # the MCP servers workflow agents' tools come from, once needed
         if self.settings.tools.modules:  # your own Python tools, registered as their modules are imported
             python_tools.load_modules(self.settings.tools.modules, self.settings.tools.path)
+        self.attempts = Attempts(self)  # one attempt of one agent (runtime/attempt.py)
         self.tool_round = ToolRound(store, self.journal, self.search, self.metrics, self.settings.learned,
-                                    self._request_approval, self._cortex_actions)  # fmt: skip
+                                    self.attempts.request_approval, self.attempts.cortex_actions)  # fmt: skip
         self.listeners: list[Callable[[ev.Event], None]] = []
         self.notifier = Webhook.configured(self.settings.notify, lambda run_id: self.store.state(run_id).name,
                                            store.engine)  # fmt: skip
@@ -260,7 +247,7 @@ class Runtime:
             else:
                 restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
                 ctx.log.emit(ev.RunResumed(restarted=restarted, driver=holder))
-                self._calls_in_doubt(ctx)
+                self.attempts.calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             state = self.store.state(run_id)
             if state.status == RUNNING:
@@ -292,7 +279,7 @@ class Runtime:
             state = self.store.state(ctx.run_id)
             if state.status == RUNNING:
                 for agent in ctx.readiness.ready(ctx.workflow, state.nodes, tasks):
-                    tasks[agent] = asyncio.create_task(self._agent(ctx, agent, semaphore))
+                    tasks[agent] = asyncio.create_task(self.attempts.run(ctx, agent, semaphore))
             running = [t for t in tasks.values() if not t.done()]
             if not running:
                 break
@@ -339,7 +326,7 @@ class Runtime:
         ctx.log = RunLog(self.store, run_id, holder, guards, frozenset(policy.triggers), self._notify)
         ctx.rounds = ModelRounds(ctx.recording, ctx.prices, self.metrics.stream_aborts, self.run_metrics.providers)
         for spec in workflow.agents:  # every model the run uses, now: one that cannot load fails the run at start
-            self._backends_for(ctx, spec)
+            self.backends_for(ctx, spec)
         refs = [tool for spec in workflow.agents for tool in spec.tools if is_mcp_tool(tool)]
         if refs:  # the MCP servers, connected once per process; a tool no server lists fails the run at start
             ctx.mcp = self._mcp_tools()
@@ -405,7 +392,7 @@ class Runtime:
                 chosen[spec.id] = configured
         return chosen
 
-    def _backend_for(self, ctx: RunContext, spec: AgentSpec) -> Backend:
+    def backend_for(self, ctx: RunContext, spec: AgentSpec) -> Backend:
         """The agent's model: its own ``model``, else the configuration's (recorded at creation), else the
         workflow's, else the run's (each built once per spec)."""
         model = spec.model or ctx.models.get(spec.id) or ctx.workflow.model
@@ -414,9 +401,9 @@ class Runtime:
             ctx.backends[model] = run_backend or self._make_backend(ctx, model or ctx.run_model)
         return ctx.backends[model]
 
-    def _backends_for(self, ctx: RunContext, spec: AgentSpec) -> list[Backend]:
+    def backends_for(self, ctx: RunContext, spec: AgentSpec) -> list[Backend]:
         """The agent's model, then the run's fallback models in their order (each built once per spec)."""
-        chosen = [self._backend_for(ctx, spec)]
+        chosen = [self.backend_for(ctx, spec)]
         for model in ctx.fallback:
             if model not in ctx.backends:
                 ctx.backends[model] = self._make_backend(ctx, model)
@@ -428,248 +415,6 @@ class Runtime:
         self.run_metrics.observe(event)
         for listener in self.listeners:
             listener(event)
-
-    def _calls_in_doubt(self, ctx: RunContext) -> None:
-        """A driver stopped while tool calls were running (journaled intents without results): each agent with such
-        calls is reported to the guards at the /resume checkpoint — a pause, never a silent re-run."""
-        calls: dict[str, list[tuple[str, str]]] = {}
-        for entry in self.journal.in_doubt(f"run:{ctx.run_id}/"):
-            agent = entry.scope.rsplit("/", 2)[1]
-            calls.setdefault(agent, []).append((entry.tool, str(json.loads(entry.arguments).get("target", ""))))
-        state = self.store.state(ctx.run_id)
-        for agent, doubtful in calls.items():
-            pause = ctx.guards.in_doubt(agent, doubtful) if agent in state.nodes else None
-            if pause:
-                self._request_approval(ctx, agent, pause, "resume", "")
-
-    async def _agent(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
-        """One attempt of one agent. Whatever goes wrong inside it (a reply nobody foresaw, a bug) is a hard error
-        of this agent — a pause with the reason — never an exception that takes the driver down."""
-        try:
-            await self._attempt(ctx, agent, semaphore)
-        except (asyncio.CancelledError, LeaseLost, RunEnded):
-            raise
-        except Exception as exc:
-            error = f"internal error while running the agent: {type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-            ctx.log.emit(ev.AgentFailed(error=error, output=""), agent)
-            pause = ctx.guards.finished(agent, "missing", None, [], error, Answer(), error_kind="internal")
-            if pause:
-                self._request_approval(ctx, agent, pause, "finished", "", failed=True)
-
-    async def _attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
-        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                      "gen_ai.conversation.id": ctx.run_id}  # fmt: skip
-        with tracing.span(f"invoke_agent {agent}", attributes):
-            await self._one_attempt(ctx, agent, semaphore)
-
-    async def _one_attempt(self, ctx: RunContext, agent: str, semaphore: asyncio.Semaphore) -> None:
-        async with semaphore:
-            state = self.store.state(ctx.run_id)
-            if state.status != RUNNING:
-                return  # paused or aborted while waiting for a slot
-            spec, node = ctx.workflow.agent(agent), state.nodes[agent]
-            upstream = {u: self._kind(state, u) for u in spec.depends_on}
-            files = sum(len([t for t in state.nodes[u].tools if t["tool"] == "write_file" and t.get("status") ==
-                             "/success"]) for u in spec.depends_on)  # fmt: skip
-            instructions, attempt = node.instructions or spec.instructions, node.attempts + 1  # (before the event)
-            remembered = self._recall(state, instructions)
-            system = system_prompt(ctx.workflow, spec, instructions, ctx.described)  # the same for both below
-            context = self._context_of(ctx, state, spec, instructions, remembered, system)
-            pause = ctx.guards.preflight(agent, upstream, files, [(f.agent, f.kept, f.total) for f in context if f.cut])
-            if pause:
-                self._request_approval(ctx, agent, pause, "preflight", "")
-                return
-            epoch = node.journal_epoch if node.interrupted else node.journal_epoch + 1  # a crash keeps the epoch
-            started = ev.AgentStarted(attempt=attempt, backend=self._backend_for(ctx, spec).name,
-                                      instructions=instructions, journal=epoch)  # fmt: skip
-            ctx.log.start(agent, started)
-            conclusion = await self._invoke(ctx, spec, instructions, system, [(f.agent, f.text) for f in context],
-                                            attempt, remembered,
-                                            journal_scope=f"run:{ctx.run_id}/{agent}/{epoch}")  # fmt: skip
-            if not conclusion.paused:
-                await self._conclude(ctx, spec, conclusion)
-
-    def _context_of(
-        self,
-        ctx: RunContext,
-        state: RunState,
-        spec: AgentSpec,
-        instructions: str,
-        remembered: list[tuple[str, str]],
-        system: str,
-    ) -> list[Fitted]:
-        """The upstream outputs the agent receives, fitted into what its context window leaves for them."""
-        outputs = [(u, state.nodes[u].output if state.nodes[u].status == SUCCEEDED else "(skipped)")
-                   for u in spec.depends_on]  # fmt: skip
-        prompt = system + user_prompt(spec, instructions, [], remembered)
-        headers = sum(len(f"\n\nOutput of {u}:\n") for u, _ in outputs)
-        profile = ctx.limits.shard(spec.id.split("_", 1)[0])
-        return fit_upstream(outputs, upstream_room(profile, ctx.limits.context_window, len(prompt) + headers))
-
-    def _recall(self, state: RunState, instructions: str) -> list[tuple[str, str]]:
-        """What memory holds for an agent: the run's notes, the most recent long-term entries and the vector
-        entries most similar to its instructions (``memory.recall`` of each stored tier)."""
-        remembered = list(state.notes.items())
-        if self.memory is not None and self.settings.memory.recall:
-            limit = self.settings.memory.recall
-            remembered += self.memory.long_term(limit)
-            for key, _ in self.memory.similar(instructions, limit):
-                remembered.append((key, self.memory.text(key) or ""))
-        return remembered
-
-    async def _conclude(self, ctx: RunContext, spec: AgentSpec, conclusion: Conclusion) -> None:
-        """The attempt ended without a pause on the way: report it to the guards, then complete it (its memory
-        written first), fail it or pause."""
-        agent, usage = spec.id, conclusion.usage()
-        before = self.store.known_state(ctx.run_id)  # the run's earlier attempts, from its log (read first:
-        total = dict(before.usage)  # AgentFailed below already counts this one), and those this turn has not written
-        for queued in ctx.log.queued():
-            add_usage(total, getattr(queued, "usage", None))
-        total = {key: total[key] + usage[key] for key in usage}
-        answered = Answered(conclusion.model if conclusion.fallbacks else None, list(conclusion.fallbacks),
-                            conclusion.archived or None)  # fmt: skip
-        answer = Answer(conclusion.surface, conclusion.model or self._backend_for(ctx, spec).name,
-                        conclusion.signals, tuple(conclusion.fallbacks),
-                        tuple((m.op, m.key, m.value) for m in conclusion.memory),
-                        (conclusion.input_tokens, conclusion.output_tokens,
-                         round(usage["seconds"] * 1000)))  # fmt: skip
-        spent = Spent(int(total["input_tokens"] + total["output_tokens"]), total["seconds"], total["cost"],
-                      before.wall_seconds(datetime.now(UTC)))  # fmt: skip
-        pause = ctx.guards.finished(agent, conclusion.status_tag, conclusion.bypass, conclusion.executed,
-                                    conclusion.error, answer, spent, error_kind=conclusion.error_kind)  # fmt: skip
-        if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
-            failed = ev.AgentFailed(error=conclusion.error, output=conclusion.surface, usage=usage,
-                                    model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived)
-            ctx.log.emit(failed.leaving_out(*Answered.KEYS), agent)
-        if pause:
-            self._request_approval(ctx, agent, pause, "finished", conclusion.surface, conclusion.thinking, usage=usage,
-                                   error=conclusion.error, answered=answered)  # fmt: skip
-        elif self._cortex_actions(ctx, agent):
-            return
-        elif conclusion.error is None:
-            if self.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted.memory)
-                self.memory.commit(conclusion.memory)
-            completed = ev.AgentCompleted(output=conclusion.surface, status_tag=conclusion.status_tag,
-                                          thinking=conclusion.thinking, usage=usage, model=answered.model,
-                                          fallbacks=answered.fallbacks, archived=answered.archived,
-                                          memory=[m.model_dump() for m in conclusion.memory])  # fmt: skip
-            await ctx.log.emit_at_turn_end(completed.leaving_out(*Answered.KEYS, "memory"), agent)
-            self._cortex_actions(ctx, agent)
-
-    @staticmethod
-    def _kind(state: RunState, upstream: str) -> str:
-        node = state.nodes[upstream]
-        if node.status == SKIPPED:
-            return "skipped"
-        if node.status_tag == "null":
-            return "null"
-        return "content" if node.output.strip() else "empty"
-
-    def _cortex_actions(self, ctx: RunContext, agent: str) -> bool:
-        """Interrupts abort the run; spawned agents join it. True when the run was aborted."""
-        if not ctx.policy.acting:
-            return False
-        interrupts = ctx.guards.interrupts()
-        if interrupts:  # every interrupt that fired is reported; none is chosen over another
-            reason = "; ".join(dict.fromkeys(r for _, r in interrupts))
-            agents = {a for a, _ in interrupts if a}
-            by = agents.pop() if len(agents) == 1 else agent
-            fired = [{"agent": a, "reason": r} for a, r in interrupts]
-            ctx.log.emit(ev.RunAborted(reason=reason, by="cortex", interrupts=fired), by)
-            return True
-        state = self.store.known_state(ctx.run_id)  # spawned agents are this driver's own
-        for pattern_id, _ in ctx.guards.spawns():
-            pattern = next(p for p in ctx.policy.patterns if p.id == pattern_id)
-            assert pattern.action.spawn_agent is not None
-            spec = pattern.action.spawn_agent.agent
-            if spec.id not in state.nodes:
-                ctx.workflow.agents.append(spec)
-                ctx.guards.add_agent(ctx.workflow, spec.id)
-                if ctx.flows is not None:
-                    ctx.guards.flow_tools(ctx.flows.agent_facts(spec))
-                ctx.log.emit(ev.NodeCreated(agent=spec.id, spec=spec.model_dump()))
-        return False
-
-    def _request_approval(
-        self,
-        ctx: RunContext,
-        agent: str,
-        pause: PauseDecision,
-        checkpoint: str,
-        output: str,
-        thinking: str = "",
-        held_call: int | None = None,
-        usage: dict[str, float] | None = None,
-        *,
-        error: str | None = None,
-        answered: Answered | None = None,
-        failed: bool = False,
-    ) -> None:
-        """A breaker tripped at ``checkpoint``: the agent fails — ``AgentFailed`` with the error (a hard error's, or
-        the reason the pause leads with) and the recovery hint, unless it already failed (``failed``) — and, unless
-        a cortex pattern on that aborts the run, the pause becomes an ``ApprovalRequested`` with what the rules now
-        derive. ``held_call`` is the ToolCall the pause holds (it answers that call: nothing ran)."""
-        if not failed:
-            answered = answered or Answered()
-            tripped = ev.AgentFailed(error=error or pause.first.reason, recovery_hint=pause.hint,
-                                     category=pause.first.category, output=output, usage=usage, model=answered.model,
-                                     fallbacks=answered.fallbacks, archived=answered.archived)  # fmt: skip
-            ctx.log.emit(tripped.leaving_out("usage", *Answered.KEYS), agent)
-            pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
-        if self._cortex_actions(ctx, agent):
-            return
-        first, approvals = pause.first, pause.approvals
-        requested = ev.ApprovalRequested(
-            category=first.category, reason=first.reason, hint=pause.hint,
-            reasons=[ev.ShownReason(category=a.category, reason=a.reason) for a in approvals], output=output,
-            thinking=thinking, why=ctx.guards.why(agent, first), policy=ctx.policy.digest, held_call=held_call)
-        ctx.log.emit(requested.leaving_out("held_call"), agent)
-
-    async def _invoke(
-        self,
-        ctx: RunContext,
-        spec: AgentSpec,
-        instructions: str,
-        system: str,
-        upstream: list[tuple[str, str]],
-        attempt: int,
-        remembered: list[tuple[str, str]] | None = None,
-        journal_scope: str = "",
-    ) -> Conclusion:
-        """The agent's conversation: a round of streaming, then (if the packet requests tools) a round of tools whose
-        results go back to the model, until it answers without requesting tools or the rounds run out (``system``:
-        the agent's system prompt, which the context window was fitted around)."""
-        prompt = user_prompt(spec, instructions, upstream, remembered)
-        conversation = Conversation(spec, _agent_validator(), envelope_schema(spec),
-                                [{"role": "system", "content": system},
-                                 {"role": "user", "content": prompt}])  # fmt: skip
-        conversation.journal_scope, conversation.remembered = journal_scope, list(remembered or [])
-        conclusion = Conclusion()
-        profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
-        conversation.temperature = profile.temperature
-        for round_number in range(1, self.max_rounds + 1):
-            try:
-                check_context(profile, "\n".join(m["content"] for m in conversation.messages))
-            except ContextBudgetError as exc:
-                conclusion.error, conclusion.error_kind = f"the prompt is too long: {exc}", "prompt_too_long"
-                return conclusion
-            gated = await ctx.rounds.stream_round(self._backends_for(ctx, spec), conversation, (attempt, round_number),
-                                                  conclusion, profile.max_execution_time_sec)  # fmt: skip
-            if gated is None:
-                return conclusion
-            valid, problems = tool_requests(gated.packet.packet) if gated.packet and gated.packet.packet else ([], [])
-            if problems:
-                conclusion.error = "the model's tool requests are malformed: " + "; ".join(problems)
-                conclusion.error_kind = "tool_requests"
-                return conclusion
-            requests = [Request.of(r) for r in valid]
-            if not requests or round_number == self.max_rounds:
-                tags = answer_tags(gated.surface)
-                conclusion.status_tag, conclusion.bypass = tags.status, tags.bypass
-                return conclusion
-            if not self.tool_round(ctx, conversation, gated, requests, conclusion):
-                return conclusion
-        return conclusion
 
     # -- the operator ------------------------------------------------------------------------------------
     def decide(
@@ -731,11 +476,3 @@ class Runtime:
             with contextlib.suppress(StoreError):
                 self.store.release_lease(run_id, holder)
         return self.store.state(run_id)
-
-
-@functools.cache
-def _agent_validator() -> UpdateValidator:
-    """The validator of an agent's model-written updates, against the shipped agent policy's declarations: built
-    once per process, not once per conversation — it holds no state of its own, the policy files are the package's,
-    and finding and building it cost a third of a millisecond per node (bench/runtime)."""
-    return update_validator(load_program(AGENT_POLICY).analyze())

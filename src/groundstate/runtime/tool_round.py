@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from .. import tools as python_tools
 from .. import tracing
@@ -33,7 +33,7 @@ from ..store import ToolJournal
 from . import run_events as ev
 from .conversation import Conclusion, Conversation
 from .guards import PauseDecision, defaults_dir
-from .run_context import RunContext
+from .run_context import RunContext, Said
 from .state import ApprovedCall, tool_call_digest
 from .store import EventStore
 from .workflow import AgentSpec, agent_tool_name, is_mcp_tool
@@ -43,20 +43,7 @@ INTERRUPTED_BEFORE_CALL = "not run: a cortex pattern interrupted the run when th
 AGENT_POLICY = [defaults_dir() / "agent_tools.mg"]  # what an agent's own kernel adds to the shipped policy
 
 
-class RequestsApproval(Protocol):
-    """The attempt's way to pause for the operator (``Runtime._request_approval``)."""
-
-    def __call__(
-        self,
-        ctx: RunContext,
-        agent: str,
-        pause: PauseDecision,
-        checkpoint: str,
-        output: str,
-        thinking: str = "",
-        held_call: int | None = None,
-        usage: dict[str, float] | None = None,
-    ) -> None: ...
+RequestsApproval = Callable[[RunContext, str, PauseDecision, str, Said, int | None], None]  # the attempt's pause
 
 
 class ToolRound:
@@ -116,8 +103,8 @@ class ToolRound:
                     if seq not in refused:
                         ctx.log.emit(ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny",
                                                       status=None, output="", reason=HELD_FOR_OPERATOR), agent)
-                self.request_approval(ctx, agent, pause, "tool_call", gated.surface, conclusion.thinking,
-                                       held_call=call.seq, usage=conclusion.usage())  # fmt: skip
+                said = Said(gated.surface, conclusion.thinking, conclusion.usage())
+                self.request_approval(ctx, agent, pause, "tool_call", said, call.seq)
                 conclusion.paused = True
                 return False
         running = [(request, seq, mine) for request, seq, mine in zip(requests, calls, checked, strict=True)
