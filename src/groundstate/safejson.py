@@ -65,7 +65,8 @@ def flattened(text: str, keep: int = 1) -> str:
 
 
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, strict: bool = True) -> Any:
-    """``json.loads`` refusing nesting deeper than ``max_depth`` and non-finite numbers (``NaN``, ``Infinity``)."""
+    """``json.loads`` refusing nesting deeper than ``max_depth`` and non-finite numbers (``NaN``, ``Infinity``, and a
+    number that overflows to infinity, ``1e400``)."""
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8")
     # every level opens with a bracket, so text with no more brackets than the bound cannot be too deep: the scan
@@ -79,8 +80,17 @@ def _refuse_constant(name: str) -> Any:
     raise NonFiniteNumber(f"{name} is not JSON (only finite numbers are)")
 
 
-_STRICT = json.JSONDecoder(strict=True, parse_constant=_refuse_constant)  # built once: json.loads makes one per call
-_LENIENT = json.JSONDecoder(strict=False, parse_constant=_refuse_constant)
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or an exponent, refused when it overflows to infinity (``1e400``)."""
+    value = float(text)
+    if math.isinf(value):
+        raise NonFiniteNumber(f"{text[:40]} overflows a float (only finite numbers are JSON)")
+    return value
+
+
+_STRICT = json.JSONDecoder(strict=True, parse_constant=_refuse_constant, parse_float=_finite)  # built once:
+_LENIENT = json.JSONDecoder(strict=False, parse_constant=_refuse_constant, parse_float=_finite)  # json.loads makes one
+# per call
 
 
 def dumps_line(value: Any) -> str:

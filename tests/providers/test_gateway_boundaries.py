@@ -335,3 +335,54 @@ def test_a_stream_open_at_shutdown_is_told_so_without_a_traceback(gateway_for: G
         process.wait(timeout=30)
     assert b'"code": "upstream_unreachable"' in received and b"the gateway stopped" in received
     assert process.stderr is not None and b"Traceback" not in process.stderr.read()
+
+
+@pytest.mark.parametrize("after", [b": keep-alive\n\n", b"retry: 3000\n\n", b": ping\n\n" * 3])
+def test_what_follows_the_end_marker_in_a_read_of_its_own_is_no_break(gateway_for: GatewayFor, after: bytes) -> None:
+    """Found by an attack: a keep-alive comment (sse-starlette sends them) or a ``retry:`` line arriving in its own
+    read after ``[DONE]`` made a complete answer end with an error — only the last read was looked at."""
+    body = sse(text_event("whole"))
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(body) + len(after)) + body)
+        time.sleep(0.2)
+        conn.sendall(after)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        received = chat(base_url).content
+    assert received == body + after  # unchanged, no error
+
+
+def test_a_final_event_over_a_mib_is_no_break(gateway_for: GatewayFor) -> None:
+    """Found by an attack: a Responses stream's ``response.completed`` (it repeats the whole output) past 1 MiB is
+    given on in parts, and only its tail was looked at: a complete answer ended with an error."""
+    done = {"type": "response.completed", "response": {"id": "r", "status": "completed", "output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x" * (3 << 19)}]}],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}}  # fmt: skip
+    body = (b'event: response.created\ndata: {"type": "response.created", "response": {"id": "r"}}\n\n'
+            b"event: response.completed\ndata: " + json.dumps(done).encode() + b"\n\n")  # fmt: skip
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(body)) + body)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream, "--api", "openai-responses")
+        reply = httpx.post(f"{base_url}/responses", json={"model": "m", "input": "hi", "stream": True}, timeout=60)
+    assert reply.content == body
+
+
+def test_a_long_run_of_comments_after_the_end_keeps_the_gateway_serving(gateway_for: GatewayFor) -> None:
+    """Found by an attack: 300,000 comments after ``[DONE]`` took 20 s to look through, the whole gateway (every
+    other client) waiting meanwhile. They are read linearly now, in turns that leave the loop to the others."""
+    body = sse(text_event("whole")) + b":\n\n" * 300_000
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head(length=len(body)) + body)
+
+    with raw_loopback(serve) as upstream:
+        base_url, _ = gateway_for(upstream)
+        started = time.monotonic()
+        received = chat(base_url).content
+        took = time.monotonic() - started
+        assert received == body and took < 10, took

@@ -1,6 +1,6 @@
-"""Without subscribers the gateway relays a reply first and parses it for the metrics after (HELD_FOR_METRICS
-bytes at most; a longer reply is parsed as it passes): the client gets every byte unchanged either way, and the
-metrics count the same tokens and in-stream errors."""
+"""Without subscribers the gateway relays a reply's events first and parses them for the metrics before its end
+(HELD_FOR_METRICS bytes at most; a longer reply is parsed as it passes): the client gets every byte unchanged either
+way, and the metrics count the same tokens and in-stream errors."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groundstate.errors import GroundstateError
-from groundstate.providers import WholeEvents, event_end, in_band_error, last_event
+from groundstate.providers import WholeEvents, event_end, in_band_error
 
 MAX_HELD = WholeEvents.MAX_HELD
 
@@ -70,18 +70,3 @@ def test_an_error_after_an_event_given_on_unfinished_is_an_event_of_its_own() ->
         assert aligned.error(error) == fresh + in_band_error(api, error)
         assert aligned.take(b"A" * 10) == b""  # more of it, held: what was given still ends mid-event
         assert aligned.error(error) == fresh + in_band_error(api, error)
-
-
-@pytest.mark.parametrize(("api", "stream", "last"), [
-    ("openai-chat", b'data: {"a": 1}\n\ndata: [DONE]\n\n: keep-alive\n\n', b"data: [DONE]\n\n"),
-    ("anthropic", b"event: ping\r\ndata: {}\r\n\r\nevent: message_stop\r\ndata: {}\r\n\r\n",
-     b"event: message_stop\r\ndata: {}\r\n\r\n"),
-    ("ollama", b'{"message": {}}\n{"done": true}\n', b'{"done": true}\n'),
-    ("openai-chat", b": only a comment\n\n", b""),
-])  # fmt: skip
-def test_the_end_marker_is_looked_for_in_the_last_event_that_is_more_than_a_comment(
-    api: str, stream: bytes, last: bytes
-) -> None:
-    """Only the last event is read for the end marker: parsing every event of a stream again (at once, a whole
-    answer is one piece) halved the gateway's throughput (bench/gateway)."""
-    assert last_event(api, stream) == last

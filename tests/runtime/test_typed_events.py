@@ -6,7 +6,10 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,14 +29,17 @@ from groundstate.runtime import (
     RUN_EDGES,
     TOOL_CALL,
     TOOL_RESULT,
+    AgentCompleted,
     AgentStarted,
     Event,
     EventMisfit,
+    EventRefused,
     EventStore,
     NodeCreated,
     RunStarted,
     RunState,
     StoreCorrupt,
+    ToolCall,
     ToolResult,
     body_of,
 )
@@ -130,3 +136,51 @@ JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allo
 def test_what_a_body_is_read_from_is_what_it_dumps(extra: dict[str, Any], output: str, status: str | None) -> None:
     payload = {"call": 3, "tool": "read_file", "decision": "/permit", "status": status, "output": output, **extra}
     assert as_json(body_of(TOOL_RESULT, payload).to_payload()) == as_json(payload)
+
+
+def corrupted(tmp_path: Path, payload: str, agent: str = "writer_a") -> tuple[str, str]:
+    """A run whose AgentStarted (event 4) was rewritten outside groundstate: its database URL and the run's id."""
+    database = tmp_path / "runs.sqlite"
+    store = EventStore(f"sqlite:///{database}")
+    run_id = store.create_run("w", "name: w\nagents:\n  - id: writer_a\n    instructions: write\n", None)
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.append(run_id, RunStarted(model=None, driver="me"))
+    started = store.append(run_id, AgentStarted(attempt=1, backend="scripted"), "writer_a")
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE events SET payload = ?, agent = ? WHERE run_id = ? AND seq = ?",
+                   (payload, agent, run_id, started.seq))  # fmt: skip
+    return f"sqlite:///{database}", run_id
+
+
+def test_a_number_that_overflows_to_infinity_is_a_misfit(tmp_path: Path) -> None:
+    """Found by an attack: ``NaN`` and ``Infinity`` were refused, ``1e400`` (infinity once parsed) was not — and
+    ``runs show --json`` then printed ``Infinity``, which no strict JSON reader accepts."""
+    url, run_id = corrupted(tmp_path, '{"attempt": 1, "overflow": 1e400}')
+    with pytest.raises(StoreCorrupt, match=rf"run {run_id}: event 4 \(AgentStarted\).*overflows"):
+        EventStore(url).state(run_id)
+
+
+def test_an_agents_event_that_names_no_agent_of_the_run_is_refused(tmp_path: Path) -> None:
+    """Found by an attack: an AgentStarted whose agent column named nobody replayed into a state where the
+    agent's own events were lost (it showed running, with no output)."""
+    url, run_id = corrupted(tmp_path, '{"attempt": 1}', agent="nobody")
+    with pytest.raises(StoreCorrupt, match=rf"run {run_id}.*names no agent of the run \('nobody'\)"):
+        EventStore(url).state(run_id)
+    store = EventStore(f"sqlite:///{tmp_path / 'clean.sqlite'}")
+    clean = store.create_run("w", "name: w\n", None)
+    store.append(clean, RunStarted())
+    with pytest.raises(EventRefused, match="names no agent of the run"):
+        store.append(clean, ToolCall(tool="web_search"), "somebody")
+
+
+def test_half_a_character_is_a_replacement_character_not_a_run_nobody_can_show(tmp_path: Path) -> None:
+    """Found by an attack: a lone surrogate (a hostile stream's ``\\ud800`` escape, kept by the JSON parser) in a
+    stored string made ``runs show`` a traceback and the console a bare 500, while the run could still be driven."""
+    assert AgentCompleted(output="a\ud800b", status_tag=None).output == "a\ufffdb"
+    url, run_id = corrupted(tmp_path, '{"attempt": 1, "instructions": "do \\ud800 this"}')
+    assert EventStore(url).events(run_id)[3].payload["instructions"] == "do \ufffd this"
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    for extra in ([], ["--events"], ["--json"]):
+        shown = subprocess.run([sys.executable, "-m", "groundstate", "runs", "show", run_id, "--db", url, *extra],
+                               capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr + shown.stdout, shown.stderr

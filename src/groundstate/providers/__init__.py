@@ -23,7 +23,7 @@ from .bridge import SigilBridge
 from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
-from .in_band import WholeEvents, event_end, in_band_error, last_event
+from .in_band import WholeEvents, event_end, in_band_error
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
 from .normalized import (
     FINISH_REASONS,
@@ -148,7 +148,6 @@ __all__ = [
     "first_error",
     "header_map",
     "in_band_error",
-    "last_event",
     "merge_deltas",
     "parse_chat_request",
     "problem_body",

@@ -30,7 +30,7 @@ from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
-from .in_band import WholeEvents, last_event
+from .in_band import WholeEvents
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import (
@@ -137,7 +137,6 @@ class Gateway:
 
             self.sender = FrameSender(publish, "pub")
         self._streams = itertools.count(1)
-        self._counting: set[asyncio.Task[None]] = set()  # relayed replies being parsed for the metrics
         self._local: Any = None
         self._upstream = Upstream()  # one connection pool for all forwarded requests
         self._lock = asyncio.Lock()  # the local model generates one response at a time
@@ -225,7 +224,6 @@ class Gateway:
             missing = AuthenticationError("the metrics need an operator's token (Authorization: Bearer ...)")
             await send_error(send, missing)
             return
-        await self.counted()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": generate_latest(self.registry)})
@@ -358,12 +356,10 @@ class Gateway:
         # (relayed undecoded, as the client asked): its events cannot be seen, so it is relayed as it comes
         aligned = WholeEvents(api) if _identity(response) else None
         send.in_band = aligned.error if aligned is not None else None  # a stream can say it broke off
-        last = b""  # the last whole events given on: the stream's end marker is looked for in them
         async for data in response.chunks():
             if aligned is None:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             elif whole := aligned.take(data):
-                last = whole
                 await send({"type": "http.response.body", "body": whole, "more_body": True})
             if not publishing and size + len(data) <= HELD_FOR_METRICS:
                 held.append(data)
@@ -376,20 +372,18 @@ class Gateway:
                 self.publish(bridge.push_many(events))
             held, size = [], 0
         unfinished = aligned.rest() if aligned is not None else b""
-        if aligned is not None and (unfinished or not _ended(adapter_type(provider), last_event(api, last))):  # the
-            raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # body ended, the stream did not
+        if not publishing:  # the bytes held for the metrics, read now: whether the stream ended is the adapter's
+            failed = await self._count_held(model, adapter, b"".join(held), failed)  # to say (its end marker)
+        if aligned is not None and (unfinished or not adapter.done):  # the body ended, the stream did not: told
+            raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # in band, as a break is
         await send({"type": "http.response.body", "body": b""})
-        if not publishing:  # counted beside the requests that follow, not before them (see _count_after)
-            task = asyncio.create_task(self._count_after(model, adapter, b"".join(held), failed))
-            self._counting.add(task)
-            task.add_done_callback(self._counting.discard)
-            return
         events = adapter.close()
         for event in events:
             failed = self._count(model, event) or failed
-        self.publish(bridge.push_many(events))
         self.metrics.called(model, ok=not failed)
-        self.publish(bridge.end())
+        if publishing:
+            self.publish(bridge.push_many(events))
+            self.publish(bridge.end())
 
     async def _relay_plain(self, response: UpstreamReply, send: Send) -> None:
         """A request that is no model call, relayed as it came (status, headers, body)."""
@@ -429,29 +423,22 @@ class Gateway:
                          gen_ai__usage__output_tokens=counted[1])  # fmt: skip
         self.metrics.called(model, ok=True)
 
-    async def _count_after(self, model: str, adapter: Any, held: bytes, failed: bool) -> None:
-        """A relayed reply's held bytes into the metrics, a few events at a time with the loop free in between: parsing
-        an event costs ~10 µs, and a client's next request (on the same connection too: the server starts it only
-        once this request's handler returns) would otherwise wait for all of them. Events that can carry only text
-        are recognised by one pattern match (~1 µs) and skipped: they change neither the usage nor the errors."""
-        for part in adapter.without_text_events(held, METRICS_BATCH):  # what can carry usage or an error
+    async def _count_held(self, model: str, adapter: Any, held: bytes, failed: bool) -> bool:
+        """A relayed reply's held bytes into the metrics (and its adapter, which then knows whether the stream
+        ended), a few events at a time with the loop free in between: parsing an event costs ~10 µs, and the other
+        requests would otherwise wait for all of them — a stream of 300,000 comments after its end marker is read in
+        turns, never in one. Events that can carry only text are recognised by one pattern match (~1 µs) and
+        skipped: they change neither the usage, the errors nor the end. Whether any failed, with ``failed``."""
+        for part in adapter.without_text_events(held, METRICS_BATCH):  # what can carry usage, an error or the end
             for event in adapter.feed(part):
                 failed = self._count(model, event) or failed
             await asyncio.sleep(0)
-        for event in adapter.close():
-            failed = self._count(model, event) or failed
-        self.metrics.called(model, ok=not failed)
+        return failed
 
     async def close(self) -> None:
-        """Count what is still being counted, then close the upstream connections (the server's shutdown)."""
-        await self.counted()
+        """Close the upstream connections (the server's shutdown)."""
         await self._upstream.close()
         await asyncio.to_thread(tracing.flush)  # the spans of the last requests, before the process ends
-
-    async def counted(self) -> None:
-        """Wait until every relayed reply is in the metrics (a scrape and the shutdown wait for this)."""
-        while self._counting:  # (a count that failed is lost, not a failed scrape)
-            await asyncio.gather(*self._counting, return_exceptions=True)
 
     async def _relay_gated(
         self, response: UpstreamReply, body: bytes, send: Relayed, bridge: SigilBridge, model: str
@@ -650,13 +637,6 @@ def forwarded_url(target: str, scope: Scope) -> URL:
     query = "&".join(q for q in (base.query, client_query.decode("latin-1")) if q)
     return URL.build(scheme=base.scheme, authority=base.netloc, path=base.path.rstrip("/") + path,
                      query_string=query, encoded=True)  # fmt: skip
-
-
-def _ended(probe: Any, last: bytes) -> bool:
-    """Whether a stream's last event is its API's end marker (``data: [DONE]``, ``message_stop``, ...), read by a
-    fresh adapter of that API (``probe``): the adapters' own definition of a stream that ended."""
-    probe.feed(last)
-    return bool(probe.done)
 
 
 def _cut_short(unfinished: bytes, end_marker: str) -> str:

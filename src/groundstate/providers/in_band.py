@@ -32,19 +32,6 @@ def event_end(api: str, data: bytes) -> int:
     return max((found + len(end) for end in _SSE_ENDS if (found := data.rfind(end)) >= 0), default=0)
 
 
-def last_event(api: str, data: bytes) -> bytes:
-    """The last event of ``data`` (whole events, as ``WholeEvents`` gives them) that is more than a comment: where a
-    stream's end marker is, read without parsing all the events before it (at once, a whole answer is one piece)."""
-    stop = len(data)
-    while stop:
-        start = event_end(api, data[:stop].rstrip(b"\r\n"))
-        event = data[start:stop]
-        if api == "ollama" or any(line and not line.startswith(b":") for line in event.splitlines()):
-            return event
-        stop = start
-    return b""
-
-
 def resumed(api: str) -> bytes:
     """What ends a line and an event, written before an error that follows bytes of an event the upstream never
     finished (given on past ``MAX_HELD``): so that the error is an event of its own, never the end of that one."""

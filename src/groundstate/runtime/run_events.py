@@ -14,12 +14,13 @@ them, and their actions read typed fields that mypy checks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..errors import StoreError
 
@@ -38,6 +39,14 @@ class EventBody(BaseModel):
         super().__init_subclass__(**kwargs)
         cls.NAME = cls.__name__  # the type's name in the log is its class's
 
+    @model_validator(mode="before")
+    @classmethod
+    def _whole_characters(cls, data: Any) -> Any:
+        """A lone surrogate (half a character: a hostile stream's ``\\ud800`` escape) in any string of the event is
+        U+FFFD, as the providers' streams make a split character's unmatched half: it can be neither written as
+        UTF-8 nor shown, and a run whose output held one could be driven but not looked at."""
+        return _whole(data)
+
     def leaving_out(self, *names: str) -> Self:
         """This event without the keys ``names`` that are empty (None, "", [] or {}): how a writer says "only when
         there is one" — the key is then absent from the payload, as it was before events were typed."""
@@ -51,6 +60,20 @@ class EventBody(BaseModel):
     def to_payload(self) -> dict[str, Any]:
         """The payload as stored: the keys this event was given (by its writer, or by the log it was read from)."""
         return self.model_dump(exclude_unset=True)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (nested in lists and objects) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_whole(key): _whole(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    return value
 
 
 class ShownReason(BaseModel):

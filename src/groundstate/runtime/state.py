@@ -102,6 +102,8 @@ NODE_EDGES: dict[NodeStatus, dict[NodeEdge, NodeStatus]] = {
     NodeStatus.SUCCEEDED: {},
     NodeStatus.SKIPPED: {},
 }  # fmt: skip
+_AGENTS_OWN = frozenset({ev.AgentStarted, ev.ToolCall, ev.ToolResult, ev.AgentCompleted, ev.AgentFailed,
+                         ev.AgentSkipped})  # an agent's own events: they name one of the run's agents
 _NODE_EVENTS = frozenset(key[0] if isinstance(key, tuple) else key for row in NODE_EDGES.values() for key in row)
 
 
@@ -211,6 +213,8 @@ class RunState:
                 raise RunEnded(f"run {self.run_id} has ended ({self.status}); no {kind.NAME} event can follow")
             raise EventRefused(f"run {self.run_id} is {self.status}: no {kind.NAME} event can follow")
         node = self.nodes.get(agent or "")
+        if node is None and kind in _AGENTS_OWN:
+            raise EventRefused(f"run {self.run_id}: a {kind.NAME} event names no agent of the run ({agent!r})")
         if node is not None and kind in _NODE_EVENTS and _node_key(body) not in NODE_EDGES[node.status]:
             raise EventRefused(f"agent {agent} of run {self.run_id} is {node.status}: no {kind.NAME} can follow")
         if isinstance(body, ev.ApprovalDecided) and body.pause not in [x.seq for x in self.pauses]:
