@@ -45,6 +45,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports, held open together while chosen: two calls of free_port may be given the same
+    port (the first is closed before the second is asked for) — a gateway then bound its ZMQ publisher to the port
+    its HTTP server needed, and a test talked HTTP to the publisher (a CI run saw the ZMQ greeting as the reply)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for held in sockets:
+            held.bind(("127.0.0.1", 0))
+        return [int(held.getsockname()[1]) for held in sockets]
+    finally:
+        for held in sockets:
+            held.close()
+
+
 GatewayFor = Callable[..., tuple[str, str]]  # upstream URL, *options -> (its base URL, its publish address)
 
 
@@ -56,7 +70,7 @@ def gateway_for(tmp_path: Path) -> Iterator[GatewayFor]:
     env.pop("GROUNDSTATE_CONFIG", None)
 
     def start(upstream: str, *options: str, environment: dict[str, str] | None = None) -> tuple[str, str]:
-        port, pub = free_port(), free_port()
+        port, pub = free_ports(2)
         process = subprocess.Popen(
             [sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream,
              "--listen", f"127.0.0.1:{port}", "--publish", f"tcp://127.0.0.1:{pub}", *options],
