@@ -55,14 +55,12 @@ def test_a_server_that_never_answers_is_named_stopped_and_the_others_served(tmp_
     assert not alive(pid), "the server that never answered is still running"
 
 
-def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> None:
-    """SIGTERM (what an MCP client sends a server slow to exit) ends the guard at once: its servers, each in a
-    session of its own, are stopped first, not orphaned — here one that ignores its closed stdin and SIGTERM."""
-    pid_file = tmp_path / "hung.pid"
-    stubborn = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
+def terminated(tmp_path: Path, code: str, pid_file: Path, signals: int) -> None:
+    """A guard serving one stdio upstream (``code``, which writes the pid of the process to watch to ``pid_file``)
+    sent SIGTERM ``signals`` times, 0.1 s apart: it ends as the signal ends a process, without a traceback, and the
+    watched process does not outlive it."""
     (tmp_path / "groundstate.toml").write_text("[mcp]\nstart_timeout_sec = 60\n"
-                                               + server("hung", stubborn.replace('"', '\\"')))  # fmt: skip
+                                               + server("upstream", code.replace('"', '\\"')))  # fmt: skip
     guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
@@ -73,42 +71,10 @@ def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> No
                 break
             time.sleep(0.1)
         pid = int(pid_file.read_text())
-        guard.terminate()
-        _, stderr = guard.communicate(timeout=30)
-        assert guard.returncode == -15 and b"Traceback" not in stderr, stderr
-        for _ in range(50):
-            if not alive(pid):
-                break
-            time.sleep(0.1)
-        assert not alive(pid), "the guard's server outlived it"
-    finally:
-        guard.kill()
-        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
-
-
-def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_path: Path) -> None:
-    """A client or service manager that sends TERM twice: the second waits for the first's stopping, which still
-    kills what ignores TERM in the servers' groups (here a server's child; the server itself leaves at once)."""
-    pid_file = tmp_path / "child.pid"
-    child = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-             f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
-    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(600)"
-    (tmp_path / "groundstate.toml").write_text("[mcp]\nstart_timeout_sec = 60\n"
-                                               + server("parent", parent.replace('"', '\\"')))  # fmt: skip
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
-    try:
-        for _ in range(300):
-            if pid_file.exists() and pid_file.read_text():
-                break
-            time.sleep(0.1)
-        pid = int(pid_file.read_text())
-        guard.terminate()
-        time.sleep(0.1)
-        guard.terminate()
+        for sent in range(signals):
+            if sent:
+                time.sleep(0.1)
+            guard.terminate()
         _, stderr = guard.communicate(timeout=30)
         assert guard.returncode == -15 and b"Traceback" not in stderr, stderr
         for _ in range(50):
@@ -120,6 +86,25 @@ def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_
         guard.kill()
         if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
             os.kill(int(pid_file.read_text()), 9)
+
+
+def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> None:
+    """SIGTERM (what an MCP client sends a server slow to exit) ends the guard at once: its servers, each in a
+    session of its own, are stopped first, not orphaned — here one that ignores its closed stdin and SIGTERM."""
+    pid_file = tmp_path / "hung.pid"
+    stubborn = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
+    terminated(tmp_path, stubborn, pid_file, signals=1)
+
+
+def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_path: Path) -> None:
+    """A client or service manager that sends TERM twice: the second waits for the first's stopping, which still
+    kills what ignores TERM in the servers' groups (here a server's child; the server itself leaves at once)."""
+    pid_file = tmp_path / "child.pid"
+    child = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+             f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(600)"
+    terminated(tmp_path, parent, pid_file, signals=2)
 
 
 def test_servers_start_at_once(tmp_path: Path) -> None:

@@ -114,17 +114,9 @@ def test_a_payload_that_fits_no_model_is_refused_saying_what(event_type: str, pa
 
 
 def test_a_corrupted_log_is_store_corrupt_naming_run_and_event(tmp_path: Path) -> None:
-    database = tmp_path / "runs.sqlite"
-    store = EventStore(f"sqlite:///{database}")
-    run_id = store.create_run("w", "name: w\n", None)
-    store.append(run_id, NodeCreated(agent="writer_a"))
-    store.append(run_id, RunStarted(model=None, driver="me"))
-    started = store.append(run_id, AgentStarted(attempt=1, backend="scripted"), "writer_a")
-    with sqlite3.connect(database) as db:  # edited outside groundstate: the attempt's number is now text
-        db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?",
-                   (json.dumps({"attempt": "one"}), run_id, started.seq))  # fmt: skip
-    with pytest.raises(StoreCorrupt, match=rf"run {run_id}: event {started.seq} \(AgentStarted\).*attempt"):
-        EventStore(f"sqlite:///{database}").state(run_id)
+    url, run_id = corrupted(tmp_path, json.dumps({"attempt": "one"}))  # the attempt's number is now text
+    with pytest.raises(StoreCorrupt, match=rf"run {run_id}: event 4 \(AgentStarted\).*attempt"):
+        EventStore(url).state(run_id)
 
 
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
