@@ -40,8 +40,8 @@ def resumed(api: str) -> bytes:
 
 class WholeEvents:
     """A stream's bytes as they arrive, given on only up to the end of their last whole event; the bytes of an event
-    still arriving are held (at most ``MAX_HELD``, then given on as they are). Each arrival is searched once (and,
-    when it ends no event, its first bytes with the few held before them), never copied to be searched, and held
+    still arriving are held (at most ``MAX_HELD``, then given on as they are). Each arrival is searched once (and
+    its first bytes with the stream's last few before them), never copied to be searched, and held
     pieces are joined once, when given on: a stream that never ends an event costs what it sends, not its square
     (joined and searched whole on every arrival, a long run without an event's end stalled the gateway)."""
 
