@@ -6,8 +6,9 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -115,11 +116,18 @@ async def api_decide(run_id: str, body: Decision, ops: Ops, who: Who) -> dict[st
     return run_json(ops.decide(run_id, body.pause, body.decision, body.instructions, who))
 
 
+UNREADABLE_HEADER = "Groundstate-Unreadable-Runs"
+
+
 @router.get("/approvals")
-def api_approvals(ops: Ops) -> list[dict[str, Any]]:
+def api_approvals(ops: Ops, response: Response) -> list[dict[str, Any]]:
     """Every pause waiting for a decision, across runs (the inbox): each with its run, id, agent, category,
-    reason, hint, derivation and age."""
-    return [pause for state in ops.runtime.store.awaiting() for pause in pauses_json(state)]
+    reason, hint, derivation and age. A run awaiting a decision whose log cannot be read is left out of the list
+    and named in the ``Groundstate-Unreadable-Runs`` header (comma-separated ids; ``GET /api/runs/ID`` says why)."""
+    awaiting = ops.runtime.store.awaiting()
+    if awaiting.unreadable:
+        response.headers[UNREADABLE_HEADER] = ",".join(quote(run_id, safe="") for run_id in awaiting.unreadable)
+    return [pause for state in awaiting.states for pause in pauses_json(state)]
 
 
 @router.get("/runs/{run_id}/why")

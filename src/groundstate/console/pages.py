@@ -89,8 +89,10 @@ def runs_page(request: Request, ops: Ops) -> HTMLResponse:
     """The inbox (every open pause, across runs), every run, and the form that starts a bundled example."""
     examples = [p.stem for p in ops.examples()]
     runs = ops.runtime.store.runs()
-    inbox = [(state, pause) for state in reversed(ops.runtime.store.awaiting(runs)) for pause in state.pauses]
-    return _page(request, "runs.html", runs=runs, examples=examples, inbox=inbox, age=age)
+    awaiting = ops.runtime.store.awaiting(runs)
+    inbox = [(state, pause) for state in reversed(awaiting.states) for pause in state.pauses]
+    return _page(request, "runs.html", runs=runs, examples=examples, inbox=inbox, unreadable=awaiting.unreadable,
+                 age=age)  # fmt: skip
 
 
 @router.post("/runs")

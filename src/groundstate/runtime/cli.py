@@ -19,7 +19,7 @@ from .home import home
 from .pauses import age, pauses_json
 from .runner import Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
-from .store import INTERRUPTED, LeaseHeld
+from .store import INTERRUPTED, LeaseHeld, StoreCorrupt
 from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say
 from .workflow import load_workflow, workflow_of
 
@@ -237,9 +237,14 @@ def list_pauses(
 ) -> None:
     """Every open pause, oldest run first: its id (what `runs decide --pause` names), agent, category, age and
     reason."""
+    unreadable: dict[str, StoreCorrupt] = {}
     try:
         runtime = _runtime(db, config=config)
-        states = [runtime.store.state(run_id)] if run_id else list(reversed(runtime.store.awaiting()))
+        if run_id:
+            states = [runtime.store.state(run_id)]
+        else:
+            states, unreadable = runtime.store.awaiting()
+            states.reverse()
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
     for state in states:
@@ -252,6 +257,10 @@ def list_pauses(
                          f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
     if not as_json and not any(state.pauses for state in states):
         say(console, "no open pause" + (f" in run {run_id}" if run_id else ""))
+    for damaged in unreadable.values():  # listed apart, after the pauses that could be read; the exit code says it
+        typer.echo(f"error: {damaged}", err=True)
+    if unreadable:
+        raise typer.Exit(exit_code(next(iter(unreadable.values()))))
 
 
 @runs_app.command("decide")

@@ -447,7 +447,7 @@ class Runtime:
         approvals = self.settings.approvals
         if approvals.timeout_sec is None:
             return []
-        waiting = self.store.awaiting()
+        waiting = self.store.awaiting().states  # a run whose log cannot be read cannot be decided either
         due = expired([(state.run_id, pause) for state in waiting for pause in state.pauses], approvals.timeout_sec,
                       approvals.default_decision, now or datetime.now(UTC))  # fmt: skip
         decided = []

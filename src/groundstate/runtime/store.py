@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Column,
@@ -43,6 +43,7 @@ from ..errors import ConfigurationError, ConflictError, NotFoundError, StoreErro
 from ..store import (
     DriverSQL,
     HeldConnection,
+    NotText,
     aware,
     create_tables,
     gone_here,
@@ -123,6 +124,13 @@ class LeaseLost(StoreError):
 
 class StoreCorrupt(StoreError):
     """The stored log of a run cannot be trusted: a gap in its sequence or an unreadable event."""
+
+
+class Awaiting(NamedTuple):
+    """The runs awaiting approval (``EventStore.awaiting``): the states read, and each unreadable run's error."""
+
+    states: list[RunState]
+    unreadable: dict[str, StoreCorrupt]  # by run id
 
 
 class EventStore:
@@ -230,8 +238,14 @@ class EventStore:
             if found is None:
                 raise UnknownRun(f"there is no run {run_id}")
             head, last_seq = found
-            rows = [chain.row_of(values, self._hot.read_at) for values in db.exec_driver_sql(self._hot.chained,
-                                                                                            (run_id,))]  # fmt: skip
+            rows: list[chain.Row] = []
+            try:
+                for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
+                    rows.append(chain.row_of(values, self._hot.read_at))
+            except NotText as exc:  # groundstate wrote UTF-8: the row after the last one read was changed
+                seq = rows[-1].seq + 1 if rows and isinstance(rows[-1].seq, int) else 1
+                return chain.Verdict(run_id, False, len(rows), 0, head or "", seq, "changed",
+                                     f"its {exc.column} is not UTF-8 text")  # fmt: skip
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
         return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
 
@@ -241,15 +255,20 @@ class EventStore:
         naming it, in its place: the replay of that run stops there and says why; the others go on."""
         found: list[tuple[int, Any]] = []
         with reading(self.engine) as db:
-            for seq, body in db.exec_driver_sql(self._hot.reports, (run_id,)):
-                place = seq if isinstance(seq, int) else -1
-                try:
-                    if not isinstance(body, str):
-                        raise ValueError("not text")
-                    found.append((place, safejson.loads(body)))
-                except ValueError as exc:
-                    found.append((place, StoreCorrupt(f"run {run_id}: a guard report after event {seq!r} cannot be "
-                                                      f"read ({exc})")))  # fmt: skip
+            try:
+                for seq, body in db.exec_driver_sql(self._hot.reports, (run_id,)):
+                    place = seq if isinstance(seq, int) else -1
+                    try:
+                        if not isinstance(body, str):
+                            raise ValueError("not text")
+                        found.append((place, safejson.loads(body)))
+                    except ValueError as exc:
+                        found.append((place, StoreCorrupt(f"run {run_id}: a guard report after event {seq!r} cannot "
+                                                          f"be read ({exc})")))  # fmt: skip
+            except NotText as exc:  # the rows after it cannot be reached either: the replay stops here
+                after = found[-1][0] if found else 0
+                found.append((after, StoreCorrupt(f"run {run_id}: a guard report after event {after} cannot be "
+                                                  f"read ({exc})")))  # fmt: skip
         return found
 
     def orphaned(self) -> list[str]:
@@ -367,11 +386,19 @@ class EventStore:
                 row["status"] = INTERRUPTED
         return listed
 
-    def awaiting(self, rows: list[dict[str, Any]] | None = None) -> list[RunState]:
+    def awaiting(self, rows: list[dict[str, Any]] | None = None) -> Awaiting:
         """The state of every run awaiting approval, newest first (from ``rows``, a ``runs()`` listing the caller
-        already has, else from a new one)."""
+        already has, else from a new one) — and, apart, the StoreCorrupt of each such run whose log cannot be read:
+        one damaged run never hides the others' pauses from the inbox."""
         listed = self.runs() if rows is None else rows
-        return [self.state(row["id"]) for row in listed if row["status"] == RunStatus.AWAITING_APPROVAL]
+        found = Awaiting([], {})
+        for row in listed:
+            if row["status"] == RunStatus.AWAITING_APPROVAL:
+                try:
+                    found.states.append(self.state(row["id"]))
+                except StoreCorrupt as exc:
+                    found.unreadable[row["id"]] = exc
+        return found
 
     def _state(self, db: Any, run_id: str) -> RunState:
         history = self._events(db, run_id, 0)
@@ -388,13 +415,17 @@ class EventStore:
     def _events(self, db: Any, run_id: str, after: int) -> list[ev.Event]:
         out: list[ev.Event] = []
         expected = after + 1
-        for run, seq, kind, agent, payload, actor, at in db.exec_driver_sql(self._hot.history, (run_id, after)):
-            if seq != expected:
-                raise StoreCorrupt(f"run {run_id}: event {expected} is missing from the log (the next stored event "
-                                   f"is {seq}); the store was changed outside groundstate")  # fmt: skip
-            row = {"run_id": run, "seq": seq, "type": kind, "agent": agent, "payload": payload, "actor": actor}
-            out.append(_event({**row, "at": at}, self._hot.read_at))
-            expected += 1
+        try:
+            for run, seq, kind, agent, payload, actor, at in db.exec_driver_sql(self._hot.history, (run_id, after)):
+                if seq != expected:
+                    raise StoreCorrupt(f"run {run_id}: event {expected} is missing from the log (the next stored "
+                                       f"event is {seq}); the store was changed outside groundstate")  # fmt: skip
+                row = {"run_id": run, "seq": seq, "type": kind, "agent": agent, "payload": payload, "actor": actor}
+                out.append(_event({**row, "at": at}, self._hot.read_at))
+                expected += 1
+        except NotText as exc:  # the row after the last one read: the event the log should hold next
+            raise StoreCorrupt(f"run {run_id}: event {expected} cannot be read: its {exc.column} is not UTF-8 "
+                               "text; the store was changed outside groundstate") from None  # fmt: skip
         return out
 
 

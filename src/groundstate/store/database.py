@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,16 @@ from ..errors import StoreError
 BUSY_TIMEOUT_MS = 10_000  # how long a SQLite writer waits for another's lock before it fails
 _NOW_OR_NEVER: ContextVar[bool] = ContextVar("groundstate_store_now_or_never", default=False)  # see in_store
 T = TypeVar("T")
+
+
+class NotText(StoreError):
+    """A stored row holds bytes in a text column that are not UTF-8 — which groundstate never writes, so the
+    database was changed outside it. ``column`` names the column; the caller that knows which row it was reading
+    (a run's event, a journal entry) says so in the error it raises from this one."""
+
+    def __init__(self, column: str) -> None:
+        super().__init__(f"a stored {column!r} is not UTF-8 text; the database was changed outside groundstate")
+        self.column = column
 
 
 class WouldWait(StoreError):
@@ -46,6 +57,7 @@ def open_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "handle_error", _sqlite_not_text)
         try:
             private_sqlite_file(engine.url.database)
         except OSError as exc:
@@ -366,6 +378,18 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN")  # a snapshot, no lock: readers never hold the lock writers wait for
     else:
         connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
+
+
+_UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']*)'")  # CPython's sqlite3, fixed wording
+
+
+def _sqlite_not_text(context: Any) -> None:
+    """SQLite stores whatever bytes it is given as TEXT; the driver then fails on a row's undecodable column while
+    the rows are read, with a message quoting the bytes. That is a NotText naming the column (never the bytes, never
+    the driver's traceback); any other error is left to SQLAlchemy."""
+    found = _UNDECODABLE.match(str(context.original_exception))
+    if isinstance(context.original_exception, sqlite3.OperationalError) and found:
+        raise NotText(found.group(1)[:64]) from None
 
 
 def _sqlite_pragmas(connection: Any, _: Any) -> None:
