@@ -20,6 +20,7 @@ from .executors import Executor, InProcessExecutor, RunExecutorError, open_execu
 from .flows import RunFlows, natures
 from .guards import Answer, GuardKernel, RuleOrigins, guard_rule_parts, guard_rules
 from .home import default_db_url, home
+from .options import RuntimeOptions
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
 from .recordings import RunRecording, recorded_answers, recording_index
@@ -91,7 +92,7 @@ from .state import (
     RunState,
     RunStatus,
 )
-from .store import INTERRUPTED, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
+from .store import INTERRUPTED, Awaiting, EventStore, LeaseHeld, LeaseLost, StoreCorrupt, UnknownRun
 from .terminal import Autopilot, TerminalDriver, check_decision_options, say
 from .tool_round import HELD_FOR_OPERATOR
 from .workflow import AgentSpec, Role, Workflow, WorkflowError, load_workflow, parse_workflow, workflow_of
@@ -144,6 +145,7 @@ __all__ = [
     "ApprovalRequested",
     "Attempt",
     "Autopilot",
+    "Awaiting",
     "CortexError",
     "DecisionConflict",
     "DecisionError",
@@ -186,6 +188,7 @@ __all__ = [
     "RunState",
     "RunStatus",
     "Runtime",
+    "RuntimeOptions",
     "ShadowDisagreed",
     "ShownReason",
     "Signals",

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from .. import tracing
-from ..config import ProjectConfig
 from ..kernel import ContextBudgetError, Memory, Request, check_context, load_program, update_validator
 from ..packets import UpdateValidator, answer_tags, tool_requests
 from ..store import ToolJournal
@@ -23,6 +22,7 @@ from .backends import Backend
 from .context import Fitted, fit_upstream, upstream_room
 from .conversation import Conclusion, Conversation
 from .guards import Answer, PauseDecision, Spent
+from .options import RuntimeOptions
 from .prompts import envelope_schema, system_prompt, user_prompt
 from .run_context import NOTHING_SAID, Answered, RunContext, Said
 from .state import RUNNING, SKIPPED, SUCCEEDED, RunEnded, RunState, add_usage
@@ -53,10 +53,9 @@ class Driver(Protocol):
     """What an attempt needs of the runtime that drives it."""
 
     store: EventStore
-    settings: ProjectConfig
+    options: RuntimeOptions
     memory: Memory | None
     journal: ToolJournal
-    max_rounds: int
     tool_round: ToolRound
 
     def backend_for(self, ctx: RunContext, spec: AgentSpec) -> Backend: ...
@@ -151,8 +150,8 @@ class Attempts:
         """What memory holds for an agent: the run's notes, the most recent long-term entries and the vector
         entries most similar to its instructions (``memory.recall`` of each stored tier)."""
         remembered = list(state.notes.items())
-        if self.driver.memory is not None and self.driver.settings.memory.recall:
-            limit = self.driver.settings.memory.recall
+        if self.driver.memory is not None and self.driver.options.memory_recall:
+            limit = self.driver.options.memory_recall
             remembered += self.driver.memory.long_term(limit)
             for key, _ in self.driver.memory.similar(instructions, limit):
                 remembered.append((key, self.driver.memory.text(key) or ""))
@@ -278,7 +277,7 @@ class Attempts:
         conclusion = Conclusion()
         profile = ctx.limits.shard(spec.id.split("_", 1)[0])  # coder_x → the coder profile, else main
         conversation.temperature = profile.temperature
-        for round_number in range(1, self.driver.max_rounds + 1):
+        for round_number in range(1, self.driver.options.max_rounds + 1):
             try:
                 check_context(profile, "\n".join(m["content"] for m in conversation.messages))
             except ContextBudgetError as exc:
@@ -295,7 +294,7 @@ class Attempts:
                 conclusion.error_kind = "tool_requests"
                 return conclusion
             requests = [Request.of(r) for r in valid]
-            if not requests or round_number == self.driver.max_rounds:
+            if not requests or round_number == self.driver.options.max_rounds:
                 tags = answer_tags(gated.surface)
                 conclusion.status_tag, conclusion.bypass = tags.status, tags.bypass
                 return conclusion
