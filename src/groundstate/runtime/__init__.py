@@ -23,6 +23,7 @@ from .home import default_db_url, home
 from .options import RuntimeOptions
 from .pauses import age, current_instructions, pause_json, pauses_json
 from .policy import PinnedPolicy, PolicyPinError
+from .progress import closing, opening
 from .recordings import RunRecording, recorded_answers, recording_index
 from .replay import RunFlip, RunReplay, replay_reports, replay_runs
 from .reported import REPLAY_TIME_LIMIT_S, SHADOW_TIME_LIMIT_S
@@ -206,6 +207,7 @@ __all__ = [
     "body_of",
     "check_decision_options",
     "check_model_spec",
+    "closing",
     "configured_runtime",
     "current_instructions",
     "dag_view",
@@ -219,6 +221,7 @@ __all__ = [
     "make_backend",
     "natures",
     "open_executor",
+    "opening",
     "parse_workflow",
     "pause_json",
     "pauses_json",

@@ -29,11 +29,12 @@ from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .options import RuntimeOptions
 from .policy import PinnedPolicy
+from .progress import all_settled, closing, opening
 from .recordings import RunRecording
 from .reported import ReportedGuards
 from .run_context import RunContext
 from .run_log import RunLog
-from .state import AWAITING_APPROVAL, FAILED, PENDING, RUNNING, SETTLED, TERMINAL, NodeStatus, RunEnded, RunState
+from .state import AWAITING_APPROVAL, FAILED, RUNNING, TERMINAL, RunEnded, RunState
 from .store import EventStore, LeaseHeld, LeaseLost
 from .workflow import AgentSpec, agent_tool_name, is_mcp_tool, workflow_of
 
@@ -111,11 +112,9 @@ class Segments:
         tasks: dict[str, asyncio.Task[None]] = {}
         renewer = asyncio.create_task(self._renew(run_id, holder, tasks))
         try:
-            if state.status == PENDING:
-                ctx.log.emit(ev.RunStarted(model=state.model, driver=holder))
-            else:
-                restarted = [a for a, n in state.nodes.items() if n.status == NodeStatus.RUNNING]
-                ctx.log.emit(ev.RunResumed(restarted=restarted, driver=holder))
+            started = opening(state, holder)
+            ctx.log.emit(started)
+            if isinstance(started, ev.RunResumed):
                 self.host.attempts.calls_in_doubt(ctx)
             await self._schedule(ctx, tasks)
             self._conclude(ctx)
@@ -133,18 +132,16 @@ class Segments:
         return store.state(run_id)
 
     def _conclude(self, ctx: RunContext) -> None:
-        """No agent is running: the run completed when every agent settled, else it cannot proceed."""
+        """No agent is running: the run's ending as ``progress.closing`` decides it (a completed run counts
+        towards the quarantine of learned rules first)."""
         state = self.host.store.state(ctx.run_id)
-        if state.status != RUNNING:
-            return
-        if all(n.status in SETTLED for n in state.nodes.values()):
-            summary = {a: n.status.value for a, n in state.nodes.items()}
+        learned = []
+        if state.status == RUNNING and all_settled(state):
             learned = [{"rule": r.number, "remaining": r.remaining}
                        for r in count_completed_run(self.host.options.learned.file())]  # fmt: skip
-            ctx.log.emit(ev.RunCompleted(summary=summary, learned=learned).leaving_out("learned"))
-        else:
-            stuck = sorted(a for a, n in state.nodes.items() if n.status not in SETTLED)
-            ctx.log.emit(ev.RunFailed(error=f"agents that cannot proceed: {', '.join(stuck)}"))
+        ending = closing(state, learned)
+        if ending is not None:
+            ctx.log.emit(ending)
 
     async def _schedule(self, ctx: RunContext, tasks: dict[str, asyncio.Task[None]]) -> None:
         """Start every agent that is ready, as the ones before it settle, until none is running."""
