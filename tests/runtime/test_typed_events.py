@@ -69,6 +69,16 @@ def test_the_fixtures_cover_every_event_type() -> None:
     assert written == set(EVENT_TYPES)
 
 
+@pytest.mark.parametrize(("event_type", "key"), [
+    (TOOL_RESULT, "journal"),  # a call's result replayed from the journal after a crash
+    ("AgentCompleted", "archived"),  # settled actions retention moved to cold storage
+    (APPROVAL_DECIDED, "instructions"),  # a retry with the operator's new instructions
+    ("RunCreated", "models"),  # the configuration's model for an agent, recorded at creation
+])  # fmt: skip
+def test_the_fixtures_hold_the_rarer_shapes_of_payload(event_type: str, key: str) -> None:
+    assert any(e["type"] == event_type and e["payload"].get(key) for log in release_logs() for e in log["events"])
+
+
 @pytest.mark.parametrize("log", release_logs(), ids=lambda log: f"{log['run_id']}-{log['state']['status']}")
 def test_a_release_log_replays_to_the_state_that_release_replayed(log: dict[str, Any]) -> None:
     state = RunState.replay(log["run_id"], events_of(log))
