@@ -1,7 +1,7 @@
 """The runtime's own overhead: scheduling per node with an instant agent, events per second into SQLite, resume
 time after a restart — next to a plain asyncio scheduler running the same DAG with no store and no guards.
 
-    python bench/runtime/run.py [--rounds 3]   # 1,000-node DAGs, groundstate and LangGraph alternating
+    python bench/runtime/run.py [--rounds 3]   # 1,000-node DAGs, groundstate, LangGraph and DBOS alternating
     python bench/runtime/run.py --quick        # 100 nodes, a smoke test
 
 LangGraph's ``SqliteSaver`` runs at the event store's durability (WAL, ``synchronous=NORMAL``): equal fsync policy,
@@ -103,6 +103,70 @@ def langgraph_peer(nodes: int, folder: Path, checkpointed: bool, width: int = 10
     return compiled - started, time.perf_counter() - compiled, len(set(final["done"]))
 
 
+class DbosPeer:
+    """The same DAG's nodes as the steps of one DBOS Transact workflow (``dbos`` on PyPI), its system database in
+    SQLite at the event store's settings (WAL, ``synchronous=NORMAL``; DBOS leaves SQLite's defaults, a rollback
+    journal with a full sync, so both are set on each of its connections): each step's output checkpointed in its
+    own transaction, as each of our agents' events is. Steps run in the DAG's order (a DBOS workflow is sequential
+    code; with an instant agent the DAG's parallelism buys nothing here either)."""
+
+    def __init__(self, folder: Path) -> None:
+        import sqlite3
+
+        from dbos import DBOS
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        def equal_durability(connection: Any, _record: Any) -> None:
+            if isinstance(connection, sqlite3.Connection):
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")
+
+        event.listen(Engine, "connect", equal_durability)  # every engine created from now on: DBOS's
+        DBOS(config={"name": "bench-runtime", "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}",
+                     "run_admin_server": False})  # fmt: skip
+
+        @DBOS.step()
+        def node(i: int) -> int:
+            return i
+
+        @DBOS.workflow()
+        def dag(nodes: int) -> int:
+            return sum(1 for i in range(nodes) if node(i) == i)
+
+        self.dag = dag
+        DBOS.launch()
+        self.stop = DBOS.destroy
+
+    def run(self, nodes: int) -> tuple[float, int]:
+        """The seconds one workflow of ``nodes`` steps took, and how many steps ran (checked against ours)."""
+        started = time.perf_counter()
+        ran = self.dag(nodes)
+        return time.perf_counter() - started, ran
+
+
+def store_figures(store: EventStore, run_id: str, events: int, quick: bool) -> None:
+    """Events per second into SQLite (one transaction each), and the replay of the measured run by a fresh store."""
+    other = store.create_run("bench", "name: bench\nagents:\n  - id: writer_0\n    instructions: x\n", None)
+    store.append(other, NodeCreated(agent="writer_0"))
+    store.append(other, RunStarted())
+    store.append(other, AgentStarted(attempt=1), "writer_0")  # the events a running agent's calls make
+    count = 2000 if quick else 10000
+    started = time.perf_counter()
+    for i in range(count // 2):
+        call = store.append(other, ToolCall(tool="web_search", target=str(i), payload=""), "writer_0")
+        store.append(other, ToolResult(call=call.seq, tool="web_search", decision="/permit", status="/success",
+                                       output=""), "writer_0")  # fmt: skip
+    rate = count / (time.perf_counter() - started)
+    print(f"events into SQLite      {rate:8.0f} events/s (one transaction each, WAL)")
+
+    fresh = EventStore(store.url)  # a restarted process: no cache
+    started = time.perf_counter()
+    replayed = fresh.state(run_id)
+    resume = time.perf_counter() - started
+    print(f"resume (replay {len(replayed.nodes)} nodes, {events} events)   {resume * 1000:8.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -115,7 +179,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
-        ratios = []
+        dbos = DbosPeer(home)
+        ratios, dbos_ratios = [], []
         for number in range(1, args.rounds + 1):  # alternating: each ratio is within one round, the spread shown
             store = EventStore(f"sqlite:///{home / f'bench-{number}.db'}")
             runtime = Runtime(store, home, backend=InstantBackend(), concurrency=10)
@@ -138,33 +203,23 @@ def main() -> None:
                       f"groundstate is {elapsed / seconds:.2f}x its time (compile {compiling * 1000:.0f} ms + invoke)")
                 if checkpointed:
                     ratios.append(elapsed / seconds)
+            seconds, ran = dbos.run(nodes)  # DBOS in the same round, the same number of durable steps
+            assert ran == nodes, f"DBOS ran {ran} of {nodes} steps"
+            dbos_ratios.append(elapsed / seconds)
+            print(f"round {number}: {'DBOS Transact, SQLite (WAL, NORMAL)':<37} {seconds:8.2f} s   "
+                  f"{seconds / nodes * 1000:7.2f} ms/step   groundstate is {elapsed / seconds:.2f}x its time")
         print(f"groundstate / LangGraph+SqliteSaver at equal durability: {min(ratios):.2f}x to {max(ratios):.2f}x "
               f"over {len(ratios)} rounds (median {sorted(ratios)[len(ratios) // 2]:.2f}x)")
+        print(f"groundstate per node / DBOS per step at equal durability: {min(dbos_ratios):.2f}x to "
+              f"{max(dbos_ratios):.2f}x (median {sorted(dbos_ratios)[len(dbos_ratios) // 2]:.2f}x)")
+        dbos.stop()
 
         started = time.perf_counter()
         asyncio.run(asyncio_peer(nodes))
         peer = time.perf_counter() - started
         print(f"plain asyncio (peer)    {peer:8.4f} s   {peer / nodes * 1000:7.4f} ms/node   no store, no guards")
 
-        other = store.create_run("bench", "name: bench\nagents:\n  - id: writer_0\n    instructions: x\n", None)
-        store.append(other, NodeCreated(agent="writer_0"))
-        store.append(other, RunStarted())
-        store.append(other, AgentStarted(attempt=1), "writer_0")  # the events a running agent's calls make
-        count = 2000 if args.quick else 10000
-        started = time.perf_counter()
-        for i in range(count // 2):
-            call = store.append(other, ToolCall(tool="web_search", target=str(i), payload=""), "writer_0")
-            store.append(other, ToolResult(call=call.seq, tool="web_search", decision="/permit", status="/success",
-                                           output=""), "writer_0")  # fmt: skip
-        rate = count / (time.perf_counter() - started)
-        print(f"events into SQLite      {rate:8.0f} events/s (one transaction each, WAL)")
-
-        fresh = EventStore(store.url)  # a restarted process: no cache
-        started = time.perf_counter()
-        replayed = fresh.state(run_id)
-        resume = time.perf_counter() - started
-        print(f"resume (replay {len(replayed.nodes)} nodes, {events} events)   {resume * 1000:8.1f} ms")
-
+        store_figures(store, run_id, events, args.quick)
 
 if __name__ == "__main__":
     main()
