@@ -162,3 +162,18 @@ def test_a_lone_surrogate_in_what_the_guards_are_told_is_recorded_not_fatal(
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     found = json.loads(replay(tmp_path, "# the shipped rules alone\n", "--run", run_id, "--json").stdout)
     assert found["flips"] == [] and found["unreadable"] == [] and found["replayed"] >= 2
+
+
+def test_a_run_whose_log_cannot_be_read_stops_its_replay_only(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """Found by an attack helper: one run's event that was not UTF-8 ended ``--runs`` (and ``--run``) with exit 2,
+    replaying nothing of the runs that could be read."""
+    damaged, intact = written_run(tmp_path, model), written_run(tmp_path, model)
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        db.execute("UPDATE events SET payload = CAST(x'7bff7d' AS TEXT) WHERE run_id = ? AND seq = 4", (damaged,))
+    for chosen in (["--runs"], ["--run", damaged, "--run", intact]):
+        done = replay(tmp_path, HOLDS_WRITES, *chosen, "--json")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        found = json.loads(done.stdout)
+        assert [(entry["run"], entry["why"].split(": ", 1)[1][:24]) for entry in found["unreadable"]] == \
+            [(damaged, "event 4 cannot be read: ")]  # fmt: skip
+        assert {flip["run"] for flip in found["flips"]} == {intact}

@@ -5,6 +5,7 @@ Both were found by an attack on the typed event log."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -103,3 +104,125 @@ def test_the_console_inbox_and_the_api_list_the_readable_runs_and_name_the_damag
         one = api.get(f"/api/runs/{damaged}")
         assert one.status_code == 500 and one.json()["code"] == "store_failed"
         assert f"run {damaged}: event 4 cannot be read" in one.json()["detail"]
+
+
+# -- found by an attack on the above: damage outside the events table -------------------------------------------
+
+DAMAGED_ROWS = {
+    "a run's text not UTF-8": "UPDATE runs SET pause_reason = {X} WHERE id = '{run}'",
+    "a run's date not a date": "UPDATE runs SET created_at = 'garbage' WHERE id = '{run}'",
+    "a run's date a number": "UPDATE runs SET updated_at = 42 WHERE id = '{run}'",
+    "a run's count not a number": "UPDATE runs SET open_pauses = 'x' WHERE id = '{run}'",
+    "a run's status none a run has": "UPDATE runs SET status = 'exploded' WHERE id = '{run}'",
+    "a lease not UTF-8": "INSERT INTO run_leases VALUES ('{run}', {X}, '2030-01-01 00:00:00')",
+    "a lease's date not a date": "INSERT INTO run_leases VALUES ('{run}', 'h', 'garbage')",
+}
+
+
+def damage(database: Path, statement: str, run_id: str) -> None:
+    with sqlite3.connect(database) as db:
+        db.execute(statement.format(X=NOT_UTF8, run=run_id))
+
+
+@pytest.mark.parametrize("statement", DAMAGED_ROWS.values(), ids=DAMAGED_ROWS.keys())
+def test_a_damaged_run_row_is_listed_apart_by_runs_list_and_runs_pauses(tmp_path: Path, statement: str) -> None:
+    database = tmp_path / "runs.sqlite"
+    store = EventStore(f"sqlite:///{database}")
+    damaged, intact = awaiting_run(store, "the damaged run's reason"), awaiting_run(store, "the intact run's reason")
+    store.engine.dispose()
+    damage(database, statement, damaged)
+    url = f"sqlite:///{database}"
+    listed = groundstate(tmp_path, "runs", "list", "--db", url)
+    assert listed.returncode == 2, listed.stdout + listed.stderr
+    assert f"{intact}  w  awaiting_approval" in listed.stdout
+    assert f"{damaged}  unreadable: run {damaged}: its row cannot be read" in listed.stdout
+    pauses = groundstate(tmp_path, "runs", "pauses", "--db", url)
+    assert pauses.returncode == 2 and "the intact run's reason" in pauses.stdout, pauses.stdout + pauses.stderr
+    assert f"error: run {damaged}: its row cannot be read" in pauses.stderr
+    verified = groundstate(tmp_path, "audit", "verify", "--db", url)
+    assert verified.returncode == 1 and f"{intact}: verified 5 events" in verified.stdout, verified.stdout
+    assert f"{damaged}: not verified: run {damaged}: its row cannot be read" in verified.stdout
+    for done in (listed, pauses, verified):
+        assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_log_cut_short_is_corrupt_not_an_earlier_state(tmp_path: Path) -> None:
+    """Events removed from the end of a log (its row still says how many were written) replayed to the state
+    before them: a run awaiting approval vanished from the inbox with exit 0."""
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    with sqlite3.connect(database) as db:
+        db.execute("DELETE FROM events WHERE run_id = ? AND seq = 5", (run_id,))
+    with pytest.raises(StoreCorrupt, match=rf"run {run_id}: event 5 is missing from the log \(its last event is 4"):
+        EventStore(f"sqlite:///{database}").state(run_id)
+    pauses = groundstate(tmp_path, "runs", "pauses", "--db", f"sqlite:///{database}")
+    assert pauses.returncode == 2 and f"run {run_id}: event 5 is missing" in pauses.stderr
+
+
+def test_terminal_control_in_a_run_id_is_shown_not_obeyed(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    hostile = "run-x\x1b[2J\x1b]0;PWNED\x07\rFAKE"
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("runs", "id"), ("events", "run_id")):
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (hostile, run_id))
+    not_utf8(database, hostile)
+    for command in (("runs", "list"), ("runs", "pauses"), ("audit", "verify")):
+        done = groundstate(tmp_path, *command, "--db", f"sqlite:///{database}")
+        printed = done.stdout + done.stderr
+        assert "run-x\\x1b[2J\\x1b]0;PWNED\\x07\\rFAKE" in printed, (command, printed)
+        assert not any(ch in printed for ch in "\x1b\x07\r"), command
+
+
+def test_a_webhook_outbox_row_that_cannot_be_read_stops_no_command(tmp_path: Path) -> None:
+    """Every command builds a runtime, which queues the outbox's pending notifications: one damaged row made
+    `runs list`, `runs show`, `audit verify` and `serve` fail."""
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    hook = "http://127.0.0.1:9/hook"
+    (tmp_path / "notify.toml").write_text(f'[notify]\nwebhook = "{hook}"\n')
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS notification_outbox (id INTEGER PRIMARY KEY, delivery VARCHAR(64) "
+                   "UNIQUE NOT NULL, kind VARCHAR(20) NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL, created_at "
+                   "DATETIME NOT NULL, status VARCHAR(20) NOT NULL, claimed_until DATETIME, attempts INTEGER NOT "
+                   "NULL, last_error TEXT)")  # fmt: skip
+        for number, body in enumerate((NOT_UTF8, "x'7b7d'")):
+            db.execute(f"INSERT INTO notification_outbox (delivery, kind, url, body, created_at, status, attempts) "
+                       f"VALUES ('d{number}', 'paused', ?, {body}, '2026-01-01 00:00:00', 'pending', 0)", (hook,))
+    env = {"GROUNDSTATE_WEBHOOK_SECRET": "s" * 32}
+    done = subprocess.run([sys.executable, "-m", "groundstate", "runs", "show", run_id, "--db",
+                           f"sqlite:///{database}", "--config", str(tmp_path / "notify.toml")],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, **env, "GROUNDSTATE_HOME": str(tmp_path / "home")})  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr  # shown
+    assert "cannot be read" in done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_console_survives_a_damaged_account_row_and_a_long_hostile_id(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    store = EventStore(f"sqlite:///{database}")
+    intact = awaiting_run(store, "the intact run's reason")
+    damaged = awaiting_run(store, "the damaged run's reason")
+    store.engine.dispose()
+    long_id = "../" + "Z" * 5000 + "?x#y"
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("runs", "id"), ("events", "run_id")):
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (long_id, damaged))
+    not_utf8(database, long_id)
+    with serving(tmp_path, "--db", f"sqlite:///{database}") as console, console.api() as api:
+        approvals = api.get("/api/approvals")
+        assert approvals.status_code == 200 and [p["run_id"] for p in approvals.json()] == [intact]
+        header = approvals.headers["Groundstate-Unreadable-Runs"]
+        assert len(header) <= 4000 and header == "+1 more"  # one id longer than a header line may be
+        home = api.get("/")
+        assert home.status_code == 200
+        assert 'href="/runs/..%2FZZZ' in home.text and 'href="/runs/../' not in home.text  # one path segment
+        token = console.account("dana", "operator")
+        with sqlite3.connect(database) as db:
+            db.execute(f"UPDATE operators SET token_set_at = {NOT_UTF8} WHERE name = 'dana'")
+        with console.api(token) as dana:
+            refused = dana.get("/api/runs")
+        assert refused.status_code == 500 and refused.json()["code"] == "store_failed", refused.text
+        assert "cannot be read" in refused.json()["detail"]

@@ -69,9 +69,11 @@ class NewRun(BaseModel):
 
 @router.get("/runs")
 def api_runs(ops: Ops) -> list[dict[str, Any]]:
-    """Every run, newest first (``run_id``, as ``POST /api/runs`` and ``/api/approvals`` name it)."""
-    return [{"run_id": row["id"], **{k: v for k, v in row.items() if k != "id"}, "created_at": str(row["created_at"]),
-             "updated_at": str(row["updated_at"])} for row in ops.runtime.store.runs()]  # fmt: skip
+    """Every run, newest first (``run_id``, as ``POST /api/runs`` and ``/api/approvals`` name it); a run whose row
+    cannot be read is listed last, its ``status`` ``unreadable`` and its ``problem`` said."""
+    return [{"run_id": row["id"], **{k: v for k, v in row.items() if k != "id"},
+             **{at: str(row[at]) if row[at] is not None else None for at in ("created_at", "updated_at")}}
+            for row in ops.runtime.store.runs()]  # fmt: skip
 
 
 @router.post("/runs", status_code=201)
@@ -117,6 +119,22 @@ async def api_decide(run_id: str, body: Decision, ops: Ops, who: Who) -> dict[st
 
 
 UNREADABLE_HEADER = "Groundstate-Unreadable-Runs"
+MAX_HEADER_CHARS = 4000  # well under the 8 KiB a proxy or a client reads in one header line
+
+
+def unreadable_header(run_ids: list[str]) -> str:
+    """The unreadable runs' ids for the header, percent-encoded and comma-separated; past ``MAX_HEADER_CHARS`` (ids
+    written into the store by hand can be of any length) the rest are counted, ``+N more`` (``GET /api/runs`` lists
+    them all)."""
+    shown: list[str] = []
+    used = 0
+    for number, run_id in enumerate(run_ids):
+        encoded = quote(run_id, safe="")
+        if used + len(encoded) + 1 > MAX_HEADER_CHARS:
+            return ",".join([*shown, f"+{len(run_ids) - number} more"])
+        shown.append(encoded)
+        used += len(encoded) + 1
+    return ",".join(shown)
 
 
 @router.get("/approvals")
@@ -126,7 +144,7 @@ def api_approvals(ops: Ops, response: Response) -> list[dict[str, Any]]:
     and named in the ``Groundstate-Unreadable-Runs`` header (comma-separated ids; ``GET /api/runs/ID`` says why)."""
     awaiting = ops.runtime.store.awaiting()
     if awaiting.unreadable:
-        response.headers[UNREADABLE_HEADER] = ",".join(quote(run_id, safe="") for run_id in awaiting.unreadable)
+        response.headers[UNREADABLE_HEADER] = unreadable_header(list(awaiting.unreadable))
     return [pause for state in awaiting.states for pause in pauses_json(state)]
 
 

@@ -7,6 +7,7 @@ import json
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -24,6 +25,8 @@ from .views import layers, why_json
 
 HERE = Path(str(resources.files("groundstate.console")))
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+# a run id in a link is one path segment, whatever it holds (an id written into the store by hand: "../x?y#z")
+templates.env.filters["segment"] = lambda value: quote(str(value), safe="")
 router = APIRouter()
 Ops = Annotated[Operations, Depends(operations)]
 Keys = Annotated[Secrets, Depends(secrets_of)]

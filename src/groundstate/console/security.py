@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 
-from ..errors import AccessError, AuthenticationError
+from ..errors import AccessError, AuthenticationError, GroundstateError
 from ..store import ACT, ADMINISTER, SEE, Operator, Operators
 from .auth import COOKIE, derived, same
 from .problems import problem_response
@@ -89,7 +89,10 @@ def install(app: FastAPI, secrets: Secrets, public: tuple[str, ...] = ()) -> Non
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Handler) -> Response:
-        return await _authenticated(request, call_next, secrets, open_paths)
+        try:
+            return await _authenticated(request, call_next, secrets, open_paths)
+        except GroundstateError as exc:  # the account's row itself cannot be read: the JSON answer, no traceback
+            return problem_response(exc)
 
     @app.middleware("http")
     async def protective_headers(request: Request, call_next: Handler) -> Response:

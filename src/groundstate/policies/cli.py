@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from datetime import UTC, datetime
@@ -120,16 +121,17 @@ def replay(
 def _replay_runs(policy: list[Path], chosen: list[str], since: datetime | None, as_json: bool, db: str | None,
                  config: Path | None) -> None:  # fmt: skip
     """``policy replay --run/--runs``: the runs' recorded checkpoints under the candidate's guard rules."""
-    from ..runtime import configured_runtime, guard_rule_parts, replay_runs
+    from ..runtime import StoreCorrupt, configured_runtime, guard_rule_parts, replay_runs
     from ..store import aware
 
     try:
         runtime = configured_runtime(db, config)
         rules = guard_rule_parts(policy, runtime.settings.policy.disable_guards)
-        ids = chosen or [row["id"] for row in reversed(runtime.store.runs())
-                         if since is None or aware(row["created_at"]) >= since]  # fmt: skip
+        ids = chosen or [row["id"] for row in reversed(runtime.store.runs())  # an unreadable row has no date: kept
+                         if since is None or row["created_at"] is None or aware(row["created_at"]) >= since]
         for run_id in chosen:
-            runtime.store.state(run_id)  # UnknownRun names a run that is not in the store
+            with contextlib.suppress(StoreCorrupt):  # its replay says it cannot be read; the others go on
+                runtime.store.state(run_id)  # UnknownRun names a run that is not in the store
         found = replay_runs(runtime.store, ids, rules)
     except GroundstateError as exc:
         raise typer.Exit(_refused(exc)) from None

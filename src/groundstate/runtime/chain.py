@@ -71,6 +71,8 @@ class Verdict:
             return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}; {self.signed}"
         if self.how == "unsigned":
             return f"{self.run_id}: not verified: {self.detail}"
+        if self.seq is None:  # the run's row, not one of its events
+            return f"{self.run_id}: not verified: {self.detail}"
         return f"{self.run_id}: event {self.seq} was {self.how}: {self.detail}"
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator, verify_store
+from .chain import Verdict
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, open_executor
@@ -19,8 +20,8 @@ from .home import home
 from .pauses import age, pauses_json
 from .runner import Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
-from .store import INTERRUPTED, LeaseHeld, StoreCorrupt
-from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say
+from .store import INTERRUPTED, UNREADABLE, LeaseHeld, StoreCorrupt
+from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say, terminal_safe
 from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
@@ -47,7 +48,7 @@ def _runtime(db: str | None, concurrency: int = 4, config: Path | None = None) -
 
 def _failed(error: GroundstateError) -> int:
     """Print the refusal where the run's live view prints, and give its kind's exit code (errors.EXIT_CODES)."""
-    console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)  # one line, as the user reads it
+    say(console, f"error: {error}")  # one line, as the user reads it
     return exit_code(error)
 
 
@@ -139,8 +140,11 @@ def audit_verify(
     try:
         runtime = _runtime(db, config=config)
         store, key, required = runtime.store, runtime.settings.audit.verifying_key(), runtime.settings.audit.sign
-        ids = [run_id] if run_id is not None else [row["id"] for row in reversed(store.runs())]
+        listed = [] if run_id is not None else list(reversed(store.runs()))
+        ids = [run_id] if run_id is not None else [row["id"] for row in listed if row["status"] != UNREADABLE]
         verdicts = [store.verify(one, key, required) for one in ids]
+        verdicts += [Verdict(row["id"], False, 0, 0, "", None, "changed", row["problem"])
+                     for row in listed if row["status"] == UNREADABLE]  # fmt: skip
         orphaned = store.orphaned() if run_id is None else []  # events whose run's row was removed
         whole = verify_store(store.engine, key, required) if run_id is None else None
     except GroundstateError as exc:
@@ -172,13 +176,19 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
         rows = _runtime(db, config=config).store.runs()
     except GroundstateError as exc:
         raise typer.Exit(_failed(exc)) from None
+    unreadable = [row for row in rows if row["status"] == UNREADABLE]
     for row in rows:
+        if row in unreadable:
+            say(console, f"{row['id']}  unreadable: {row['problem']}")
+            continue
         more = f" (+{row['open_pauses'] - 1} more open: groundstate runs pauses {row['id']})" \
             if row["open_pauses"] > 1 else ""  # fmt: skip
         paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}{more}" if row["pause_reason"] else ""
         gone = f" — its driver is gone; resume with: groundstate runs resume {row['id']}" if row["status"] == \
             INTERRUPTED else ""  # fmt: skip
         say(console, f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}")
+    if unreadable:  # listed with the others; the exit code says the store holds damage
+        raise typer.Exit(exit_code(StoreCorrupt(unreadable[0]["problem"])))
 
 
 @runs_app.command("show")
@@ -258,7 +268,7 @@ def list_pauses(
     if not as_json and not any(state.pauses for state in states):
         say(console, "no open pause" + (f" in run {run_id}" if run_id else ""))
     for damaged in unreadable.values():  # listed apart, after the pauses that could be read; the exit code says it
-        typer.echo(f"error: {damaged}", err=True)
+        typer.echo(terminal_safe(f"error: {damaged}"), err=True)
     if unreadable:
         raise typer.Exit(exit_code(next(iter(unreadable.values()))))
 

@@ -9,11 +9,15 @@ receiver drops duplicates by ``X-Groundstate-Delivery``): delivery is at least o
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Table, Text, insert, or_, select, update
 
+from ..errors import StoreError
 from ..store import create_tables, reading
+
+log = logging.getLogger("groundstate.notify")
 
 PENDING, DELIVERED, GIVEN_UP = "pending", "delivered", "given_up"
 
@@ -58,14 +62,29 @@ class Outbox:
         return taken.rowcount == 1
 
     def pending(self, url: str) -> list[tuple[str, str, bytes]]:
-        """(delivery, kind, body) of every pending notification to ``url`` nobody holds, oldest first."""
+        """(delivery, kind, body) of every pending notification to ``url`` nobody holds, oldest first. A row that
+        cannot be read (changed outside groundstate: bytes no UTF-8 text holds, a value of another type) is left
+        where it is and logged — never a failure of the process that starts (every command builds a runtime)."""
         now = datetime.now(UTC)
+        found = []
         with reading(self.engine) as db:
-            rows = db.execute(select(outbox.c.delivery, outbox.c.kind, outbox.c.body).where(
+            ids = db.execute(select(outbox.c.id).where(
                 outbox.c.url == url, outbox.c.status == PENDING,
                 or_(outbox.c.claimed_until.is_(None), outbox.c.claimed_until < now),
-            ).order_by(outbox.c.id)).all()  # fmt: skip
-        return [(row.delivery, row.kind, row.body.encode("utf-8")) for row in rows]
+            ).order_by(outbox.c.id)).scalars().all()  # fmt: skip
+            for row_id in ids:
+                try:
+                    row = db.execute(select(outbox.c.delivery, outbox.c.kind, outbox.c.body)
+                                     .where(outbox.c.id == row_id)).one()  # fmt: skip
+                    if not all(isinstance(value, str) for value in row):
+                        raise TypeError("a value that is not text")
+                    found.append((row.delivery, row.kind, row.body.encode("utf-8")))
+                except StoreError as exc:  # NotText: it says the column and how the store was changed
+                    log.warning("notification %s in the outbox cannot be read: %s; left unsent", row_id, exc)
+                except (ValueError, TypeError) as exc:
+                    log.warning("notification %s in the outbox cannot be read (%s); the store was changed outside "
+                                "groundstate; left unsent", row_id, exc)  # fmt: skip
+        return found
 
     def close(self, delivery: str, status: str, attempts: int, error: str | None) -> None:
         """The notification was delivered, or given up after ``attempts`` (with the last error)."""

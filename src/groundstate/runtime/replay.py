@@ -21,7 +21,7 @@ from ..errors import GroundstateError
 from .guards import Approval, GuardKernel, RuleOrigins
 from .policy import PinnedPolicy
 from .reported import CHECKPOINTS, REPLAY_TIME_LIMIT_S, Decision, apply
-from .store import EventStore
+from .store import EventStore, StoreCorrupt, UnknownRun
 from .workflow import Workflow, workflow_of
 
 
@@ -65,7 +65,11 @@ def replay_runs(store: EventStore, run_ids: list[str], candidate: list[tuple[str
 
 def _replay_run(store: EventStore, run_id: str, rules: str, scratch: Path, found: RunReplay,
                 origins: RuleOrigins) -> None:  # fmt: skip
-    state = store.state(run_id)
+    try:
+        state = store.state(run_id)
+    except (StoreCorrupt, UnknownRun) as exc:  # this run's log (or row) cannot be read: said, the others replay
+        found.unreadable.append((run_id, str(exc)))
+        return
     reports = store.guard_reports(run_id)
     if state.policy is None or not reports:
         found.unreadable.append((run_id, "no guard reports recorded (a run from before they were kept, or one "

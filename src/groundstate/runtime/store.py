@@ -49,7 +49,9 @@ from ..store import (
     gone_here,
     hot_transaction,
     open_engine,
+    printable,
     reading,
+    rows_apart,
     signature_of,
 )
 from . import chain
@@ -108,6 +110,33 @@ leases = Table(
 
 Builder = Callable[[RunState], ev.Planned]  # the events that follow, from the run's state
 INTERRUPTED = "interrupted"  # listed for a running run whose driver's lease has expired
+UNREADABLE = "unreadable"  # listed for a run whose row cannot be read (changed outside groundstate)
+_RUN_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "name": (str,), "status": (str,), "created_at": (datetime,), "updated_at": (datetime,),
+    "last_seq": (int,), "paused_agent": (str, type(None)), "pause_reason": (str, type(None)),
+    "open_pauses": (int, type(None)), "chain": (str, type(None)), "chain_signature": (str, type(None)),
+}  # fmt: skip
+_LEASE_TYPES: dict[str, tuple[type, ...]] = {"run_id": (str,), "holder": (str,), "expires_at": (datetime,)}
+_STATUSES = frozenset(status.value for status in RunStatus)
+
+
+def _misfit(row: dict[str, Any], types: dict[str, tuple[type, ...]]) -> str | None:
+    """Why a row of ``runs`` or ``run_leases`` is not one groundstate wrote, or None: a value of another type (SQLite
+    keeps what it is given: an open_pauses of ``'x'``), a boolean for a number, a status no run has."""
+    for column, allowed in types.items():
+        value = row.get(column)
+        if not isinstance(value, allowed) or isinstance(value, bool):
+            return f"its {column} holds {type(value).__name__}, not what groundstate writes there"
+    if "status" in types and row["status"] not in _STATUSES:
+        return "its status is none a run has"
+    return None
+
+
+def _unreadable(run_id: str, why: str) -> dict[str, Any]:
+    """A run's listing when its row cannot be read: every key a listing has, the status ``unreadable``, and why."""
+    return {"id": run_id, "name": "", "status": UNREADABLE, "created_at": None, "updated_at": None, "last_seq": 0,
+            "paused_agent": None, "pause_reason": None, "open_pauses": 0, "chain": None, "chain_signature": None,
+            "problem": f"run {run_id}: its row cannot be read ({why}); the store was changed outside groundstate"}
 
 
 class UnknownRun(NotFoundError, StoreError, ConfigurationError):
@@ -203,7 +232,7 @@ class EventStore:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
             state = self._cache.pop(run_id, None)
             if state is None or state.last_seq != last_seq:  # another process wrote: replay
-                state = self._state(db, run_id)
+                state = self._state(db, run_id, last_seq)
             for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
                 # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
                 db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, default=str)))
@@ -344,7 +373,7 @@ class EventStore:
             cached = self._cache.get(run_id)
             if cached is not None and cached.last_seq == row.last_seq:
                 return cached
-            state = self._cache[run_id] = self._state(db, run_id)
+            state = self._cache[run_id] = self._state(db, run_id, row.last_seq)
             return state
 
     def _last_seq(self, run_id: str) -> int | None:
@@ -372,19 +401,34 @@ class EventStore:
         return cached if cached is not None else self.state(run_id)
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run, newest first; a running run whose driver's lease has lapsed is listed as interrupted."""
+        """Every run, newest first; a running run whose driver's lease has lapsed is listed as interrupted. A run
+        whose row (or lease) cannot be read — changed outside groundstate — is listed last as ``unreadable``, with
+        the ``problem``: one damaged row never hides the others."""
         now = datetime.now(UTC)
         with reading(self.engine) as db:
-            rows = db.execute(select(runs).order_by(runs.c.created_at.desc(), runs.c.id.desc())).mappings().all()
-            live = {r.run_id for r in db.execute(select(leases))
-                    if aware(r.expires_at) > now and not gone_here(r.holder)}  # fmt: skip
-        listed = [dict(row) for row in rows]
-        for row in listed:
+            rows, apart = rows_apart(db, runs, runs.c.id)
+            held, damaged = rows_apart(db, leases, leases.c.run_id)
+        unread = dict(damaged)
+        live = set()
+        for lease in held:
+            problem = _misfit(lease, _LEASE_TYPES)
+            if problem is not None:
+                unread[printable(lease["run_id"])] = problem
+            elif aware(lease["expires_at"]) > now and not gone_here(lease["holder"]):
+                live.add(lease["run_id"])
+        listed = []
+        for row in rows:
+            problem = _misfit(row, _RUN_TYPES) or (f"its lease: {unread[row['id']]}" if row["id"] in unread else None)
+            if problem is not None:
+                apart.append((printable(row["id"]), problem))
+                continue
             if row["open_pauses"] is None:  # written before the count was kept: its leading pause, if any
                 row["open_pauses"] = 1 if row["status"] == RunStatus.AWAITING_APPROVAL else 0
             if row["status"] == RunStatus.RUNNING and row["id"] not in live:
                 row["status"] = INTERRUPTED
-        return listed
+            listed.append(row)
+        listed.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+        return listed + [_unreadable(run_id, why) for run_id, why in apart]
 
     def awaiting(self, rows: list[dict[str, Any]] | None = None) -> Awaiting:
         """The state of every run awaiting approval, newest first (from ``rows``, a ``runs()`` listing the caller
@@ -393,15 +437,23 @@ class EventStore:
         listed = self.runs() if rows is None else rows
         found = Awaiting([], {})
         for row in listed:
-            if row["status"] == RunStatus.AWAITING_APPROVAL:
+            if row["status"] == UNREADABLE:  # what it awaits cannot be known: listed apart with the others
+                found.unreadable[row["id"]] = StoreCorrupt(row["problem"])
+            elif row["status"] == RunStatus.AWAITING_APPROVAL:
                 try:
                     found.states.append(self.state(row["id"]))
                 except StoreCorrupt as exc:
                     found.unreadable[row["id"]] = exc
         return found
 
-    def _state(self, db: Any, run_id: str) -> RunState:
+    def _state(self, db: Any, run_id: str, last_seq: Any) -> RunState:
+        """The run replayed from its log, which must reach ``last_seq``, the last event its row says was written (a
+        log cut short — events removed outside groundstate — would replay to an earlier state, silently)."""
         history = self._events(db, run_id, 0)
+        if isinstance(last_seq, int) and len(history) < last_seq:
+            raise StoreCorrupt(f"run {run_id}: event {len(history) + 1} is missing from the log (its last event "
+                               f"is {len(history)}, the run's row says {last_seq}); the store was changed outside "
+                               "groundstate")  # fmt: skip
         try:
             return RunState.replay(run_id, history)
         except EventRefused as exc:

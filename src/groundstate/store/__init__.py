@@ -19,8 +19,10 @@ from .database import (
     hot_transaction,
     in_store,
     open_engine,
+    printable,
     private_sqlite_file,
     reading,
+    rows_apart,
     within,
 )
 from .holders import gone_here, this_process
@@ -77,9 +79,11 @@ __all__ = [
     "in_store",
     "may",
     "open_engine",
+    "printable",
     "private_sqlite_file",
     "reading",
     "roles",
+    "rows_apart",
     "signature_of",
     "this_process",
     "token_hash",

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, make_url, text
+from sqlalchemy import Column, Connection, Engine, Table, create_engine, event, inspect, make_url, select, text
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError, SQLAlchemyError
 
 from ..errors import StoreError
@@ -378,6 +378,37 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN")  # a snapshot, no lock: readers never hold the lock writers wait for
     else:
         connection.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock at once: no stale read before a write
+
+
+def rows_apart(db: Connection, table: Table, key: Column[Any]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """Every row of ``table`` as a dict — and apart, each row that cannot be read, as (its ``key`` as printable
+    text, why): bytes no UTF-8 text holds, or a value the column's type cannot take (``created_at = 'garbage'``).
+    SQLite keeps whatever was written into it, so one row changed outside groundstate must not make the whole
+    table unreadable; the rows are first read at once, and one by one (by ``rowid``) only when that fails. Other
+    databases check types and encodings as they store: there a failure is raised as it is."""
+    try:
+        return [dict(row) for row in db.execute(select(table)).mappings()], []
+    except (NotText, ValueError, TypeError, OverflowError):
+        if db.dialect.name != "sqlite":
+            raise
+    readable, apart = [], []
+    found = db.execute(text(f"SELECT rowid, CAST({key.name} AS BLOB) FROM {table.name} ORDER BY rowid")).all()
+    for rowid, raw in found:
+        try:
+            row = db.execute(select(table).where(text("rowid = :rowid").bindparams(rowid=rowid))).mappings().one()
+            readable.append(dict(row))
+        except (NotText, ValueError, TypeError, OverflowError) as exc:
+            apart.append((printable(raw), _first_line(exc)))
+    return readable, apart
+
+
+def printable(value: Any, most: int = 200) -> str:
+    """``value`` as one line a terminal shows as it is: bytes decoded (what is no UTF-8 escaped), control characters
+    — an escape sequence, a carriage return, a newline — written as escapes, at most ``most`` characters."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "backslashreplace")
+    shown = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(value))
+    return shown if len(shown) <= most else shown[: most - 1] + "…"
 
 
 _UNDECODABLE = re.compile(r"Could not decode to UTF-8 column '([^']*)'")  # CPython's sqlite3, fixed wording

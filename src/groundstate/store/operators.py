@@ -15,6 +15,8 @@ import hashlib
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,9 +25,17 @@ from sqlalchemy import Column, DateTime, MetaData, String, Table, delete, insert
 from sqlalchemy.exc import IntegrityError
 
 from ..config import home, load_or_create_token
-from ..errors import AccessError, AuthenticationError, InputError, NotFoundError, PolicyError, StateConflict
+from ..errors import (
+    AccessError,
+    AuthenticationError,
+    InputError,
+    NotFoundError,
+    PolicyError,
+    StateConflict,
+    StoreError,
+)
 from . import access
-from .database import aware, create_tables, open_engine, reading
+from .database import NotText, aware, create_tables, open_engine, reading
 
 TOKEN_ENV = "GROUNDSTATE_TOKEN"  # the command line's token; unset: the state directory's console.token
 FIRST_ADMIN = "admin"
@@ -132,19 +142,19 @@ class Operators:
         """The account whose token this is, or None."""
         if not token:
             return None
-        with reading(self.engine) as db:
+        with reading(self.engine) as db, _readable("the account this token names"):
             row = db.execute(select(accounts).where(accounts.c.token_hash == token_hash(token))).mappings().first()
-        return None if row is None else _operator(row)
+            return None if row is None else _operator(row)
 
     def get(self, name: str) -> Operator | None:
         """The account called ``name``, or None."""
-        with reading(self.engine) as db:
+        with reading(self.engine) as db, _readable(f"the account {name!r}"):
             row = db.execute(select(accounts).where(accounts.c.name == name)).mappings().first()
-        return None if row is None else _operator(row)
+            return None if row is None else _operator(row)
 
     def list(self) -> list[Operator]:
         """Every account, by name."""
-        with reading(self.engine) as db:
+        with reading(self.engine) as db, _readable("an account"):
             return [_operator(row) for row in db.execute(select(accounts).order_by(accounts.c.name)).mappings()]
 
     def add(self, name: str, role: str, by: Operator) -> tuple[Operator, str]:
@@ -241,3 +251,17 @@ def _check(name: str, role: str) -> None:
 
 def _operator(row: Any) -> Operator:
     return Operator(row["name"], row["role"], aware(row["created_at"]), row["created_by"], row["token_hash"])
+
+
+@contextmanager
+def _readable(what: str) -> Iterator[None]:
+    """An account's row that cannot be read — changed outside groundstate: a value of another type (a
+    ``created_at`` of ``'garbage'``), bytes no UTF-8 text holds — is a StoreError naming ``what``, never a
+    traceback (the console's every request reads the account first)."""
+    try:
+        yield
+    except NotText as exc:
+        raise StoreError(f"{what} cannot be read: {exc}") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError(f"{what} cannot be read ({type(exc).__name__}: {exc}); the store was changed outside "
+                         "groundstate") from None
