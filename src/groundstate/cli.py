@@ -21,6 +21,7 @@ from typing import Any
 
 from . import __version__
 from .errors import GroundstateError, exit_code
+from .terminal_text import guard_standard_streams
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """The console script: run the command; a GroundstateError is its message on stderr and its kind's exit code."""
+    guard_standard_streams()  # what any command prints is shown, never obeyed (terminal_text.py)
     try:
         arguments = sys.argv[1:]
         if arguments and arguments[0] in LIGHT:  # a click group: run it as it is, typer never imported

@@ -16,7 +16,7 @@ import pytest
 import groundstate
 
 ROOT = Path(groundstate.__file__).parent
-FOUNDATION = {"errors", "safejson", "tools", "tracing"}
+FOUNDATION = {"errors", "safejson", "terminal_console", "terminal_text", "tools", "tracing"}
 LAYERS = {
     "logic": 1,
     "wire": 1,
@@ -32,7 +32,8 @@ LAYERS = {
     "console": 5,
     "policies": 5,
 }
-TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0, "tools": 0, "tracing": 0}
+TOP = {"cli": 6, "__main__": 7, "__init__": 0, "errors": 0, "safejson": 0, "terminal_console": 0, "terminal_text": 0,
+       "tools": 0, "tracing": 0}
 
 
 BUILTIN_ERRORS = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "LookupError", "OSError"}

@@ -171,7 +171,7 @@ def test_terminal_control_in_a_run_id_is_shown_not_obeyed(tmp_path: Path) -> Non
     for command in (("runs", "list"), ("runs", "pauses"), ("audit", "verify")):
         done = groundstate(tmp_path, *command, "--db", f"sqlite:///{database}")
         printed = done.stdout + done.stderr
-        assert "run-x\\x1b[2J\\x1b]0;PWNED\\x07\\rFAKE" in printed, (command, printed)
+        assert "run-x\\u001b[2J\\u001b]0;PWNED\\u0007\\u000dFAKE" in printed, (command, printed)
         assert not any(ch in printed for ch in "\x1b\x07\r"), command
 
 

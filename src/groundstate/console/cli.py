@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 import uvicorn
-from rich.console import Console
 
 from .. import tracing
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION, default_db_url, load_config
@@ -33,10 +32,11 @@ from ..runtime import (
     say,
 )
 from ..store import ACT, SEE, Operators, command_line_operator
+from ..terminal_console import SafeConsole
 from .app import EXAMPLES, create_app
 from .auth import load_or_create_token
 
-console = Console()
+console = SafeConsole()  # model and store text shown, never obeyed (terminal_text.py)
 DEMO = EXAMPLES / "market-brief.yaml"
 DEMO_DECISIONS = 3  # how many pauses demo --decide answers
 

@@ -103,7 +103,7 @@ async def start_page(request: Request, ops: Ops, who: Who) -> Response:
     """Start a bundled example from the runs page."""
     form = await checked_form(request)
     run_id = ops.create(None, str(form.get("example", "")), str(form.get("model") or "") or None, who)
-    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    return RedirectResponse(f"/runs/{quote(run_id, safe='')}", status_code=303)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -142,7 +142,7 @@ async def decide_page(request: Request, run_id: str, ops: Ops, who: Who) -> Resp
         if problem.status != 409:
             raise
         return _run_page(request, run_id, ops, "run.html", f"Not applied: {problem.message}", problem.status)
-    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    return RedirectResponse(f"/runs/{quote(run_id, safe='')}", status_code=303)
 
 
 @router.get("/runs/{run_id}/kernel", response_class=HTMLResponse)

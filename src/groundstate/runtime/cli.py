@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator, verify_store
+from ..terminal_console import SafeConsole
+from ..terminal_text import terminal_safe
 from .chain import Verdict
 from .configured import configured_runtime
 from .display import approval_card, dag_view, usage_line
@@ -21,11 +22,11 @@ from .pauses import age, pauses_json
 from .runner import Runtime
 from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
 from .store import INTERRUPTED, UNREADABLE, LeaseHeld, StoreCorrupt
-from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say, terminal_safe
+from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say
 from .workflow import load_workflow, workflow_of
 
 runs_app = typer.Typer(help="Runs: list, show, decide, repin, resume.", no_args_is_help=True)
-console = Console()
+console = SafeConsole()  # model and store text shown, never obeyed (terminal_text.py)
 
 
 def lease_seconds() -> float:
@@ -186,7 +187,7 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
         paused = f"  paused at {row['paused_agent']}: {row['pause_reason']}{more}" if row["pause_reason"] else ""
         gone = f" — its driver is gone; resume with: groundstate runs resume {row['id']}" if row["status"] == \
             INTERRUPTED else ""  # fmt: skip
-        say(console, f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}")
+        say(console, terminal_safe(f"{row['id']}  {row['name']}  {row['status']}{paused}{gone}", one_line=True))
     if unreadable:  # listed with the others; the exit code says the store holds damage
         raise typer.Exit(exit_code(StoreCorrupt(unreadable[0]["problem"])))
 
@@ -263,12 +264,13 @@ def list_pauses(
                 typer.echo(json.dumps(pause_row, ensure_ascii=False))
             continue
         for pause in state.pauses:
-            say(console, f"{state.run_id}  pause {pause.id}  {pause.agent or '-'}  {pause.category}  "
-                         f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
+            line = (f"{state.run_id}  pause {pause.id}  {pause.agent or '-'}  {pause.category}  "
+                    f"waiting {age(pause)}  {pause.reason}")  # fmt: skip
+            say(console, terminal_safe(line, one_line=True))  # a reason cannot forge a pause line of its own
     if not as_json and not any(state.pauses for state in states):
         say(console, "no open pause" + (f" in run {run_id}" if run_id else ""))
     for damaged in unreadable.values():  # listed apart, after the pauses that could be read; the exit code says it
-        typer.echo(terminal_safe(f"error: {damaged}"), err=True)
+        typer.echo(terminal_safe(f"error: {damaged}", one_line=True), err=True)
     if unreadable:
         raise typer.Exit(exit_code(next(iter(unreadable.values()))))
 

@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import ConfigurationError, GroundstateError, exit_code
+from ..terminal_console import SafeConsole
 from .configured import configured_runtime
 from .executors import ray_head
 from .runner import Runtime
 from .state import AWAITING_APPROVAL, PENDING, RUNNING
 from .store import INTERRUPTED
 
-console = Console()
+console = SafeConsole()  # model and store text shown, never obeyed (terminal_text.py)
 
 
 def worker(

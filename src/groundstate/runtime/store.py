@@ -420,7 +420,7 @@ class EventStore:
         for row in rows:
             problem = _misfit(row, _RUN_TYPES) or (f"its lease: {unread[row['id']]}" if row["id"] in unread else None)
             if problem is not None:
-                apart.append((printable(row["id"]), problem))
+                apart.append((row["id"] if isinstance(row["id"], str) else printable(row["id"]), problem))
                 continue
             if row["open_pauses"] is None:  # written before the count was kept: its leading pause, if any
                 row["open_pauses"] = 1 if row["status"] == RunStatus.AWAITING_APPROVAL else 0

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from ..terminal_text import terminal_safe
 from .decisions import decision_problem
 from .display import approval_card, dag_view
 from .executors import Executor, InProcessExecutor
@@ -41,23 +42,8 @@ def check_decision_options(console: Console, decision: str | None, instructions:
 
 def say(console: Console, text: str) -> None:
     """One line as it is: no markup, no highlighting, never wrapped (links and commands stay usable) — and no
-    control character but newlines and tabs (``terminal_safe``)."""
+    character a terminal acts on (``terminal_text.terminal_safe``; the CLI's consoles escape it too)."""
     console.print(terminal_safe(text), markup=False, highlight=False, soft_wrap=True)
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with every control character but a newline or a tab written as its escape: what a terminal prints
-    comes from a model, a web page or a store someone else could write (a run id holding ``ESC [2J`` cleared the
-    screen, a carriage return overwrote the warning it was in)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" or not _control(ch) else ascii(ch)[1:-1] for ch in text)
-
-
-def _control(ch: str) -> bool:
-    """C0 and C1 control characters and DEL (what a terminal acts on); other unprintable characters are shown."""
-    code = ord(ch)
-    return code < 0x20 or 0x7F <= code < 0xA0
 
 
 @dataclass
