@@ -5,6 +5,7 @@ Both were found by an attack on the typed event log."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.guard import Ledger, McpPolicy
 from groundstate.runtime import AgentStarted, ApprovalRequested, EventStore, NodeCreated, RunStarted, StoreCorrupt
+from groundstate.store import ToolJournal
 
 from ..console.conftest import serving
 from .test_cli_decisions import groundstate
@@ -226,3 +229,53 @@ def test_the_console_survives_a_damaged_account_row_and_a_long_hostile_id(tmp_pa
             refused = dana.get("/api/runs")
         assert refused.status_code == 500 and refused.json()["code"] == "store_failed", refused.text
         assert "cannot be read" in refused.json()["detail"]
+
+
+def test_one_unreadable_ledger_entry_hides_no_other(tmp_path: Path) -> None:
+    """Found by an attack: one held call's row that could not be read (arguments not JSON, a date that is no date,
+    bytes that are not UTF-8) made `approvals list` a traceback or an error hiding every held call."""
+    database = tmp_path / "runs.sqlite"
+    ledger = Ledger(f"sqlite:///{database}")
+    verdict = McpPolicy().decide("git", "git_add", {"files": ["a"]}, "test")
+    damaged = ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=300)
+    intact = ledger.record("git", "git_add", {"files": ["a"]}, "test", verdict, hold_seconds=300)
+    for entry in (damaged, intact):
+        ledger.park(entry)
+    url = f"sqlite:///{database}"
+    for damage_sql in ("arguments = 'not json'", "at = 'garbage'", f"client = {NOT_UTF8}"):
+        with sqlite3.connect(database) as db:
+            db.execute(f"UPDATE mcp_decisions SET {damage_sql} WHERE id = ?", (damaged,))
+        every = groundstate(tmp_path, "approvals", "list", "--all", "--db", url)
+        assert every.returncode == 0 and "Traceback" not in every.stderr, every.stdout + every.stderr
+        listed = {row["id"]: row for row in map(json.loads, every.stdout.splitlines())}
+        assert listed[intact]["status"] == "held" and listed[damaged]["status"] == "unreadable", damage_sql
+        assert "cannot be read" in listed[damaged]["why"]
+        held = groundstate(tmp_path, "approvals", "list", "--db", url)
+        assert [json.loads(line)["id"] for line in held.stdout.splitlines()] == [intact], damage_sql
+
+
+def test_audit_verify_names_a_changed_event_beside_a_store_row_it_cannot_read(tmp_path: Path) -> None:
+    """Found by an attack: one tool-journal row that was not UTF-8 made `audit verify` an error naming only that
+    row, and the run whose event was changed went unnamed."""
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    ToolJournal(f"sqlite:///{database}").begin(f"run:{run_id}/writer_a/1", 1, "read_file", {"path": "a"})
+    with sqlite3.connect(database) as db:
+        db.execute(f"UPDATE tool_journal SET arguments = {NOT_UTF8}")
+        db.execute("UPDATE events SET payload = '{\"attempt\": 7}' WHERE run_id = ? AND seq = 4", (run_id,))
+    verified = groundstate(tmp_path, "audit", "verify", "--db", f"sqlite:///{database}")
+    assert verified.returncode == 1 and "Traceback" not in verified.stderr, verified.stdout + verified.stderr
+    assert f"{run_id}: event 4 was changed" in verified.stdout
+    assert "store: a row of tool_journal was changed: it cannot be read" in verified.stdout
+
+
+def test_a_decision_is_not_reported_failed_when_the_journal_row_it_clears_cannot_be_read(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    ToolJournal(f"sqlite:///{database}").begin(f"run:{run_id}/writer_a/1", 1, "read_file", {"path": "a"})
+    with sqlite3.connect(database) as db:
+        db.execute(f"UPDATE tool_journal SET tool = {NOT_UTF8}")
+    decided = groundstate(tmp_path, "runs", "decide", run_id, "skip", "--db", f"sqlite:///{database}")
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    assert "skip recorded" in decided.stdout and "calls in doubt could not be marked as seen" in decided.stderr
+    assert EventStore(f"sqlite:///{database}").state(run_id).status == "running"

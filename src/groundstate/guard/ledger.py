@@ -40,7 +40,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, NotFoundError, StoreError
 from ..logic import encode_facts
 from ..store import (
     LEDGER,
@@ -58,6 +58,7 @@ from ..store import (
 )
 
 HELD, APPROVED, DENIED, EXPIRED, WITHDRAWN = "held", "approved", "denied", "expired", "withdrawn"
+UNREADABLE = "unreadable"  # listed for an entry whose row cannot be read (changed outside groundstate)
 
 _TABLES = MetaData()
 decisions = Table(
@@ -278,6 +279,8 @@ class Ledger:
         now = datetime.now(UTC)
         live = []
         for entry in self.entries(HELD, limit):
+            if entry.status == UNREADABLE:  # cannot be decided; `approvals list --all` and the console show it
+                continue
             if _abandoned(entry):
                 self.withdraw(entry.id, "the guard process that held it stopped")
             elif entry.expires_at is not None and aware(entry.expires_at) <= now:
@@ -337,17 +340,42 @@ class Ledger:
         return counted
 
     def entries(self, status: str | None = None, limit: int = 200) -> list[Entry]:
-        """The latest entries (held ones only with ``status="held"``), newest first."""
+        """The latest entries (held ones only with ``status="held"``), newest first. An entry whose row cannot be
+        read (changed outside groundstate: bytes that are not UTF-8, arguments that are not JSON, a date that is no
+        date) is listed in its place with the status ``unreadable`` and why — one damaged row never hides the
+        others (the rows are read one by one only when reading them at once fails)."""
         query = select(decisions).order_by(decisions.c.id.desc()).limit(limit)
         if status is not None:
             query = query.where(decisions.c.status == status)
         with reading(self.engine) as db:
-            return [_entry(row) for row in db.execute(query).mappings()]
+            try:
+                return [_entry(row) for row in db.execute(query).mappings()]
+            except _UNREADABLE:
+                pass
+            found = []
+            for entry_id in db.execute(query.with_only_columns(decisions.c.id)).scalars():
+                try:
+                    found.append(_entry(db.execute(select(decisions).where(decisions.c.id == entry_id)).mappings()
+                                        .one()))  # fmt: skip
+                except _UNREADABLE as exc:
+                    found.append(_unreadable(entry_id, exc))
+            return found
 
     @staticmethod
     def _get(db: Any, entry_id: int) -> Entry | None:
         row = db.execute(select(decisions).where(decisions.c.id == entry_id)).mappings().first()
         return None if row is None else _entry(row)
+
+
+_UNREADABLE = (StoreError, ValueError, TypeError, KeyError, AttributeError)  # a row groundstate did not write
+
+
+def _unreadable(entry_id: int, exc: Exception) -> Entry:
+    """The listing of an entry whose row cannot be read: its id, the status ``unreadable``, and why."""
+    why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+    return Entry(entry_id, datetime.fromtimestamp(0, UTC), None, "", "", {}, "", "", "", [],
+                 f"this entry cannot be read ({why[:300]}); the store was changed outside groundstate", UNREADABLE,
+                 None, None)  # fmt: skip
 
 
 def _entry(row: Any) -> Entry:

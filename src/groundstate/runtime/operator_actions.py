@@ -6,6 +6,7 @@ on the run's log, serialised with every other write to it, and the events it app
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import uuid
@@ -22,6 +23,8 @@ from .store import EventStore
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
 from .workflow import parse_workflow
+
+log = logging.getLogger("groundstate.runtime")
 
 
 class OperatorActions:
@@ -43,7 +46,11 @@ class OperatorActions:
         for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
             self.notify(event)
             if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
-                self.journal.resolve(f"run:{run_id}/{event.agent}/", actor, decision)
+                try:
+                    self.journal.resolve(f"run:{run_id}/{event.agent}/", actor, decision)
+                except StoreError as exc:  # the decision is recorded; the calls stay in doubt: the run pauses again
+                    log.warning("run %s: %s is recorded, but the agent's calls in doubt could not be marked as "
+                                "seen (%s); resuming the run pauses it on them again", run_id, decision, exc)
         return self.store.state(run_id)
 
     def expire_pauses(self, now: datetime | None = None) -> list[tuple[str, int, str]]:

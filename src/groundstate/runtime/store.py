@@ -303,7 +303,11 @@ class EventStore:
     def orphaned(self) -> list[str]:
         """Runs whose events remain while their row is gone (removed outside groundstate): ``audit verify``."""
         with reading(self.engine) as db:
-            return [str(run) for (run,) in db.exec_driver_sql(self._hot.orphaned)]
+            try:
+                return [str(run) for (run,) in db.exec_driver_sql(self._hot.orphaned)]
+            except NotText:  # a run id that is not UTF-8 (SQLite only): named by its bytes, escaped
+                raw = "SELECT DISTINCT CAST(run_id AS BLOB) FROM events WHERE run_id NOT IN (SELECT id FROM runs)"
+                return [printable(run) for (run,) in db.exec_driver_sql(raw)]
 
     # -- leases ---------------------------------------------------------------------------------------
     def acquire_lease(self, run_id: str, holder: str, seconds: float) -> None:

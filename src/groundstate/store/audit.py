@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, Text, inspect
 
-from .database import DriverSQL, Executes, create_tables, reading, within
+from .database import DriverSQL, Executes, NotText, create_tables, reading, within
 
 STORE_CHAIN = "store"  # the one chain of a store's ledger and journal rows
 GENESIS = ""
@@ -200,9 +200,16 @@ def verify_store(engine: Engine, key: bytes | None = None, required: bool = Fals
     present = set(inspect(engine).get_table_names())
     driver = DriverSQL(engine)
     with reading(engine) as db:
-        rows = {source.table: {_key_text(row[: len(source.key)]): row_digest(row[len(source.key):])
-                               for row in db.exec_driver_sql(source.select_all())}
-                for source in SOURCES if source.table in present}  # fmt: skip
+        rows: dict[str, dict[str, str]] = {}
+        for source in SOURCES:
+            if source.table not in present:
+                continue
+            try:
+                rows[source.table] = {_key_text(row[: len(source.key)]): row_digest(row[len(source.key):])
+                                      for row in db.exec_driver_sql(source.select_all())}  # fmt: skip
+            except (NotText, ValueError, TypeError) as exc:  # a row groundstate did not write: changed, said
+                return StoreVerdict(False, 0, 0, 0, "", "", 0, f"a row of {source.table}", "changed",
+                                    f"it cannot be read ({exc})")  # fmt: skip
         total = sum(len(found) for found in rows.values())
         if "audit_heads" not in present or "audit_links" not in present:
             verdict = StoreVerdict(True, 0, total, total, "", "unsigned")
