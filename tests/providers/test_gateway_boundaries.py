@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -386,3 +389,24 @@ def test_a_long_run_of_comments_after_the_end_keeps_the_gateway_serving(gateway_
         received = chat(base_url).content
         took = time.monotonic() - started
         assert received == body and took < 10, took
+
+
+def test_ctrl_c_stops_the_gateway_with_the_status_of_an_interrupt(gateway_for: GatewayFor) -> None:
+    """Found by an attack: the gateway exited 0 on SIGINT (uvicorn.run swallowed it) where `serve` and
+    `mcp serve` exit 130, so a supervisor could not tell an interrupted gateway from one that finished."""
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"{}")) as upstream:
+        gateway_for(upstream)
+        [process] = gateway_for.processes  # type: ignore[attr-defined]
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+        assert b"Traceback" not in process.stderr.read()
+
+
+def test_a_gateway_whose_address_is_taken_says_so_and_fails(gateway_for: GatewayFor, tmp_path: Any) -> None:
+    with raw_loopback(answer(b"HTTP/1.1 200 OK\r\n", b"{}")) as upstream:
+        base_url, _ = gateway_for(upstream)
+        listen = base_url.removeprefix("http://").removesuffix("/v1")
+        taken = subprocess.run([sys.executable, "-m", "groundstate", "gateway", "--upstream", upstream, "--listen",
+                                listen], capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+        assert taken.returncode == 3, taken.stdout + taken.stderr
+        assert "address already in use" in taken.stderr.lower() and "Traceback" not in taken.stderr

@@ -658,6 +658,9 @@ def _whole(response: UpstreamReply) -> bool:
     return kind.split(";", 1)[0].strip().lower() == "application/json"
 
 
+STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start (its address taken)
+
+
 def serve(
     upstream: str,
     api: str,
@@ -673,5 +676,8 @@ def serve(
 
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
     # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
+                                           date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC))
+    server.run()  # not uvicorn.run, which swallows the Ctrl+C it re-raises: the gateway exits 130 like serve
+    if not server.started:  # the address was taken, or could not be bound
+        raise SystemExit(STARTUP_FAILURE)

@@ -69,9 +69,7 @@ class Verdict:
         if self.ok:
             before = f" ({self.unchained} earlier events were written before chains)" if self.unchained else ""
             return f"{self.run_id}: verified {self.chained} events, head {self.head or '-'}{before}; {self.signed}"
-        if self.how == "unsigned":
-            return f"{self.run_id}: not verified: {self.detail}"
-        if self.seq is None:  # the run's row, not one of its events
+        if self.how == "unsigned" or self.seq is None:  # no event to name: its signature, or the run's row
             return f"{self.run_id}: not verified: {self.detail}"
         return f"{self.run_id}: event {self.seq} was {self.how}: {self.detail}"
 
