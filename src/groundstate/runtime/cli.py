@@ -179,7 +179,7 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
         raise typer.Exit(_failed(exc)) from None
     unreadable = [row for row in rows if row["status"] == UNREADABLE]
     for row in rows:
-        if row in unreadable:
+        if row["status"] == UNREADABLE:
             say(console, f"{row['id']}  unreadable: {row['problem']}")
             continue
         more = f" (+{row['open_pauses'] - 1} more open: groundstate runs pauses {row['id']})" \
