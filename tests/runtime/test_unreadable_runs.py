@@ -279,3 +279,17 @@ def test_a_decision_is_not_reported_failed_when_the_journal_row_it_clears_cannot
     assert decided.returncode == 0, decided.stdout + decided.stderr
     assert "skip recorded" in decided.stdout and "calls in doubt could not be marked as seen" in decided.stderr
     assert EventStore(f"sqlite:///{database}").state(run_id).status == "running"
+
+
+def test_an_unreadable_rows_id_cannot_forge_a_line_of_runs_list(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
+    forged = "run-a\nrun-b  w  completed"
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("runs", "id"), ("events", "run_id")):
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (forged, run_id))
+        db.execute("UPDATE runs SET status = 'exploded'")  # read, but no status a run has: its real id kept
+    listed = groundstate(tmp_path, "runs", "list", "--db", f"sqlite:///{database}")
+    assert listed.returncode == 2 and listed.stdout.count("\n") == 1, listed.stdout
+    assert listed.stdout.startswith("run-a\\u000arun-b  w  completed  unreadable: ")

@@ -180,7 +180,7 @@ def list_runs(db: str | None = DB_OPTION, config: Path | None = CONFIG_OPTION) -
     unreadable = [row for row in rows if row["status"] == UNREADABLE]
     for row in rows:
         if row["status"] == UNREADABLE:
-            say(console, f"{row['id']}  unreadable: {row['problem']}")
+            say(console, terminal_safe(f"{row['id']}  unreadable: {row['problem']}", one_line=True))
             continue
         more = f" (+{row['open_pauses'] - 1} more open: groundstate runs pauses {row['id']})" \
             if row["open_pauses"] > 1 else ""  # fmt: skip
