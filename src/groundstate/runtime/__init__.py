@@ -11,7 +11,17 @@ event log's vocabulary, workflows, model backends, cortex patterns, and the term
 
 from ..errors import StoreError
 from .attempts import Attempt, attempts_of
-from .backends import HTTPBackend, LocalBackend, ModelSpecError, Piece, Signals, check_model_spec, make_backend
+from .backends import (
+    GrantUnverified,
+    HTTPBackend,
+    LocalBackend,
+    ModelSpecError,
+    Piece,
+    Signals,
+    check_model_spec,
+    make_backend,
+    origin_of,
+)
 from .configured import configured_runtime
 from .cortex import CortexError, Pattern, load_patterns
 from .decisions import DECISIONS, DecisionConflict, DecisionError, decision_events, repin_events
@@ -156,6 +166,7 @@ __all__ = [
     "EventRefused",
     "EventStore",
     "Executor",
+    "GrantUnverified",
     "GuardKernel",
     "HTTPBackend",
     "InProcessExecutor",
@@ -222,6 +233,7 @@ __all__ = [
     "natures",
     "open_executor",
     "opening",
+    "origin_of",
     "parse_workflow",
     "pause_json",
     "pauses_json",

@@ -12,9 +12,11 @@ operator's configuration or own ``--model`` names, never to a URL a workflow fil
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -184,6 +186,47 @@ class HTTPBackend:
                 yield Piece(usage=(event.input_tokens or 0, event.output_tokens or 0))
 
 
+class GrantUnverified(ConfigurationError):
+    """A run's record grants the provider key to an endpoint, and the grant does not verify with the key."""
+
+
+_GRANT_PURPOSE = b"groundstate grants GROUNDSTATE_API_KEY to the origin "
+
+
+def provider_key() -> str | None:
+    """The provider key of this process's environment (None when unset or empty: nothing to send)."""
+    return os.environ.get("GROUNDSTATE_API_KEY") or None
+
+
+def grant_of(origin: str, key: str) -> str:
+    """The proof, kept in a run's record, that the operator's own ``--model`` named ``origin``: an HMAC of the origin
+    keyed by the provider key itself. Whoever can write the store but does not hold the key cannot grant the key to
+    an endpoint of their own; whoever holds the key needs no grant."""
+    return hmac.new(key.encode(), _GRANT_PURPOSE + origin.encode(), hashlib.sha256).hexdigest()
+
+
+def granted_origins(run_id: str, claimed: Collection[str], grants: dict[str, str],
+                    configured: frozenset[str]) -> frozenset[str]:  # fmt: skip
+    """The origins of a run's record that may receive the provider key: each one the record claims must carry its
+    grant (``grant_of``) for the key in the environment, unless the configuration names it anyway. A claim that does
+    not verify — the store was edited, or the run was created with another key (or none) — is GrantUnverified, so
+    the run says why instead of sending the key, or silently not sending it and failing at the provider."""
+    key = provider_key()
+    if key is None or not claimed:
+        return frozenset()
+    def proven(origin: str) -> bool:
+        return hmac.compare_digest(str(grants.get(origin, "")).encode(), grant_of(origin, key).encode())
+
+    refused = sorted(origin for origin in set(claimed) - configured if not proven(origin))
+    if refused:
+        raise GrantUnverified(
+            f"run {run_id}: its record grants GROUNDSTATE_API_KEY to {', '.join(refused)}, and the grant does not "
+            "verify with the key in the environment (the run was created with another key or none, or its record "
+            "was edited); the key was not sent. Name the endpoint in the configuration's [models] to send it the "
+            "key, or start the run again with --model")  # fmt: skip
+    return frozenset(claimed)
+
+
 def make_backend(spec: str, *, credentialed: bool = False) -> Backend:
     """The model backend a ``--model`` spec names: ``local``, ``local:PATH.gguf`` or ``API:MODEL@URL``
     (ModelSpecError saying what is wrong otherwise). ``credentialed``: the operator named this endpoint, so it gets
@@ -193,7 +236,7 @@ def make_backend(spec: str, *, credentialed: bool = False) -> Backend:
         return LocalBackend(spec.partition(":")[2] or None)
     api, _, rest = spec.partition(":")
     model, _, url = rest.partition("@")
-    return HTTPBackend(api, model, url, os.environ.get("GROUNDSTATE_API_KEY") if credentialed else None)
+    return HTTPBackend(api, model, url, provider_key() if credentialed else None)
 
 
 def origin_of(spec: str | None) -> str | None:

@@ -20,7 +20,7 @@ from .executors import Executor, open_executor
 from .home import home
 from .pauses import age, pauses_json
 from .runner import Runtime
-from .state import AWAITING_APPROVAL, COMPLETED, SUCCEEDED, RunState
+from .state import ABORTED, AWAITING_APPROVAL, COMPLETED, FAILED, SUCCEEDED, RunState
 from .store import INTERRUPTED, UNREADABLE, LeaseHeld, StoreCorrupt
 from .terminal import Autopilot, TerminalDriver, ask_in_terminal, check_decision_options, say
 from .workflow import load_workflow, workflow_of
@@ -89,8 +89,9 @@ def _drive(
         executor.close()
         runtime.close()  # notifications ([notify]) still being delivered
     nothing = state.status == COMPLETED and not _produced(state)
-    say(console, f"run {run_id}: {state.status}" + (" — but no agent produced output (every one was skipped)"
-                                                     if nothing else ""))  # fmt: skip
+    why = f" — {state.outcome}" if state.status in (FAILED, ABORTED) and isinstance(state.outcome, str) else ""
+    say(console, f"run {run_id}: {state.status}{why}" + (" — but no agent produced output (every one was skipped)"
+                                                          if nothing else ""))  # fmt: skip
     return _exit_code(state)
 
 
@@ -230,10 +231,10 @@ def _bounded(text: str, most: int = 4000) -> str:
 
 
 def _run_json(state: RunState) -> dict[str, object]:
-    """The run as ``runs show --json`` prints it: status, model, usage, each agent's status, attempts, output and
-    error, and every open pause (as the API's ``pauses``)."""
+    """The run as ``runs show --json`` prints it: status, model, outcome (a completed run's summary, else why it
+    ended), usage, each agent's status, attempts, output and error, and every open pause (as the API's ``pauses``)."""
     return {"run_id": state.run_id, "name": state.name, "status": str(state.status), "model": state.model,
-            "usage": state.usage,
+            "outcome": state.outcome, "usage": state.usage,
             "agents": {agent: {"status": str(node.status), "attempts": node.attempts, "output": node.output,
                                "error": node.error} for agent, node in state.nodes.items()},
             "pauses": pauses_json(state)}  # fmt: skip

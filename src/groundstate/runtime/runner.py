@@ -23,7 +23,7 @@ from ..kernel import Metrics, configured_search
 from ..store import ToolJournal
 from . import run_events as ev
 from .attempt import Attempts
-from .backends import Backend, check_model_spec, make_backend, origin_of
+from .backends import Backend, check_model_spec, grant_of, make_backend, origin_of, provider_key
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
@@ -173,9 +173,11 @@ class Runtime:
         if not model_is_operators:
             self._refuse_unconfigured_urls(source, [model, workflow.model, *(a.model for a in workflow.agents)])
         own = origin_of(model) if model_is_operators else None
+        key = provider_key()
+        grants = {own: grant_of(own, key)} if own and key else {}
         budgets = dict(self.options.budgets)
         run_id = self.store.create_run(workflow.name, workflow_text, model, actor=actor, policy=self.policy.to_json(),
-                                       models=models, budgets=budgets, credentials=[own] if own else [],
+                                       models=models, budgets=budgets, credentials=[own] if own else [], grants=grants,
                                        fallback=list(self.options.fallback),
                                        prices={m: p.model_dump() for m, p in self.options.prices.items()})  # fmt: skip
         self.store.transact(run_id, lambda state: [(ev.NodeCreated(agent=a), None) for a in workflow.order()])

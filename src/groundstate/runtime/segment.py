@@ -22,7 +22,7 @@ from ..kernel import Metrics, count_completed_run
 from ..store import this_process
 from . import run_events as ev
 from .attempt import MAX_ERROR_CHARS, Attempts
-from .backends import Backend
+from .backends import Backend, granted_origins
 from .conversation import ModelRounds
 from .flows import RunFlows, natures
 from .mcp_tools import McpTools
@@ -197,7 +197,9 @@ class Segments:
         ctx = RunContext(run_id, workflow, guards, workspace, recordings, RunRecording(recordings),
                          state.model or "local", holder, policy,
                          policy.limits or options.limits, models=dict(state.models),
-                         fallback=list(state.fallback), credentials=frozenset(state.credentials),
+                         fallback=list(state.fallback),
+                         credentials=granted_origins(run_id, state.credentials, state.grants,
+                                                     options.credential_origins),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         ctx.log = RunLog(host.store, run_id, holder, guards, frozenset(policy.triggers), host.notify)
         ctx.rounds = ModelRounds(ctx.recording, ctx.prices, host.metrics.stream_aborts, host.run_metrics.providers)
@@ -217,4 +219,3 @@ class Segments:
                              max_bytes=mcp.history_bytes)  # fmt: skip
         ctx.guards.flow_tools(ctx.flows.tool_facts())
         return ctx
-

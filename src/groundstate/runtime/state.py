@@ -174,6 +174,7 @@ class RunState:
     budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
     fallback: list[str] = field(default_factory=list)  # models tried, in order, when one fails before its first token
     credentials: list[str] = field(default_factory=list)  # origins the operator's own --model named: keyed requests
+    grants: dict[str, str] = field(default_factory=dict)  # origin -> the grant that proves it (backends.grant_of)
     created_by: str = ""  # who started the run, as its RunCreated event names them (operator:NAME, runtime, ...)
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)
@@ -315,6 +316,7 @@ def _created(state: RunState, created: ev.RunCreated, actor: str) -> None:
     state.budgets = dict(created.budgets)
     state.fallback = list(created.fallback)
     state.credentials = list(created.credentials)
+    state.grants = dict(created.grants)
     state.prices = {model: dict(price) for model, price in created.prices.items()}
     state.created_by = actor
 
