@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from groundstate.runtime import (
     RUN_ABORTED,
     TOOL_RESULT,
     EventStore,
+    NodeCreated,
     Runtime,
     make_backend,
     origin_of,
@@ -102,31 +102,28 @@ def stalled_run(tmp_path: Path, url: str, seen: list[dict[str, str]], key: str) 
 
 
 def test_a_store_writer_cannot_grant_the_provider_key_to_an_endpoint_of_theirs(tmp_path: Path) -> None:
-    """The run's record says which endpoint the operator's own ``--model`` named; someone who can write the database
-    (not the operator's configuration, not the key) points the run at their endpoint and grants it the key there.
-    Resumed by the operator, the run fails saying why, and their endpoint never sees the key."""
+    """Someone who can write the database (not the operator's configuration, not the key) adds a run of their own
+    through groundstate's own store — so its chain of events holds — that names their endpoint as the operator's
+    ``--model`` and carries the grant the operator's run holds. Resumed by the operator, the run fails saying why,
+    and their endpoint never sees the key."""
     with provider(first_delay=60.0) as (operators_url, operators_seen), provider() as (their_url, their_seen):
         run_id = stalled_run(tmp_path, operators_url, operators_seen, "sk-operator-secret")
         assert operators_seen[0].get("authorization") == "Bearer sk-operator-secret"
+        store = EventStore(f"sqlite:///{tmp_path / 'home' / 'groundstate.db'}")
+        operators = store.events(run_id)[0].payload
+        assert operators["credentials"] == [origin_of(f"openai-chat:m@{operators_url}")]
         theirs = origin_of(f"openai-chat:m@{their_url}")
-        with sqlite3.connect(tmp_path / "home" / "groundstate.db") as db:
-            (payload,) = db.execute("SELECT payload FROM events WHERE run_id = ? AND seq = 1", (run_id,)).fetchone()
-            created = json.loads(payload)
-            assert created["credentials"] == [origin_of(f"openai-chat:m@{operators_url}")]
-            created |= {
-                "model": f"openai-chat:m@{their_url}",
-                "credentials": [theirs],
-                "grants": {theirs: created["grants"][created["credentials"][0]]},
-            }  # the operator's, moved
-            db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 1", (json.dumps(created), run_id))
-        resumed = groundstate("runs", "resume", run_id, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
-        assert all("authorization" not in h for h in their_seen)
-        assert not their_seen  # the run failed before any model was asked
+        forged = store.create_run("keys", flow(None), f"openai-chat:m@{their_url}", credentials=[theirs],
+                                  grants={theirs: operators["grants"][operators["credentials"][0]]})  # fmt: skip
+        store.append(forged, NodeCreated(agent="writer_a"))
+        store.engine.dispose()
+        resumed = groundstate("runs", "resume", forged, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
+        assert not their_seen  # the run failed before any model was asked, with or without the key
         assert resumed.returncode != 0 and "Traceback" not in resumed.stderr
-        shown = json.loads(groundstate("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+        shown = json.loads(groundstate("runs", "show", forged, "--json", cwd=tmp_path).stdout)
         assert shown["status"] == "failed"
         assert "GrantUnverified" in shown["outcome"] and theirs in shown["outcome"], shown["outcome"]
-        assert f"run {run_id}: failed — GrantUnverified: run {run_id}: its record grants" in resumed.stdout
+        assert f"run {forged}: failed — GrantUnverified: run {forged}: its record grants" in resumed.stdout
 
 
 def test_a_grant_holds_across_processes_and_not_across_keys(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from groundstate.runtime import (
     PolicyPinError,
     Role,
     Runtime,
+    body_of,
     make_backend,
 )
 
@@ -90,12 +91,15 @@ def test_a_tampered_pin_is_refused(tmp_path: Path, model: tuple[str, Script]) ->
     url, script = model
     script.answers = {"coder_x": [envelope("Writing.", SECRET_WRITE)]}
     runtime = runtime_for(tmp_path, url, custom_patterns(tmp_path))
-    run_id = runtime.create(FLOW, "pinned.yaml", "scripted")
-    with runtime.store.engine.begin() as db:  # the custom rule removed from the pin, the digest left as it was
-        payload = json.loads(db.exec_driver_sql("SELECT payload FROM events WHERE run_id = ? AND seq = 1",
-                                                (run_id,)).scalar_one())  # fmt: skip
-        payload["policy"]["patterns"] = payload["policy"]["patterns"][:-1]
-        db.exec_driver_sql("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 1", (json.dumps(payload), run_id))
+    pinned = runtime.store.events(runtime.create(FLOW, "pinned.yaml", "scripted"))
+    # Someone who can write the store adds a run through groundstate's own store (so its chain holds: an edit in
+    # place is refused by the chain, tests/runtime/test_changed_logs.py) with the custom rule taken out of the pin
+    # and the digest left as it was.
+    payload = pinned[0].payload
+    payload["policy"]["patterns"] = payload["policy"]["patterns"][:-1]
+    run_id = runtime.store.create_run(payload["name"], payload["workflow"], payload["model"], policy=payload["policy"])
+    for created in pinned[1:]:
+        runtime.store.append(run_id, body_of(created.type, created.payload), created.agent)
     fresh = runtime_for(tmp_path, url, custom_patterns(tmp_path))
     state = asyncio.run(fresh.drive(run_id))
     assert state.status == "failed" and "does not match its digest" in (state.outcome or "")

@@ -19,7 +19,7 @@ from . import run_events as ev
 from .decisions import DecisionError, Planned, check_decision, decision_events, repin_events
 from .options import RuntimeOptions
 from .state import RunEnded, RunState
-from .store import EventStore
+from .store import EventStore, StoreCorrupt
 from .timeouts import ACTOR as TIMEOUT_ACTOR
 from .timeouts import expired
 from .workflow import parse_workflow
@@ -38,6 +38,8 @@ class OperatorActions:
                pause: int | None = None) -> RunState:  # fmt: skip
         """``Runtime.decide``: the decision on one open pause, and the skip or abort it means."""
         check_decision(decision)
+        if decision != "abort":  # ending a run acts on nothing it says; any other decision acts on its pause
+            self.store.check_untouched(run_id, self.options.audit_key, f"the decision {decision} is")
         self_approval = self.options.self_approval
 
         def build(state: RunState) -> Planned:
@@ -64,9 +66,14 @@ class OperatorActions:
                       self.options.approval_default, now or datetime.now(UTC))  # fmt: skip
         decided = []
         for run_id, pause, decision in due:
-            with contextlib.suppress(DecisionError, RunEnded):  # decided, or the run aborted, meanwhile
+            try:
                 self.decide(run_id, decision, actor=TIMEOUT_ACTOR, pause=pause)
-                decided.append((run_id, pause, decision))
+            except (DecisionError, RunEnded):  # decided, or the run aborted, meanwhile
+                continue
+            except StoreCorrupt as exc:  # its log was changed: left waiting, said so, the others decided
+                log.warning("run %s: its timed-out pause is not decided: %s", run_id, exc)
+                continue
+            decided.append((run_id, pause, decision))
         return decided
 
     def repin(self, run_id: str, actor: str = "operator") -> RunState:

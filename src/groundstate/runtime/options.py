@@ -47,6 +47,7 @@ class RuntimeOptions:
     self_approval: tuple[str, ...]  # [access] self_approval: accounts that may decide what they asked for
     approval_timeout_sec: float | None  # [approvals] timeout_sec (None: a pause waits for ever)
     approval_default: Literal["skip", "abort"]  # [approvals] default_decision for a timed-out quality pause
+    audit_key: bytes | None = None  # [audit] key_env's key, when set: a run's signed head is checked before driving
 
     @property
     def roles(self) -> list[Role] | None:
@@ -101,4 +102,5 @@ class RuntimeOptions:
             self_approval=tuple(settings.access.self_approval),
             approval_timeout_sec=settings.approvals.timeout_sec,
             approval_default=settings.approvals.default_decision,
+            audit_key=settings.audit.verifying_key(),
         )

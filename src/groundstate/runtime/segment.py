@@ -69,6 +69,7 @@ class Segments:
         state = store.state(run_id)
         if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
+        store.check_untouched(run_id, self.host.options.audit_key, "driving the run is")
         pid_and_start = this_process().split(":", 1)[1]  # with the node: a dead holder on this host is known dead
         holder = f"{self.host.node}:{pid_and_start}:{uuid.uuid4().hex[:8]}"
         if not await self._acquire(run_id, holder, take_over):

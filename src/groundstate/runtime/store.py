@@ -278,6 +278,15 @@ class EventStore:
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
         return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
 
+    def check_untouched(self, run_id: str, key: bytes | None, doing: str) -> None:
+        """StoreCorrupt naming the first change, unless the run's log is the one groundstate wrote (its chain, and
+        with ``key`` its signed head, verified): nothing is appended after an event changed outside groundstate,
+        and nobody acts on what it says. ``doing``: what is refused, for the message."""
+        verdict = self.verify(run_id, key)
+        if not verdict.ok:
+            raise StoreCorrupt(f"run {verdict}: {doing} refused on a log changed outside groundstate "
+                               "(`groundstate audit verify` names every change)")  # fmt: skip
+
     def guard_reports(self, run_id: str) -> list[tuple[int, Any]]:
         """What the run's guards were told, in order (runtime/reported.py), each with the run's last event when it
         was written: what ``policy replay --run`` re-decides. A row that cannot be read is given as the StoreCorrupt

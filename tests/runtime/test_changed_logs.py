@@ -1,0 +1,107 @@
+"""A run's log changed outside groundstate is not acted on, through the command line: the chain of its events (and
+its signed head, with the audit key) is verified before a run is driven and before an operator's decision is
+recorded, so an edited pause cannot be approved as edited and nothing is appended after a changed event. Found as a
+gap of the audit chain ("a broken chain is still appended to")."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from groundstate.runtime import AgentStarted, EventStore, NodeCreated, RunStarted
+
+from .test_unreadable_runs import awaiting_run
+
+FLOW = "name: w\nagents:\n  - id: writer_a\n    instructions: write\n"
+KEY = "an-audit-key-of-the-operator"
+
+
+def groundstate(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("GROUNDSTATE_CONFIG", "GROUNDSTATE_TOKEN", "GROUNDSTATE_AUDIT_KEY")}  # fmt: skip
+    environment |= {"GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "240", **env}
+    return subprocess.run([sys.executable, "-m", "groundstate", *args], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
+
+
+def edit(database: Path, run_id: str, seq: int, **changes: object) -> None:
+    """Change keys of one stored event's payload, as a hand with the database file could (valid JSON, same shape)."""
+    with sqlite3.connect(database) as db:
+        (payload,) = db.execute("SELECT payload FROM events WHERE run_id = ? AND seq = ?", (run_id, seq)).fetchone()
+        db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?",
+                   (json.dumps(json.loads(payload) | changes), run_id, seq))  # fmt: skip
+
+
+def events(database: Path, run_id: str) -> int:
+    with sqlite3.connect(database) as db:
+        return int(db.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+
+def test_an_edited_pause_cannot_be_approved_as_edited_and_can_be_aborted(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = awaiting_run(EventStore(url), "the agent asks to write notes.txt")
+    edit(database, run_id, 5, reason="the agent asks to write ~/.ssh/authorized_keys")  # what the operator reads
+    before = events(database, run_id)
+    retried = groundstate(tmp_path, "runs", "decide", run_id, "retry", "--db", url)
+    assert retried.returncode == 2, retried.stdout + retried.stderr
+    said = " ".join((retried.stdout + retried.stderr).split())
+    assert f"run {run_id}: event 5 was changed" in said and "the decision retry is refused" in said
+    assert "Traceback" not in retried.stderr
+    assert events(database, run_id) == before  # nothing appended after the changed event
+    aborted = groundstate(tmp_path, "runs", "decide", run_id, "abort", "--db", url)
+    assert aborted.returncode == 0, aborted.stdout + aborted.stderr  # ending it acts on nothing it says
+    shown = json.loads(groundstate(tmp_path, "runs", "show", run_id, "--json", "--db", url).stdout)
+    assert shown["status"] == "aborted"
+
+
+def interrupted_run(url: str) -> str:
+    """A run whose driver died inside its agent's first attempt (no lease left): ``runs resume`` drives it."""
+    store = EventStore(url)
+    run_id = store.create_run("w", FLOW, "openai-chat:m@http://127.0.0.1:9")
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.append(run_id, RunStarted(model=None, driver="gone"))
+    store.append(run_id, AgentStarted(attempt=1, backend="scripted"), "writer_a")
+    store.engine.dispose()
+    return run_id
+
+
+def test_a_run_whose_log_was_changed_is_not_driven(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = interrupted_run(url)
+    edit(database, run_id, 1, workflow=FLOW.replace("instructions: write", "instructions: delete everything"))
+    before = events(database, run_id)
+    resumed = groundstate(tmp_path, "runs", "resume", run_id, "--db", url)
+    assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+    said = " ".join((resumed.stdout + resumed.stderr).split())
+    assert f"run {run_id}: event 1 was changed" in said and "driving the run is refused" in said
+    assert "Traceback" not in resumed.stderr
+    assert events(database, run_id) == before
+
+
+def test_with_the_audit_key_a_signed_head_that_does_not_verify_is_not_driven(tmp_path: Path) -> None:
+    """The links can be recomputed by anyone; the signature only with the key. With the key in the environment
+    ([audit] key_env), a head whose signature is not the key's is refused; without it, the links alone are checked."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    store = EventStore(url, audit_key=KEY.encode())
+    run_id = store.create_run("w", FLOW, None)
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.engine.dispose()
+    with sqlite3.connect(database) as db:
+        (signed,) = db.execute("SELECT chain_signature FROM runs WHERE id = ?", (run_id,)).fetchone()
+        seq, _, mac = signed.partition(":")
+        db.execute("UPDATE runs SET chain_signature = ? WHERE id = ?", (f"{seq}:{'0' * len(mac)}", run_id))
+    refused = groundstate(tmp_path, "runs", "resume", run_id, "--db", url, GROUNDSTATE_AUDIT_KEY=KEY)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert "does not verify with the configured key" in said and "driving the run is refused" in said
+    assert events(database, run_id) == 2
+    unkeyed = groundstate(tmp_path, "runs", "resume", run_id, "--db", url)  # the links hold: driven (no model here)
+    assert "driving the run is refused" not in unkeyed.stdout + unkeyed.stderr
+    assert events(database, run_id) > 2
