@@ -124,7 +124,8 @@ def test_check_refuses_what_the_commands_would_refuse_naming_each(tmp_path: Path
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert errors[0] == (f"error: {path}:2: models.default: model 'openai-chat:gpt@ftp://x': its URL must be "
-                         "http(s)://HOST[:PORT][/PATH] with a port of digits")  # fmt: skip
+                         "http(s)://HOST[:PORT][/PATH] with a port of digits and no spaces or control "
+                         "characters")  # fmt: skip
     assert errors[1].startswith(f"error: {path}:4: policy.disable_guards: no_such_guard: no shipped breaker has that "
                                 "name")  # fmt: skip
     assert errors[2].startswith(f"error: {path}:5: policy.kernel: ") and "bad.mg:1:12" in errors[2]

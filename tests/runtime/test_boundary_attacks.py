@@ -113,8 +113,9 @@ def test_a_store_writer_cannot_grant_the_provider_key_to_an_endpoint_of_theirs(t
         operators = store.events(run_id)[0].payload
         assert operators["credentials"] == [origin_of(f"openai-chat:m@{operators_url}")]
         theirs = origin_of(f"openai-chat:m@{their_url}")
+        [grant] = operators["grants"].values()
         forged = store.create_run("keys", flow(None), f"openai-chat:m@{their_url}", credentials=[theirs],
-                                  grants={theirs: operators["grants"][operators["credentials"][0]]})  # fmt: skip
+                                  grants={their_url: grant})  # fmt: skip
         store.append(forged, NodeCreated(agent="writer_a"))
         store.engine.dispose()
         resumed = groundstate("runs", "resume", forged, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
@@ -124,6 +125,49 @@ def test_a_store_writer_cannot_grant_the_provider_key_to_an_endpoint_of_theirs(t
         assert shown["status"] == "failed"
         assert "GrantUnverified" in shown["outcome"] and theirs in shown["outcome"], shown["outcome"]
         assert f"run {forged}: failed — GrantUnverified: run {forged}: its record grants" in resumed.stdout
+
+
+def test_a_grant_names_the_endpoint_not_only_its_host(tmp_path: Path) -> None:
+    """A gateway that tells its tenants apart by path serves many on one origin: a run forged through the store with
+    the operator's grant, pointed at another path of the operator's host, asks there without the key; a claim of
+    that path's grant is refused. A newline in a claimed origin forges no line of the command's output."""
+    with provider(first_delay=60.0) as (operators_url, operators_seen):
+        run_id = stalled_run(tmp_path, operators_url, operators_seen, "sk-operator-secret")
+        store = EventStore(f"sqlite:///{tmp_path / 'home' / 'groundstate.db'}")
+        operators = store.events(run_id)[0].payload
+        [grant] = operators["grants"].values()
+        tenant = f"{operators_url}/their-tenant/v1"
+        forged = store.create_run("keys", flow(None), f"openai-chat:m@{tenant}", credentials=operators["credentials"],
+                                  grants=operators["grants"])  # fmt: skip
+        store.append(forged, NodeCreated(agent="writer_a"))
+        claimed = store.create_run("keys", flow(None), f"openai-chat:m@{tenant}", credentials=operators["credentials"],
+                                   grants={tenant: grant})  # fmt: skip
+        store.append(claimed, NodeCreated(agent="writer_a"))
+        lines = store.create_run("keys", flow(None), f"openai-chat:m@{tenant}",
+                                 credentials=[f"x\nrun {run_id}: completed\n"])  # fmt: skip
+        store.append(lines, NodeCreated(agent="writer_a"))
+        store.engine.dispose()
+        asked = len(operators_seen)
+        resumed = groundstate("runs", "resume", forged, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert len(operators_seen) == asked + 1 and "authorization" not in operators_seen[-1]
+        refused = groundstate("runs", "resume", claimed, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
+        assert f"run {claimed}: failed — GrantUnverified" in refused.stdout, refused.stdout + refused.stderr
+        assert len(operators_seen) == asked + 1
+        forging = groundstate("runs", "resume", lines, cwd=tmp_path, GROUNDSTATE_API_KEY="sk-operator-secret")
+        assert f"run {lines}: failed — GrantUnverified" in forging.stdout, forging.stdout + forging.stderr
+        assert f"run {run_id}: completed" not in forging.stdout.splitlines()
+
+
+def test_a_model_url_the_client_would_refuse_is_refused_when_the_run_is_created(tmp_path: Path) -> None:
+    (tmp_path / "flow.yaml").write_text(flow(None))
+    for url in ("http://127.0.0.1:9/\tx", "http://127.0.0.1:9/a b", "ftp://127.0.0.1:21/v1"):
+        done = groundstate("run", "flow.yaml", "--model", f"openai-chat:m@{url}", cwd=tmp_path)
+        assert done.returncode == 2, (url, done.stdout + done.stderr)
+        assert "its URL must be http(s)://" in " ".join((done.stdout + done.stderr).split()), url
+        assert "Traceback" not in done.stderr
+    listed = groundstate("runs", "list", cwd=tmp_path)
+    assert listed.returncode == 0 and "run-" not in listed.stdout, listed.stdout + listed.stderr  # none created
 
 
 def test_a_grant_holds_across_processes_and_not_across_keys(tmp_path: Path) -> None:

@@ -105,3 +105,25 @@ def test_with_the_audit_key_a_signed_head_that_does_not_verify_is_not_driven(tmp
     unkeyed = groundstate(tmp_path, "runs", "resume", run_id, "--db", url)  # the links hold: driven (no model here)
     assert "driving the run is refused" not in unkeyed.stdout + unkeyed.stderr
     assert events(database, run_id) > 2
+
+
+def test_with_signing_on_a_log_whose_links_and_signature_were_removed_is_not_driven(tmp_path: Path) -> None:
+    """With ``[audit] sign`` every write signs, so a head with no signature and events with no link are an edit
+    (the chain removed whole to hide a change), refused as ``audit verify`` refuses it — not only reported after."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    store = EventStore(url, audit_key=KEY.encode())
+    run_id = store.create_run("w", FLOW, None)
+    store.append(run_id, NodeCreated(agent="writer_a"))
+    store.engine.dispose()
+    edit(database, run_id, 1, workflow=FLOW.replace("instructions: write", "instructions: delete everything"))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE events SET chain = NULL WHERE run_id = ?", (run_id,))
+        db.execute("UPDATE runs SET chain = NULL, chain_signature = NULL WHERE id = ?", (run_id,))
+    (tmp_path / "signed.toml").write_text('[audit]\nsign = true\n')
+    refused = groundstate(tmp_path, "runs", "resume", run_id, "--db", url, "--config", "signed.toml",
+                          GROUNDSTATE_AUDIT_KEY=KEY)  # fmt: skip
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    said = " ".join((refused.stdout + refused.stderr).split())
+    assert "carry no link though [audit] sign is on" in said and "driving the run is refused" in said
+    assert events(database, run_id) == 2

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import httpx
+
 from ..errors import ConfigurationError
 from ..providers import (
     APIS,
@@ -198,33 +200,45 @@ def provider_key() -> str | None:
     return os.environ.get("GROUNDSTATE_API_KEY") or None
 
 
-def grant_of(origin: str, key: str) -> str:
-    """The proof, kept in a run's record, that the operator's own ``--model`` named ``origin``: an HMAC of the origin
-    keyed by the provider key itself. Whoever can write the store but does not hold the key cannot grant the key to
-    an endpoint of their own; whoever holds the key needs no grant."""
-    return hmac.new(key.encode(), _GRANT_PURPOSE + origin.encode(), hashlib.sha256).hexdigest()
+def grant_of(endpoint: str, key: str) -> str:
+    """The proof, kept in a run's record, that the operator's own ``--model`` named ``endpoint`` (the spec's URL as
+    written, path and all): an HMAC of it keyed by the provider key itself. Whoever can write the store but does not
+    hold the key cannot grant the key to an endpoint of their own, nor to another path of the operator's host (a
+    gateway that tells its tenants apart by path); whoever holds the key needs no grant."""
+    return hmac.new(key.encode(), _GRANT_PURPOSE + endpoint.encode(), hashlib.sha256).hexdigest()
 
 
-def granted_origins(run_id: str, claimed: Collection[str], grants: dict[str, str],
-                    configured: frozenset[str]) -> frozenset[str]:  # fmt: skip
-    """The origins of a run's record that may receive the provider key: each one the record claims must carry its
-    grant (``grant_of``) for the key in the environment, unless the configuration names it anyway. A claim that does
-    not verify — the store was edited, or the run was created with another key (or none) — is GrantUnverified, so
-    the run says why instead of sending the key, or silently not sending it and failing at the provider."""
+def granted_endpoints(run_id: str, claimed: Collection[str], grants: dict[str, str],
+                      configured: frozenset[str]) -> frozenset[str]:  # fmt: skip
+    """The endpoints (URLs as their specs write them) of a run's record that may receive the provider key: each
+    granted one whose grant (``grant_of``) verifies with the key in the environment. Every origin the record claims
+    must be covered by one, unless the configuration names it anyway; a claim that is not — the store was edited, or
+    the run was created with another key (or none) — is GrantUnverified, so the run says why instead of sending the
+    key, or silently not sending it and failing at the provider."""
     key = provider_key()
     if key is None or not claimed:
         return frozenset()
-    def proven(origin: str) -> bool:
-        return hmac.compare_digest(str(grants.get(origin, "")).encode(), grant_of(origin, key).encode())
 
-    refused = sorted(origin for origin in set(claimed) - configured if not proven(origin))
+    def proven(endpoint: str, grant: object) -> bool:
+        return hmac.compare_digest(str(grant).encode(), grant_of(endpoint, key).encode())
+
+    verified = frozenset(endpoint for endpoint, grant in grants.items() if proven(endpoint, grant))
+    covered = {_origin_of_url(endpoint) for endpoint in verified}
+    refused = sorted(origin for origin in set(claimed) - configured - covered)
     if refused:
         raise GrantUnverified(
             f"run {run_id}: its record grants GROUNDSTATE_API_KEY to {', '.join(refused)}, and the grant does not "
             "verify with the key in the environment (the run was created with another key or none, or its record "
             "was edited); the key was not sent. Name the endpoint in the configuration's [models] to send it the "
             "key, or start the run again with --model")  # fmt: skip
-    return frozenset(claimed)
+    return verified
+
+
+def endpoint_of(spec: str | None) -> str | None:
+    """The URL of an ``API:MODEL@URL`` spec as written (None for local models): what a grant names."""
+    if not spec or spec == "local" or spec.startswith("local:"):
+        return None
+    return spec.partition(":")[2].partition("@")[2]
 
 
 def make_backend(spec: str, *, credentialed: bool = False) -> Backend:
@@ -242,9 +256,11 @@ def make_backend(spec: str, *, credentialed: bool = False) -> Backend:
 def origin_of(spec: str | None) -> str | None:
     """``scheme://host:port`` of an ``API:MODEL@URL`` spec (None for local models and unparsable URLs): the unit
     credentials are bound to, so a path or a user part cannot make one endpoint look like another."""
-    if not spec or spec == "local" or spec.startswith("local:"):
-        return None
-    url = spec.partition(":")[2].partition("@")[2]
+    url = endpoint_of(spec)
+    return None if url is None else _origin_of_url(url)
+
+
+def _origin_of_url(url: str) -> str | None:
     try:
         parts = urlsplit(url)
         port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
@@ -270,5 +286,19 @@ def check_model_spec(spec: str) -> None:
     if api not in usable or not model or not url:
         raise ModelSpecError(f"model {spec!r}: use 'local', 'local:PATH.gguf' or 'API:MODEL@URL' "
                              f"(API: {', '.join(usable)})")  # fmt: skip
-    if origin_of(spec) is None or url != url.strip():
-        raise ModelSpecError(f"model {spec!r}: its URL must be http(s)://HOST[:PORT][/PATH] with a port of digits")
+    if origin_of(spec) is None or not _sendable(url):
+        raise ModelSpecError(f"model {spec!r}: its URL must be http(s)://HOST[:PORT][/PATH] with a port of digits "
+                             "and no spaces or control characters")  # fmt: skip
+
+
+def _sendable(url: str) -> bool:
+    """Whether the HTTP client sends a request to ``url`` as written: http or https, nothing a request line cannot
+    carry (spaces, control characters), a URL httpx reads — so a spec refused at its request is refused when the
+    run is created instead."""
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url) or urlsplit(url).scheme.lower() not in ("http", "https"):
+        return False
+    try:
+        httpx.URL(url)
+    except (httpx.InvalidURL, ValueError):
+        return False
+    return True

@@ -89,7 +89,8 @@ def _drive(
         executor.close()
         runtime.close()  # notifications ([notify]) still being delivered
     nothing = state.status == COMPLETED and not _produced(state)
-    why = f" — {state.outcome}" if state.status in (FAILED, ABORTED) and isinstance(state.outcome, str) else ""
+    ended = state.status in (FAILED, ABORTED) and isinstance(state.outcome, str)
+    why = f" — {terminal_safe(str(state.outcome), one_line=True)}" if ended else ""  # one line: it cannot forge one
     say(console, f"run {run_id}: {state.status}{why}" + (" — but no agent produced output (every one was skipped)"
                                                           if nothing else ""))  # fmt: skip
     return _exit_code(state)

@@ -39,7 +39,8 @@ class OperatorActions:
         """``Runtime.decide``: the decision on one open pause, and the skip or abort it means."""
         check_decision(decision)
         if decision != "abort":  # ending a run acts on nothing it says; any other decision acts on its pause
-            self.store.check_untouched(run_id, self.options.audit_key, f"the decision {decision} is")
+            self.store.check_untouched(run_id, self.options.audit_key, self.options.audit_required,
+                                       f"the decision {decision} is")  # fmt: skip
         self_approval = self.options.self_approval
 
         def build(state: RunState) -> Planned:

@@ -48,6 +48,7 @@ class RuntimeOptions:
     approval_timeout_sec: float | None  # [approvals] timeout_sec (None: a pause waits for ever)
     approval_default: Literal["skip", "abort"]  # [approvals] default_decision for a timed-out quality pause
     audit_key: bytes | None = None  # [audit] key_env's key, when set: a run's signed head is checked before driving
+    audit_required: bool = False  # [audit] sign: a run's head must be signed (and its events linked) to be acted on
 
     @property
     def roles(self) -> list[Role] | None:
@@ -103,4 +104,5 @@ class RuntimeOptions:
             approval_timeout_sec=settings.approvals.timeout_sec,
             approval_default=settings.approvals.default_decision,
             audit_key=settings.audit.verifying_key(),
+            audit_required=settings.audit.sign,
         )

@@ -65,7 +65,7 @@ class RunContext:
     backends: dict[str | None, Backend] = field(default_factory=dict)  # by model spec; None: the run's model
     models: dict[str, str] = field(default_factory=dict)  # agent -> the configuration's model, as recorded
     fallback: list[str] = field(default_factory=list)  # the configuration's fallback models, as recorded
-    credentials: frozenset[str] = frozenset()  # origins GROUNDSTATE_API_KEY may go to (configuration, own --model)
+    credentials: frozenset[str] = frozenset()  # endpoints (URLs) the run's record grants GROUNDSTATE_API_KEY to
     prices: dict[str, Price] = field(default_factory=dict)  # the price table, as recorded
     mcp: McpTools | None = None  # the connected MCP servers, when the workflow's agents use MCP tools
     described: dict[str, str] = field(default_factory=dict)  # MCP tools' descriptions, for the prompts

@@ -95,7 +95,7 @@ class RunCreated(EventBody):
     models: dict[str, str] = {}  # agent -> model
     budgets: dict[str, Number] = {}
     credentials: list[str] = []  # origins the operator's own --model named
-    grants: dict[str, str] = {}  # origin -> its grant (backends.grant_of), proving the operator named it
+    grants: dict[str, str] = {}  # the --model's URL -> its grant (backends.grant_of), proving the operator named it
     fallback: list[str] = []
     prices: dict[str, dict[str, Number]] = {}
 

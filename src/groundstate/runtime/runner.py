@@ -23,7 +23,7 @@ from ..kernel import Metrics, configured_search
 from ..store import ToolJournal
 from . import run_events as ev
 from .attempt import Attempts
-from .backends import Backend, check_model_spec, grant_of, make_backend, origin_of, provider_key
+from .backends import Backend, check_model_spec, endpoint_of, grant_of, make_backend, origin_of, provider_key
 from .mcp_tools import McpTools
 from .metrics import RunMetrics
 from .notify import Webhook
@@ -173,8 +173,8 @@ class Runtime:
         if not model_is_operators:
             self._refuse_unconfigured_urls(source, [model, workflow.model, *(a.model for a in workflow.agents)])
         own = origin_of(model) if model_is_operators else None
-        key = provider_key()
-        grants = {own: grant_of(own, key)} if own and key else {}
+        key, endpoint = provider_key(), endpoint_of(model)
+        grants = {endpoint: grant_of(endpoint, key)} if own and key and endpoint else {}
         budgets = dict(self.options.budgets)
         run_id = self.store.create_run(workflow.name, workflow_text, model, actor=actor, policy=self.policy.to_json(),
                                        models=models, budgets=budgets, credentials=[own] if own else [], grants=grants,
@@ -210,7 +210,8 @@ class Runtime:
 
     def _make_backend(self, ctx: RunContext, spec: str) -> Backend:
         if self._backend_factory is make_backend:
-            return make_backend(spec, credentialed=origin_of(spec) in self.credential_origins | ctx.credentials)
+            named = origin_of(spec) in self.credential_origins or endpoint_of(spec) in ctx.credentials
+            return make_backend(spec, credentialed=named)
         return self._backend_factory(spec)
 
     def _configured_models(self, workflow: Workflow) -> dict[str, str]:

@@ -22,7 +22,7 @@ from ..kernel import Metrics, count_completed_run
 from ..store import this_process
 from . import run_events as ev
 from .attempt import MAX_ERROR_CHARS, Attempts
-from .backends import Backend, granted_origins
+from .backends import Backend, granted_endpoints
 from .conversation import ModelRounds
 from .flows import RunFlows, natures
 from .mcp_tools import McpTools
@@ -69,7 +69,8 @@ class Segments:
         state = store.state(run_id)
         if state.status in (*TERMINAL, AWAITING_APPROVAL) or (state.status == FAILED and not resume_failed):
             return state
-        store.check_untouched(run_id, self.host.options.audit_key, "driving the run is")
+        options = self.host.options
+        store.check_untouched(run_id, options.audit_key, options.audit_required, "driving the run is")
         pid_and_start = this_process().split(":", 1)[1]  # with the node: a dead holder on this host is known dead
         holder = f"{self.host.node}:{pid_and_start}:{uuid.uuid4().hex[:8]}"
         if not await self._acquire(run_id, holder, take_over):
@@ -199,8 +200,8 @@ class Segments:
                          state.model or "local", holder, policy,
                          policy.limits or options.limits, models=dict(state.models),
                          fallback=list(state.fallback),
-                         credentials=granted_origins(run_id, state.credentials, state.grants,
-                                                     options.credential_origins),
+                         credentials=granted_endpoints(run_id, state.credentials, state.grants,
+                                                       options.credential_origins),
                          prices={m: Price.model_validate(p) for m, p in state.prices.items()})  # fmt: skip
         ctx.log = RunLog(host.store, run_id, holder, guards, frozenset(policy.triggers), host.notify)
         ctx.rounds = ModelRounds(ctx.recording, ctx.prices, host.metrics.stream_aborts, host.run_metrics.providers)

@@ -174,7 +174,7 @@ class RunState:
     budgets: dict[str, float] = field(default_factory=dict)  # what the run may spend (recorded at creation)
     fallback: list[str] = field(default_factory=list)  # models tried, in order, when one fails before its first token
     credentials: list[str] = field(default_factory=list)  # origins the operator's own --model named: keyed requests
-    grants: dict[str, str] = field(default_factory=dict)  # origin -> the grant that proves it (backends.grant_of)
+    grants: dict[str, str] = field(default_factory=dict)  # endpoint -> the grant that proves it (backends.grant_of)
     created_by: str = ""  # who started the run, as its RunCreated event names them (operator:NAME, runtime, ...)
     status: RunStatus = RunStatus.PENDING
     nodes: dict[str, Invocation] = field(default_factory=dict)

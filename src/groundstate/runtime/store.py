@@ -278,11 +278,12 @@ class EventStore:
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
         return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
 
-    def check_untouched(self, run_id: str, key: bytes | None, doing: str) -> None:
+    def check_untouched(self, run_id: str, key: bytes | None, required: bool, doing: str) -> None:
         """StoreCorrupt naming the first change, unless the run's log is the one groundstate wrote (its chain, and
-        with ``key`` its signed head, verified): nothing is appended after an event changed outside groundstate,
-        and nobody acts on what it says. ``doing``: what is refused, for the message."""
-        verdict = self.verify(run_id, key)
+        with ``key`` its signed head, verified; ``required``, as ``verify`` takes it: signed it must be): nothing is
+        appended after an event changed outside groundstate, and nobody acts on what it says. ``doing``: what is
+        refused, for the message."""
+        verdict = self.verify(run_id, key, required)
         if not verdict.ok:
             raise StoreCorrupt(f"run {verdict}: {doing} refused on a log changed outside groundstate "
                                "(`groundstate audit verify` names every change)")  # fmt: skip
