@@ -161,14 +161,22 @@ def test_the_console_shows_whether_a_runs_log_verifies(
     runtime: Runtime, model: tuple[str, Script], tmp_path: Path
 ) -> None:
     run = finished_run(runtime, model[1])
+    with sqlite3.connect(tmp_path / "gs.db") as db:
+        (original,) = db.execute("SELECT payload FROM events WHERE run_id = ? AND seq = 3", (run,)).fetchone()
     with serving(tmp_path, "--db", f"sqlite:///{tmp_path / 'gs.db'}") as console:
         before = console.api().get(f"/runs/{run}").text
         with sqlite3.connect(tmp_path / "gs.db") as db:
             change(db, run)
         after = console.api().get(f"/runs/{run}").text
+        with sqlite3.connect(tmp_path / "gs.db") as db:  # the event put back; the run's listed status changed
+            db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 3", (original, run))
+            db.execute("UPDATE runs SET status = 'failed' WHERE id = ?", (run,))
+        relisted = console.api().get(f"/runs/{run}").text
     assert re.search(r'class="audit verified">Log verified: \d+ events chained; unsigned', before), before
     assert ('class="audit broken">Log edited outside groundstate: event 3 was changed — its content is not what its '
             "link was computed from") in after  # fmt: skip
+    assert ('class="audit broken">Log edited outside groundstate: the runs table lists it as failed with 0 open '
+            "pauses; its log says completed with 0") in relisted, relisted  # fmt: skip
 
 
 # -- found by an attack helper: each stays a test --------------------------------------------------------------------

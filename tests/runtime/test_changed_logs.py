@@ -127,3 +127,21 @@ def test_with_signing_on_a_log_whose_links_and_signature_were_removed_is_not_dri
     said = " ".join((refused.stdout + refused.stderr).split())
     assert "carry no link though [audit] sign is on" in said and "driving the run is refused" in said
     assert events(database, run_id) == 2
+
+
+def test_audit_verify_names_a_run_whose_listed_status_was_changed(tmp_path: Path) -> None:
+    """The runs table is what the listings and the inbox read, a cache of each run's log; a waiting run whose row
+    says it completed is gone from the inbox, and ``audit verify`` names it, saying what its log says."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = awaiting_run(EventStore(url), "approve the write")
+    intact = awaiting_run(EventStore(url), "approve the other write")
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE runs SET status = 'completed', open_pauses = 0 WHERE id = ?", (run_id,))
+    verified = groundstate(tmp_path, "audit", "verify", "--db", url)
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    said = " ".join(verified.stdout.split())
+    assert (f"{run_id}: not verified: the runs table lists it as completed with 0 open pauses; its log says "
+            "awaiting_approval with 1") in said, said
+    assert f"{intact}: verified" in said
+    assert "Traceback" not in verified.stderr

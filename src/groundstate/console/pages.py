@@ -117,8 +117,8 @@ def _run_page(request: Request, run_id: str, ops: Ops, name: str, notice: str = 
     state = ops.state(run_id)
     events = ops.runtime.store.events(run_id)
     signing = ops.runtime.settings.audit
-    audit = ops.runtime.store.verify(run_id, signing.verifying_key(), signing.sign) if name == "run.html" \
-        else None  # the whole page, not each live refresh: its log's chain recomputed  # fmt: skip
+    audit = ops.runtime.store.verify(run_id, signing.verifying_key(), signing.sign, listing=True) \
+        if name == "run.html" else None  # the whole page, not each live refresh: its chain recomputed  # fmt: skip
     response = _page(request, name, run=state, graph=dag_svg(state, layers(state)), attempts=attempts_of(events),
                      instructions=current_instructions(state), events=events[-40:], usage=usage_line(state), age=age,
                      notice=notice, audit=audit,

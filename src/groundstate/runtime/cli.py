@@ -145,7 +145,7 @@ def audit_verify(
         store, key, required = runtime.store, runtime.settings.audit.verifying_key(), runtime.settings.audit.sign
         listed = [] if run_id is not None else list(reversed(store.runs()))
         ids = [run_id] if run_id is not None else [row["id"] for row in listed if row["status"] != UNREADABLE]
-        verdicts = [store.verify(one, key, required) for one in ids]
+        verdicts = [store.verify(one, key, required, listing=True) for one in ids]
         verdicts += [Verdict(row["id"], False, 0, 0, "", None, "changed", row["problem"])
                      for row in listed if row["status"] == UNREADABLE]  # fmt: skip
         orphaned = store.orphaned() if run_id is None else []  # events whose run's row was removed

@@ -18,6 +18,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -258,10 +259,13 @@ class EventStore:
         self._cache[run_id] = state  # only once the transaction has committed
         return appended
 
-    def verify(self, run_id: str, key: bytes | None = None, required: bool = False) -> chain.Verdict:
+    def verify(self, run_id: str, key: bytes | None = None, required: bool = False,
+               listing: bool = False) -> chain.Verdict:  # fmt: skip
         """Recompute the run's chain of events from the stored rows (runtime/chain.py): the first event that was
         changed, removed, inserted or reordered since groundstate wrote it, if any; with ``key``, the signed head
-        checked too; ``required`` (``[audit] sign`` on): an unsigned head or events without a link fail."""
+        checked too; ``required`` (``[audit] sign`` on): an unsigned head or events without a link fail.
+        ``listing``: the run's row in ``runs`` (its status and open pauses, which the listings and the inbox read)
+        must also be what the log replays to."""
         with reading(self.engine) as db:
             found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
             if found is None:
@@ -276,7 +280,30 @@ class EventStore:
                 return chain.Verdict(run_id, False, len(rows), 0, head or "", seq, "changed",
                                      f"its {exc.column} is not UTF-8 text")  # fmt: skip
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
-        return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
+        verdict = chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
+        if not verdict.ok or not listing:
+            return verdict
+        problem = self._listed_apart(run_id)
+        return verdict if problem is None else replace(verdict, ok=False, seq=None, how="changed", detail=problem)
+
+    def _listed_apart(self, run_id: str) -> str | None:
+        """How the run's row in ``runs`` — what the listings and the inbox read, a cache of its log — differs from
+        what its log replays to (None: it does not): an edited status hides a waiting run from the inbox."""
+        with reading(self.engine) as db:
+            found = db.execute(select(runs.c.status, runs.c.open_pauses, runs.c.last_seq)
+                               .where(runs.c.id == run_id)).first()  # fmt: skip
+            if found is None:
+                return "the run's row was removed"
+            try:
+                state = self._state(db, run_id, found.last_seq)
+            except StoreCorrupt as exc:
+                return str(exc)
+        said = (found.status, found.open_pauses)
+        replayed = (str(state.status), len(state.pauses))
+        if said == replayed or (found.open_pauses is None and said[0] == replayed[0]):  # rows from before the count
+            return None
+        return (f"the runs table lists it as {found.status} with {found.open_pauses} open pauses; its log says "
+                f"{state.status} with {len(state.pauses)} (the row was changed outside groundstate)")
 
     def check_untouched(self, run_id: str, key: bytes | None, required: bool, doing: str) -> None:
         """StoreCorrupt naming the first change, unless the run's log is the one groundstate wrote (its chain, and
