@@ -174,6 +174,8 @@ def test_every_error_derives_from_groundstate_error() -> None:
 # fails), so it only shrinks.
 TESTS_ROOT = Path(__file__).resolve().parents[2]  # the repository: keys below are relative to it
 INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
+    ("tests/wire/test_crc.py", "groundstate.wire._frameloop"):
+        "the compiled loop's own CRC (SSE 4.2's instruction where present) checked against its table and the package",
     ("tests/cli/test_options.py", "groundstate.wire.zmq_transport"):
         "publishes raw frames under a stream's ZMQ topic(), as a foreign publisher",
     ("tests/guard/test_places.py", "groundstate.guard.places"):
@@ -254,9 +256,10 @@ PATCHERS = {"import_module", "setattr", "delattr", "patch"}  # calls that name a
 
 
 def is_module(dotted: str) -> bool:
-    """Whether ``groundstate.<package>.<name>...`` names a module (a file or a package) inside the source tree."""
+    """Whether ``groundstate.<package>.<name>...`` names a module (a file, a compiled one by its stub, or a package)
+    inside the source tree."""
     inside = ROOT.joinpath(*dotted.split(".")[1:])
-    return inside.with_suffix(".py").is_file() or (inside / "__init__.py").is_file()
+    return any(inside.with_suffix(suffix).is_file() for suffix in (".py", ".pyi")) or (inside / "__init__.py").is_file()
 
 
 def internal_module(dotted: str) -> str | None:

@@ -16,3 +16,7 @@ def run(
     modes: tuple[Any, ...],
 ) -> tuple[int, int, int, int]:
     """Take the common DATA frames of one stream from ``start``: (position after them, next seq, mode, frames taken)."""
+
+def crc(data: bytes | bytearray | memoryview, table_only: bool = False) -> int:
+    """CRC-32C of ``data`` as the loop checks frames (SSE 4.2's instruction where the processor has it); with
+    ``table_only``, by the lookup table."""
