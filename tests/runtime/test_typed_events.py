@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groundstate.runtime import (
+    AGENT_COMPLETED,
     AGENT_STARTED,
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
@@ -121,6 +122,14 @@ def test_the_machines_are_keyed_by_the_event_classes() -> None:
         (APPROVAL_REQUESTED, {"category": "safety", "reason": "r", "reasons": [{"category": "safety"}]}, "reasons"),
         (RUN_COMPLETED, [], "not an object"),
         ("RunExploded", {}, "not an event type"),
+        # absurd but well-typed: a number no JSON reader holds exactly, or one below where it starts
+        (AGENT_STARTED, {"attempt": 10**30}, "attempt"),
+        (AGENT_STARTED, {"attempt": 0}, "attempt"),
+        (AGENT_STARTED, {"attempt": 1, "journal": -1}, "journal"),
+        (TOOL_RESULT, {"call": -4, "tool": "t", "decision": None, "status": None}, "call"),
+        (APPROVAL_DECIDED, {"decision": "retry", "pause": 2**53}, "pause"),
+        (AGENT_COMPLETED, {"output": "", "status_tag": None, "usage": {"input_tokens": -5}}, "usage"),
+        (AGENT_COMPLETED, {"output": "", "status_tag": None, "usage": {"cost": -0.5}}, "usage"),
     ],
 )
 def test_a_payload_that_fits_no_model_is_refused_saying_what(event_type: str, payload: Any, said: str) -> None:

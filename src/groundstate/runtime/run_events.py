@@ -18,14 +18,19 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import StoreError
 
 Verdict = Literal["retry", "skip", "abort"]  # an operator's decision on a pause
-Number = int | float  # as written: a count stays an int in the JSON, seconds and costs are floats
+# A number in a payload is one every JSON reader holds exactly (JavaScript's too: at most 2^53 - 1) and never negative:
+# an attempt of 10^30 or -1 written into the store is refused when read, as any other misfit is.
+SAFE_INTEGER = 2**53 - 1
+Count = Annotated[int, Field(ge=0, le=SAFE_INTEGER)]  # how many, or a seq (0: none yet)
+Ordinal = Annotated[int, Field(ge=1, le=SAFE_INTEGER)]  # an attempt, an event's seq: from 1
+Number = Count | Annotated[float, Field(ge=0, allow_inf_nan=False)]  # a count stays an int; seconds, costs: floats
 Usage = dict[str, Number]  # what an attempt cost: input_tokens, output_tokens, seconds, cost
 
 
@@ -165,10 +170,10 @@ class ShadowDisagreed(EventBody):
 class AgentStarted(EventBody):
     """An attempt of an agent began."""
 
-    attempt: int
+    attempt: Ordinal
     backend: str | None = None
     instructions: str | None = None
-    journal: int | None = None  # the tool journal's epoch (logs written before the journal: the attempt)
+    journal: Count | None = None  # the tool journal's epoch (logs written before the journal: the attempt)
 
 
 class ToolCall(EventBody):
@@ -182,7 +187,7 @@ class ToolCall(EventBody):
 class ToolResult(EventBody):
     """What became of a ToolCall: the decision on it, and its result when it ran."""
 
-    call: int  # the ToolCall's seq
+    call: Ordinal  # the ToolCall's seq
     tool: str
     decision: str | None
     status: str | None
@@ -202,7 +207,7 @@ class AgentCompleted(EventBody):
     usage: Usage | None = None
     model: str | None = None  # the model that answered, when a fallback did
     fallbacks: list[Any] = []
-    archived: int | None = None  # settled actions retention moved to cold storage
+    archived: Count | None = None  # settled actions retention moved to cold storage
     memory: list[dict[str, Any]] = []  # the attempt's memory operations
 
 
@@ -216,7 +221,7 @@ class AgentFailed(EventBody):
     usage: Usage | None = None
     model: str | None = None
     fallbacks: list[Any] = []
-    archived: int | None = None
+    archived: Count | None = None
 
 
 class AgentSkipped(EventBody):
@@ -236,14 +241,14 @@ class ApprovalRequested(EventBody):
     thinking: str = ""
     why: dict[str, Any] | None = None  # the derivation of the reason it leads with
     policy: str | None = None  # the pinned policy's digest
-    held_call: int | None = None  # the ToolCall it holds
+    held_call: Ordinal | None = None  # the ToolCall it holds
 
 
 class ApprovalDecided(EventBody):
     """An operator (or a policy, on timeout) decided a pause."""
 
     decision: Verdict
-    pause: int  # the ApprovalRequested's seq
+    pause: Ordinal  # the ApprovalRequested's seq
     reason: str = ""
     instructions: str | None = None  # new instructions for the retried agent
 
