@@ -12,7 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from groundstate.runtime import AgentStarted, EventStore, NodeCreated, RunStarted
+import pytest
+
+from groundstate.runtime import (
+    AgentStarted,
+    ApprovalDecided,
+    EventStore,
+    NodeCreated,
+    RunStarted,
+    Runtime,
+    StoreCorrupt,
+)
 
 from .test_unreadable_runs import awaiting_run
 
@@ -145,3 +155,56 @@ def test_audit_verify_names_a_run_whose_listed_status_was_changed(tmp_path: Path
             "awaiting_approval with 1") in said, said
     assert f"{intact}: verified" in said
     assert "Traceback" not in verified.stderr
+    with sqlite3.connect(database) as db:  # the listing's reason: what `runs list` shows of the pause
+        db.execute("UPDATE runs SET pause_reason = 'read the README' WHERE id = ?", (intact,))
+    reasoned = groundstate(tmp_path, "audit", "verify", "--run", intact, "--db", url)
+    assert reasoned.returncode == 1 and "shows another pause than its log's" in reasoned.stdout, reasoned.stdout
+
+
+# -- found by an attack on the refusal: each stays a test -------------------------------------------------------------
+def test_a_long_lived_process_acts_on_the_log_as_it_is_not_as_it_once_read_it(tmp_path: Path) -> None:
+    """A console (one process, its store's states cached) read a run while its log was edited; the edit was put back
+    so that the log verifies again. A decision then acts on the log as it stands — the original — never on the
+    edited state the process once read."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = awaiting_run(EventStore(url), "approve the write")
+    with sqlite3.connect(database) as db:
+        (original,) = db.execute("SELECT payload FROM events WHERE run_id = ? AND seq = 1", (run_id,)).fetchone()
+    edit(database, run_id, 1, workflow=FLOW.replace("instructions: write", "instructions: EVIL"))
+    console = Runtime(EventStore(url), tmp_path / "home")
+    assert "EVIL" in console.store.state(run_id).workflow  # read while edited: cached
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = 1", (original, run_id))
+    decided = console.decide(run_id, "skip")
+    assert "EVIL" not in decided.workflow and decided.status != "awaiting_approval"
+    assert EventStore(url).verify(run_id).ok
+
+
+def test_a_writer_whose_log_was_changed_behind_it_appends_nothing(tmp_path: Path) -> None:
+    """A driver holds the run's state; someone edits an event and lowers the row's last_seq so the driver reads the
+    log again. Its next write checks the links it replays and is refused, instead of acting on the edit."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    store = EventStore(url)
+    run_id = awaiting_run(store, "approve the write")
+    store.state(run_id)
+    edit(database, run_id, 4, backend="INJECTED")
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE runs SET last_seq = last_seq - 1 WHERE id = ?", (run_id,))
+    before = events(database, run_id)
+    with pytest.raises(StoreCorrupt, match=rf"run {run_id}: event 4 was changed.*nothing is appended"):
+        store.append(run_id, ApprovalDecided(decision="skip", pause=5), "writer_a")
+    assert events(database, run_id) == before
+
+
+def test_repinning_a_changed_log_is_refused(tmp_path: Path) -> None:
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = awaiting_run(EventStore(url), "approve the write")
+    edit(database, run_id, 5, reason="harmless")
+    before = events(database, run_id)
+    repinned = groundstate(tmp_path, "runs", "repin", run_id, "--db", url)
+    assert repinned.returncode == 2, repinned.stdout + repinned.stderr
+    assert "re-pinning is refused" in " ".join((repinned.stdout + repinned.stderr).split())
+    assert events(database, run_id) == before

@@ -80,6 +80,7 @@ class OperatorActions:
     def repin(self, run_id: str, actor: str = "operator") -> RunState:
         """``Runtime.repin``: the run pinned to the options' policy, under a lease of its own so no driver starts
         meanwhile."""
+        self.store.check_untouched(run_id, self.options.audit_key, self.options.audit_required, "re-pinning is")
         holder = f"repin:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.store.acquire_lease(run_id, holder, self.options.lease_seconds)
         try:

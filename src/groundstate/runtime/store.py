@@ -232,7 +232,8 @@ class EventStore:
             if holder is not None and leased_to != holder:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
             state = self._cache.pop(run_id, None)
-            if state is None or state.last_seq != last_seq:  # another process wrote: replay
+            if state is None or state.last_seq != last_seq:  # another process wrote: replay what the links vouch for
+                self._links_hold(db, run_id, head, last_seq)
                 state = self._state(db, run_id, last_seq)
             for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
                 # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
@@ -271,14 +272,9 @@ class EventStore:
             if found is None:
                 raise UnknownRun(f"there is no run {run_id}")
             head, last_seq = found
-            rows: list[chain.Row] = []
-            try:
-                for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
-                    rows.append(chain.row_of(values, self._hot.read_at))
-            except NotText as exc:  # groundstate wrote UTF-8: the row after the last one read was changed
-                seq = rows[-1].seq + 1 if rows and isinstance(rows[-1].seq, int) else 1
-                return chain.Verdict(run_id, False, len(rows), 0, head or "", seq, "changed",
-                                     f"its {exc.column} is not UTF-8 text")  # fmt: skip
+            rows = self._chained(db, run_id, head)
+            if isinstance(rows, chain.Verdict):
+                return rows
             signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
         verdict = chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
         if not verdict.ok or not listing:
@@ -286,12 +282,36 @@ class EventStore:
         problem = self._listed_apart(run_id)
         return verdict if problem is None else replace(verdict, ok=False, seq=None, how="changed", detail=problem)
 
+    def _chained(self, db: Any, run_id: str, head: str | None) -> list[chain.Row] | chain.Verdict:
+        """The run's events as the chain reads them, in ``db`` (a Verdict naming the event that cannot be read)."""
+        rows: list[chain.Row] = []
+        try:
+            for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
+                rows.append(chain.row_of(values, self._hot.read_at))
+        except NotText as exc:  # groundstate wrote UTF-8: the row after the last one read was changed
+            seq = rows[-1].seq + 1 if rows and isinstance(rows[-1].seq, int) else 1
+            return chain.Verdict(run_id, False, len(rows), 0, head or "", seq, "changed",
+                                 f"its {exc.column} is not UTF-8 text")  # fmt: skip
+        return rows
+
+    def _links_hold(self, db: Any, run_id: str, head: str | None, last_seq: Any) -> None:
+        """StoreCorrupt unless the run's links, read in the transaction about to append, hold up to its head: a
+        writer replays the log only when another process wrote since it last read it (or it never did), and then
+        appends only after what the chain vouches for — an edit made while a driver runs, or after an operator's
+        check, is refused there (the signature is checked before a segment or a decision: ``check_untouched``)."""
+        rows = self._chained(db, run_id, head)
+        verdict = rows if isinstance(rows, chain.Verdict) else \
+            chain.verify(run_id, rows, head, last_seq if isinstance(last_seq, int) else -1)  # fmt: skip
+        if not verdict.ok:
+            raise StoreCorrupt(f"run {verdict}: nothing is appended to a log changed outside groundstate "
+                               "(`groundstate audit verify` names every change)")  # fmt: skip
+
     def _listed_apart(self, run_id: str) -> str | None:
         """How the run's row in ``runs`` — what the listings and the inbox read, a cache of its log — differs from
         what its log replays to (None: it does not): an edited status hides a waiting run from the inbox."""
         with reading(self.engine) as db:
-            found = db.execute(select(runs.c.status, runs.c.open_pauses, runs.c.last_seq)
-                               .where(runs.c.id == run_id)).first()  # fmt: skip
+            found = db.execute(select(runs.c.status, runs.c.open_pauses, runs.c.last_seq, runs.c.paused_agent,
+                                      runs.c.pause_reason).where(runs.c.id == run_id)).first()  # fmt: skip
             if found is None:
                 return "the run's row was removed"
             try:
@@ -300,10 +320,14 @@ class EventStore:
                 return str(exc)
         said = (found.status, found.open_pauses)
         replayed = (str(state.status), len(state.pauses))
-        if said == replayed or (found.open_pauses is None and said[0] == replayed[0]):  # rows from before the count
-            return None
-        return (f"the runs table lists it as {found.status} with {found.open_pauses} open pauses; its log says "
-                f"{state.status} with {len(state.pauses)} (the row was changed outside groundstate)")
+        if said != replayed and not (found.open_pauses is None and said[0] == replayed[0]):  # None: before the count
+            return (f"the runs table lists it as {found.status} with {found.open_pauses} open pauses; its log says "
+                    f"{state.status} with {len(state.pauses)} (the row was changed outside groundstate)")
+        pause = state.pause
+        if (found.paused_agent, found.pause_reason) != ((pause.agent, pause.reason) if pause else (None, None)):
+            return ("the runs table shows another pause than its log's (agent or reason): the row was changed "
+                    "outside groundstate")  # fmt: skip
+        return None
 
     def check_untouched(self, run_id: str, key: bytes | None, required: bool, doing: str) -> None:
         """StoreCorrupt naming the first change, unless the run's log is the one groundstate wrote (its chain, and
@@ -311,9 +335,11 @@ class EventStore:
         appended after an event changed outside groundstate, and nobody acts on what it says. ``doing``: what is
         refused, for the message."""
         verdict = self.verify(run_id, key, required)
+        self._cache.pop(run_id, None)  # what is acted on is read again, in the transaction that acts (_links_hold)
         if not verdict.ok:
             raise StoreCorrupt(f"run {verdict}: {doing} refused on a log changed outside groundstate "
-                               "(`groundstate audit verify` names every change)")  # fmt: skip
+                               "(`groundstate audit verify` names every change; `runs decide RUN abort` still "
+                               "ends a run that waits for a decision)")  # fmt: skip
 
     def guard_reports(self, run_id: str) -> list[tuple[int, Any]]:
         """What the run's guards were told, in order (runtime/reported.py), each with the run's last event when it
