@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -204,3 +205,37 @@ def test_a_decision_on_a_call_the_ledger_does_not_have_names_it_exit_2(tmp_path:
                           text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "there is no call 12345 in the guard's ledger" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- found by an attack on the store's chain: each stays a test --------------------------------------------------------
+def test_an_approval_written_into_the_ledger_by_hand_runs_nothing(tmp_path: Path) -> None:
+    """Someone who can write the database marks a held call approved, as no operator did: the guard waiting on it
+    refuses it naming the changed row, and nothing runs; ``audit verify`` names the row too."""
+    with holding(tmp_path) as (guard, _, held):
+        with sqlite3.connect(tmp_path / "home" / "groundstate.db") as db:
+            db.execute("UPDATE mcp_decisions SET status = 'approved', operator = 'dana' WHERE id = ?", (held.id,))
+        [*_, answer] = answers(guard, 2)
+    assert answer["result"]["isError"] is True, answer
+    text = answer["result"]["content"][0]["text"]
+    assert text.startswith(f"denied: call {held.id} is not run: the ledger's mcp_decisions row [{held.id}] was "
+                           "changed outside groundstate"), text  # fmt: skip
+    assert not (tmp_path / "effects.txt").exists()
+
+
+def test_an_operator_cannot_approve_a_held_call_whose_row_was_edited(tmp_path: Path) -> None:
+    """The arguments an operator is shown were edited to look harmless; approving is refused (exit 2), and the call
+    the guard holds does not run."""
+    with holding(tmp_path) as (_, ledger, held):
+        with sqlite3.connect(tmp_path / "home" / "groundstate.db") as db:
+            db.execute("UPDATE mcp_decisions SET arguments = ? WHERE id = ?",
+                       (json.dumps({"path": "/tmp/harmless", "note": "read only"}), held.id))  # fmt: skip
+        approved = subprocess.run([sys.executable, "-m", "groundstate", "approvals", "approve", str(held.id)],
+                                  cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                       "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+        assert approved.returncode == 2, approved.stdout + approved.stderr
+        said = " ".join((approved.stdout + approved.stderr).split())
+        assert f"call {held.id} is not decided: the ledger's mcp_decisions row [{held.id}] was changed" in said
+        assert "Traceback" not in approved.stderr
+        assert [entry.status for entry in ledger.entries()] == ["held"]
+    assert not (tmp_path / "effects.txt").exists()

@@ -24,6 +24,7 @@ from groundstate.runtime import (
     StoreCorrupt,
 )
 
+from ..console.conftest import serving
 from .test_unreadable_runs import awaiting_run
 
 FLOW = "name: w\nagents:\n  - id: writer_a\n    instructions: write\n"
@@ -208,3 +209,16 @@ def test_repinning_a_changed_log_is_refused(tmp_path: Path) -> None:
     assert repinned.returncode == 2, repinned.stdout + repinned.stderr
     assert "re-pinning is refused" in " ".join((repinned.stdout + repinned.stderr).split())
     assert events(database, run_id) == before
+
+
+def test_the_console_refuses_a_decision_on_a_changed_log_as_a_conflict(tmp_path: Path) -> None:
+    """Not a server error: the run's state is not one groundstate acts on (409, ``state_conflict``), and why."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    run_id = awaiting_run(EventStore(url), "approve the write")
+    edit(database, run_id, 5, reason="harmless")
+    with serving(tmp_path, "--db", url) as console, console.api() as api:
+        decided = api.post(f"/api/runs/{run_id}/decision", json={"pause": 5, "decision": "retry"})
+    assert decided.status_code == 409, decided.text
+    assert decided.json()["code"] == "state_conflict" and "event 5 was changed" in decided.json()["detail"]
+    assert events(database, run_id) == 5

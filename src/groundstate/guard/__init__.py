@@ -4,7 +4,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, McpServerError, Upstreams, connect
-from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, UnknownCall
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, RowChanged, UnknownCall
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
 from .server import Approvals, Guard, serve_stdio
@@ -27,6 +27,7 @@ __all__ = [
     "McpServerError",
     "Recorded",
     "ReplyPolicy",
+    "RowChanged",
     "RuledGate",
     "UnknownCall",
     "Upstreams",

@@ -40,7 +40,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..errors import ConflictError, NotFoundError, StoreError
+from ..errors import ConflictError, NotFoundError, StateConflict, StoreError
 from ..logic import encode_facts
 from ..store import (
     LEDGER,
@@ -90,6 +90,11 @@ decisions = Table(
 
 class ApprovalRefused(ConflictError):
     """A decision on a held call that cannot apply: already decided or expired, another digest."""
+
+
+class RowChanged(StoreError, StateConflict):
+    """A held call's row in the ledger is not what its last link in the store's chain recorded: it was changed or
+    removed outside groundstate, and nothing is decided or run on it (an HTTP surface answers 409)."""
 
 
 class UnknownCall(NotFoundError):
@@ -212,6 +217,10 @@ class Ledger:
             current = self._get(db, entry_id)
             if current is None:
                 raise UnknownCall(f"there is no call {entry_id} in the guard's ledger")
+            changed = self.chain.changed(db, LEDGER, (entry_id,))
+            if changed is not None:  # what the operator was shown is not what groundstate held
+                raise RowChanged(f"call {entry_id} is not decided: the ledger's {changed} (`groundstate audit "
+                                 "verify` names every change)")  # fmt: skip
             if digest is not None and digest != current.digest:
                 raise ApprovalRefused(f"call {entry_id} is {current.digest}, not {digest}: a changed call needs its "
                                       "own approval")  # fmt: skip
@@ -255,6 +264,10 @@ class Ledger:
         """Mark an operator's decision on the call as delivered to a client, once: False when another call (an
         identical one, concurrently) already took it — an approval runs one call, never two."""
         with self.engine.begin() as db:
+            changed = self.chain.changed(db, LEDGER, (entry_id,))
+            if changed is not None:  # a decision groundstate did not record (or on a call it did not hold)
+                raise RowChanged(f"call {entry_id} is not run: the ledger's {changed} (`groundstate audit verify` "
+                                 "names every change)")  # fmt: skip
             done = db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.answered.is_(None),
                                                       decisions.c.status.in_((APPROVED, DENIED)))
                               .values(answered=datetime.now(UTC)))  # fmt: skip

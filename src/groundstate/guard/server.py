@@ -39,7 +39,7 @@ from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, Upstrea
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
-from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger
+from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
 
@@ -231,7 +231,11 @@ class Guard:
             return _parked(verdict, entry, self.approvals.timeout)
         decided = await asyncio.to_thread(self.ledger.get, entry)
         operator = decided.operator if decided else None  # read once: the journal and the refusal both name them
-        if ended in (APPROVED, DENIED) and not await asyncio.to_thread(self.ledger.answer, entry):
+        try:
+            answered = ended not in (APPROVED, DENIED) or await asyncio.to_thread(self.ledger.answer, entry)
+        except RowChanged as exc:  # a decision no operator made through groundstate: refused, never run
+            return refused(f"denied: {exc}", _details(verdict, entry, "the guard's ledger", "deny", [str(exc)]))
+        if not answered:
             why = f"an identical call already took the operator's decision on call {entry}; send it again to ask anew"
             return refused(f"denied: {why}", _details(verdict, entry, "the guard", "deny", [why]))
         if admitted.in_doubt and ended in (APPROVED, DENIED):  # an operator has seen the call in doubt

@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from .. import safejson
-from ..errors import ConfigurationError, ConflictError, NotFoundError, StoreError
+from ..errors import ConfigurationError, ConflictError, NotFoundError, StateConflict, StoreError
 from ..store import (
     DriverSQL,
     HeldConnection,
@@ -154,6 +154,11 @@ class LeaseLost(StoreError):
 
 class StoreCorrupt(StoreError):
     """The stored log of a run cannot be trusted: a gap in its sequence or an unreadable event."""
+
+
+class LogChanged(StoreCorrupt, StateConflict):
+    """A run's log was changed outside groundstate since it wrote it, so nothing is done on it (an HTTP surface
+    answers 409: the run's state is not one groundstate acts on; ``audit verify`` names the change)."""
 
 
 class Awaiting(NamedTuple):
@@ -303,7 +308,7 @@ class EventStore:
         verdict = rows if isinstance(rows, chain.Verdict) else \
             chain.verify(run_id, rows, head, last_seq if isinstance(last_seq, int) else -1)  # fmt: skip
         if not verdict.ok:
-            raise StoreCorrupt(f"run {verdict}: nothing is appended to a log changed outside groundstate "
+            raise LogChanged(f"run {verdict}: nothing is appended to a log changed outside groundstate "
                                "(`groundstate audit verify` names every change)")  # fmt: skip
 
     def _listed_apart(self, run_id: str) -> str | None:
@@ -337,7 +342,7 @@ class EventStore:
         verdict = self.verify(run_id, key, required)
         self._cache.pop(run_id, None)  # what is acted on is read again, in the transaction that acts (_links_hold)
         if not verdict.ok:
-            raise StoreCorrupt(f"run {verdict}: {doing} refused on a log changed outside groundstate "
+            raise LogChanged(f"run {verdict}: {doing} refused on a log changed outside groundstate "
                                "(`groundstate audit verify` names every change; `runs decide RUN abort` still "
                                "ends a run that waits for a decision)")  # fmt: skip
 

@@ -130,8 +130,31 @@ class StoreChain:
         self._append = driver.sql("INSERT INTO audit_links (chain, seq, source, row_key, kind, digest, link) "
                                   "VALUES (?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
         self._rows = {source.table: driver.sql(source.select_one()) for source in SOURCES}
+        self._latest = driver.sql("SELECT digest, kind FROM audit_links WHERE chain = ? AND source = ? AND "
+                                  "row_key = ? ORDER BY seq DESC LIMIT 1")  # fmt: skip
+        with within(engine, None) as db:  # a row's latest link, found without reading the chain whole
+            db.exec_driver_sql("CREATE INDEX IF NOT EXISTS audit_links_by_row ON audit_links (source, row_key, seq)")
         with within(engine, None) as db:
             db.exec_driver_sql(self._start, (STORE_CHAIN,))
+
+    def changed(self, db: Executes, source: Source, key: tuple[Any, ...]) -> str | None:
+        """How the row ``key`` of ``source`` differs, in ``db``, from what its latest link recorded — changed, or
+        removed — else None. Read before groundstate acts on a row (runs an approved call, replays a recorded
+        result, writes the row anew), so that an edit made between two of its writes is refused there instead of
+        being acted on and then linked as if groundstate had made it. A row no link names (written before the chain
+        was kept) is taken as it is, unless the chain is signed (``[audit] sign``): then every write links."""
+        found = db.exec_driver_sql(self._rows[source.table], key).first()
+        latest = db.exec_driver_sql(self._latest, (STORE_CHAIN, source.table, _key_text(key))).first()
+        where = f"{source.table} row {_key_text(key)}"
+        if latest is None:
+            if found is not None and self.key is not None:
+                return f"{where} carries no link though [audit] sign is on: it was written outside groundstate"
+            return None
+        if found is None:
+            return f"{where} was removed outside groundstate (its last link: {latest[1]})"
+        if row_digest(found) != latest[0]:
+            return f"{where} was changed outside groundstate since its last link ({latest[1]})"
+        return None
 
     def touch(self, db: Executes, source: Source, key: tuple[Any, ...], kind: str) -> None:
         """Link the row ``key`` of ``source`` as it stands now (``kind``: what was just done to it), in ``db``."""

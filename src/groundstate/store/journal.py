@@ -113,6 +113,10 @@ class ToolJournal:
         hot, key = self._hot, (scope, position, call_digest(tool, arguments))
         now = hot.moment(datetime.now(UTC))
         with within(self.engine, db) as db:
+            changed = self.chain.changed(db, JOURNAL, key)
+            if changed is not None:  # whether it ran, and what it returned, is no longer known
+                raise CallInDoubt(f"{tool} ({scope} #{position}): the journal's {changed}; it may or may not "
+                                  "have taken effect, and no recorded result is replayed; an operator decides")
             row = db.exec_driver_sql(hot.find, key).first()
             state, result, holder, started_at = row if row is not None else (None, "", None, None)
             if state == DONE:
