@@ -93,7 +93,7 @@ def test_a_refused_event_changes_nothing_and_statuses_stay_in_their_machines(seq
     state, abort_decided = RunState("r"), False
     for seq, (event_type, extra) in enumerate(sequence, start=1):
         if event_type == APPROVAL_DECIDED:
-            pause = state.pause.seq if state.pause else 0
+            pause = state.pause.seq if state.pause else 10**6  # none open: a pause no event of the run is
             event = Event.parsed("r", seq, event_type, "a", {"decision": extra, "pause": pause}, NOW, "operator")
         else:
             event = Event.parsed("r", seq, event_type, extra, dict(PAYLOADS[event_type]), NOW, "runtime")

@@ -46,7 +46,8 @@ class OperatorActions:
         def build(state: RunState) -> Planned:
             return decision_events(state, decision, instructions, actor, pause, self_approval)
 
-        for event in self.store.transact(run_id, build, actor):  # serialised with every other write to the run
+        # serialised with every other write to the run; an abort ends even a run whose log was changed
+        for event in self.store.transact(run_id, build, actor, despite_changes=decision == "abort"):
             self.notify(event)
             if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
                 try:

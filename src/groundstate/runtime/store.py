@@ -178,6 +178,9 @@ class EventStore:
         create_tables(self.engine, *metadata.sorted_tables)
         self._lock = threading.Lock()  # one writer per process; the unique (run_id, seq) guards across processes
         self._cache: dict[str, RunState] = {}  # derived states, advanced event by event
+        # the runs whose cached state was replayed in a writing transaction that checked the links (or advanced from
+        # one by this process's own appends); a state read outside one (``state``) is not vouched for until then
+        self._vouched: set[str] = set()
         # statements built once: constructing SQLAlchemy expressions per event costs more than running them
         lock = select(runs.c.last_seq).where(runs.c.id == bindparam("rid"))
         self._lock_run = lock if self.engine.dialect.name == "sqlite" else lock.with_for_update()
@@ -223,11 +226,15 @@ class EventStore:
         actor: str = "runtime",
         holder: str | None = None,
         reports: list[dict[str, Any]] | None = None,
+        *,
+        despite_changes: bool = False,
     ) -> list[ev.Event]:
         """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
         append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply.
         With ``holder`` (a driver), the append is refused unless that holder still has the run's lease.
-        ``reports``: what the run's guards were told since the last write (runtime/reported.py), kept with them."""
+        ``reports``: what the run's guards were told since the last write (runtime/reported.py), kept with them.
+        A log replayed here must hold its links (LogChanged otherwise), unless ``despite_changes``: an operator's
+        abort, which acts on nothing the log says, ends even a run whose log was changed."""
         hot = self._hot
         with self._lock, self._held.transaction() if self._held else hot_transaction(self.engine) as db:
             row = db.exec_driver_sql(hot.lock, (run_id,)).first()  # the run's row, locked, and its lease's holder
@@ -237,8 +244,11 @@ class EventStore:
             if holder is not None and leased_to != holder:
                 raise LeaseLost(f"run {run_id} is no longer driven by this process (its lease was taken over)")
             state = self._cache.pop(run_id, None)
-            if state is None or state.last_seq != last_seq:  # another process wrote: replay what the links vouch for
-                self._links_hold(db, run_id, head, last_seq)
+            if state is None or state.last_seq != last_seq or run_id not in self._vouched:
+                # another process wrote, or this one only read: replay what the links vouch for
+                self._vouched.discard(run_id)
+                if not despite_changes:
+                    self._links_hold(db, run_id, head, last_seq)
                 state = self._state(db, run_id, last_seq)
             for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
                 # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
@@ -263,6 +273,8 @@ class EventStore:
                     signed = f"{state.last_seq}:{signature_of(self.audit_key, 'run:' + run_id, state.last_seq, head)}"
                     db.exec_driver_sql(hot.update_signed, (*values, signed, run_id))
         self._cache[run_id] = state  # only once the transaction has committed
+        if not despite_changes:
+            self._vouched.add(run_id)
         return appended
 
     def verify(self, run_id: str, key: bytes | None = None, required: bool = False,
@@ -340,7 +352,8 @@ class EventStore:
         appended after an event changed outside groundstate, and nobody acts on what it says. ``doing``: what is
         refused, for the message."""
         verdict = self.verify(run_id, key, required)
-        self._cache.pop(run_id, None)  # what is acted on is read again, in the transaction that acts (_links_hold)
+        if run_id not in self._vouched:  # read outside a checked transaction: read again, after this check
+            self._cache.pop(run_id, None)
         if not verdict.ok:
             raise LogChanged(f"run {verdict}: {doing} refused on a log changed outside groundstate "
                                "(`groundstate audit verify` names every change; `runs decide RUN abort` still "
@@ -445,6 +458,7 @@ class EventStore:
             cached = self._cache.get(run_id)
             if cached is not None and cached.last_seq == row.last_seq:
                 return cached
+            self._vouched.discard(run_id)
             state = self._cache[run_id] = self._state(db, run_id, row.last_seq)
             return state
 
