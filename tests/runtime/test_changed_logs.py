@@ -222,3 +222,17 @@ def test_the_console_refuses_a_decision_on_a_changed_log_as_a_conflict(tmp_path:
     assert decided.status_code == 409, decided.text
     assert decided.json()["code"] == "state_conflict" and "event 5 was changed" in decided.json()["detail"]
     assert events(database, run_id) == 5
+
+
+def test_a_run_is_created_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Its row and its RunCreated are one transaction: a write that fails in between (here the database refuses the
+    event, as a full disk would) leaves no row without a log — a run nobody could show, abort or drive."""
+    database = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{database}"
+    EventStore(url).engine.dispose()  # the tables
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TRIGGER full BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    store = EventStore(url)
+    with pytest.raises(Exception, match="disk full"):
+        store.create_run("w", FLOW, None)
+    assert store.runs() == []

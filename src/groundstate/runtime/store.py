@@ -197,15 +197,13 @@ class EventStore:
         actor: str = "runtime",
         **details: Any,
     ) -> str:
-        """A new run with its RunCreated event (appended by ``actor``); returns its id. ``details`` (the pinned
-        policy, the recorded models and budgets) go into the event as given; empty ones are left out."""
+        """A new run with its RunCreated event (appended by ``actor``), in one transaction: a crash leaves the run
+        whole or absent, never a row without its log; returns its id. ``details`` (the pinned policy, the recorded
+        models and budgets) go into the event as given; empty ones are left out."""
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-        now = datetime.now(UTC)
-        with self._lock, self.engine.begin() as db:
-            db.execute(insert(runs).values(id=run_id, name=name, status=RunStatus.PENDING.value, created_at=now,
-                                           updated_at=now, last_seq=0))  # fmt: skip
         chosen = {key: value for key, value in details.items() if value}
-        self.append(run_id, ev.RunCreated(name=name, workflow=workflow_text, model=model, **chosen), actor=actor)
+        created = ev.RunCreated(name=name, workflow=workflow_text, model=model, **chosen)
+        self.transact(run_id, lambda state: [(created, None)], actor, creating=name)
         return run_id
 
     def append(
@@ -228,15 +226,20 @@ class EventStore:
         reports: list[dict[str, Any]] | None = None,
         *,
         despite_changes: bool = False,
+        creating: str | None = None,
     ) -> list[ev.Event]:
         """Atomically: read the run's state, let ``build`` decide which events follow (it may raise to refuse),
         append them. Concurrent writers are serialised on the run's row, so two decisions cannot both apply.
         With ``holder`` (a driver), the append is refused unless that holder still has the run's lease.
         ``reports``: what the run's guards were told since the last write (runtime/reported.py), kept with them.
         A log replayed here must hold its links (LogChanged otherwise), unless ``despite_changes``: an operator's
-        abort, which acts on nothing the log says, ends even a run whose log was changed."""
+        abort, which acts on nothing the log says, ends even a run whose log was changed. ``creating``: the run is
+        new, with this name — its row is inserted in the same transaction as its first events."""
         hot = self._hot
         with self._lock, self._held.transaction() if self._held else hot_transaction(self.engine) as db:
+            if creating is not None:
+                now = hot.moment(datetime.now(UTC))
+                db.exec_driver_sql(hot.new_run, (run_id, creating, RunStatus.PENDING.value, now, now))
             row = db.exec_driver_sql(hot.lock, (run_id,)).first()  # the run's row, locked, and its lease's holder
             if row is None:
                 raise UnknownRun(f"there is no run {run_id}")
@@ -576,6 +579,8 @@ class _HotStatements:
         locking = "" if driver.dialect.name == "sqlite" else " FOR UPDATE OF runs"  # SQLite: the file's write lock
         self.lock = sql("SELECT runs.last_seq, run_leases.holder, runs.chain FROM runs LEFT OUTER JOIN run_leases ON "
                         f"run_leases.run_id = runs.id WHERE runs.id = ?{locking}")  # fmt: skip
+        self.new_run = sql("INSERT INTO runs (id, name, status, created_at, updated_at, last_seq) "
+                           "VALUES (?, ?, ?, ?, ?, 0)")  # fmt: skip
         self.insert = sql("INSERT INTO events (run_id, seq, type, agent, payload, actor, at, chain) "
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
         self.update = sql("UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, paused_agent = ?, "
