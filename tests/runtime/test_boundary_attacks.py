@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,12 +79,14 @@ def test_the_provider_key_goes_only_to_endpoints_the_operator_named(tmp_path: Pa
         assert [h.get("authorization") for h in workflows_seen[before:]] == ["Bearer sk-operator-secret"]
 
 
-def stalled_run(tmp_path: Path, url: str, seen: list[dict[str, str]], key: str) -> str:
-    """A run the operator started with ``--model`` at ``url`` and the key ``key``, whose driver was killed inside its
-    first model call (the run is left to be resumed); returns its id."""
+def stalled_run(tmp_path: Path, url: str, asked: Sized, key: str | None = None) -> str:
+    """A run the operator started with ``--model`` at ``url`` (and the key ``key``), whose driver was killed inside
+    its first model call — once the model's requests (``asked``) are no longer empty — and left to be resumed;
+    returns its id."""
     (tmp_path / "flow.yaml").write_text(flow(None))
     environment = {k: v for k, v in os.environ.items() if k not in ("GROUNDSTATE_CONFIG", "GROUNDSTATE_API_KEY")}
-    environment |= {"GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200", "GROUNDSTATE_API_KEY": key}
+    environment |= {"GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    environment |= {"GROUNDSTATE_API_KEY": key} if key is not None else {}
     driver = subprocess.Popen([sys.executable, "-m", "groundstate", "run", "flow.yaml", "--model",
                                f"openai-chat:m@{url}"], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -92,7 +94,7 @@ def stalled_run(tmp_path: Path, url: str, seen: list[dict[str, str]], key: str) 
         assert driver.stdout is not None
         first = driver.stdout.readline()
         deadline = time.monotonic() + 60
-        while not seen:
+        while not len(asked):  # the driver is inside its model call
             assert time.monotonic() < deadline and driver.poll() is None, first
             time.sleep(0.05)
     finally:
@@ -272,23 +274,7 @@ def test_a_killed_drivers_run_is_resumed_at_once_on_the_same_host(tmp_path: Path
     url, script = model
     script.answers = {"writer_a": [DONE]}
     script.delays = {"writer_a": [60.0, 0.0]}  # the first answer never comes in time: the driver is mid-call
-    (tmp_path / "flow.yaml").write_text(flow(None))
-    environment = {k: v for k, v in os.environ.items() if k not in ("GROUNDSTATE_CONFIG", "GROUNDSTATE_API_KEY")}
-    environment |= {"GROUNDSTATE_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
-    driver = subprocess.Popen([sys.executable, "-m", "groundstate", "run", "flow.yaml", "--model",
-                               f"openai-chat:m@{url}"], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    try:
-        assert driver.stdout is not None
-        first = driver.stdout.readline()
-        run_id = first.split()[1]
-        deadline = time.monotonic() + 60
-        while not script.requests:  # the driver is inside its model call
-            assert time.monotonic() < deadline and driver.poll() is None, first
-            time.sleep(0.05)
-    finally:
-        driver.kill()
-        driver.wait(timeout=30)
+    run_id = stalled_run(tmp_path, url, script.requests)
     started = time.monotonic()
     resumed = groundstate("runs", "resume", run_id, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

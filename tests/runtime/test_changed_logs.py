@@ -52,11 +52,17 @@ def events(database: Path, run_id: str) -> int:
         return int(db.execute("SELECT COUNT(*) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
 
 
-def test_an_edited_pause_cannot_be_approved_as_edited_and_can_be_aborted(tmp_path: Path) -> None:
+def changed_pause(tmp_path: Path, reason: str = "harmless") -> tuple[Path, str, str]:
+    """A run awaiting a decision whose pause (event 5) was edited to say ``reason``: (database, its URL, run)."""
     database = tmp_path / "runs.sqlite"
     url = f"sqlite:///{database}"
     run_id = awaiting_run(EventStore(url), "the agent asks to write notes.txt")
-    edit(database, run_id, 5, reason="the agent asks to write ~/.ssh/authorized_keys")  # what the operator reads
+    edit(database, run_id, 5, reason=reason)  # what the operator reads
+    return database, url, run_id
+
+
+def test_an_edited_pause_cannot_be_approved_as_edited_and_can_be_aborted(tmp_path: Path) -> None:
+    database, url, run_id = changed_pause(tmp_path, "the agent asks to write ~/.ssh/authorized_keys")
     before = events(database, run_id)
     retried = groundstate(tmp_path, "runs", "decide", run_id, "retry", "--db", url)
     assert retried.returncode == 2, retried.stdout + retried.stderr
@@ -200,10 +206,7 @@ def test_a_writer_whose_log_was_changed_behind_it_appends_nothing(tmp_path: Path
 
 
 def test_repinning_a_changed_log_is_refused(tmp_path: Path) -> None:
-    database = tmp_path / "runs.sqlite"
-    url = f"sqlite:///{database}"
-    run_id = awaiting_run(EventStore(url), "approve the write")
-    edit(database, run_id, 5, reason="harmless")
+    database, url, run_id = changed_pause(tmp_path)
     before = events(database, run_id)
     repinned = groundstate(tmp_path, "runs", "repin", run_id, "--db", url)
     assert repinned.returncode == 2, repinned.stdout + repinned.stderr
@@ -213,10 +216,7 @@ def test_repinning_a_changed_log_is_refused(tmp_path: Path) -> None:
 
 def test_the_console_refuses_a_decision_on_a_changed_log_as_a_conflict(tmp_path: Path) -> None:
     """Not a server error: the run's state is not one groundstate acts on (409, ``state_conflict``), and why."""
-    database = tmp_path / "runs.sqlite"
-    url = f"sqlite:///{database}"
-    run_id = awaiting_run(EventStore(url), "approve the write")
-    edit(database, run_id, 5, reason="harmless")
+    database, url, run_id = changed_pause(tmp_path)
     with serving(tmp_path, "--db", url) as console, console.api() as api:
         decided = api.post(f"/api/runs/{run_id}/decision", json={"pause": 5, "decision": "retry"})
     assert decided.status_code == 409, decided.text

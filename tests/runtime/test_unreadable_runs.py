@@ -42,6 +42,14 @@ def not_utf8(database: Path, run_id: str, column: str = "payload", seq: int = 4)
                    (run_id, seq))  # fmt: skip
 
 
+def rename_run(database: Path, run_id: str, new_id: str) -> None:
+    """Give a run another id in its row and its events, as a hand with the database file could."""
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        for table, column in (("runs", "id"), ("events", "run_id")):
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (new_id, run_id))
+
+
 @pytest.fixture
 def two_paused(tmp_path: Path) -> tuple[Path, str, str]:
     """A store with two runs awaiting a decision, the first of them damaged: (database, damaged, intact)."""
@@ -166,10 +174,7 @@ def test_terminal_control_in_a_run_id_is_shown_not_obeyed(tmp_path: Path) -> Non
     database = tmp_path / "runs.sqlite"
     run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
     hostile = "run-x\x1b[2J\x1b]0;PWNED\x07\rFAKE"
-    with sqlite3.connect(database) as db:
-        db.execute("PRAGMA foreign_keys = OFF")
-        for table, column in (("runs", "id"), ("events", "run_id")):
-            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (hostile, run_id))
+    rename_run(database, run_id, hostile)
     not_utf8(database, hostile)
     for command in (("runs", "list"), ("runs", "pauses"), ("audit", "verify")):
         done = groundstate(tmp_path, *command, "--db", f"sqlite:///{database}")
@@ -209,10 +214,7 @@ def test_the_console_survives_a_damaged_account_row_and_a_long_hostile_id(tmp_pa
     damaged = awaiting_run(store, "the damaged run's reason")
     store.engine.dispose()
     long_id = "../" + "Z" * 5000 + "?x#y"
-    with sqlite3.connect(database) as db:
-        db.execute("PRAGMA foreign_keys = OFF")
-        for table, column in (("runs", "id"), ("events", "run_id")):
-            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (long_id, damaged))
+    rename_run(database, damaged, long_id)
     not_utf8(database, long_id)
     with serving(tmp_path, "--db", f"sqlite:///{database}") as console, console.api() as api:
         approvals = api.get("/api/approvals")
@@ -285,10 +287,8 @@ def test_an_unreadable_rows_id_cannot_forge_a_line_of_runs_list(tmp_path: Path) 
     database = tmp_path / "runs.sqlite"
     run_id = awaiting_run(EventStore(f"sqlite:///{database}"), "why")
     forged = "run-a\nrun-b  w  completed"
+    rename_run(database, run_id, forged)
     with sqlite3.connect(database) as db:
-        db.execute("PRAGMA foreign_keys = OFF")
-        for table, column in (("runs", "id"), ("events", "run_id")):
-            db.execute(f"UPDATE {table} SET {column} = ? WHERE {column} = ?", (forged, run_id))
         db.execute("UPDATE runs SET status = 'exploded'")  # read, but no status a run has: its real id kept
     listed = groundstate(tmp_path, "runs", "list", "--db", f"sqlite:///{database}")
     assert listed.returncode == 2 and listed.stdout.count("\n") == 1, listed.stdout

@@ -217,10 +217,7 @@ class Ledger:
             current = self._get(db, entry_id)
             if current is None:
                 raise UnknownCall(f"there is no call {entry_id} in the guard's ledger")
-            changed = self.chain.changed(db, LEDGER, (entry_id,))
-            if changed is not None:  # what the operator was shown is not what groundstate held
-                raise RowChanged(f"call {entry_id} is not decided: the ledger's {changed} (`groundstate audit "
-                                 "verify` names every change)")  # fmt: skip
+            self._untouched(db, entry_id, "decided")  # what the operator was shown is what groundstate held
             if digest is not None and digest != current.digest:
                 raise ApprovalRefused(f"call {entry_id} is {current.digest}, not {digest}: a changed call needs its "
                                       "own approval")  # fmt: skip
@@ -241,6 +238,14 @@ class Ledger:
             found = self._get(db, entry_id)
         assert found is not None
         return found
+
+    def _untouched(self, db: Any, entry_id: int, what: str) -> None:
+        """RowChanged — the call is not ``what`` — unless its row is what its latest link in the store's chain
+        recorded."""
+        changed = self.chain.changed(db, LEDGER, (entry_id,))
+        if changed is not None:
+            raise RowChanged(f"call {entry_id} is not {what}: the ledger's {changed} (`groundstate audit verify` "
+                             "names every change)")  # fmt: skip
 
     def park(self, entry_id: int) -> None:
         """Its client was told the call is held and to ask again: nobody waits for it in between, so no process's
@@ -264,10 +269,7 @@ class Ledger:
         """Mark an operator's decision on the call as delivered to a client, once: False when another call (an
         identical one, concurrently) already took it — an approval runs one call, never two."""
         with self.engine.begin() as db:
-            changed = self.chain.changed(db, LEDGER, (entry_id,))
-            if changed is not None:  # a decision groundstate did not record (or on a call it did not hold)
-                raise RowChanged(f"call {entry_id} is not run: the ledger's {changed} (`groundstate audit verify` "
-                                 "names every change)")  # fmt: skip
+            self._untouched(db, entry_id, "run")  # a decision groundstate recorded, on a call it held
             done = db.execute(update(decisions).where(decisions.c.id == entry_id, decisions.c.answered.is_(None),
                                                       decisions.c.status.in_((APPROVED, DENIED)))
                               .values(answered=datetime.now(UTC)))  # fmt: skip

@@ -38,7 +38,8 @@ class OperatorActions:
                pause: int | None = None) -> RunState:  # fmt: skip
         """``Runtime.decide``: the decision on one open pause, and the skip or abort it means."""
         check_decision(decision)
-        if decision != "abort":  # ending a run acts on nothing it says; any other decision acts on its pause
+        ending = decision == "abort"  # acts on nothing the log says: ends even a run whose log was changed
+        if not ending:
             self.store.check_untouched(run_id, self.options.audit_key, self.options.audit_required,
                                        f"the decision {decision} is")  # fmt: skip
         self_approval = self.options.self_approval
@@ -46,8 +47,8 @@ class OperatorActions:
         def build(state: RunState) -> Planned:
             return decision_events(state, decision, instructions, actor, pause, self_approval)
 
-        # serialised with every other write to the run; an abort ends even a run whose log was changed
-        for event in self.store.transact(run_id, build, actor, despite_changes=decision == "abort"):
+        # serialised with every other write to the run
+        for event in self.store.transact(run_id, build, actor, despite_changes=ending):
             self.notify(event)
             if event.type == ev.APPROVAL_DECIDED and event.agent:  # the operator has seen its calls in doubt
                 try:

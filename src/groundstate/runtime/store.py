@@ -250,8 +250,8 @@ class EventStore:
             if state is None or state.last_seq != last_seq or run_id not in self._vouched:
                 # another process wrote, or this one only read: replay what the links vouch for
                 self._vouched.discard(run_id)
-                if not despite_changes:
-                    self._links_hold(db, run_id, head, last_seq)
+                if not despite_changes:  # a writer appends only after what the chain vouches for
+                    self._refuse_changed(self._verdict(db, run_id), "nothing is appended to")
                 state = self._state(db, run_id, last_seq)
             for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
                 # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
@@ -286,24 +286,20 @@ class EventStore:
         changed, removed, inserted or reordered since groundstate wrote it, if any; with ``key``, the signed head
         checked too; ``required`` (``[audit] sign`` on): an unsigned head or events without a link fail.
         ``listing``: the run's row in ``runs`` (its status and open pauses, which the listings and the inbox read)
-        must also be what the log replays to."""
+        must also be what the log replays to. One reading transaction: the log and its row as they stood together."""
         with reading(self.engine) as db:
-            found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
-            if found is None:
-                raise UnknownRun(f"there is no run {run_id}")
-            head, last_seq = found
-            rows = self._chained(db, run_id, head)
-            if isinstance(rows, chain.Verdict):
-                return rows
-            signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
-        verdict = chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
-        if not verdict.ok or not listing:
-            return verdict
-        problem = self._listed_apart(run_id)
+            verdict = self._verdict(db, run_id, key, required)
+            if not verdict.ok or not listing:
+                return verdict
+            problem = self._listed_apart(db, run_id)
         return verdict if problem is None else replace(verdict, ok=False, seq=None, how="changed", detail=problem)
 
-    def _chained(self, db: Any, run_id: str, head: str | None) -> list[chain.Row] | chain.Verdict:
-        """The run's events as the chain reads them, in ``db`` (a Verdict naming the event that cannot be read)."""
+    def _verdict(self, db: Any, run_id: str, key: bytes | None = None, required: bool = False) -> chain.Verdict:
+        """What the run's chain says, read in ``db`` (``verify``'s, or the transaction about to append)."""
+        found = db.exec_driver_sql(self._hot.head, (run_id,)).first()
+        if found is None:
+            raise UnknownRun(f"there is no run {run_id}")
+        head, last_seq = found
         rows: list[chain.Row] = []
         try:
             for values in db.exec_driver_sql(self._hot.chained, (run_id,)):
@@ -312,32 +308,28 @@ class EventStore:
             seq = rows[-1].seq + 1 if rows and isinstance(rows[-1].seq, int) else 1
             return chain.Verdict(run_id, False, len(rows), 0, head or "", seq, "changed",
                                  f"its {exc.column} is not UTF-8 text")  # fmt: skip
-        return rows
+        signed = db.exec_driver_sql(self._hot.signed, (run_id,)).first()
+        return chain.verify(run_id, rows, head, last_seq, signed[0] if signed else None, key, required)
 
-    def _links_hold(self, db: Any, run_id: str, head: str | None, last_seq: Any) -> None:
-        """StoreCorrupt unless the run's links, read in the transaction about to append, hold up to its head: a
-        writer replays the log only when another process wrote since it last read it (or it never did), and then
-        appends only after what the chain vouches for — an edit made while a driver runs, or after an operator's
-        check, is refused there (the signature is checked before a segment or a decision: ``check_untouched``)."""
-        rows = self._chained(db, run_id, head)
-        verdict = rows if isinstance(rows, chain.Verdict) else \
-            chain.verify(run_id, rows, head, last_seq if isinstance(last_seq, int) else -1)  # fmt: skip
+    @staticmethod
+    def _refuse_changed(verdict: chain.Verdict, refused: str, hint: str = "") -> None:
+        """LogChanged, saying what is ``refused`` (and ``hint``: what still can be done), unless the chain held."""
         if not verdict.ok:
-            raise LogChanged(f"run {verdict}: nothing is appended to a log changed outside groundstate "
-                               "(`groundstate audit verify` names every change)")  # fmt: skip
+            raise LogChanged(f"run {verdict}: {refused} a log changed outside groundstate (`groundstate audit "
+                             f"verify` names every change{hint})")  # fmt: skip
 
-    def _listed_apart(self, run_id: str) -> str | None:
+    def _listed_apart(self, db: Any, run_id: str) -> str | None:
         """How the run's row in ``runs`` — what the listings and the inbox read, a cache of its log — differs from
-        what its log replays to (None: it does not): an edited status hides a waiting run from the inbox."""
-        with reading(self.engine) as db:
-            found = db.execute(select(runs.c.status, runs.c.open_pauses, runs.c.last_seq, runs.c.paused_agent,
-                                      runs.c.pause_reason).where(runs.c.id == run_id)).first()  # fmt: skip
-            if found is None:
-                return "the run's row was removed"
-            try:
-                state = self._state(db, run_id, found.last_seq)
-            except StoreCorrupt as exc:
-                return str(exc)
+        what its log replays to, read in ``db`` (None: it does not): an edited status hides a waiting run from the
+        inbox."""
+        found = db.execute(select(runs.c.status, runs.c.open_pauses, runs.c.last_seq, runs.c.paused_agent,
+                                  runs.c.pause_reason).where(runs.c.id == run_id)).first()  # fmt: skip
+        if found is None:
+            return "the run's row was removed"
+        try:
+            state = self._state(db, run_id, found.last_seq)
+        except StoreCorrupt as exc:
+            return str(exc)
         said = (found.status, found.open_pauses)
         replayed = (str(state.status), len(state.pauses))
         if said != replayed and not (found.open_pauses is None and said[0] == replayed[0]):  # None: before the count
@@ -350,17 +342,15 @@ class EventStore:
         return None
 
     def check_untouched(self, run_id: str, key: bytes | None, required: bool, doing: str) -> None:
-        """StoreCorrupt naming the first change, unless the run's log is the one groundstate wrote (its chain, and
+        """LogChanged naming the first change, unless the run's log is the one groundstate wrote (its chain, and
         with ``key`` its signed head, verified; ``required``, as ``verify`` takes it: signed it must be): nothing is
         appended after an event changed outside groundstate, and nobody acts on what it says. ``doing``: what is
         refused, for the message."""
         verdict = self.verify(run_id, key, required)
         if run_id not in self._vouched:  # read outside a checked transaction: read again, after this check
             self._cache.pop(run_id, None)
-        if not verdict.ok:
-            raise LogChanged(f"run {verdict}: {doing} refused on a log changed outside groundstate "
-                               "(`groundstate audit verify` names every change; `runs decide RUN abort` still "
-                               "ends a run that waits for a decision)")  # fmt: skip
+        self._refuse_changed(verdict, f"{doing} refused on",
+                             "; `runs decide RUN abort` still ends a run that waits for a decision")
 
     def guard_reports(self, run_id: str) -> list[tuple[int, Any]]:
         """What the run's guards were told, in order (runtime/reported.py), each with the run's last event when it
