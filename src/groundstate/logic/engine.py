@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import GroundstateError
 from . import fundeps
@@ -28,6 +28,7 @@ from .grouped import GroupedRows, Journal
 from .parser import parse_atom
 from .planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed
 from .program import Program
+from .schedule import Step, compile_step
 from .storage import Fact, Relation
 from .type_bounds import fits_any
 from .values import sort_facts, to_value
@@ -36,6 +37,11 @@ External = Callable[..., Any]
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
 SeedPlan = tuple[Rule, int, str, bool, CompiledRule]  # rule, body literal, its predicate, negated?, seeded plan
 INSERTED, DELETED = 0, 1
+_STEPS_KEPT = 256  # compiled incremental steps an engine keeps (one per set of inserted predicates seen twice)
+
+
+class _ExternalError(GroundstateError):
+    """A user's external predicate failed; re-raised as an EvaluationError naming the predicate."""
 
 
 @dataclass
@@ -116,6 +122,8 @@ class Engine:
                          if info.fundeps and name in self.relations}  # fmt: skip
         self._seeds_by_predicate: dict[int, dict[str, list[SeedPlan]]] = {}  # the same, by the seeding predicate
         self._inputs: dict[int, list[tuple[str, Any, tuple[int, ...]]]] = {}  # per plan (by id), see _execute
+        self._steps: dict[frozenset[str], Step | int] = {}  # see _compiled_step: a step, or how often seen before
+        self.steps_after: int | None = 1  # see _compiled_step
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -130,6 +138,7 @@ class Engine:
         outputs = info.modes.count("-")
         self._externals[predicate] = _wrap_external(predicate, function, outputs)
         self._inputs.clear()  # plans resolved the previous function
+        self._steps.clear()  # and so did the compiled steps
 
     def assert_facts(self, predicate: str, rows: Iterable[Iterable[Any]]) -> int:
         """Add base facts; returns how many were new. Takes effect at the next evaluate()."""
@@ -383,24 +392,32 @@ class Engine:
             result = plan.function(*args)
             if not raw and (plan.row_vars or (plan.seed is None and rule.aggregates)):
                 result = aggregate(rule, plan.row_vars, result)
-        except ValueLimitError as exc:
-            raise EvaluationLimitError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
-        except (BuiltinError, _ExternalError) as exc:
-            raise EvaluationError(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
+        except self._caught as exc:
+            self._plan_failed(rule, exc)
         return result
+
+    @staticmethod
+    def _plan_failed(rule: Rule, exc: Exception) -> NoReturn:
+        """A built-in's or an external's failure in a rule, reported as the clause's (a limit as a limit)."""
+        kind = EvaluationLimitError if isinstance(exc, ValueLimitError) else EvaluationError
+        raise kind(f"{exc} (in the clause {rule.clause})", rule.clause.pos) from None
+
+    _caught = (ValueLimitError, BuiltinError, _ExternalError)  # what _plan_failed reports
 
     def _input(self, plan: CompiledRule, source: Any) -> tuple[str, Any, tuple[int, ...]]:
         """Where a plan's source comes from in this engine: its relation (facts or an index) or external."""
         if source.kind == CALL:
-            fn = self._externals.get(source.predicate)
-            if fn is None:
-                raise EvaluationError(
-                    f"external predicate {source.predicate} has no registered function", plan.rule.clause.pos
-                )
-            return CALL, fn, ()
+            return CALL, self._external(plan, source.predicate), ()
         if source.kind == SEED:
             return SEED, None, ()
         return source.kind, self.relations[source.predicate], source.columns
+
+    def _external(self, plan: CompiledRule, predicate: str) -> Callable[..., list[Fact]]:
+        """The registered function of an external predicate a plan calls."""
+        fn = self._externals.get(predicate)
+        if fn is None:
+            raise EvaluationError(f"external predicate {predicate} has no registered function", plan.rule.clause.pos)
+        return fn
 
     def _recursive_variants(self, stratum: Stratum) -> list[tuple[str, str, CompiledRule]]:
         """(body predicate, head predicate, plan seeded from that body atom) for every recursive atom."""
@@ -512,26 +529,54 @@ class Engine:
     def _evaluate_incremental(self, changes: Changes) -> None:
         self.stats.mode = "incremental"
         base_ins, base_del = self._base_changes()
+        if base_ins and not base_del:
+            step = self._compiled_step(frozenset(base_ins))
+            if step is not None:
+                step(base_ins, changes, self.stats)
+                return
         strata = self.analyzed.strata
         due = sorted({self.analyzed.stratum_of[p] for p in (*base_ins, *base_del)})  # a heap: lowest stratum first
         while due:
             i = heapq.heappop(due)
             if due and due[0] == i:
                 continue  # queued twice: the second pop handles it
-            stratum, reads = strata[i], self._reads[i]
-            if stratum.aggregates and self._groups_kept(i, stratum):
-                self._update_groups(stratum, reads, changes)
-            elif stratum.aggregates:
-                self._recompute(stratum, changes)
-            elif not stratum.rules:
-                self._base_changed(stratum, changes, base_ins, base_del)
-            else:
-                self._delete_rederive(stratum, reads, changes, base_ins, base_del)
-            for predicate in stratum.predicates:  # what this stratum changed wakes the strata that read it
+            self._stratum_step(i, changes, base_ins, base_del)
+            for predicate in strata[i].predicates:  # what this stratum changed wakes the strata that read it
                 if predicate in changes:
                     for reader in self._readers.get(predicate, ()):
                         if reader > i:  # a recursive stratum reads its own predicates: it has run
                             heapq.heappush(due, reader)
+
+    def _compiled_step(self, inserted: frozenset[str]) -> Step | None:
+        """The compiled evaluation of an insertion into ``inserted`` (schedule.py), made once the same predicates
+        have gained facts ``steps_after`` times before (an engine evaluated once does not pay for compiling); None
+        until then, and always when ``steps_after`` is None (the generic loop alone)."""
+        step = self._steps.get(inserted)
+        if isinstance(step, int):
+            if self.steps_after is None or step < self.steps_after:
+                self._steps[inserted] = step + 1
+                return None
+            step = self._steps[inserted] = compile_step(self, inserted)
+        elif step is None:
+            if len(self._steps) >= _STEPS_KEPT:
+                self._steps.clear()
+            self._steps[inserted] = 0
+            return self._compiled_step(inserted)
+        return step
+
+    def _stratum_step(
+        self, i: int, changes: Changes, base_ins: dict[str, set[Fact]], base_del: dict[str, set[Fact]] | None = None
+    ) -> None:
+        """Bring stratum ``i`` up to date with the changes below it (and its own asserted or retracted facts)."""
+        stratum, reads, base_del = self.analyzed.strata[i], self._reads[i], base_del or {}
+        if stratum.aggregates and self._groups_kept(i, stratum):
+            self._update_groups(stratum, reads, changes)
+        elif stratum.aggregates:
+            self._recompute(stratum, changes)
+        elif not stratum.rules:
+            self._base_changed(stratum, changes, base_ins, base_del)
+        else:
+            self._delete_rederive(stratum, reads, changes, base_ins, base_del)
 
     # -- aggregating rules, group by group ------------------------------------------------------------
     def _aggregate_all(self, rule: Rule, stratum: Stratum) -> set[Fact]:
@@ -577,6 +622,17 @@ class Engine:
             self._insert(rule.head.predicate, inserted)
             if inserted or deleted:
                 changes[rule.head.predicate] = (inserted, deleted)
+
+    def _rows_added(self, rule: Rule, rows: set[Fact]) -> tuple[set[Fact], set[Fact]]:
+        """The head facts an aggregating rule kept by group gains and loses when ``rows`` begin to hold (the
+        compiled step's ``_update_groups`` after insertions alone)."""
+        grouped = self._grouped[rule.index]
+        grouped.journal = self._journal
+        try:
+            inserted, deleted = self._grouped_call(grouped.change, rows, rule, ())
+        finally:
+            grouped.journal = None
+        return inserted, deleted
 
     def _rows_lost(self, rule: Rule, stratum: Stratum, lower: Changes) -> set[Fact]:
         """The aggregating rule's rows that held before the lower strata changed and hold no more: seeded from the
@@ -744,6 +800,18 @@ class Engine:
         """Whether a fact inserted under the rule's ``!`` at ``literal`` may take away a stored head: only a head
         carrying the inserted fact's values where the two share a variable can, so when the rule's head relation
         holds none with those values, nothing is lost (a new call's facts never block an older call's verdict)."""
+        shared = self._shared(rule, literal)
+        if not shared:
+            return True
+        index = self.relations[rule.head.predicate].index(tuple(column for _, column in shared))
+        if len(shared) == 1:
+            [(position, _)] = shared
+            return any(fact[position] in index for fact in inserted)
+        return any(tuple(fact[position] for position, _ in shared) in index for fact in inserted)
+
+    def _shared(self, rule: Rule, literal: int) -> tuple[tuple[int, int], ...]:
+        """(column of the negated atom, column of the head) for each variable the rule's ``!`` at ``literal`` shares
+        with its head."""
         shared = self._shared_columns.get((rule.index, literal))
         if shared is None:
             negated = rule.body[literal]
@@ -754,13 +822,7 @@ class Engine:
                 for position, arg in enumerate(negated.atom.args)
                 if isinstance(arg, Var) and arg.name != "_" and arg.name in head
             )
-        if not shared:
-            return True
-        index = self.relations[rule.head.predicate].index(tuple(column for _, column in shared))
-        if len(shared) == 1:
-            [(position, _)] = shared
-            return any(fact[position] in index for fact in inserted)
-        return any(tuple(fact[position] for position, _ in shared) in index for fact in inserted)
+        return shared
 
     def _overdelete(
         self, stratum: Stratum, lower: Changes, members: frozenset[str], base_del: dict[str, set[Fact]]
@@ -848,10 +910,6 @@ class Engine:
             if fresh:
                 overdeleted[pred] |= fresh
                 frontier[pred] = fresh
-
-
-class _ExternalError(GroundstateError):
-    """A user's external predicate failed; re-raised as an EvaluationError naming the predicate."""
 
 
 def _wrap_external(predicate: str, function: External, outputs: int) -> Callable[..., list[Fact]]:

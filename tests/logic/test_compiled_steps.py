@@ -1,0 +1,128 @@
+"""The compiled incremental step (``logic/schedule.py``) derives what the generic loop derives.
+
+- on random programs and random sequences of insertions and retractions, an engine that compiles every step at first
+  sight holds, after each evaluation, exactly what an engine that never compiles holds — and what evaluating from
+  scratch gives; suppositions leave no trace either way
+- the MCP guard's shipped policy with a user's rules (negations, an aggregate) and a session's provenance facts: the
+  same verdict and reasons on random calls, compiled or not
+- the generated text holds no program text; a built-in's failure in a compiled step names the clause; an external
+  registered again is the one a compiled step calls
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from groundstate.logic import Engine, EvaluationError, Program
+
+from .test_properties import SETTINGS, GeneratedProgram, edges, nodes, operations, programs, run_engine
+
+
+def engines(text: str, e: set[tuple[int, int]], f: set[int]) -> tuple[Engine, Engine]:
+    """The same program and facts, evaluated once: one engine compiling every step at first sight, one never."""
+    pair = []
+    for after in (0, None):
+        engine = Engine(Program.parse(text))
+        engine.steps_after = after
+        engine.assert_facts("e", e)
+        engine.assert_facts("f", [(x,) for x in f])
+        engine.evaluate()
+        pair.append(engine)
+    return pair[0], pair[1]
+
+
+@SETTINGS
+@given(programs(), edges, nodes, operations)
+def test_a_compiled_step_derives_what_the_generic_loop_derives(
+    program: GeneratedProgram, e: set[tuple[int, int]], f: set[int], ops: list[tuple[str, str, list[Any], bool]]
+) -> None:
+    text = program.text()
+    compiled, generic = engines(text, e, f)
+    current: dict[str, set[Any]] = {"e": set(e), "f": {(x,) for x in f}}
+    for op, pred, pairs, _ in ops:
+        rows = pairs if pred == "e" else [(a,) for a, _ in pairs]
+        for engine in (compiled, generic):
+            (engine.assert_facts if op == "assert" else engine.retract_facts)(pred, rows)
+        current[pred] = current[pred] | set(rows) if op == "assert" else current[pred] - set(rows)
+        assert compiled.evaluate().mode == generic.evaluate().mode == "incremental"
+        assert compiled.all_facts() == generic.all_facts()
+        assert compiled.all_facts() == run_engine(text, current["e"], {x for (x,) in current["f"]})
+
+
+@SETTINGS
+@given(programs(), edges, nodes, st.lists(st.tuples(edges, nodes), min_size=1, max_size=4))
+def test_a_compiled_supposition_holds_what_the_generic_one_holds_and_leaves_no_trace(
+    program: GeneratedProgram, e: set[tuple[int, int]], f: set[int], suppositions: list[tuple[set[Any], set[int]]]
+) -> None:
+    text = program.text()
+    compiled, generic = engines(text, e, f)
+    before = generic.all_facts()
+    for more_e, more_f in suppositions:
+        supposed = {"e": more_e, "f": [(x,) for x in more_f]}
+        with compiled.supposing(supposed), generic.supposing(supposed):
+            assert compiled.all_facts() == generic.all_facts() == run_engine(text, e | more_e, f | more_f)
+        assert compiled.all_facts() == before
+    if any(more_e - e or more_f - f for more_e, more_f in suppositions):  # some supposition added facts
+        assert any(callable(step) for step in compiled._steps.values())
+
+
+def test_the_steps_are_compiled_once_seen_and_the_generic_loop_is_kept_for_retractions() -> None:
+    engine = Engine(Program.parse("Decl e(A, B). Decl f(A). p(X) :- e(X, Y), !f(Y). q(X) :- p(X), f(X)."))
+    engine.evaluate()
+    for value in range(3):
+        engine.assert_facts("e", [(value, value + 1)])
+        engine.evaluate()
+    [step] = engine._steps.values()
+    assert callable(step), "an insertion seen twice is compiled"
+    engine.retract_facts("e", [(0, 1)])
+    engine.evaluate()
+    assert list(engine._steps) == [frozenset({"e"})], "a retraction is not compiled"
+    assert engine.query("p(X)") == [(1,), (2,)]
+
+
+def test_the_generated_text_holds_no_program_text() -> None:
+    text = """
+    Decl e(A, B). Decl f(A).
+    secret_predicate_name(X, Msg) :- e(X, Y), !f(Y), Msg = fn:string:concat("os.system('rm -rf /')", X).
+    Decl shown(X, N).
+    shown(X, N) :- secret_predicate_name(X, M) |> do fn:group_by(X), let N = fn:count().
+    """
+    engine = Engine(Program.parse(text))
+    engine.steps_after = 0
+    engine.evaluate()
+    engine.assert_facts("e", [(1, 2)])
+    engine.evaluate()
+    source = engine._steps[frozenset({"e"})].source  # type: ignore[union-attr]
+    for fragment in ("secret_predicate_name", "os.system", "rm -rf", "shown", '"e"', "'e'", "concat"):
+        assert fragment not in source
+    assert engine.query("shown(X, N)") == [(1, 1)]
+
+
+def test_a_builtin_failing_in_a_compiled_step_names_the_clause() -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\nr(Z) :- e(X, Y), Z = fn:div(X, Y).\n"))
+    engine.steps_after = 0
+    engine.evaluate()
+    engine.assert_facts("e", [(4, 2)])
+    engine.evaluate()
+    assert engine.query("r(Z)") == [(2,)]
+    engine.assert_facts("e", [(1, 0)])
+    with pytest.raises(EvaluationError, match=r"in the clause r\(Z\) :- e\(X, Y\)") as caught:
+        engine.evaluate()
+    assert caught.value.position is not None and caught.value.position.line == 2
+
+
+def test_an_external_registered_again_is_the_one_a_compiled_step_calls() -> None:
+    text = "Decl e(A, B).\nDecl twice(X, Y) descr [external(), mode(\"+\", \"-\")].\nr(Y) :- e(X, _), twice(X, Y).\n"
+    engine = Engine(Program.parse(text), externals={"twice": lambda x: [(x * 2,)]})
+    engine.steps_after = 0
+    engine.evaluate()
+    engine.assert_facts("e", [(1, 0)])
+    engine.evaluate()
+    engine.register_external("twice", lambda x: [(x * 3,)])
+    engine.assert_facts("e", [(2, 0)])
+    engine.evaluate()
+    assert engine.query("r(Y)") == [(2,), (6,)]
