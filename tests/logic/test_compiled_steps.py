@@ -126,3 +126,15 @@ def test_an_external_registered_again_is_the_one_a_compiled_step_calls() -> None
     engine.assert_facts("e", [(2, 0)])
     engine.evaluate()
     assert engine.query("r(Y)") == [(2,), (6,)]
+
+
+def test_a_compiled_step_counts_what_it_creates_against_the_engines_limit() -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\nr(X, Y) :- e(X, Y).\ns(X) :- r(X, _).\n"), created_fact_limit=5)
+    engine.steps_after = 0
+    engine.evaluate()
+    engine.assert_facts("e", [(1, 1)])
+    engine.evaluate()
+    assert engine.query("s(X)") == [(1,)]
+    engine.assert_facts("e", [(2, 2), (3, 3)])
+    with pytest.raises(EvaluationError, match="created-fact limit of 5 reached"):
+        engine.evaluate()

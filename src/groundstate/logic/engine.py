@@ -8,6 +8,7 @@ over a changed predicate are recomputed. The result is always the one evaluating
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -228,9 +229,8 @@ class Engine:
                 fresh = {fact for fact in self._convert(predicate, rows) if fact not in self.base[predicate]}
                 if fresh:
                     self.base[predicate] |= fresh
-                    self._toggled[predicate] = set(fresh)
                     added[predicate] = fresh
-            self.evaluate(changes=changes)
+            self._evaluate_supposed(added, changes)
         except BaseException:  # an evaluation that failed half-way: what it derived so far is undone too
             self._undo_supposed(added, changes)
             raise
@@ -238,6 +238,30 @@ class Engine:
             yield self.stats
         finally:
             self._undo_supposed(added, changes)
+
+    def _evaluate_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
+        """``evaluate(changes=changes)`` after the supposed facts ``added`` (already in the base): their compiled step
+        run straight away when there is one — the decision path, without the generic evaluation's set-up."""
+        step = self._compiled_step(frozenset(added)) if added and self.time_limit is None else None
+        if step is None:
+            self._toggled = {predicate: set(fresh) for predicate, fresh in added.items()}
+            self.evaluate(changes=changes)
+            return
+        started = time.perf_counter()
+        self.stats = stats = Stats(mode="incremental")
+        self._created = 0
+        collecting = gc.isenabled()
+        gc.disable()  # as gc_paused: the evaluation builds tuples that never form cycles
+        try:
+            step(added, changes, stats)
+            self._check_fundeps(changes)
+        except BaseException:
+            self._needs_full = True  # as evaluate(): the next one starts afresh
+            raise
+        finally:
+            if collecting:
+                gc.enable()
+        stats.created, stats.seconds, stats.counts = self._created, time.perf_counter() - started, self._counts
 
     def _undo_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
         """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
@@ -345,7 +369,7 @@ class Engine:
         out = []
         for row in rows:
             try:
-                fact = tuple(to_value(v) for v in row)
+                fact = tuple([v if type(v) is str else to_value(v) for v in row])  # a string is its own value
             except (TypeError, ValueError) as exc:
                 raise FactError(f"bad value in {predicate}{tuple(row)!r}: {exc}") from None
             if len(fact) != arity:
@@ -439,10 +463,13 @@ class Engine:
         self._created += len(new)
         limit = self.created_fact_limit
         if limit is not None and self._created > limit:
-            raise EvaluationError(
-                f"created-fact limit of {limit} reached (while deriving {predicate}); the program may be"
-                " generating unboundedly many facts — raise created_fact_limit if this is expected"
-            )
+            self._over_limit(predicate)
+
+    def _over_limit(self, predicate: str) -> NoReturn:
+        raise EvaluationError(
+            f"created-fact limit of {self.created_fact_limit} reached (while deriving {predicate}); the program may be"
+            " generating unboundedly many facts — raise created_fact_limit if this is expected"
+        )
 
     # -- full evaluation ------------------------------------------------------------------------------
     def _evaluate_full(self) -> None:

@@ -46,7 +46,8 @@ class _StepWriter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.namespace: dict[str, Any] = {
-            "INSERT": engine._insert,
+            "E": engine,
+            "OVER": engine._over_limit,
             "GENERIC": engine._stratum_step,
             "KEPT": engine._groups_kept,
             "GROUPS": engine._rows_added,
@@ -104,7 +105,7 @@ class _StepWriter:
                 self.emit(1, f"b = BI.get({key})")
                 self.emit(1, "if b:")
                 self.emit(2, "S.strata_updated += 1")
-                self.emit(2, f"INSERT({key}, b)")
+                self.insert(2, predicate, "b")
                 self.emit(2, f"C[{key}] = (b, set())")
             return
         lowers = {predicate: f"l{i}" for i, predicate in enumerate(reads)}
@@ -166,7 +167,7 @@ class _StepWriter:
             key = self.name("k", predicate)
             self.emit(3, f"{local} -= {relation}.facts")
             self.emit(3, f"if {local}:")
-            self.emit(4, f"INSERT({key}, {local})")
+            self.insert(4, predicate, local)
             self.emit(4, f"C[{key}] = ({local}, set())")
 
     def aggregates(self, stratum: Stratum, lowers: dict[str, str]) -> None:
@@ -187,9 +188,18 @@ class _StepWriter:
             self.emit(3, "if rows:")
             self.emit(4, f"inserted, deleted = GROUPS({self.name('r', rule)}, rows)")
             self.emit(4, f"{relation}.remove(deleted)")
-            self.emit(4, f"INSERT({key}, inserted)")
+            self.insert(4, rule.head.predicate, "inserted")
             self.emit(4, "if inserted or deleted:")
             self.emit(5, f"C[{key}] = (inserted, deleted)")
+
+    def insert(self, depth: int, predicate: str, facts: str) -> None:
+        """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
+        on created facts (fixed when the engine is made)."""
+        self.emit(depth, f"{self.name('R', self.engine.relations[predicate])}.add({facts})")
+        self.emit(depth, f"E._created += len({facts})")
+        if self.engine.created_fact_limit is not None:
+            self.emit(depth, f"if E._created > {int(self.engine.created_fact_limit)}:")
+            self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
 
     def reads_itself(self, stratum: Stratum) -> bool:
         members = set(stratum.predicates)
