@@ -69,7 +69,7 @@ def test_scores_are_floats_for_policy(tmp_path: Path) -> None:
     memory.store_vector("k", "alpha beta")
     kernel = Kernel(tmp_path)
     memory.attach(kernel)
-    [(key, score)] = kernel.engine._externals["recall_similar"]("alpha beta")
+    [(key, score)] = kernel.engine.book.externals["recall_similar"]("alpha beta")
     assert key == "k" and isinstance(score, Float) and score > 0.99
 
 

@@ -12,7 +12,8 @@ like the kernel's linter and explainer), one-ground-fact parsing (for model-writ
 from .analysis import AnalyzedProgram, PredicateInfo, bounds_problem
 from .ast import Apply, Atom, Clause, Comparison, Const, FactRow, Negation, SourceUnit, Term, Var
 from .builtins import FUNCTIONS
-from .engine import Engine, Stats
+from .core import Stats
+from .engine import Engine
 from .errors import (
     AnalysisError,
     Diagnostic,

@@ -89,6 +89,7 @@ class Stratum:
     rules: list[Rule]
     recursive: bool
     aggregates: bool
+    number: int = -1  # its place in evaluation order (AnalyzedProgram.strata)
 
 
 @dataclass
@@ -192,6 +193,7 @@ class Analyzer:
             raise AnalysisError(self.diagnostics)
         program = AnalyzedProgram(self.predicates, facts, rules, strata)
         for i, stratum in enumerate(strata):
+            stratum.number = i
             for pred in stratum.predicates:
                 program.stratum_of[pred] = i
         return program

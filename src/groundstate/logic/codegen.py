@@ -53,7 +53,7 @@ class Source:
     columns: tuple[int, ...] = ()
 
 
-@dataclass
+@dataclass(eq=False)  # a plan is itself: engines key what they resolve for it by the plan
 class CompiledRule:
     rule: Rule
     seed: Seed | None

@@ -30,7 +30,8 @@ from .codegen import CALL, INDEX, SEED, CompiledRule
 from .storage import Fact
 
 if TYPE_CHECKING:
-    from .engine import Changes, Engine
+    from .core import Changes
+    from .incremental import Incremental as Engine
 
 Step = Callable[[Mapping[str, set[Fact]], "Changes", Any], None]  # (inserted base facts, changes, stats)
 
@@ -51,8 +52,8 @@ class _StepWriter:
             "GENERIC": engine._stratum_step,
             "KEPT": engine._groups_kept,
             "GROUPS": engine._rows_added,
-            "FAILED": engine._plan_failed,
-            "CAUGHT": engine._caught,
+            "FAILED": engine.book.plan_failed,
+            "CAUGHT": engine.book.caught,
         }
         self.names: dict[int, str] = {}  # id(object) -> its name in the namespace
         self.lines: list[str] = []
@@ -81,7 +82,7 @@ class _StepWriter:
                 continue
             for predicate in analyzed.strata[number].predicates:
                 reached.add(predicate)
-                due.update(reader for reader in engine._readers.get(predicate, ()) if reader > number)
+                due.update(reader for reader in engine.book.readers.get(predicate, ()) if reader > number)
         self.emit(0, "def step(BI, C, S):")
         self.emit(1, "pass")
         for number in sorted(due):
@@ -97,7 +98,7 @@ class _StepWriter:
         engine = self.engine
         stratum = engine.analyzed.strata[number]
         members = set(stratum.predicates)
-        reads = [p for p in sorted(engine._reads[number]) if p in reached and p not in members]
+        reads = [p for p in sorted(engine.book.strata[number].reads) if p in reached and p not in members]
         own = members & inserted
         if not stratum.rules:  # base facts alone: they change as asserted
             for predicate in sorted(own):
@@ -122,7 +123,7 @@ class _StepWriter:
         losing = [f"({local} is not None and {local}[1])" for local in lowers.values()]
         if grouped:
             losing.insert(0, f"not KEPT({self.name('n', number)}, {self.name('s', stratum)})")
-        for rule, literal, seeded, is_negation, _ in engine._stratum_seeds(stratum):
+        for rule, literal, seeded, is_negation, _ in engine.book.of(stratum).seeds:
             if is_negation and seeded in lowers:
                 losing.append(self.blocks(rule, literal, lowers[seeded], grouped))
         self.emit(2, f"if {' or '.join(losing)}:")
@@ -138,7 +139,7 @@ class _StepWriter:
         """Whether the facts ``local`` gained, under the rule's ``!`` at ``literal``, may take a stored head away
         (inline ``Engine._blocks_stored``; for a kept aggregate, as ``Engine._update_groups`` judges it: any)."""
         engine = self.engine
-        shared = () if grouped else engine._shared(rule, literal)
+        shared = () if grouped else engine.book.shared(rule, literal)
         if not shared:
             return f"({local} is not None and {local}[0])"
         relation = engine.relations[rule.head.predicate]
@@ -156,7 +157,7 @@ class _StepWriter:
         for local in head_sets.values():
             self.emit(3, f"{local} = set()")
         for predicate, local in lowers.items():
-            plans = [(rule, plan) for rule, _, seeded, is_negation, plan in engine._stratum_seeds(stratum)
+            plans = [(rule, plan) for rule, _, seeded, is_negation, plan in engine.book.of(stratum).seeds
                      if seeded == predicate and not is_negation]  # fmt: skip
             if plans:
                 self.emit(3, f"if {local} is not None and {local}[0]:")
@@ -177,7 +178,7 @@ class _StepWriter:
         for rule in stratum.rules:
             self.emit(3, "rows = set()")
             for predicate, local in lowers.items():
-                plans = [plan for seeded_rule, _, seeded, is_negation, plan in engine._stratum_seeds(stratum)
+                plans = [plan for seeded_rule, _, seeded, is_negation, plan in engine.book.of(stratum).seeds
                          if seeded_rule is rule and seeded == predicate and not is_negation]  # fmt: skip
                 if plans:
                     self.emit(3, f"if {local} is not None and {local}[0]:")
@@ -213,7 +214,7 @@ class _StepWriter:
             if source.kind == SEED:
                 args.append(seed)
             elif source.kind == CALL:
-                args.append(self.name("X", engine._external(plan, source.predicate)))
+                args.append(self.name("X", engine.book.external(plan, source.predicate)))
             elif source.kind == INDEX:
                 relation = engine.relations[source.predicate]
                 relation.index(source.columns)  # built now, maintained from now on
