@@ -83,3 +83,20 @@ def test_the_compiled_decision_is_the_generic_one(sequence: list[tuple[str, dict
     steps = compiled.kernel.engine._steps.values()
     assert any(callable(step) for step in steps), "the compiled policy decided through compiled steps"
     assert not any(callable(step) for step in generic.kernel.engine._steps.values())
+
+
+def test_a_rule_that_fails_keeps_failing_closed_once_compiled(tmp_path: Path) -> None:
+    """Found by an attack: a plan skipped because a later atom's relation was empty hid a division by zero the
+    generic loop raises — the guard permitted a call it refuses. Each of the repeated calls is refused."""
+    (tmp_path / "mine.mg").write_text(
+        'Decl page_limit(N) bound [/number].\nmcp_denied(C, "too many pages") :- mcp_argument(C, "pages", P),'
+        " Per = fn:div(100, P), page_limit(Limit), Per > Limit.\n",
+        encoding="utf-8",
+    )
+    policy = McpPolicy([tmp_path / "mine.mg"])
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    policy.add_tools("docs", [Tool(name="read", input_schema={"type": "object"}, annotations=read_only)])
+    assert policy.decide("docs", "read", {"pages": 5}, "alice").decision == "permit"
+    for _ in range(3):
+        verdict = policy.decide("docs", "read", {"pages": 0}, "alice")
+        assert (verdict.decision, verdict.reasons[0][:33]) == ("deny", "the policy could not be evaluated")

@@ -96,7 +96,7 @@ def test_the_generated_text_holds_no_program_text() -> None:
     engine.evaluate()
     engine.assert_facts("e", [(1, 2)])
     engine.evaluate()
-    source = engine._steps[frozenset({"e"})].source  # type: ignore[union-attr]
+    source = getattr(engine._steps[frozenset({"e"})], "source")  # noqa: B009 - set on the generated function
     for fragment in ("secret_predicate_name", "os.system", "rm -rf", "shown", '"e"', "'e'", "concat"):
         assert fragment not in source
     assert engine.query("shown(X, N)") == [(1, 1)]
@@ -137,4 +137,125 @@ def test_a_compiled_step_counts_what_it_creates_against_the_engines_limit() -> N
     assert engine.query("s(X)") == [(1,)]
     engine.assert_facts("e", [(2, 2), (3, 3)])
     with pytest.raises(EvaluationError, match="created-fact limit of 5 reached"):
+        engine.evaluate()
+
+
+# -- found by an attack on the compiled step (each fails on the first version of schedule.py) ----------------------
+
+
+def outcome(engine: Engine, facts: dict[str, list[tuple[Any, ...]]]) -> str:
+    """What asserting ``facts`` and evaluating gives: the facts derived, or the error's kind."""
+    for predicate, rows in facts.items():
+        engine.assert_facts(predicate, rows)
+    try:
+        engine.evaluate()
+    except EvaluationError as exc:
+        return type(exc).__name__
+    return repr(engine.all_facts())
+
+
+@pytest.mark.parametrize("after", [0, 1])
+def test_a_plan_is_not_skipped_past_a_filter_that_fails(after: int) -> None:
+    """A plan whose division runs before the atom that reads an empty relation is not skipped: the reference
+    evaluation raises, and so does the compiled step (skipping it hid the error, and the guard permitted)."""
+    text = "Decl e(A, B). Decl f(A).\nr(Y) :- f(Y), D = fn:div(4, Y), e(Y, D).\n"
+    results = []
+    for steps_after in (after, None):
+        engine = Engine(Program.parse(text))
+        engine.steps_after = steps_after
+        engine.evaluate()
+        outcome(engine, {"f": [(2,)]})  # seen once: compiled at the next one when after is 1
+        results.append(outcome(engine, {"f": [(0,)]}))
+    assert results == ["EvaluationError", "EvaluationError"]
+
+
+def test_a_supposition_is_counted_once_and_none_turns_compiled_steps_off() -> None:
+    text = "Decl e(A, B). Decl f(A).\nr(Y) :- f(Y), D = fn:div(4, Y), e(Y, D).\n"
+    engine = Engine(Program.parse(text))
+    engine.evaluate()
+    with engine.supposing({"f": [(1,)]}):
+        pass
+    assert not engine._steps, "one supposition is one sighting: compiled at the second"
+    with engine.supposing({"f": [(2,)]}):
+        pass
+    assert list(engine._steps) == [frozenset({"f"})]
+    engine.steps_after = None
+    calls: list[Any] = []
+    step = engine._steps[frozenset({"f"})]
+
+    def counted(*args: Any) -> None:
+        calls.append(args)
+        step(*args)
+
+    engine._steps[frozenset({"f"})] = counted
+    with engine.supposing({"f": [(3,)]}):
+        pass
+    engine.assert_facts("f", [(4,)])
+    engine.evaluate()
+    assert calls == [], "steps_after None: the generic loop alone"
+
+
+def test_ever_new_sets_of_predicates_do_not_make_every_evaluation_compile() -> None:
+    """400 sets of predicates, each supposed twice: past the first 256 steps (kept least recently used first), at
+    most one compilation in 64 evaluations — not one per supposition."""
+    import itertools
+
+    lines = [f"Decl b{i}(A, B)." for i in range(9)] + [f"w(X) :- b{i}(X, _)." for i in range(9)]
+    engine = Engine(Program.parse("\n".join(lines)))
+    engine.steps_after = 0
+    engine.evaluate()
+    subsets = [s for r in range(1, 10) for s in itertools.combinations(range(9), r)][:400]
+    for number in range(2):
+        for subset in subsets:
+            with engine.supposing({f"b{i}": [(number, i)] for i in subset}):
+                assert engine.query("w(X)") == [(number,)]
+    assert len(engine._steps) <= 256
+    assert engine._compiles <= 256 + 800 // 64 + 1
+
+
+def test_a_step_reaching_thousands_of_strata_is_left_to_the_generic_loop() -> None:
+    lines = ["Decl e(A).", "p0(X) :- e(X), X > 1000000."] + [f"p{i + 1}(X) :- p{i}(X)." for i in range(600)]
+    engine = Engine(Program.parse("\n".join(lines)))
+    engine.steps_after = 0
+    engine.evaluate()
+    with engine.supposing({"e": [(0,)]}):
+        pass
+    assert not engine._steps
+    with engine.supposing({"e": [(2000000,)]}):
+        assert engine.query("p600(X)") == [(2000000,)]
+
+
+def test_compiling_builds_no_index_the_evaluation_does_not_read() -> None:
+    text = ("Decl e(A, B). Decl big(A, B). Decl rare(A).\nrare(X) :- e(X, Y), Y > 1000000.\n"
+            "hit(X, Z) :- big(X, Z), rare(X).\n")
+    engine = Engine(Program.parse(text))
+    engine.steps_after = 0
+    engine.assert_facts("big", [(i, i) for i in range(100)])
+    engine.evaluate()
+    for value in range(3):
+        engine.assert_facts("e", [(value, value)])
+        engine.evaluate()
+    assert engine._steps and not engine.relations["big"].indexes
+
+
+@pytest.mark.parametrize("limit", [float("inf"), float("nan")])
+def test_a_limit_that_is_no_integer_does_not_break_a_compiled_step(limit: float) -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\nr(X) :- e(X, _).\n"), created_fact_limit=limit)  # type: ignore[arg-type]
+    engine.steps_after = 0
+    engine.evaluate()
+    for value in range(3):
+        engine.assert_facts("e", [(value, value)])
+        engine.evaluate()
+    assert engine.query("r(X)") == [(0,), (1,), (2,)]
+
+
+def test_a_limit_changed_after_compiling_is_the_one_obeyed() -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\nr(X) :- e(X, _).\n"))
+    engine.steps_after = 0
+    engine.evaluate()
+    engine.assert_facts("e", [(1, 1)])
+    engine.evaluate()
+    engine.created_fact_limit = 1
+    engine.assert_facts("e", [(2, 2)])
+    with pytest.raises(EvaluationError, match="created-fact limit of 1 reached"):
         engine.evaluate()

@@ -68,3 +68,59 @@ def test_a_supposition_can_block_what_held_and_it_comes_back() -> None:
     with engine.supposing({"blocked": [(10,)], "src": [(3, 12)], "via": [(12, 1)]}):
         assert engine.facts("reach") == [(3, 1)]
     assert engine.facts("reach") == [(1, 1), (2, 1)]
+
+
+# -- found by an attack (present before the compiled steps too; each fails on the code before its fix) --------------
+
+
+def test_a_supposition_inside_another_keeps_the_outer_ones_groups() -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\nc(X, N) :- e(X, Y) |> do fn:group_by(X), let N = fn:count().\n"))
+    engine.assert_facts("e", [(1, 1)])
+    engine.evaluate()
+    with engine.supposing({"e": [(1, 2)]}):
+        with engine.supposing({"e": [(1, 3)]}):
+            assert engine.query("c(X, N)") == [(1, 3)]
+        assert engine.query("c(X, N)") == [(1, 2)]
+    assert engine.query("c(X, N)") == [(1, 1)]
+    engine.assert_facts("e", [(1, 4)])
+    engine.evaluate()
+    assert engine.query("c(X, N)") == [(1, 2)]
+
+
+def test_supposing_a_fact_of_an_aggregates_head_leaves_its_groups_sound() -> None:
+    text = ("Decl e(A, B). Decl f(A).\na(X, N) :- e(X, Y) |> do fn:group_by(X), let N = fn:sum(Y).\n"
+            "q(X) :- f(X), !a(X, _).\n")
+    engine = Engine(Program.parse(text))
+    engine.evaluate()
+    with engine.supposing({"e": [(1, 2)], "a": [(0, 3)]}):
+        assert engine.query("a(X, N)") == [(0, 3), (1, 2)]
+    assert engine.query("a(X, N)") == []
+    engine.assert_facts("e", [(1, 4)])
+    engine.evaluate()
+    assert engine.query("a(X, N)") == [(1, 4)]
+
+
+def test_a_retracted_fact_of_an_aggregates_head_is_gone() -> None:
+    engine = Engine(Program.parse("Decl e(A, B).\na(X, N) :- e(X, Y) |> do fn:group_by(X), let N = fn:sum(Y).\n"))
+    engine.evaluate()
+    engine.assert_facts("e", [(1, 3)])
+    engine.evaluate()
+    engine.assert_facts("a", [(0, 3)])
+    engine.evaluate()
+    engine.retract_facts("a", [(0, 3)])
+    engine.evaluate()
+    assert engine.query("a(X, N)") == [(1, 3)]
+
+
+def test_a_rule_failing_while_facts_are_over_deleted_is_reported_and_undone() -> None:
+    from groundstate.logic import EvaluationError
+
+    engine = Engine(Program.parse("Decl e(A, B). Decl f(A).\np() :- f(X), D = fn:div(4, X), !e(_, X).\n"))
+    engine.evaluate()
+    try:
+        with engine.supposing({"e": [(4, 0)]}):
+            pass
+    except EvaluationError:
+        pass  # a division the plan seeded from the negation reaches: fails closed, as an evaluation error
+    assert engine.all_facts() == run_engine("Decl e(A, B). Decl f(A).\np() :- f(X), D = fn:div(4, X), !e(_, X).\n",
+                                            set(), set())

@@ -57,6 +57,7 @@ class EngineCore:
     _grouped: dict[int, GroupedRows]  # per aggregating rule kept by group (its index), once evaluated
     _groupable: list[bool]  # per stratum: whether its aggregates are kept group by group
     _journal: Journal | None  # while a supposition is open: each group's state before it changed
+    _rebuilt: set[int]  # aggregating rules whose groups the open supposition rebuilt whole (see Engine._undo_supposed)
 
     def _insert(self, predicate: str, new: set[Fact]) -> None:
         if not new:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +25,7 @@ from .codegen import DEADLINE
 from .core import Changes, Stats
 from .errors import FactError
 from .gcpause import gc_paused
-from .grouped import GroupedRows
+from .grouped import GroupedRows, Journal
 from .incremental import Incremental
 from .parser import parse_atom
 from .plans import ExternalError, PlanBook
@@ -79,8 +80,10 @@ class Engine(Incremental):
         self._fits: dict[str, Callable[[Fact], bool] | None] = {}  # per predicate, see _bounds_test
         self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
                          if info.fundeps and name in self.relations}  # fmt: skip
-        self._steps = {}
-        self.steps_after = 1  # see Incremental._compiled_step (None: never compiled, the generic loop alone)
+        self._steps, self._sightings, self._not_compiled = OrderedDict(), OrderedDict(), set()
+        self._evaluations = self._compiles = self._last_compile = 0
+        self.steps_after = 1  # see Incremental._compiled_step (None: no compiled step, the generic loop alone)
+        self._rebuilt: set[int] = set()  # aggregating rules whose groups a supposition rebuilt whole
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -178,7 +181,7 @@ class Engine(Incremental):
             self.evaluate()
         added: dict[str, set[Fact]] = {}
         changes: Changes = {}
-        self._journal = []
+        outer, self._journal = self._journal, []  # a supposition inside another keeps the outer one's journal
         try:
             for predicate, rows in facts.items():
                 fresh = {fact for fact in self._convert(predicate, rows) if fact not in self.base[predicate]}
@@ -187,17 +190,17 @@ class Engine(Incremental):
                     added[predicate] = fresh
             self._evaluate_supposed(added, changes)
         except BaseException:  # an evaluation that failed half-way: what it derived so far is undone too
-            self._undo_supposed(added, changes)
+            self._undo_supposed(added, changes, outer)
             raise
         try:
             yield self.stats
         finally:
-            self._undo_supposed(added, changes)
+            self._undo_supposed(added, changes, outer)
 
     def _evaluate_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
         """``evaluate(changes=changes)`` after the supposed facts ``added`` (already in the base): their compiled step
         run straight away when there is one — the decision path, without the generic evaluation's set-up."""
-        step = self._compiled_step(frozenset(added)) if added and self.time_limit is None else None
+        step = self._compiled_step_at_hand(frozenset(added)) if added and self.time_limit is None else None
         if step is None:
             self._toggled = {predicate: set(fresh) for predicate, fresh in added.items()}
             self.evaluate(changes=changes)
@@ -218,12 +221,17 @@ class Engine(Incremental):
                 gc.enable()
         stats.created, stats.seconds, stats.counts = self._created, time.perf_counter() - started, self._counts
 
-    def _undo_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
+    def _undo_supposed(self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None) -> None:
         """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
-        the aggregating rules it touched."""
-        journal, self._journal = self._journal or [], None
+        the aggregating rules it touched (``outer``: the journal of the supposition this one was inside, if any).
+        Groups the supposition rebuilt whole (it supposed facts of their head) are dropped: the next evaluation that
+        reaches them rebuilds them from what holds then."""
+        journal, self._journal = self._journal or [], outer
         for grouped, key, rows, head, totals in reversed(journal):
             grouped.restore(key, rows, head, totals)
+        for index in self._rebuilt:
+            self._grouped.pop(index, None)
+        self._rebuilt.clear()
         for predicate, fresh in added.items():
             self.base[predicate] -= fresh
         for predicate, (inserted, deleted) in changes.items():

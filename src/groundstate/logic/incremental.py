@@ -7,6 +7,7 @@ insertions alone, the same work runs as one compiled step per set of inserted pr
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 
 from .analysis import Rule, Stratum
 from .core import DELETED, INSERTED, Changes
@@ -17,12 +18,18 @@ from .schedule import Step, compile_step
 from .storage import Fact
 
 STEPS_KEPT = 256  # compiled incremental steps an engine keeps (one per set of inserted predicates seen twice)
+COMPILE_EVERY = 64  # evaluations between two compilations, once STEPS_KEPT steps have been compiled
 
 
 class Incremental(FullEvaluation, KeptGroups):
     """The incremental half of the engine."""
 
-    _steps: dict[frozenset[str], Step | int]  # see _compiled_step: a step, or how often seen before
+    _steps: OrderedDict[frozenset[str], Step]  # see _compiled_step
+    _sightings: OrderedDict[frozenset[str], int]  # how often each set of predicates was seen, not yet compiled
+    _not_compiled: set[frozenset[str]]  # sets whose step compile_step declined
+    _evaluations: int  # incremental evaluations so far (see _compiled_step)
+    _compiles: int
+    _last_compile: int
     steps_after: int | None  # see _compiled_step
 
     def _base_changes(self) -> tuple[dict[str, set[Fact]], dict[str, set[Fact]]]:
@@ -62,18 +69,43 @@ class Incremental(FullEvaluation, KeptGroups):
     def _compiled_step(self, inserted: frozenset[str]) -> Step | None:
         """The compiled evaluation of an insertion into ``inserted`` (schedule.py), made once the same predicates
         have gained facts ``steps_after`` times before (an engine evaluated once does not pay for compiling); None
-        until then, and always when ``steps_after`` is None (the generic loop alone)."""
+        until then, when compiling does not pay (``compile_step``) and always when ``steps_after`` is None.
+
+        The steps are kept least recently used first, at most ``STEPS_KEPT``; how often each set was seen, for
+        ``STEPS_KEPT × 16`` sets. Compiling costs about a hundred evaluations, so past the first ``STEPS_KEPT``
+        steps an engine compiles at most once in ``COMPILE_EVERY`` evaluations: a stream of ever-new sets of
+        predicates (a client choosing which facts its calls produce) cannot make every evaluation compile."""
+        self._evaluations += 1
         step = self._steps.get(inserted)
-        if isinstance(step, int):
-            if self.steps_after is None or step < self.steps_after:
-                self._steps[inserted] = step + 1
-                return None
-            step = self._steps[inserted] = compile_step(self, inserted)
-        elif step is None:
-            if len(self._steps) >= STEPS_KEPT:
-                self._steps.clear()
-            self._steps[inserted] = 0
-            return self._compiled_step(inserted)
+        if step is not None:
+            self._steps.move_to_end(inserted)
+            return step if self.steps_after is not None else None
+        if self.steps_after is None or inserted in self._not_compiled:
+            return None
+        seen = self._sightings.pop(inserted, 0)
+        if seen < self.steps_after or (self._compiles >= STEPS_KEPT
+                                       and self._evaluations < self._last_compile + COMPILE_EVERY):  # fmt: skip
+            self._sightings[inserted] = seen + 1
+            if len(self._sightings) > STEPS_KEPT * 16:
+                self._sightings.popitem(last=False)
+            return None
+        self._compiles += 1
+        self._last_compile = self._evaluations
+        step = compile_step(self, inserted)
+        if step is None:
+            self._not_compiled.add(inserted)
+            return None
+        self._steps[inserted] = step
+        if len(self._steps) > STEPS_KEPT:
+            self._steps.popitem(last=False)
+        return step
+
+    def _compiled_step_at_hand(self, inserted: frozenset[str]) -> Step | None:
+        """The compiled step of ``inserted`` if there is one (nothing counted: ``evaluate`` counts)."""
+        step = self._steps.get(inserted) if self.steps_after is not None else None
+        if step is not None:
+            self._evaluations += 1
+            self._steps.move_to_end(inserted)
         return step
 
     def _stratum_step(
@@ -81,7 +113,8 @@ class Incremental(FullEvaluation, KeptGroups):
     ) -> None:
         """Bring stratum ``i`` up to date with the changes below it (and its own asserted or retracted facts)."""
         stratum, reads, base_del = self.analyzed.strata[i], self.book.strata[i].reads, base_del or {}
-        if stratum.aggregates and self._groups_kept(i, stratum):
+        own = any(p in base_ins or p in base_del for p in stratum.predicates)  # asserted or retracted facts of its own
+        if stratum.aggregates and not own and self._groups_kept(i, stratum):
             self._update_groups(stratum, reads, changes)
         elif stratum.aggregates:
             self._recompute(stratum, changes)
@@ -177,26 +210,28 @@ class Incremental(FullEvaluation, KeptGroups):
             self.relations[pred].remove(ins)
             self.relations[pred].add(dels)
         overdeleted: dict[str, set[Fact]] = {p: set() for p in members}
-        frontier: dict[str, set[Fact]] = {}
-        for pred in members:
-            gone = base_del.get(pred, set()) & self.relations[pred].facts
-            if gone:
-                overdeleted[pred] |= gone
-                frontier[pred] = gone
-        heads: dict[str, set[Fact]] = {}
-        self._seed_from_lower(stratum, lower, heads, positive=DELETED, negated=INSERTED)
-        self._grow_overdeleted(heads, overdeleted, frontier)
-        while frontier:
-            self.stats.iterations += 1
-            heads = {}
-            for rule, _, predicate, is_negation, plan in self.book.of(stratum).seeds:
-                if not is_negation and frontier.get(predicate):
-                    self._merge(heads, rule, self.book.execute(plan, frontier[predicate]))
-            frontier = {}
+        try:  # a plan that fails leaves the lower strata as they were, for what undoes the evaluation
+            frontier: dict[str, set[Fact]] = {}
+            for pred in members:
+                gone = base_del.get(pred, set()) & self.relations[pred].facts
+                if gone:
+                    overdeleted[pred] |= gone
+                    frontier[pred] = gone
+            heads: dict[str, set[Fact]] = {}
+            self._seed_from_lower(stratum, lower, heads, positive=DELETED, negated=INSERTED)
             self._grow_overdeleted(heads, overdeleted, frontier)
-        for pred, (ins, dels) in lower.items():
-            self.relations[pred].remove(dels)
-            self.relations[pred].add(ins)
+            while frontier:
+                self.stats.iterations += 1
+                heads = {}
+                for rule, _, predicate, is_negation, plan in self.book.of(stratum).seeds:
+                    if not is_negation and frontier.get(predicate):
+                        self._merge(heads, rule, self.book.execute(plan, frontier[predicate]))
+                frontier = {}
+                self._grow_overdeleted(heads, overdeleted, frontier)
+        finally:
+            for pred, (ins, dels) in lower.items():
+                self.relations[pred].remove(dels)
+                self.relations[pred].add(ins)
         return overdeleted
 
     def _rederive(self, stratum: Stratum, overdeleted: dict[str, set[Fact]]) -> dict[str, set[Fact]]:

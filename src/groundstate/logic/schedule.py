@@ -25,8 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .analysis import Rule, Stratum
-from .ast import Atom, Negation
+from .ast import Atom, Const, Negation, Var
 from .codegen import CALL, INDEX, SEED, CompiledRule
+from .planner import order_body
 from .storage import Fact
 
 if TYPE_CHECKING:
@@ -36,8 +37,13 @@ if TYPE_CHECKING:
 Step = Callable[[Mapping[str, set[Fact]], "Changes", Any], None]  # (inserted base facts, changes, stats)
 
 
-def compile_step(engine: Engine, inserted: frozenset[str]) -> Step:
-    """The evaluation of an insertion of facts of ``inserted`` (and nothing retracted) into ``engine``."""
+MAX_STRATA = 512  # a step reaching more strata is not compiled: checking each one it does not reach costs more than
+# the generic loop's visiting only the strata a change wakes (a chain of thousands of one-rule strata)
+
+
+def compile_step(engine: Engine, inserted: frozenset[str]) -> Step | None:
+    """The evaluation of an insertion of facts of ``inserted`` (and nothing retracted) into ``engine``; None when
+    the insertion reaches more than ``MAX_STRATA`` strata."""
     return _StepWriter(engine).write(inserted)
 
 
@@ -71,7 +77,7 @@ class _StepWriter:
     def emit(self, depth: int, line: str) -> None:
         self.lines.append("    " * depth + line)
 
-    def write(self, inserted: frozenset[str]) -> Step:
+    def write(self, inserted: frozenset[str]) -> Step | None:
         engine = self.engine
         analyzed = engine.analyzed
         reached = set(inserted)
@@ -83,6 +89,8 @@ class _StepWriter:
             for predicate in analyzed.strata[number].predicates:
                 reached.add(predicate)
                 due.update(reader for reader in engine.book.readers.get(predicate, ()) if reader > number)
+        if len(due) > MAX_STRATA:
+            return None
         self.emit(0, "def step(BI, C, S):")
         self.emit(1, "pass")
         for number in sorted(due):
@@ -143,9 +151,7 @@ class _StepWriter:
         if not shared:
             return f"({local} is not None and {local}[0])"
         relation = engine.relations[rule.head.predicate]
-        columns = tuple(column for _, column in shared)
-        relation.index(columns)  # built now, maintained from now on
-        index = f"{self.name('R', relation)}.indexes[{self.name('c', columns)}][1]"
+        index = f"{self.name('R', relation)}.index({self.name('c', tuple(column for _, column in shared))})"
         key = f"f[{shared[0][0]}]" if len(shared) == 1 else "(" + ", ".join(f"f[{p}]" for p, _ in shared) + ")"
         return f"({local} is not None and any({key} in {index} for f in {local}[0]))"
 
@@ -195,19 +201,42 @@ class _StepWriter:
 
     def insert(self, depth: int, predicate: str, facts: str) -> None:
         """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
-        on created facts (fixed when the engine is made)."""
+        on created facts as it is when the step runs."""
         self.emit(depth, f"{self.name('R', self.engine.relations[predicate])}.add({facts})")
         self.emit(depth, f"E._created += len({facts})")
-        if self.engine.created_fact_limit is not None:
-            self.emit(depth, f"if E._created > {int(self.engine.created_fact_limit)}:")
-            self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
+        self.emit(depth, "if E.created_fact_limit is not None and E._created > E.created_fact_limit:")
+        self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
 
     def reads_itself(self, stratum: Stratum) -> bool:
         members = set(stratum.predicates)
         return any(p in members for rule in stratum.rules for p, _ in rule.body_predicates())
 
+    def skippable(self, plan: CompiledRule) -> set[str]:
+        """The predicates whose relation, when empty, makes the plan yield nothing *and raise nothing*: its stored
+        atoms read before anything that can fail (a comparison, a function, a built-in or external predicate) in the
+        order the plan runs its body. A plan whose filter could raise before such an atom is read always runs, as
+        the generic loop runs it: skipping it would hide the error (a policy's refusal to evaluate, failing closed)."""
+        rule, seed, predicates = plan.rule, plan.seed, self.engine.relations
+        if seed is not None and seed.literal >= 0:
+            seeded = rule.body[seed.literal]
+            atom = seeded.atom if isinstance(seeded, Negation) else seeded
+            if not isinstance(atom, Atom) or any(not isinstance(arg, Var | Const) for arg in atom.args):
+                return set()  # the seed's own values are computed as it is read
+        found: set[str] = set()
+        for position in order_body(rule, seed, self.engine.predicates)[0]:
+            literal = rule.body[position]
+            atom = literal.atom if isinstance(literal, Negation) else literal
+            if not isinstance(atom, Atom) or atom.predicate not in predicates:
+                break  # a comparison, a built-in or an external: it may raise
+            if any(not isinstance(arg, Var | Const) for arg in atom.args):
+                break  # a function in the atom's arguments runs before the relation is read
+            if not isinstance(literal, Negation):
+                found.add(atom.predicate)
+        return found
+
     def call(self, depth: int, plan: CompiledRule, seed: str, heads: str) -> None:
-        """``heads |= plan(inputs)``, skipped when another positive atom of the body reads an empty relation."""
+        """``heads |= plan(inputs)``, skipped when a stored atom it reads before anything that can fail has an empty
+        relation (``skippable``)."""
         engine = self.engine
         args = []
         for source in plan.sources:
@@ -215,19 +244,12 @@ class _StepWriter:
                 args.append(seed)
             elif source.kind == CALL:
                 args.append(self.name("X", engine.book.external(plan, source.predicate)))
-            elif source.kind == INDEX:
+            elif source.kind == INDEX:  # built when first read, as the generic loop builds it
                 relation = engine.relations[source.predicate]
-                relation.index(source.columns)  # built now, maintained from now on
-                args.append(f"{self.name('R', relation)}.indexes[{self.name('c', source.columns)}][1]")
+                args.append(f"{self.name('R', relation)}.index({self.name('c', source.columns)})")
             else:  # FACTS or SCAN: the fact set
                 args.append(f"{self.name('R', engine.relations[source.predicate])}.facts")
-        seeded = plan.seed.literal if plan.seed is not None else -1
-        needed = sorted({
-            self.name("R", engine.relations[literal.predicate])
-            for position, literal in enumerate(plan.rule.body)
-            if isinstance(literal, Atom) and not isinstance(literal, Negation) and position != seeded
-            and literal.predicate in engine.relations
-        })  # fmt: skip
+        needed = sorted({self.name("R", engine.relations[predicate]) for predicate in self.skippable(plan)})
         if needed:
             self.emit(depth, "if " + " and ".join(f"{relation}.facts" for relation in needed) + ":")
             depth += 1
