@@ -196,11 +196,12 @@ def test_a_supposition_is_counted_once_and_none_turns_compiled_steps_off() -> No
 
 
 def test_ever_new_sets_of_predicates_do_not_make_every_evaluation_compile() -> None:
-    """400 sets of predicates, each supposed twice: past the first 256 steps (kept least recently used first), at
-    most one compilation in 64 evaluations — not one per supposition."""
+    """400 sets of predicates, each supposed twice: the steps are kept least recently used first, at most 256, and
+    compiling takes at most 50 ms plus a tenth of the time spent evaluating — not a compilation per supposition."""
     import itertools
 
     lines = [f"Decl b{i}(A, B)." for i in range(9)] + [f"w(X) :- b{i}(X, _)." for i in range(9)]
+    lines += [f"c{j + 1}(X) :- c{j}(X), w(X)." for j in range(60)] + ["c0(X) :- w(X)."]  # each compile costs
     engine = Engine(Program.parse("\n".join(lines)))
     engine.steps_after = 0
     engine.evaluate()
@@ -208,13 +209,27 @@ def test_ever_new_sets_of_predicates_do_not_make_every_evaluation_compile() -> N
     for number in range(2):
         for subset in subsets:
             with engine.supposing({f"b{i}": [(number, i)] for i in subset}):
-                assert engine.query("w(X)") == [(number,)]
+                assert engine.query("c60(X)") == [(number,)]
     assert len(engine._steps) <= 256
-    assert engine._compiles <= 256 + 800 // 64 + 1
+    assert 0 < engine._compiles < 800
+    assert engine._compile_seconds <= 0.05 + 0.1 * engine._evaluated + 0.05  # the last compilation's own time
+
+
+def test_an_engine_with_a_time_limit_compiles_nothing() -> None:
+    """A shadow policy's engine: compiling is not counted against its time limit, so it does not compile."""
+    engine = Engine(Program.parse("Decl e(A, B).\nr(X) :- e(X, _).\n"), time_limit=5.0)
+    engine.steps_after = 0
+    engine.evaluate()
+    for value in range(3):
+        with engine.supposing({"e": [(value, value)]}):
+            assert engine.query("r(X)") == [(v,) for v in range(value + 1)]
+        engine.assert_facts("e", [(value, value)])
+        engine.evaluate()
+    assert not engine._steps and engine._compiles == 0
 
 
 def test_a_step_reaching_thousands_of_strata_is_left_to_the_generic_loop() -> None:
-    lines = ["Decl e(A).", "p0(X) :- e(X), X > 1000000."] + [f"p{i + 1}(X) :- p{i}(X)." for i in range(600)]
+    lines = ["Decl e(A).", "p0(X) :- e(X), X > 1000000."] + [f"p{i + 1}(X) :- p{i}(X)." for i in range(200)]
     engine = Engine(Program.parse("\n".join(lines)))
     engine.steps_after = 0
     engine.evaluate()
@@ -222,7 +237,7 @@ def test_a_step_reaching_thousands_of_strata_is_left_to_the_generic_loop() -> No
         pass
     assert not engine._steps
     with engine.supposing({"e": [(2000000,)]}):
-        assert engine.query("p600(X)") == [(2000000,)]
+        assert engine.query("p200(X)") == [(2000000,)]
 
 
 def test_compiling_builds_no_index_the_evaluation_does_not_read() -> None:
@@ -259,3 +274,21 @@ def test_a_limit_changed_after_compiling_is_the_one_obeyed() -> None:
     engine.assert_facts("e", [(2, 2)])
     with pytest.raises(EvaluationError, match="created-fact limit of 1 reached"):
         engine.evaluate()
+
+
+def test_the_error_a_compiled_step_reports_is_the_generic_loops() -> None:
+    """Two rules that fail on the same call: the compiled step runs them in the order the generic loop meets the
+    changed predicates (lowest stratum first), so the same error is reported, compiled or not."""
+    text = ("Decl ab(A). Decl mm(A).\naa(X) :- mm(X), !ab(X).\nr(X) :- ab(X), Z = fn:div(1, X).\n"
+            "r(X) :- aa(X), :string:starts_with(X, \"a\").\n")
+    messages = []
+    for after in (0, None):
+        engine = Engine(Program.parse(text))
+        engine.steps_after = after
+        engine.evaluate()
+        for _ in range(3):  # seen, compiled, run compiled
+            with pytest.raises(EvaluationError) as caught, engine.supposing({"ab": [(0,)], "mm": [(5,)]}):
+                pass
+            messages.append(str(caught.value))
+    assert "fn:div" in messages[0]
+    assert len(set(messages)) == 1

@@ -7,6 +7,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -124,3 +127,59 @@ def test_a_rule_failing_while_facts_are_over_deleted_is_reported_and_undone() ->
         pass  # a division the plan seeded from the negation reaches: fails closed, as an evaluation error
     assert engine.all_facts() == run_engine("Decl e(A, B). Decl f(A).\np() :- f(X), D = fn:div(4, X), !e(_, X).\n",
                                             set(), set())
+
+
+def test_supposing_an_aggregates_head_once_does_not_make_it_recomputed_after() -> None:
+    """Found by an attack on the first fix of the above: dropping the groups a supposition rebuilt made every later
+    supposition recompute the aggregate whole. They are put back as they were."""
+    engine = Engine(Program.parse("Decl e(A, B). Decl call(C, A).\n"
+                                  "cnt(X, N) :- e(X, Y) |> do fn:group_by(X), let N = fn:count().\n"
+                                  "big(C) :- call(C, X), cnt(X, N), N > 2.\n"))
+    engine.assert_facts("e", [(i % 20, i) for i in range(100)])
+    engine.evaluate()
+    with engine.supposing({"cnt": [(999, 1)]}):
+        assert (999, 1) in engine.facts("cnt")
+    for i in range(3):
+        with engine.supposing({"e": [(i, -i - 1)], "call": [(f"c{i}", i)]}) as stats:
+            assert engine.query("big(C)") == [(f"c{i}",)]
+            assert stats.strata_recomputed == 0
+    assert engine.query("cnt(X, N)") == [(x, 5) for x in range(20)]
+
+
+def test_a_supposition_failing_inside_another_leaves_the_outer_one_to_end_cleanly() -> None:
+    from groundstate.logic import LogicError
+
+    text = ("Decl e(A, B). Decl f(A). Decl h(A, B).\np(X, Y) :- e(X, Y), !f(X).\n"
+            "p(X, Y) :- h(X, Y), Z = fn:div(1, Y).\n")
+    engine = Engine(Program.parse(text))
+    engine.evaluate()
+    with engine.supposing({"e": [(1, 0)]}):
+        try:
+            with engine.supposing({"f": [(1,)]}):
+                pass
+        except LogicError:
+            pass  # the division the re-derivation reaches: fails closed
+    assert engine.all_facts() == run_engine(text, set(), set())
+
+
+def test_a_fact_asserted_inside_a_supposition_is_kept() -> None:
+    engine = Engine(Program.parse("Decl e(A). Decl f(A).\np(X) :- e(X), !f(X).\n"))
+    engine.evaluate()
+    with engine.supposing({"e": [(1,)]}):
+        engine.assert_facts("e", [(2,)])
+    assert engine.query("p(X)") == [(2,)]
+
+
+def test_an_external_that_fails_while_its_rows_are_read_is_an_evaluation_error() -> None:
+    from groundstate.logic import EvaluationError
+
+    def rows(x: int) -> Any:
+        yield (x,)
+        raise KeyError("gone")
+
+    text = 'Decl e(A).\nDecl x(A, B) descr [external(), mode("+", "-")].\nr(Y) :- e(X), x(X, Y).\n'
+    for function in (rows, lambda x: True):
+        engine = Engine(Program.parse(text), externals={"x": function})
+        engine.assert_facts("e", [(1,)])
+        with pytest.raises(EvaluationError, match="external predicate x"):
+            engine.evaluate()

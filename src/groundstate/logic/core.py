@@ -21,6 +21,9 @@ from .storage import Fact, Relation
 
 Changes = dict[str, tuple[set[Fact], set[Fact]]]  # predicate -> (inserted, deleted)
 INSERTED, DELETED = 0, 1
+# per aggregating rule (its index) a supposition rebuilt whole: its kept groups before (None: it had none) — the
+# object and its three maps — and the length of the supposition's journal when it was rebuilt
+Rebuilt = dict[int, "tuple[GroupedRows | None, dict[Any, Any], dict[Any, Any], dict[Any, Any], int]"]
 
 
 @dataclass
@@ -57,7 +60,7 @@ class EngineCore:
     _grouped: dict[int, GroupedRows]  # per aggregating rule kept by group (its index), once evaluated
     _groupable: list[bool]  # per stratum: whether its aggregates are kept group by group
     _journal: Journal | None  # while a supposition is open: each group's state before it changed
-    _rebuilt: set[int]  # aggregating rules whose groups the open supposition rebuilt whole (see Engine._undo_supposed)
+    _rebuilt: Rebuilt  # the open supposition's snapshots of the groups it rebuilt whole (see Engine._undo_supposed)
 
     def _insert(self, predicate: str, new: set[Fact]) -> None:
         if not new:

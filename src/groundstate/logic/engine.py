@@ -22,7 +22,7 @@ from .analysis import AnalyzedProgram, PredicateInfo, Rule, bounds_problem
 from .ast import Apply, Const, Term, Var
 from .builtins import FUNCTIONS, BuiltinError
 from .codegen import DEADLINE
-from .core import Changes, Stats
+from .core import Changes, Rebuilt, Stats
 from .errors import FactError
 from .gcpause import gc_paused
 from .grouped import GroupedRows, Journal
@@ -81,9 +81,9 @@ class Engine(Incremental):
         self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
                          if info.fundeps and name in self.relations}  # fmt: skip
         self._steps, self._sightings, self._not_compiled = OrderedDict(), OrderedDict(), set()
-        self._evaluations = self._compiles = self._last_compile = 0
+        self._compiles, self._compile_seconds, self._evaluated = 0, 0.0, 0.0
         self.steps_after = 1  # see Incremental._compiled_step (None: no compiled step, the generic loop alone)
-        self._rebuilt: set[int] = set()  # aggregating rules whose groups a supposition rebuilt whole
+        self._rebuilt: Rebuilt = {}  # the open supposition's snapshots of the groups it rebuilt whole
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -155,6 +155,7 @@ class Engine(Incremental):
         self._toggled = {}
         self.stats.created = self._created
         self.stats.seconds = time.perf_counter() - started
+        self._evaluated += self.stats.seconds
         counts = {name: len(rel) for name, rel in sorted(self.relations.items())} if self.stats.mode == "full" else None
         self.stats.counts = (lambda: counts) if counts is not None else self._counts
         return self.stats
@@ -182,6 +183,7 @@ class Engine(Incremental):
         added: dict[str, set[Fact]] = {}
         changes: Changes = {}
         outer, self._journal = self._journal, []  # a supposition inside another keeps the outer one's journal
+        outer_rebuilt, self._rebuilt = self._rebuilt, {}  # and its groups' snapshots
         try:
             for predicate, rows in facts.items():
                 fresh = {fact for fact in self._convert(predicate, rows) if fact not in self.base[predicate]}
@@ -190,12 +192,12 @@ class Engine(Incremental):
                     added[predicate] = fresh
             self._evaluate_supposed(added, changes)
         except BaseException:  # an evaluation that failed half-way: what it derived so far is undone too
-            self._undo_supposed(added, changes, outer)
+            self._undo_supposed(added, changes, outer, outer_rebuilt)
             raise
         try:
             yield self.stats
         finally:
-            self._undo_supposed(added, changes, outer)
+            self._undo_supposed(added, changes, outer, outer_rebuilt)
 
     def _evaluate_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
         """``evaluate(changes=changes)`` after the supposed facts ``added`` (already in the base): their compiled step
@@ -220,26 +222,41 @@ class Engine(Incremental):
             if collecting:
                 gc.enable()
         stats.created, stats.seconds, stats.counts = self._created, time.perf_counter() - started, self._counts
+        self._evaluated += stats.seconds
 
-    def _undo_supposed(self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None) -> None:
+    def _undo_supposed(
+        self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt
+    ) -> None:
         """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
-        the aggregating rules it touched (``outer``: the journal of the supposition this one was inside, if any).
-        Groups the supposition rebuilt whole (it supposed facts of their head) are dropped: the next evaluation that
-        reaches them rebuilds them from what holds then."""
+        the aggregating rules it touched — those it rebuilt whole (it supposed facts of their head) as they were
+        before (``outer``, ``outer_rebuilt``: the journal and snapshots of the supposition this one was inside, if
+        any). After an evaluation that failed, the derived facts are not put back piece by piece (a failure can leave
+        them half-changed): the base is, and the next evaluation starts afresh from it."""
         journal, self._journal = self._journal or [], outer
-        for grouped, key, rows, head, totals in reversed(journal):
-            grouped.restore(key, rows, head, totals)
-        for index in self._rebuilt:
-            self._grouped.pop(index, None)
-        self._rebuilt.clear()
+        rebuilt, self._rebuilt = self._rebuilt, outer_rebuilt
         for predicate, fresh in added.items():
             self.base[predicate] -= fresh
+            toggled = self._toggled.get(predicate)
+            if toggled:  # facts asserted inside the block stay toggled, for the next evaluation
+                toggled -= fresh
+        if self._needs_full:
+            return
+        for index, (kept, groups, heads, sums, _) in rebuilt.items():  # the maps before the rebuild, first
+            if kept is None:
+                self._grouped.pop(index, None)
+            else:
+                kept.groups, kept.heads, kept.totals = groups, heads, sums
+                self._grouped[index] = kept
+        for position in range(len(journal) - 1, -1, -1):  # then each group as it was, in those maps
+            grouped, key, rows, head, running = journal[position]
+            snapshot = rebuilt.get(grouped.rule.index)
+            if snapshot is None or position < snapshot[4]:  # a change to the maps a rebuild threw away: gone with them
+                grouped.restore(key, rows, head, running)
         for predicate, (inserted, deleted) in changes.items():
             relation = self.relations[predicate]
             relation.remove(inserted)
             if deleted:
                 relation.add(deleted)
-        self._toggled = {}
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
         """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending
@@ -353,6 +370,8 @@ def _wrap_external(predicate: str, function: External, outputs: int) -> Callable
         except Exception as exc:  # a user's callable: report it, naming the predicate
             raise ExternalError(f"external predicate {predicate} raised {type(exc).__name__}: {exc}") from exc
         if isinstance(result, bool):
+            if outputs:
+                raise ExternalError(f"external predicate {predicate} returned a bool, not rows of {outputs} values")
             return [()] if result else []
         rows = []
         try:
@@ -363,8 +382,12 @@ def _wrap_external(predicate: str, function: External, outputs: int) -> Callable
                         f"external predicate {predicate} returned {len(row)} values, expected {outputs}"
                     )
                 rows.append(tuple(to_value(v) for v in row))
+        except ExternalError:
+            raise
         except (TypeError, ValueError) as exc:
             raise ExternalError(f"external predicate {predicate} returned a bad value: {exc}") from None
+        except Exception as exc:  # raised while its rows were read (a generator): the user's callable's failure too
+            raise ExternalError(f"external predicate {predicate} raised {type(exc).__name__}: {exc}") from exc
         return rows
 
     return call

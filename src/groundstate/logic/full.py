@@ -70,9 +70,11 @@ class FullEvaluation(EngineCore):
             self._grouped.pop(rule.index, None)
             return self.book.run(rule)
         plan = self.book.plan(rule, None)
-        if self._journal is not None:  # inside a supposition, which cannot journal a rebuild: dropped when it ends
-            self._rebuilt.add(rule.index)
-        grouped = self._grouped.get(rule.index) or GroupedRows(plan.rule, plan.row_vars)
+        kept = self._grouped.get(rule.index)
+        if self._journal is not None and rule.index not in self._rebuilt:  # inside a supposition: put back after it
+            self._rebuilt[rule.index] = (kept, kept.groups, kept.heads, kept.totals, len(self._journal)) \
+                if kept is not None else (None, {}, {}, {}, len(self._journal))  # fmt: skip
+        grouped = kept or GroupedRows(plan.rule, plan.row_vars)
         self._grouped.pop(rule.index, None)  # kept only once rebuilt: a failure below leaves it out
         heads: set[Fact] = self._grouped_call(grouped.rebuild, self.book.execute(plan, raw=True), rule)
         self._grouped[rule.index] = grouped

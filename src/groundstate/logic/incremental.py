@@ -7,6 +7,7 @@ insertions alone, the same work runs as one compiled step per set of inserted pr
 from __future__ import annotations
 
 import heapq
+import time
 from collections import OrderedDict
 
 from .analysis import Rule, Stratum
@@ -18,7 +19,7 @@ from .schedule import Step, compile_step
 from .storage import Fact
 
 STEPS_KEPT = 256  # compiled incremental steps an engine keeps (one per set of inserted predicates seen twice)
-COMPILE_EVERY = 64  # evaluations between two compilations, once STEPS_KEPT steps have been compiled
+COMPILE_ALLOWANCE, COMPILE_SHARE = 0.05, 0.1  # compiling may take 50 ms, then a tenth of the time spent evaluating
 
 
 class Incremental(FullEvaluation, KeptGroups):
@@ -27,9 +28,10 @@ class Incremental(FullEvaluation, KeptGroups):
     _steps: OrderedDict[frozenset[str], Step]  # see _compiled_step
     _sightings: OrderedDict[frozenset[str], int]  # how often each set of predicates was seen, not yet compiled
     _not_compiled: set[frozenset[str]]  # sets whose step compile_step declined
-    _evaluations: int  # incremental evaluations so far (see _compiled_step)
-    _compiles: int
-    _last_compile: int
+    _compiles: int  # steps compiled so far
+    _compile_seconds: float  # the time they took
+    _evaluated: float  # seconds spent evaluating so far (see _compiled_step)
+    time_limit: float | None
     steps_after: int | None  # see _compiled_step
 
     def _base_changes(self) -> tuple[dict[str, set[Fact]], dict[str, set[Fact]]]:
@@ -69,29 +71,29 @@ class Incremental(FullEvaluation, KeptGroups):
     def _compiled_step(self, inserted: frozenset[str]) -> Step | None:
         """The compiled evaluation of an insertion into ``inserted`` (schedule.py), made once the same predicates
         have gained facts ``steps_after`` times before (an engine evaluated once does not pay for compiling); None
-        until then, when compiling does not pay (``compile_step``) and always when ``steps_after`` is None.
+        until then, when compiling does not pay (``compile_step``), for an engine with a time limit (compiling is
+        not counted against it) and always when ``steps_after`` is None.
 
         The steps are kept least recently used first, at most ``STEPS_KEPT``; how often each set was seen, for
-        ``STEPS_KEPT × 16`` sets. Compiling costs about a hundred evaluations, so past the first ``STEPS_KEPT``
-        steps an engine compiles at most once in ``COMPILE_EVERY`` evaluations: a stream of ever-new sets of
-        predicates (a client choosing which facts its calls produce) cannot make every evaluation compile."""
-        self._evaluations += 1
+        ``STEPS_KEPT × 16`` sets. The time spent compiling stays within ``COMPILE_ALLOWANCE`` seconds plus
+        ``COMPILE_SHARE`` of the time spent evaluating: a stream of ever-new sets of predicates (a client choosing
+        which facts its calls produce) cannot make evaluations compile more than that."""
         step = self._steps.get(inserted)
         if step is not None:
             self._steps.move_to_end(inserted)
             return step if self.steps_after is not None else None
-        if self.steps_after is None or inserted in self._not_compiled:
+        if self.steps_after is None or self.time_limit is not None or inserted in self._not_compiled:
             return None
         seen = self._sightings.pop(inserted, 0)
-        if seen < self.steps_after or (self._compiles >= STEPS_KEPT
-                                       and self._evaluations < self._last_compile + COMPILE_EVERY):  # fmt: skip
+        if seen < self.steps_after or self._compile_seconds > COMPILE_ALLOWANCE + COMPILE_SHARE * self._evaluated:
             self._sightings[inserted] = seen + 1
             if len(self._sightings) > STEPS_KEPT * 16:
                 self._sightings.popitem(last=False)
             return None
         self._compiles += 1
-        self._last_compile = self._evaluations
+        started = time.perf_counter()
         step = compile_step(self, inserted)
+        self._compile_seconds += time.perf_counter() - started
         if step is None:
             self._not_compiled.add(inserted)
             return None
@@ -102,9 +104,8 @@ class Incremental(FullEvaluation, KeptGroups):
 
     def _compiled_step_at_hand(self, inserted: frozenset[str]) -> Step | None:
         """The compiled step of ``inserted`` if there is one (nothing counted: ``evaluate`` counts)."""
-        step = self._steps.get(inserted) if self.steps_after is not None else None
+        step = self._steps.get(inserted) if self.steps_after is not None and self.time_limit is None else None
         if step is not None:
-            self._evaluations += 1
             self._steps.move_to_end(inserted)
         return step
 
