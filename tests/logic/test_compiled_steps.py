@@ -212,7 +212,8 @@ def test_ever_new_sets_of_predicates_do_not_make_every_evaluation_compile() -> N
                 assert engine.query("c60(X)") == [(number,)]
     assert len(engine._steps) <= 256
     assert 0 < engine._compiles < 800
-    assert engine._compile_seconds <= 0.05 + 0.1 * engine._evaluated + 0.05  # the last compilation's own time
+    # each compilation starts within the budget, so only the last one's own time can be past it
+    assert engine._compile_seconds <= 0.05 + 0.1 * engine._evaluated + engine._compile_longest
 
 
 def test_an_engine_with_a_time_limit_compiles_nothing() -> None:

@@ -81,7 +81,7 @@ class Engine(Incremental):
         self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
                          if info.fundeps and name in self.relations}  # fmt: skip
         self._steps, self._sightings, self._not_compiled = OrderedDict(), OrderedDict(), set()
-        self._compiles, self._compile_seconds, self._evaluated = 0, 0.0, 0.0
+        self._compiles, self._compile_seconds, self._compile_longest, self._evaluated = 0, 0.0, 0.0, 0.0
         self.steps_after = 1  # see Incremental._compiled_step (None: no compiled step, the generic loop alone)
         self._rebuilt: Rebuilt = {}  # the open supposition's snapshots of the groups it rebuilt whole
         for name, fn in (externals or {}).items():

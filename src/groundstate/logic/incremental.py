@@ -30,6 +30,7 @@ class Incremental(FullEvaluation, KeptGroups):
     _not_compiled: set[frozenset[str]]  # sets whose step compile_step declined
     _compiles: int  # steps compiled so far
     _compile_seconds: float  # the time they took
+    _compile_longest: float  # the longest one
     _evaluated: float  # seconds spent evaluating so far (see _compiled_step)
     time_limit: float | None
     steps_after: int | None  # see _compiled_step
@@ -93,7 +94,9 @@ class Incremental(FullEvaluation, KeptGroups):
         self._compiles += 1
         started = time.perf_counter()
         step = compile_step(self, inserted)
-        self._compile_seconds += time.perf_counter() - started
+        took = time.perf_counter() - started
+        self._compile_seconds += took
+        self._compile_longest = max(self._compile_longest, took)
         if step is None:
             self._not_compiled.add(inserted)
             return None
