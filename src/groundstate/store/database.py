@@ -336,11 +336,16 @@ _READS_ONLY = "groundstate_reads_only"
 
 @contextmanager
 def reading(engine: Engine) -> Iterator[Connection]:
-    """A connection that only reads. On SQLite its transaction begins deferred — a snapshot of the last commit,
-    without the write lock every other transaction takes at once (``BEGIN IMMEDIATE``): a console polling runs, a
-    ``status`` or a ``runs list`` never holds up a driver's append."""
+    """A connection that only reads, in one snapshot: what it reads by several statements (a run's head and its
+    events, a row and the log it caches) stood together. On SQLite its transaction begins deferred — a snapshot of
+    the last commit, without the write lock every other transaction takes at once (``BEGIN IMMEDIATE``): a console
+    polling runs, a ``status`` or a ``runs list`` never holds up a driver's append. On PostgreSQL it is REPEATABLE
+    READ (under READ COMMITTED each statement sees the latest commit: a decision appended between reading a run's
+    head and its events looked like an event removed); a transaction that only reads is never refused for it."""
     with engine.connect() as db:
         db.execution_options(**{_READS_ONLY: True})
+        if db.dialect.name == "postgresql":
+            db.execution_options(isolation_level="REPEATABLE READ")  # reset when the connection goes back to the pool
         yield db
 
 
