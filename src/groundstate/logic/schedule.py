@@ -8,15 +8,19 @@ out what to do; the plans themselves a fifth. Here that is decided once per set 
 
 - a stratum of base facts alone takes the inserted facts as they are;
 - a stratum that does not recurse and has no aggregate runs, for each of its rules, the plan seeded from each body
-  atom whose predicate gained facts, called directly with its inputs (no plan skipped: a plan runs unless one of its
-  other positive atoms reads an empty relation, when it cannot match) — unless facts went below it or a new fact
-  under one of its ``!`` may take a stored head away (``Engine._blocks_stored``), when the stratum is handed to the
-  generic delete-rederive step;
-- every other stratum (recursive, aggregating, one whose own facts were asserted) is handed to the generic step.
+  atom whose predicate gained facts, called directly with its inputs — skipped only when an atom it reads before
+  anything that can fail has an empty relation (``skippable``: it can neither match nor raise) — unless facts went
+  below it or a new fact under one of its ``!`` may take a stored head away (``_blocks_stored``), when the stratum
+  is handed to the generic delete-rederive step;
+- a stratum of aggregates kept group by group hands the rows its rules' seeded plans find to their groups
+  (``_rows_added``), unless the groups are not kept or something below it was lost or negated;
+- every other stratum (recursive, aggregating without kept groups, one whose own facts were asserted) is handed to
+  the generic step.
 
-The result is the generic evaluation's, fact for fact (a property test compares them on random programs and
-random changes, and the guard's policy on random calls). The generated text holds no program text: predicates,
-plans, relations and rules are passed into the function's namespace by number, as ``codegen`` does.
+Changed predicates are met lowest stratum first, as the generic loop meets them, so a rule that fails is the one the
+generic loop reports. The result is the generic evaluation's, fact for fact (a property test compares them on random
+programs and random changes, and the guard's policy on random calls). The generated text holds no program text:
+predicates, plans, relations and rules are passed into the function's namespace by number, as ``codegen`` does.
 """
 
 from __future__ import annotations
