@@ -130,7 +130,7 @@ class _StepWriter:
         woken = [f"{local} is not None" for local in lowers.values()]
         generic = f"GENERIC({self.name('n', number)}, C, BI)"
         grouped = stratum.aggregates and engine._groupable[number]
-        if own or stratum.recursive or (stratum.aggregates and not grouped) or self.reads_itself(stratum):
+        if own or stratum.recursive or (stratum.aggregates and not grouped):
             self.emit(1, f"if {' or '.join([*woken, *(f'BI.get({self.name(chr(107), p)})' for p in sorted(own))])}:")
             self.emit(2, generic)
             return
@@ -213,10 +213,6 @@ class _StepWriter:
         self.emit(depth, f"E._created += len({facts})")
         self.emit(depth, "if E.created_fact_limit is not None and E._created > E.created_fact_limit:")
         self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
-
-    def reads_itself(self, stratum: Stratum) -> bool:
-        members = set(stratum.predicates)
-        return any(p in members for rule in stratum.rules for p, _ in rule.body_predicates())
 
     def skippable(self, plan: CompiledRule) -> set[str]:
         """The predicates whose relation, when empty, makes the plan yield nothing *and raise nothing*: its stored
