@@ -11,22 +11,30 @@ is dropped with one line on stderr.
 The descriptors are claimed as the SDK does for itself (it skips that for explicit streams): fd 0 points at the null
 device and fd 1 at stderr while serving, so upstream servers and tools started meanwhile can neither read the
 client's messages nor write into the wire.
+
+When the wire is a pipe, a socket or a terminal (what an MCP client gives its server), it is read and written on the
+event loop (``PipeLines``, ``PipeWire``) rather than through a worker thread per line read and two per line written,
+as ``anyio.wrap_file`` does: those three hops were a third of what the guard added to a call (docs/benchmarks.md,
+"The MCP guard"). A regular file (``groundstate mcp serve < requests.jsonl``) keeps the threaded file.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import os
 import re
+import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 
 from .. import safejson
+from ..providers import READ_SIZE, pipe_lines
 
 TOO_DEEP = "groundstate/too-deep"  # the tool name a too-deep request is answered under (refused by the guard)
 
@@ -95,8 +103,52 @@ def _answerable(line: str) -> str | None:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}) + "\n"
 
 
-@contextlib.contextmanager
-def claimed_stdio() -> Iterator[tuple[BoundedLines, Any]]:
+class PipeLines:
+    """The client's lines, read from the pipe on the event loop (``providers.pipe_lines``)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return pipe_lines(self._reader)
+
+
+class PipeWire:
+    """The writing end of the wire on the event loop: ``write`` hands the text to the pipe (what it cannot take at
+    once is buffered), ``flush`` waits while that buffer is over its limit (a client reading slowly holds the
+    guard's answers, not its loop)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def write(self, text: str) -> None:
+        self._writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()
+
+    async def close(self) -> None:
+        """Every answer written, then the pipe closed: at most ``CLOSE_WAIT_SEC`` for a client that stopped
+        reading, whose pipe is then dropped; even while the guard is being cancelled."""
+        self._writer.close()
+        with anyio.move_on_after(CLOSE_WAIT_SEC, shield=True):
+            with contextlib.suppress(OSError, RuntimeError):
+                await self._writer.wait_closed()
+        if not self._writer.transport.is_closing() or self._writer.transport.get_write_buffer_size():
+            self._writer.transport.abort()
+
+
+CLOSE_WAIT_SEC = 5.0
+
+
+def _pipe_like(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: a pipe, a socket or a character device (a terminal)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+@contextlib.asynccontextmanager
+async def claimed_stdio() -> AsyncIterator[tuple[BoundedLines, Any]]:
     """(the client's bounded lines, the wire's writer) over private copies of fd 0 and 1, with fd 0 on the null
     device and fd 1 on stderr until the block ends."""
     sys.stdout.flush()
@@ -105,14 +157,40 @@ def claimed_stdio() -> Iterator[tuple[BoundedLines, Any]]:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    reader = io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace")
-    writer = io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8")
+    # the readers and writers own copies: a pipe's transport closes its own at the end of input
+    reading, writing = os.fdopen(os.dup(wire_in), "rb", buffering=0), os.fdopen(os.dup(wire_out), "wb", buffering=0)
+    loop = asyncio.get_running_loop()
+    read_transport: asyncio.BaseTransport | None = None
+    wire: Any = None
     try:
-        yield BoundedLines(anyio.wrap_file(reader)), anyio.wrap_file(writer)
+        if _pipe_like(wire_in):
+            reader = asyncio.StreamReader(limit=READ_SIZE, loop=loop)
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), reading)  # fmt: skip
+            lines: Any = PipeLines(reader)
+        else:
+            lines = anyio.wrap_file(io.TextIOWrapper(io.BufferedReader(reading), encoding="utf-8", errors="replace"))
+        if _pipe_like(wire_out):
+            sink, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writing)
+            wire = PipeWire(asyncio.StreamWriter(sink, protocol, None, loop))
+        else:
+            wire = anyio.wrap_file(io.TextIOWrapper(io.BufferedWriter(writing), encoding="utf-8"))
+        yield BoundedLines(lines), wire
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            writer.flush()
-        os.dup2(reader.buffer.fileno(), 0)
-        os.dup2(writer.buffer.fileno(), 1)
-        reader.close()
-        writer.close()
+        if isinstance(wire, PipeWire):
+            await wire.close()
+        elif wire is not None:
+            with contextlib.suppress(OSError, ValueError):
+                wire.wrapped.flush()
+        if read_transport is not None:
+            read_transport.close()
+        for name in (reading, writing):  # closed once: a transport that closes it later finds it closed
+            with contextlib.suppress(OSError, ValueError):
+                name.close()
+        os.dup2(wire_in, 0)  # the wire back where it was
+        os.dup2(wire_out, 1)
+        for fd in (0, 1):  # the loop made the shared descriptions non-blocking
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, True)
+        os.close(wire_in)
+        os.close(wire_out)

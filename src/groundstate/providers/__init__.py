@@ -24,7 +24,9 @@ from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
 from .in_band import WholeEvents, event_end, in_band_error
+from .lines import READ_SIZE, pipe_lines
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
+from .mcp_stdio import UpstreamClosed, UpstreamRefused
 from .normalized import (
     FINISH_REASONS,
     ErrorEvent,
@@ -90,6 +92,7 @@ __all__ = [
     "CUT_OFF",
     "FINISH_REASONS",
     "GATED_APIS",
+    "READ_SIZE",
     "SEPARATOR",
     "SHUTDOWN_GRACE_SEC",
     "AnthropicAdapter",
@@ -137,7 +140,9 @@ __all__ = [
     "UnknownPath",
     "UnknownStyle",
     "Upstream",
+    "UpstreamClosed",
     "UpstreamFailure",
+    "UpstreamRefused",
     "Upstreams",
     "Usage",
     "WholeEvents",
@@ -150,6 +155,7 @@ __all__ = [
     "in_band_error",
     "merge_deltas",
     "parse_chat_request",
+    "pipe_lines",
     "problem_body",
     "provider_api",
     "provider_of",

@@ -1,5 +1,6 @@
 """MCP servers as upstreams — fronted by the guard, used by workflow agents (``tools: [mcp:git/git_status]``):
-started (stdio) or reached (streamable HTTP) with the official SDK's client, initialised, and their tools listed
+started and spoken to directly (stdio, ``mcp_stdio.py``) or reached with the official SDK's client (streamable
+HTTP), initialised, and their tools listed
 under namespaced names (``SERVER__TOOL``) so two servers' tools never collide and the policy always knows which
 server a call goes to. The SDK is imported when a server is connected, not with this package."""
 
@@ -15,6 +16,7 @@ import anyio
 
 from ..config import McpServerConfig
 from ..errors import ConfigurationError
+from .mcp_stdio import stdio_session
 
 SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # characters of a function name OpenAI's and Anthropic's APIs accept
@@ -129,21 +131,18 @@ async def _keep(name: str, server: McpServerConfig, slot: _Slot, stop: anyio.Eve
     clients are task groups that must be left by the task that entered them). Its failure is its slot's, never
     the other servers' or the guard's."""
     from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
     with slot.scope:
         try:
             async with contextlib.AsyncExitStack() as own:
-                if server.command is not None:
-                    program, *arguments = server.command
-                    params = StdioServerParameters(command=program, args=arguments, env=server.env or None)
-                    opened = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
-                    streams = await own.enter_async_context(opened)
+                session: Any
+                if server.command is not None:  # spoken to directly (mcp_stdio.py): the SDK's session cost a third
+                    session = await own.enter_async_context(stdio_session(name, server.command, server.env, errlog))
                 else:
                     assert server.url is not None
                     streams = await own.enter_async_context(streamable_http_client(server.url))
-                session = await own.enter_async_context(ClientSession(streams[0], streams[1]))
+                    session = await own.enter_async_context(ClientSession(streams[0], streams[1]))
                 await session.initialize()
                 slot.session, slot.tools = session, list((await session.list_tools()).tools)
                 slot.ready.set()

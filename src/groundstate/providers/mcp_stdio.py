@@ -1,0 +1,222 @@
+"""A stdio MCP server spoken to directly: the process started, its JSON-RPC lines written and read on the event loop.
+
+The SDK's client session puts every message through a dispatcher, two memory streams and model validation on each
+side; in front of an upstream that answers at once, that was about a third of what the guard added to a forwarded
+call (docs/benchmarks.md, "The MCP guard"). A guard or a workflow agent needs four things of an upstream —
+``initialize``, ``tools/list`` (every page), ``tools/call``, and an answer to the server's ``ping`` — so this client
+does exactly those, and keeps what the SDK guarantees about the process:
+
+- it is started in a session of its own, with only the SDK's safe environment (``HOME``, ``LOGNAME``, ``PATH``,
+  ``SHELL``, ``TERM``, ``USER``) plus the server's configured ``env``: the guard's own variables (a provider key)
+  never reach it;
+- stopping it closes its stdin, waits ``EXIT_GRACE_SEC``, then terminates its process group and kills what is left,
+  even when the task stopping it is being cancelled.
+
+What the server controls — every byte it writes — is data: a line that is not JSON, nested too deep, or a response
+no request waits for is skipped; a result that is not a ``CallToolResult`` fails that call alone; the server's own
+requests other than ``ping`` are answered "method not found"; its end of the pipe closing fails every waiting call
+with ``UpstreamClosed``. A call whose caller is cancelled is cancelled at the server too
+(``notifications/cancelled``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import signal
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
+
+import anyio
+
+from .. import safejson
+from ..errors import GroundstateError
+from .lines import READ_SIZE, pipe_lines
+
+HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
+SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
+SAFE_ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # inherited, as the SDK's client does
+EXIT_GRACE_SEC = 2.0  # a server's time to leave once its stdin closes, then again once terminated
+METHOD_NOT_FOUND = -32601
+CLIENT_INFO = {"name": "groundstate", "version": "1"}
+
+
+class UpstreamClosed(GroundstateError):
+    """The server's output ended (it exited or closed it) while a request waited for its answer."""
+
+
+class UpstreamRefused(GroundstateError):
+    """The server answered a request with a JSON-RPC error, or with a result that is not what the method returns."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def safe_environment(configured: dict[str, str] | None) -> dict[str, str]:
+    """The environment a server starts with: the safe variables that are set (not shell functions), then its own."""
+    found = {key: value for key in SAFE_ENVIRONMENT
+             if (value := os.environ.get(key)) is not None and not value.startswith("()")}  # fmt: skip
+    return {**found, **(configured or {})}
+
+
+class StdioSession:
+    """One running stdio server: requests by id, their answers matched as they arrive."""
+
+    def __init__(self, process: asyncio.subprocess.Process, name: str) -> None:
+        self.process, self.name = process, name
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._closed: BaseException | None = None
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def initialize(self) -> dict[str, Any]:
+        """The handshake: the server's answer (its version checked), then ``notifications/initialized``."""
+        answer = await self.request("initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {},
+                                                   "clientInfo": CLIENT_INFO})  # fmt: skip
+        version = answer.get("protocolVersion") if isinstance(answer, dict) else None
+        if version not in SPOKEN_VERSIONS:
+            raise UpstreamRefused(-32602, f"the server {self.name} speaks MCP version {str(version)[:40]!r}, not one "
+                                          f"of {', '.join(SPOKEN_VERSIONS)}")  # fmt: skip
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return dict(answer)
+
+    async def list_tools(self) -> Any:
+        """Every tool the server lists, all pages read (a ``ListToolsResult``)."""
+        import mcp_types as types
+
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(10_000):  # a server that pages forever is not waited on forever
+            page = types.ListToolsResult.model_validate(await self.request("tools/list",
+                                                                           {"cursor": cursor} if cursor else {}))
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """The tool's result (a ``CallToolResult``); the server's JSON-RPC error raises ``UpstreamRefused``."""
+        import mcp_types as types
+        from pydantic import ValidationError
+
+        answer = await self.request("tools/call", {"name": name, "arguments": arguments})
+        try:
+            return types.CallToolResult.model_validate(answer)
+        except ValidationError as exc:
+            raise UpstreamRefused(-32603, f"the server {self.name} answered tools/call with something that is not a "
+                                          f"tool result: {exc.errors()[0]['msg'] if exc.errors() else exc}") from None
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send one request and wait for its answer's ``result``."""
+        if self._closed is not None:
+            raise UpstreamClosed(f"the server {self.name} is gone: {self._closed}")
+        number = next(self._ids)
+        waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[number] = waiting
+        try:
+            self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            return await waiting
+        except asyncio.CancelledError:
+            if not waiting.done() and self._closed is None:  # the caller gave up: the server may stop too
+                self._answer({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": number, "reason": "the caller cancelled the request"}})  # fmt: skip
+            raise
+        finally:
+            self._waiting.pop(number, None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        stdin = self.process.stdin
+        if stdin is None or stdin.is_closing():
+            raise UpstreamClosed(f"the server {self.name} no longer reads its input")
+        stdin.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n")
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        reason: BaseException = UpstreamClosed(f"the server {self.name} closed its output")
+        try:
+            async for line in pipe_lines(self.process.stdout):
+                self._take(line)
+        except (OSError, ValueError) as exc:
+            reason = UpstreamClosed(f"reading the server {self.name} failed: {exc}")
+        finally:
+            self._closed = reason
+            for waiting in self._waiting.values():
+                if not waiting.done():
+                    waiting.set_exception(reason)
+
+    def _take(self, line: str) -> None:
+        """One line from the server: an answer handed to its request, a ``ping`` answered, anything else skipped."""
+        if not line.strip():
+            return
+        try:
+            message = safejson.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict):
+            return
+        number, method = message.get("id"), message.get("method")
+        if isinstance(method, str):
+            if number is not None and isinstance(number, str | int) and not isinstance(number, bool):
+                if method == "ping":
+                    self._answer({"jsonrpc": "2.0", "id": number, "result": {}})
+                else:
+                    self._answer({"jsonrpc": "2.0", "id": number,
+                                  "error": {"code": METHOD_NOT_FOUND, "message": f"groundstate does not answer "
+                                                                                 f"{method[:100]}"}})  # fmt: skip
+            return  # a notification: logging, progress, list changes — nothing the caller waits for
+        waiting = self._waiting.get(number) if isinstance(number, int) and not isinstance(number, bool) else None
+        if waiting is None or waiting.done():
+            return
+        error = message.get("error")
+        if isinstance(error, dict):
+            code = error.get("code")
+            code = code if isinstance(code, int) and not isinstance(code, bool) else -32603
+            waiting.set_exception(UpstreamRefused(code, str(error.get("message", "no message"))[:2000]))
+        elif "result" in message:
+            waiting.set_result(message["result"])
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        """Send what nobody waits on (an answer to the server, a cancellation): a server gone meanwhile is no error."""
+        with contextlib.suppress(UpstreamClosed, OSError):
+            self._send(message)
+
+    async def stop(self) -> None:
+        """Close its stdin, give it ``EXIT_GRACE_SEC``, then terminate and at last kill its process group."""
+        process = self.process
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        for signalled in (None, signal.SIGTERM, signal.SIGKILL):
+            if signalled is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signalled)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), EXIT_GRACE_SEC)
+                break
+        if process.returncode is not None:  # the leader is gone: so is what it left in its group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(
+    name: str, command: list[str], env: dict[str, str] | None, errlog: TextIO | None
+) -> AsyncIterator[StdioSession]:
+    """The server ``command`` running for as long as the block does (stopped after it, whatever ends it)."""
+    program, *arguments = command
+    process = await asyncio.create_subprocess_exec(
+        program, *arguments, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog,
+        env=safe_environment(env), start_new_session=True, limit=READ_SIZE)  # fmt: skip
+    session = StdioSession(process, name)
+    try:
+        yield session
+    finally:
+        with anyio.CancelScope(shield=True):  # a start timed out, the guard stops: the server is stopped all the same
+            await session.stop()
