@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -40,6 +39,8 @@ from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, Upstrea
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
 from . import local_tools
+from .callers import OPERATOR_STATE, Caller, caller_of
+from .fast_calls import FastCalls
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Verdict, check_arguments
 from .stdio import TOO_DEEP, claimed_stdio
@@ -48,7 +49,6 @@ DECISION = "groundstate/decision"  # _meta key of a refused call's result: the s
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
 REQUEST = "groundstate/request"  # _meta key: the user's request, as the client declares it (provenance)
-OPERATOR_STATE = "groundstate_operator"  # where the HTTP transport leaves the authenticated account for the handler
 MAX_KEY_CHARS = 200
 MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
 
@@ -110,7 +110,7 @@ class _Call:
     tool: str
     arguments: dict[str, Any]
     key: str | None
-    client: str  # who calls (see Guard._client_of)
+    client: str  # who calls (see callers.client_name)
     session: Session  # the client session's history (provenance)
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
 
@@ -170,20 +170,24 @@ class Guard:
         return types.ListToolsResult(tools=self.upstreams.exposed())
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """The SDK's handler: the call's sender read from its request context, then ``answer``."""
+        return await self.answer(caller_of(ctx, self.client, self.departures), params)
+
+    async def answer(self, caller: Caller, params: types.CallToolRequestParams) -> types.CallToolResult:
         """Decide, then forward, hold or refuse — in a span of its own when tracing is on."""
         if not tracing.enabled():
-            return await self._call_tool(ctx, params)
+            return await self._call_tool(caller, params)
         attributes = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
                       "gen_ai.tool.name": params.name[:200]}  # fmt: skip
         with tracing.span(f"tools/call {params.name[:200]}", attributes, kind="server") as current:
-            result = await self._call_tool(ctx, params)
+            result = await self._call_tool(caller, params)
             decided = (result.meta or {}).get(DECISION) if result.is_error else None
             tracing.note(current, groundstate__decision=decided["decision"] if decided else "permit",
                          groundstate__decided_by=decided["by"] if decided else "the policy",
                          error__type="refused" if decided else None)  # fmt: skip
             return result
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(self, caller: Caller, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name == TOO_DEEP:  # a request the transport could not parse whole (stdio.py)
             method = str((params.arguments or {}).get("method", ""))
             raise MCPError(UNKNOWN_TOOL, f"refused: the {method or 'request'} message cannot be read whole (nested "
@@ -197,14 +201,13 @@ class Guard:
             check_arguments(arguments)
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
-        session = self.history.session(_session_key(ctx))
+        session = self.history.session(caller.session)
         self.history.declare(session, _declared_request(params))
-        account = _account_of(ctx)
-        call = _Call(*route, arguments, _idempotency_key(params), self._client_of(ctx, account), session, account)
+        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, caller.account)
         admitted = await in_store(self.ledger.engine, self._admit, call)
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
-            answer = await self._held(ctx, call, admitted)
+            answer = await self._held(caller, call, admitted)
             if answer is not None:
                 return answer
             admitted.recorded = await asyncio.to_thread(self._begin, call, entry)
@@ -217,12 +220,13 @@ class Guard:
         self.history.record(session, verdict.call, call.server, call.tool, reading(result))  # what the model read
         return result
 
-    async def _held(self, ctx: Any, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
+    async def _held(self, caller: Caller, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
         """Wait for an operator's decision on a held call: None once approved (the call runs), else what the client
         reads — the denial, the timeout, the withdrawal, or "held: ask again" when the guard's patience ran out."""
         verdict, entry = admitted.verdict, admitted.entry
         try:
-            ended = await self.approvals.wait(entry, partial(_progress, ctx, entry), self._gone(ctx))
+            report = None if caller.progress is None else partial(_progress, caller.progress, entry)
+            ended = await self.approvals.wait(entry, report, caller.gone)
         except asyncio.CancelledError:  # the client cancelled the call, closed its session, or the guard stops
             if not admitted.joined:  # a parked call stays held: its client was told it may ask again
                 self.ledger.withdraw(entry, "its client cancelled the call or went away")  # at once: no await left
@@ -252,22 +256,6 @@ class Guard:
         else:
             why, by = f"the call was {ended} ({decided.ended if decided else 'no reason recorded'})", "the guard"
         return refused(f"denied: {why}: {verdict.reasons[0]}", _details(verdict, entry, by, "deny"))
-
-    def _gone(self, ctx: Any) -> Callable[[], bool] | None:
-        """Over HTTP: whether this request's client closed its connection (None over stdio, where a closed pipe
-        ends the session and cancels the call)."""
-        headers = getattr(getattr(ctx, "request", None), "headers", None)
-        if self.departures is None or headers is None:
-            return None
-        key = (str(headers.get("mcp-session-id") or ""), getattr(ctx, "request_id", None))
-        return partial(self.departures.__contains__, key)
-
-    def _client_of(self, ctx: Any, account: str | None) -> str:
-        """Who calls, as the ledger and ``mcp_call``'s Client name it: the name the client gave when it connected
-        (its ``clientInfo``), the transport, and over HTTP the operator account whose token it sent."""
-        info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)
-        name = str(getattr(info, "name", "") or "an unnamed client")[:80]
-        return f"{name} over {self.client}" + (f" as operator:{account}" if account else "")
 
     def _admit(self, call: _Call) -> _Admitted:
         """In a worker thread and one transaction of the store (the journal shares the ledger's database): whether an
@@ -338,24 +326,6 @@ class Guard:
         return result
 
 
-def _account_of(ctx: Any) -> str | None:
-    """The operator account whose bearer token the request carried (the HTTP transport), or None (stdio)."""
-    state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
-    account = state.get(OPERATOR_STATE) if isinstance(state, dict) else None
-    return str(account) if account else None
-
-
-def _session_key(ctx: Any) -> str:
-    """Which client session a request belongs to: over HTTP its ``mcp-session-id`` header (a client without one is
-    its own session per request), over stdio the one client of this process."""
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        found = headers.get("mcp-session-id")
-        return f"http:{found}" if found else f"http:request-{id(request)}"
-    return "stdio"
-
-
 def _declared_request(params: types.CallToolRequestParams) -> str:
     """The user's request the client declares for its session (``_meta["groundstate/request"]``, text): the
     provenance rules ask whether an argument's value was named there. Not text: the call is invalid."""
@@ -421,14 +391,10 @@ def _parked(verdict: Verdict, entry: int, timeout: float) -> types.CallToolResul
                                 meta={DECISION: decision})  # fmt: skip
 
 
-async def _progress(ctx: Any, entry: int, waited: float) -> None:
+async def _progress(report: Callable[[float, str], Awaitable[None]], entry: int, waited: float) -> None:
     """A progress notification for a held call, when its client asked for them (a ``progressToken``): clients that
     reset their request timeout on progress (the TypeScript SDK's ``resetTimeoutOnProgress``) keep waiting."""
-    session = getattr(ctx, "session", None)
-    if session is None:
-        return
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the client went away
-        await session.report_progress(waited, None, f"held for an operator's approval (call {entry})")
+    await report(waited, f"held for an operator's approval (call {entry})")
 
 
 def _details(
@@ -442,9 +408,9 @@ def _details(
 @contextlib.asynccontextmanager
 async def _guard(
     settings: ProjectConfig, store_url: str, client: str, departures: Departures | None = None
-) -> AsyncIterator[tuple[Server, Upstreams]]:
-    """The upstreams connected (and your own Python tools, as the server ``python``) and the MCP server over them,
-    for as long as the block runs."""
+) -> AsyncIterator[tuple[Server, Upstreams, Guard]]:
+    """The upstreams connected (and your own Python tools, as the server ``python``), the MCP server over them and
+    the guard that decides its calls, for as long as the block runs."""
     config = settings.mcp
     if local_tools.SERVER in config.servers:
         raise McpServerError(f"mcp.servers.{local_tools.SERVER}: the guard lists your own Python tools under that "
@@ -471,7 +437,8 @@ async def _guard(
                   for name, server in config.servers.items()}  # fmt: skip
         guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
                       departures=departures)  # fmt: skip
-        yield Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool), upstreams
+        server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
+        yield server, upstreams, guard
 
 
 def settled() -> None:
@@ -494,12 +461,14 @@ def _started(upstreams: Upstreams, where: str) -> None:
 async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
     database at ``store_url``)."""
-    async with _guard(settings, store_url, "stdio") as (server, upstreams):
+    async with _guard(settings, store_url, "stdio") as (server, upstreams, guard):
         settled()
         _started(upstreams, "stdio")
         # every line measured before the SDK's recursive parser sees it
-        async with claimed_stdio() as (lines, wire), stdio_server(lines, wire) as (read, write):  # type: ignore[arg-type]
-            await server.run(read, write, server.create_initialization_options())
+        async with claimed_stdio() as (bounded, wire):
+            lines = FastCalls(guard.answer, wire.send).passed_on(bounded)  # tools/call answered here (fast_calls.py)
+            async with stdio_server(lines, wire) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
 
 
 async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: int, operators: Operators) -> None:
@@ -508,7 +477,7 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     import uvicorn
 
     departures = Departures()
-    async with _guard(settings, store_url, "http", departures) as (server, upstreams):
+    async with _guard(settings, store_url, "http", departures) as (server, upstreams, _):
         app = _bearer(server.streamable_http_app(host=host), operators, departures)
         settled()
         _started(upstreams, f"http://{host}:{port}/mcp")

@@ -28,6 +28,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -127,6 +128,11 @@ class PipeWire:
     async def flush(self) -> None:
         await self._writer.drain()
 
+    async def send(self, text: str) -> None:
+        """One whole message: written in one piece (answers written at once never interleave), then flushed."""
+        self._writer.write(text.encode("utf-8"))
+        await self._writer.drain()
+
     async def close(self) -> None:
         """Every answer written, then the pipe closed: at most ``CLOSE_WAIT_SEC`` for a client that stopped
         reading, whose pipe is then dropped; even while the guard is being cancelled."""
@@ -141,6 +147,37 @@ class PipeWire:
 CLOSE_WAIT_SEC = 5.0
 
 
+class FileWire:
+    """The writing end of the wire when it is a regular file (which the event loop cannot watch): each write in a
+    worker thread, under one lock, so that the SDK's answers and the guard's own never interleave."""
+
+    def __init__(self, text: io.TextIOWrapper) -> None:
+        self._text, self._lock = text, threading.Lock()
+
+    async def write(self, text: str) -> None:
+        await anyio.to_thread.run_sync(self._locked, self._text.write, text)
+
+    async def flush(self) -> None:
+        await anyio.to_thread.run_sync(self._locked, self._text.flush)
+
+    async def send(self, text: str) -> None:
+        """One whole message, written and flushed."""
+        await anyio.to_thread.run_sync(self._sent, text)
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self._text.flush()
+
+    def _locked(self, step: Any, *arguments: Any) -> None:
+        with self._lock:
+            step(*arguments)
+
+    def _sent(self, text: str) -> None:
+        with self._lock:
+            self._text.write(text)
+            self._text.flush()
+
+
 def _pipe_like(fd: int) -> bool:
     """Whether the event loop can watch ``fd``: a pipe, a socket or a character device (a terminal)."""
     mode = os.fstat(fd).st_mode
@@ -148,7 +185,7 @@ def _pipe_like(fd: int) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def claimed_stdio() -> AsyncIterator[tuple[BoundedLines, Any]]:
+async def claimed_stdio() -> AsyncIterator[tuple[BoundedLines, PipeWire | FileWire]]:
     """(the client's bounded lines, the wire's writer) over private copies of fd 0 and 1, with fd 0 on the null
     device and fd 1 on stderr until the block ends."""
     sys.stdout.flush()
@@ -161,7 +198,7 @@ async def claimed_stdio() -> AsyncIterator[tuple[BoundedLines, Any]]:
     reading, writing = os.fdopen(os.dup(wire_in), "rb", buffering=0), os.fdopen(os.dup(wire_out), "wb", buffering=0)
     loop = asyncio.get_running_loop()
     read_transport: asyncio.BaseTransport | None = None
-    wire: Any = None
+    wire: PipeWire | FileWire | None = None
     try:
         if _pipe_like(wire_in):
             reader = asyncio.StreamReader(limit=READ_SIZE, loop=loop)
@@ -174,14 +211,13 @@ async def claimed_stdio() -> AsyncIterator[tuple[BoundedLines, Any]]:
             sink, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, writing)
             wire = PipeWire(asyncio.StreamWriter(sink, protocol, None, loop))
         else:
-            wire = anyio.wrap_file(io.TextIOWrapper(io.BufferedWriter(writing), encoding="utf-8"))
+            wire = FileWire(io.TextIOWrapper(io.BufferedWriter(writing), encoding="utf-8"))
         yield BoundedLines(lines), wire
     finally:
         if isinstance(wire, PipeWire):
             await wire.close()
-        elif wire is not None:
-            with contextlib.suppress(OSError, ValueError):
-                wire.wrapped.flush()
+        elif isinstance(wire, FileWire):
+            wire.close()
         if read_transport is not None:
             read_transport.close()
         for name in (reading, writing):  # closed once: a transport that closes it later finds it closed

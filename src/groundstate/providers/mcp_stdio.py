@@ -121,7 +121,8 @@ class StdioSession:
             self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
             return await waiting
         except asyncio.CancelledError:
-            if not waiting.done() and self._closed is None:  # the caller gave up: the server may stop too
+            answered = waiting.done() and not waiting.cancelled()  # (cancelling the caller cancels its future)
+            if not answered and self._closed is None:  # the caller gave up: the server may stop too
                 self._answer({"jsonrpc": "2.0", "method": "notifications/cancelled",
                             "params": {"requestId": number, "reason": "the caller cancelled the request"}})  # fmt: skip
             raise

@@ -1,0 +1,137 @@
+"""``tools/call`` over stdio is answered by the guard itself (``guard/fast_calls.py``) once the client's handshake
+is done; before it, and for anything this path does not take whole, the SDK's server answers as it always did. The
+two must be indistinguishable to a client: the same results, refusals and errors, sieved to the protocol version
+the handshake settled on. Calls written just before the client closes its input are all answered; a regular file
+as input is served too. Driven through ``groundstate mcp serve`` over raw JSON-RPC on stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .test_upstream_wire import RAW, probe
+
+ENV_NAMES = ("GROUNDSTATE_HOME", "GROUNDSTATE_CONFIG")
+
+
+def configure(tmp_path: Path) -> dict[str, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "deny.mg").write_text('mcp_denied(C, "not that text") :- mcp_argument(C, "text", "forbidden").\n')
+    (tmp_path / "groundstate.toml").write_text(f'[mcp]\npolicy = ["deny.mg"]\n'
+                                               f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n')
+    return {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")}  # fmt: skip
+
+
+def hello(version: str = "2025-06-18", initialized: bool = True) -> list[dict[str, Any]]:
+    opening: list[dict[str, Any]] = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}]
+    return opening + ([{"jsonrpc": "2.0", "method": "notifications/initialized"}] if initialized else [])
+
+
+def served(tmp_path: Path, messages: list[dict[str, Any]], version: str = "2025-06-18", initialized: bool = True,
+           tail: str = "") -> dict[Any, dict[str, Any]]:
+    """Every message written at once and the input closed: the guard's answers by id (each id answered once)."""
+    text = "".join(json.dumps(m) + "\n" for m in hello(version, initialized) + messages) + tail
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text, capture_output=True,
+                          text=True, env=configure(tmp_path), cwd=tmp_path, timeout=120)  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    ids = [reply["id"] for reply in replies if "id" in reply]
+    assert len(ids) == len(set(ids)), ids
+    return {reply["id"]: reply for reply in replies if "id" in reply}
+
+
+CALLS: list[dict[str, Any]] = [
+    probe(2, text="hello"),
+    probe(3, text="forbidden"),  # denied by the policy
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "nobody__lists_this", "arguments": {}}},
+    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": 5}},  # malformed: the SDK answers
+    {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+     "params": {"name": "raw__probe", "arguments": {}, "_meta": {"groundstate/request": 7}}},
+    probe(7, text="both", act="structured"),
+    {"jsonrpc": "2.0", "id": "7", "method": "tools/call", "params": {"name": "raw__probe",
+                                                                     "arguments": {"text": "a string id"}}},
+]  # fmt: skip
+
+
+def comparable(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply without what differs from one guard to the next (ledger entries, call ids, digests of them)."""
+    decision = ((reply.get("result") or {}).get("_meta") or {}).get("groundstate/decision")
+    if decision:
+        for varying in ("entry", "call", "why", "digest"):
+            decision.pop(varying, None)
+    return reply
+
+
+def test_calls_written_just_before_the_input_closes_are_all_answered(tmp_path: Path) -> None:
+    replies = served(tmp_path, CALLS)
+    assert set(replies) == {1, 2, 3, 4, 5, 6, 7, "7"}
+    assert replies[2]["result"] == {"content": [{"type": "text", "text": "hello"}], "isError": False}
+    assert replies[3]["result"]["isError"] and "not that text" in replies[3]["result"]["content"][0]["text"]
+    assert replies[4]["error"]["code"] == -32602 and "nobody__lists_this" in replies[4]["error"]["message"]
+    assert replies[5]["error"] == {"code": -32602, "message": "Invalid request parameters", "data": ""}
+    assert replies[6]["error"]["message"] == "_meta.groundstate/request must be text (the user's request)"
+    assert replies[7]["result"]["structuredContent"] == {"text": "both"}
+    assert replies["7"]["result"]["content"][0]["text"] == "a string id"
+
+
+def conversed(tmp_path: Path, messages: list[dict[str, Any]], version: str, initialized: bool) -> dict[Any, Any]:
+    """Every message written at once, the input kept open until each request is answered: the answers by id."""
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    assert guard.stdin is not None and guard.stdout is not None
+    sent = hello(version, initialized) + messages
+    guard.stdin.write("".join(json.dumps(m) + "\n" for m in sent))
+    guard.stdin.flush()
+    waiting, replies = {m["id"] for m in sent if "id" in m}, {}
+    for line in guard.stdout:
+        reply = json.loads(line)
+        if "id" in reply:
+            assert reply["id"] not in replies, reply
+            replies[reply["id"]] = reply
+            waiting.discard(reply["id"])
+        if not waiting:
+            break
+    _, err = guard.communicate(timeout=60)
+    assert not waiting and "Traceback" not in err, (waiting, err)
+    return replies
+
+
+def test_the_guards_own_path_and_the_sdks_answer_alike(tmp_path: Path) -> None:
+    """Without ``notifications/initialized`` every call goes to the SDK's server (it accepts calls once it has
+    answered ``initialize``); with it, the guard's own path answers. The answers are the same."""
+    for version in ("2025-06-18", "2024-11-05"):
+        own = conversed(tmp_path / f"own-{version}", CALLS, version, initialized=True)
+        sdk = conversed(tmp_path / f"sdk-{version}", CALLS, version, initialized=False)
+        assert own.keys() == sdk.keys()
+        for number in own:
+            assert comparable(own[number]) == comparable(sdk[number]), (version, number)
+    assert "resultType" not in own[2]["result"]  # the 2026 era's field, which the model fills: sieved away
+
+
+def test_a_long_line_and_a_last_line_without_its_newline_are_read(tmp_path: Path) -> None:
+    text = "x" * 300_000  # several of the transport's 64 KiB reads
+    replies = served(tmp_path, [probe(2, text=text)], tail=json.dumps(probe(3, text="no newline after me")))
+    assert replies[2]["result"]["content"][0]["text"] == text
+    assert replies[3]["result"]["content"][0]["text"] == "no newline after me"
+
+
+def test_requests_in_a_regular_file_are_served(tmp_path: Path) -> None:
+    """Input from a file and output to a file, which the event loop cannot watch: the threaded reader and writer,
+    the guard's answers and the SDK's written whole, one after the other."""
+    requests, out = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    requests.write_text("".join(json.dumps(m) + "\n" for m in [*hello(), probe(2, text="from a file")]))
+    with requests.open() as given, out.open("w") as taken:
+        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], stdin=given, stdout=taken,
+                              stderr=subprocess.PIPE, text=True, env=configure(tmp_path), cwd=tmp_path,
+                              timeout=120)  # fmt: skip
+    assert "Traceback" not in done.stderr
+    replies = {m["id"]: m for m in map(json.loads, out.read_text().splitlines()) if "id" in m}
+    assert replies[1]["result"]["serverInfo"]["name"] == "groundstate-guard"
+    assert replies[2]["result"]["content"][0]["text"] == "from a file"

@@ -1,0 +1,117 @@
+"""The guard's own client for stdio upstreams (``providers/mcp_stdio.py``), attacked by a server written by hand:
+what it writes is data — garbage, a nest too deep, answers nobody asked for, requests of its own — and never the
+guard's crash; a call whose server dies or answers with something that is no tool result fails alone; the guard's
+environment does not reach the server; a call the client cancels is cancelled at the server; every page of its
+tool list is read. Driven through ``groundstate mcp serve`` over raw JSON-RPC on stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .test_held_lifecycle import HELLO, answers, send
+
+RAW = str(Path(__file__).with_name("raw_upstream.py"))
+
+
+def start(tmp_path: Path, env: str = "") -> subprocess.Popen[str]:
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                               f'env = {{ RAW_UPSTREAM_LOG = "{tmp_path / "seen.jsonl"}"{env} }}\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
+                                  "GROUNDSTATE_API_KEY": "sk-the-guards-own", "OTHER_SECRET": "x"},
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)  # fmt: skip
+    send(guard, *HELLO)
+    return guard
+
+
+def probe(number: int, **arguments: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": number, "method": "tools/call",
+            "params": {"name": "raw__probe", "arguments": arguments}}  # fmt: skip
+
+
+def finish(guard: subprocess.Popen[str]) -> str:
+    _, err = guard.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    return err
+
+
+def test_what_the_server_writes_besides_its_answer_is_skipped_and_its_requests_answered(tmp_path: Path) -> None:
+    guard = start(tmp_path)
+    deep = "[" * 5000 + "]" * 5000
+    noise = ["this is not JSON", deep, json.dumps({"jsonrpc": "2.0", "id": 999, "result": {"content": []}}),
+             json.dumps({"jsonrpc": "2.0", "id": "ask-1", "method": "ping"}),
+             json.dumps({"jsonrpc": "2.0", "id": "ask-2", "method": "sampling/createMessage", "params": {}}),
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}),
+             "hex:ff fe 7b 22 c3 28", "[1, 2]", "null", "   "]  # fmt: skip
+    send(guard, probe(2, text="after the noise", before=noise))
+    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert answer["result"]["content"][0]["text"] == "after the noise" and not answer["result"]["isError"]
+    send(guard, probe(3, text="still here"))
+    [again] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    assert again["result"]["content"][0]["text"] == "still here"
+    finish(guard)
+    seen = [json.loads(line) for line in (tmp_path / "seen.jsonl").read_text().splitlines()]
+    replies = {m["id"]: m for m in seen if "method" not in m}
+    assert replies["ask-1"]["result"] == {}  # a ping answered
+    assert replies["ask-2"]["error"]["code"] == -32601  # anything else: method not found
+
+
+def test_a_server_that_dies_or_answers_nonsense_fails_that_call_only(tmp_path: Path) -> None:
+    guard = start(tmp_path)
+    send(guard, probe(2, act="not-a-result"))
+    [nonsense] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert nonsense["error"]["code"] == -32603 and "not a tool result" in nonsense["error"]["message"]
+    send(guard, probe(3, act="error"))
+    [refused] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    assert refused["error"] == {"code": -32050, "message": "the probe refuses"}
+    send(guard, probe(4, act="die"))
+    [died] = [m for m in answers(guard, 4) if m.get("id") == 4]
+    assert died["error"]["code"] == -32603 and "the upstream server raw failed" in died["error"]["message"]
+    send(guard, probe(5, text="anyone?"))
+    [gone] = [m for m in answers(guard, 5) if m.get("id") == 5]
+    assert "the server raw is gone" in gone["error"]["message"]
+    finish(guard)
+
+
+def test_the_guards_environment_does_not_reach_the_server_its_own_does(tmp_path: Path) -> None:
+    guard = start(tmp_path, env=', GIVEN = "yes"')
+    send(guard, probe(2, act="env"))
+    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    names = answer["result"]["content"][0]["text"].split()
+    assert "GIVEN" in names and "PATH" in names and "RAW_UPSTREAM_LOG" in names
+    assert not {"GROUNDSTATE_API_KEY", "OTHER_SECRET", "GROUNDSTATE_HOME"} & set(names), names
+    finish(guard)
+
+
+def test_a_call_the_client_cancels_is_cancelled_at_the_server_and_never_answered(tmp_path: Path) -> None:
+    guard = start(tmp_path)
+    send(guard, probe(2, act="slow"))
+    seen = tmp_path / "seen.jsonl"
+    for _ in range(200):  # the call reached the server
+        if seen.exists() and '"tools/call"' in seen.read_text():
+            break
+        subprocess.run(["sleep", "0.05"], check=True)
+    send(guard, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+    send(guard, probe(3, text="next"))
+    got = list(answers(guard, 3))
+    assert [m["id"] for m in got if "id" in m] == [1, 3]  # the cancelled call has no answer
+    finish(guard)
+    told = [json.loads(line) for line in seen.read_text().splitlines()]
+    [cancel] = [m for m in told if m.get("method") == "notifications/cancelled"]
+    forwarded = next(m for m in told if m.get("method") == "tools/call")
+    assert cancel["params"]["requestId"] == forwarded["id"]
+
+
+def test_every_page_of_the_servers_tool_list_is_read(tmp_path: Path) -> None:
+    guard = start(tmp_path)
+    send(guard, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    [listed] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert sorted(tool["name"] for tool in listed["result"]["tools"]) == ["raw__probe", "raw__second_page"]
+    finish(guard)
