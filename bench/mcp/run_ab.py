@@ -1,0 +1,81 @@
+"""Added latency of a tools/call through `groundstate mcp serve` versus calling the same upstream server directly.
+
+    python bench/mcp/run.py            # 1,000 calls each way
+    python bench/mcp/run.py --quick    # 100
+
+Both sides use the official `mcp` SDK client over stdio, both sessions open and the calls alternating in blocks of
+50, against the same minimal server (bench/mcp/echo_server.py: one read-only tool that answers at once), so the
+difference is the guard: one more stdio hop, the policy's decision (the shipped mcp.mg: read-only is permitted), the
+decision's row in the ledger and the call's intent and result in the journal (SQLite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ECHO = str(Path(__file__).with_name("echo_server.py"))
+
+
+async def latencies(paths: dict[str, tuple[StdioServerParameters, str]], calls: int) -> dict[str, list[float]]:
+    """Milliseconds per call on each path, after a warm-up; both sessions stay open and the paths alternate in
+    blocks of 50 calls, so that a slow moment of this shared machine falls on both."""
+    out: dict[str, list[float]] = {name: [] for name in paths}
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for name, (params, tool) in paths.items():
+            read, write = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            for _ in range(20):
+                await session.call_tool(tool, {"text": "warm"})
+            sessions[name] = (session, tool)
+        for block in range(0, calls, 50):
+            for name, (session, tool) in sessions.items():
+                for number in range(block, min(block + 50, calls)):
+                    started = time.perf_counter()
+                    await session.call_tool(tool, {"text": f"call {number}"})
+                    out[name].append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(int(share * len(ordered)), len(ordered) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    calls = 100 if parser.parse_args().quick else 1000
+    home = Path(tempfile.mkdtemp(prefix="groundstate-bench-mcp-"))
+    (home / "groundstate.toml").write_text(f'[mcp.servers.echo]\ncommand = ["{sys.executable}", "{ECHO}"]\n')
+    direct = StdioServerParameters(command=sys.executable, args=[ECHO])
+    environment = {"GROUNDSTATE_HOME": str(home), "GROUNDSTATE_CONFIG": str(home / "groundstate.toml"),
+                   "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # named, not found: a found file is only data until trusted
+    guarded = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], cwd=str(home),
+                                    env=environment)  # fmt: skip
+    print(f"# {platform.python_version()}, {os.cpu_count()} cores, {calls} calls each", flush=True)
+    measured = asyncio.run(latencies({"direct": (direct, "echo"), "through the guard": (guarded, "echo__echo")}, calls))
+    rows = [(name, percentile(values, 0.5), percentile(values, 0.99), statistics.mean(values))
+            for name, values in measured.items()]  # fmt: skip
+    print("| path | p50 ms | p99 ms | mean ms |\n|---|---|---|---|")
+    for name, p50, p99, mean in rows:
+        print(f"| {name} | {p50:.2f} | {p99:.2f} | {mean:.2f} |")
+    added50, added99 = rows[1][1] - rows[0][1], rows[1][2] - rows[0][2]
+    print(f"\nadded by the guard: p50 {added50:.2f} ms, p99 {added99:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
