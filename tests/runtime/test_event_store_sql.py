@@ -13,13 +13,6 @@ import pytest
 from groundstate.runtime import RUN_CREATED, RUN_STARTED, EventStore, LeaseLost, RunStarted
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'gs.db'}"
-    return str(request.getfixturevalue("postgres"))
-
-
 def test_appended_events_and_the_run_row_read_back_exactly(store_url: str) -> None:
     store = EventStore(store_url)
     run_id = store.create_run("flow", "name: flow\nagents: []\n", "m")

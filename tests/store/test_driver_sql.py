@@ -19,13 +19,6 @@ from groundstate.store import CallInDoubt, ToolJournal, hot_transaction, reading
 from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'gs.db'}"
-    return str(request.getfixturevalue("postgres"))
-
-
 def test_a_journaled_call_reads_back_with_its_moments(store_url: str) -> None:
     journal, scope = ToolJournal(store_url), f"mcp:{uuid.uuid4().hex}/"
     before = datetime.now(UTC) - timedelta(seconds=1)

@@ -7,21 +7,11 @@ event removed, and racing operators' decisions failed with LogChanged (found by 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from sqlalchemy import text
 
 from groundstate.store import open_engine, reading
 
 from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'gs.db'}"
-    return str(request.getfixturevalue("postgres"))
 
 
 def test_a_commit_between_two_reads_is_not_seen_by_the_second(store_url: str) -> None:
