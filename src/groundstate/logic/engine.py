@@ -24,7 +24,6 @@ from .builtins import FUNCTIONS, BuiltinError
 from .codegen import DEADLINE
 from .core import Changes, Rebuilt, Stats
 from .errors import FactError
-from .gcpause import gc_paused
 from .grouped import GroupedRows, Journal
 from .incremental import Incremental
 from .parser import parse_atom
@@ -131,34 +130,48 @@ class Engine(Incremental):
     def evaluate(self, *, full: bool = False, changes: Changes | None = None) -> Stats:
         """Bring derived facts up to date: incrementally after the first call, unless ``full``. ``changes``, for an
         incremental evaluation, receives what it inserted and deleted per predicate (what ``supposing`` undoes)."""
+        recorded: Changes = {} if changes is None else changes
+
+        def run() -> None:
+            if full or self._needs_full:
+                if changes is not None:
+                    raise FactError("a full evaluation does not record its changes")
+                self._evaluate_full()
+            else:
+                self._evaluate_incremental(recorded)
+            self._check_fundeps(None if self.stats.mode == "full" else recorded)
+
+        stats = self._evaluation(Stats(), run)
+        self._toggled = {}
+        counts = {name: len(rel) for name, rel in sorted(self.relations.items())} if stats.mode == "full" else None
+        stats.counts = (lambda: counts) if counts is not None else self._counts
+        return stats
+
+    def _evaluation(self, stats: Stats, run: Callable[[], None]) -> Stats:
+        """``run`` as an evaluation: ``stats`` its record, the time limit its budget, the collector paused (it builds
+        tuples that never form cycles); when it fails the store may be half-updated, so the next evaluation starts
+        afresh."""
         started = time.perf_counter()
         self._created = 0
-        self.stats = Stats()
+        self.stats = stats
         budget = DEADLINE.set([0, time.monotonic() + self.time_limit, self.time_limit]) \
             if self.time_limit is not None else None  # fmt: skip
-        recorded: Changes = {} if changes is None else changes
+        collecting = gc.isenabled()  # as gc_paused, inline: the decision path runs this per call
+        gc.disable()
         try:
-            with gc_paused():
-                if full or self._needs_full:
-                    if changes is not None:
-                        raise FactError("a full evaluation does not record its changes")
-                    self._evaluate_full()
-                else:
-                    self._evaluate_incremental(recorded)
-                self._check_fundeps(None if self.stats.mode == "full" else recorded)
+            run()
         except BaseException:
-            self._needs_full = True  # the store is half-updated: the next evaluate() starts afresh
+            self._needs_full = True
             raise
         finally:
+            if collecting:
+                gc.enable()
             if budget is not None:
                 DEADLINE.reset(budget)
-        self._toggled = {}
-        self.stats.created = self._created
-        self.stats.seconds = time.perf_counter() - started
-        self._evaluated += self.stats.seconds
-        counts = {name: len(rel) for name, rel in sorted(self.relations.items())} if self.stats.mode == "full" else None
-        self.stats.counts = (lambda: counts) if counts is not None else self._counts
-        return self.stats
+        stats.created = self._created
+        stats.seconds = time.perf_counter() - started
+        self._evaluated += stats.seconds
+        return stats
 
     def _check_fundeps(self, changes: Changes | None) -> None:
         """The Decls' functional dependencies hold on what this evaluation inserted (``changes``; None: on every
@@ -207,22 +220,13 @@ class Engine(Incremental):
             self._toggled = {predicate: set(fresh) for predicate, fresh in added.items()}
             self.evaluate(changes=changes)
             return
-        started = time.perf_counter()
-        self.stats = stats = Stats(mode="incremental")
-        self._created = 0
-        collecting = gc.isenabled()
-        gc.disable()  # as gc_paused: the evaluation builds tuples that never form cycles
-        try:
+        def run() -> None:
             step(added, changes, stats)
             self._check_fundeps(changes)
-        except BaseException:
-            self._needs_full = True  # as evaluate(): the next one starts afresh
-            raise
-        finally:
-            if collecting:
-                gc.enable()
-        stats.created, stats.seconds, stats.counts = self._created, time.perf_counter() - started, self._counts
-        self._evaluated += stats.seconds
+
+        stats = Stats(mode="incremental")
+        self._evaluation(stats, run)
+        stats.counts = self._counts
 
     def _undo_supposed(
         self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt
