@@ -5,8 +5,10 @@ appended to the file named by ``RAW_UPSTREAM_LOG`` (one JSON line each), so a te
 
 Acts: ``echo`` (answers ``text``), ``structured`` (answers it as text and as ``structuredContent``), ``env``
 (answers its environment's names), ``slow`` (answers after 30 s unless cancelled), ``not-a-result`` (a result
-that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering). ``tools/list`` answers
-in two pages."""
+that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
+a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brackets`` (text of ``count`` opening
+brackets). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate when
+``RAW_UPSTREAM_SURROGATE_TOOL`` is set)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,17 @@ def log(message: object) -> None:
             out.write(json.dumps(message) + "\n")
 
 
+def misbehave(act: str, number: object, arguments: dict[str, Any]) -> None:
+    if act == "surrogate":  # a lone surrogate, as the JSON escape any parser reads (json.dumps writes it so)
+        write({"jsonrpc": "2.0", "id": number, "result": {"content": [{"type": "text", "text": "lone \ud800"}]}})
+        return
+    with lock:  # endless: a line that never ends
+        for _ in range(int(arguments.get("megabytes", 70))):
+            sys.stdout.buffer.write(b"x" * (1 << 20))
+        sys.stdout.buffer.flush()
+    time.sleep(30)
+
+
 def call(number: object, arguments: dict[str, Any]) -> None:
     for line in arguments.get("before", []):
         write(line)
@@ -56,6 +69,11 @@ def call(number: object, arguments: dict[str, Any]) -> None:
     if act == "error":
         write({"jsonrpc": "2.0", "id": number, "error": {"code": -32050, "message": "the probe refuses"}})
         return
+    if act in ("surrogate", "endless"):
+        misbehave(act, number, arguments)
+        return
+    if act == "brackets":  # a long string of brackets: data, however it looks
+        arguments = {"text": "[" * int(arguments.get("count", 10_000_000))}
     if act == "not-a-result":
         write({"jsonrpc": "2.0", "id": number, "result": {"content": "not a list"}})
         return
@@ -76,6 +94,10 @@ for raw in sys.stdin:
     elif method == "tools/list":
         page = 1 if (message.get("params") or {}).get("cursor") == "page-2" else 0
         listed: dict[str, Any] = {"tools": [TOOLS[page]]}
+        if os.environ.get("RAW_UPSTREAM_SURROGATE_TOOL"):  # a description no UTF-8 can carry
+            bad = {"name": "bad", "description": "\ud800", "inputSchema": {"type": "object"}}
+            write({"jsonrpc": "2.0", "id": number, "result": {"tools": [bad]}})
+            continue
         if page == 0:
             listed["nextCursor"] = "page-2"
         write({"jsonrpc": "2.0", "id": number, "result": listed})

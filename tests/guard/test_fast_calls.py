@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,117 @@ def test_requests_in_a_regular_file_are_served(tmp_path: Path) -> None:
     replies = {m["id"]: m for m in map(json.loads, out.read_text().splitlines()) if "id" in m}
     assert replies[1]["result"]["serverInfo"]["name"] == "groundstate-guard"
     assert replies[2]["result"]["content"][0]["text"] == "from a file"
+
+
+def raw_lines(tmp_path: Path, text: str, timeout: float = 60) -> tuple[list[dict[str, Any]], str]:
+    """``text`` written as is, the input closed: the guard's messages and its stderr."""
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text, capture_output=True,
+                          text=True, env=configure(tmp_path), cwd=tmp_path, timeout=timeout)  # fmt: skip
+    assert "Traceback" not in done.stderr and "Task exception" not in done.stderr, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+
+
+def lines(*messages: dict[str, Any]) -> str:
+    return "".join(json.dumps(m) + "\n" for m in [*hello(), *messages])
+
+
+def test_a_call_cancelled_before_it_ran_is_never_answered(tmp_path: Path) -> None:
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    replies, _ = raw_lines(tmp_path, lines(probe(2, act="slow"), cancel, probe(3, text="after")))
+    assert [m["id"] for m in replies if "id" in m] == [1, 3]
+
+
+def test_a_cancellation_spelled_with_escapes_still_cancels(tmp_path: Path) -> None:
+    """JSON may write ``/`` as ``\\/`` and any letter as ``\\u00XX``: the same method, which the line's first look
+    must not miss."""
+    escaped = '{"jsonrpc": "2.0", "method": "notifications\\/cancell\\u0065d", "params": {"requestId": 2}}\n'
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    assert guard.stdin is not None and guard.stdout is not None
+    guard.stdin.write(lines(probe(2, act="slow")))
+    guard.stdin.flush()
+    time.sleep(2)  # the call is running at the upstream
+    guard.stdin.write(escaped + json.dumps(probe(3, text="next")) + "\n")
+    guard.stdin.flush()
+    started = time.monotonic()
+    replies = []
+    for line in guard.stdout:
+        replies.append(json.loads(line))
+        if replies[-1].get("id") == 3:
+            break
+    _, err = guard.communicate(timeout=60)
+    assert [m["id"] for m in replies if "id" in m] == [1, 3] and time.monotonic() - started < 20
+    assert "Traceback" not in err
+
+
+def test_what_only_looks_like_a_call_is_left_to_the_sdk(tmp_path: Path) -> None:
+    """A call in the 2026 era's envelope on a handshake session, a request named like the cancellation notification,
+    a request that also carries an ``error``: none is taken for a call to forward."""
+    enveloped = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "raw__probe", "arguments": {"text": "enveloped"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+    slow = probe(3, act="slow")
+    named = {"jsonrpc": "2.0", "id": 4, "method": "notifications/cancelled", "params": {"requestId": 3}}
+    with_error = {**probe(5, text="with an error"), "error": {"code": 1, "message": "m"}}
+    replies, _ = raw_lines(tmp_path, lines(enveloped, slow, named, with_error), timeout=120)
+    by_id = {m["id"]: m for m in replies if "id" in m}
+    assert by_id[2]["error"]["code"] == -32600  # the SDK refuses the envelope on a handshake session
+    assert by_id[4]["error"]["code"] == -32601  # a request of that name: no such method
+    assert by_id[3]["error"] == {"code": -32000, "message": "Connection closed"}  # not cancelled by it: ran on
+    assert 5 not in by_id
+    seen = (tmp_path / "seen.jsonl").read_text() if (tmp_path / "seen.jsonl").exists() else ""
+    assert "enveloped" not in seen and "with an error" not in seen
+
+
+def test_a_request_id_no_utf8_can_carry_is_answered_escaped(tmp_path: Path) -> None:
+    text = lines() + '{"jsonrpc": "2.0", "id": "\\ud800", "method": "tools/call", "params": {"name": "raw__probe"}}\n'
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text.encode(),
+                          capture_output=True, env=configure(tmp_path), cwd=tmp_path, timeout=60)  # fmt: skip
+    assert b"Traceback" not in done.stderr, done.stderr
+    assert b'"id":"\\ud800"' in done.stdout  # escaped: the line stays UTF-8
+
+
+def test_a_client_that_leaves_with_calls_in_flight_ends_the_guard_quietly(tmp_path: Path) -> None:
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    assert guard.stdin is not None and guard.stdout is not None and guard.stderr is not None
+    guard.stdin.write(lines(*(probe(n, text=f"call {n}") for n in range(2, 32))))
+    guard.stdin.flush()
+    guard.stdout.close()  # the client stops reading and goes
+    time.sleep(1)
+    guard.stdin.close()
+    assert guard.wait(timeout=30) is not None
+    err = guard.stderr.read()
+    assert "Traceback" not in err and "Task exception" not in err and "pipe closed by peer" not in err, err
+
+
+def test_a_client_that_stops_reading_does_not_hold_the_guard_forever(tmp_path: Path) -> None:
+    """Forty answers of ~900 KB nobody reads, then the input closed: the guard gives up on the client and ends."""
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    assert guard.stdin is not None
+    guard.stdin.write(lines(*(probe(n, text="y" * 900_000) for n in range(2, 42))))
+    guard.stdin.close()
+    try:
+        guard.wait(timeout=60)
+    finally:
+        guard.kill()
+    assert guard.returncode == 0
+
+
+def test_a_client_line_that_never_ends_ends_the_session(tmp_path: Path) -> None:
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert guard.stdin is not None and guard.stderr is not None
+    guard.stdin.write(lines().encode())
+    try:
+        for _ in range(80):
+            guard.stdin.write(b"x" * (1 << 20))
+    except BrokenPipeError:
+        pass  # the guard stopped reading: as it should
+    guard.wait(timeout=60)
+    err = guard.stderr.read().decode()
+    assert "the client wrote a line longer than 67108864 bytes" in err and "Traceback" not in err

@@ -115,3 +115,62 @@ def test_every_page_of_the_servers_tool_list_is_read(tmp_path: Path) -> None:
     [listed] = [m for m in answers(guard, 2) if m.get("id") == 2]
     assert sorted(tool["name"] for tool in listed["result"]["tools"]) == ["raw__probe", "raw__second_page"]
     finish(guard)
+
+
+def peak_megabytes(pid: int) -> int:
+    """A live process's peak resident memory (``VmHWM``), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_lone_surrogate_from_the_server_fails_that_call_only(tmp_path: Path) -> None:
+    """JSON may escape a lone surrogate; no UTF-8 can carry it. It crashed the guard where it tried to write it (the
+    client's answer, the journal): now the answer holding it is that call's error, and the guard serves on."""
+    guard = start(tmp_path)
+    send(guard, probe(2, act="surrogate"))
+    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert answer["error"]["code"] == -32603 and "lone surrogate" in answer["error"]["message"]
+    send(guard, probe(3, text="still here"))
+    [again] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    assert again["result"]["content"][0]["text"] == "still here"
+    finish(guard)
+
+
+def test_a_server_whose_tool_list_holds_a_lone_surrogate_is_left_out_and_the_others_served(tmp_path: Path) -> None:
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+        f'[mcp.servers.bad]\ncommand = ["{sys.executable}", "{RAW}"]\nenv = {{ RAW_UPSTREAM_SURROGATE_TOOL = "1" }}\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    send(guard, *HELLO, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, probe(3, text="served"))
+    got = {m["id"]: m for m in answers(guard, 3) if "id" in m}
+    if 2 not in got:
+        got.update({m["id"]: m for m in answers(guard, 2) if "id" in m})
+    assert sorted(tool["name"] for tool in got[2]["result"]["tools"]) == ["raw__probe", "raw__second_page"]
+    assert got[3]["result"]["content"][0]["text"] == "served"
+    err = finish(guard)
+    assert "left out mcp.servers.bad" in err and "lone surrogate" in err
+
+
+def test_a_line_that_never_ends_cuts_the_server_off_at_the_bound(tmp_path: Path) -> None:
+    guard = start(tmp_path)
+    send(guard, probe(2, act="endless", megabytes=80))
+    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert "a line longer than 67108864 bytes" in answer["error"]["message"]
+    assert peak_megabytes(guard.pid) < 400, "the guard held the endless line"
+    finish(guard)
+
+
+def test_a_long_run_of_brackets_in_a_result_is_data_and_cheap(tmp_path: Path) -> None:
+    """10 MB of ``[`` inside a string: the guard's depth scan once held ~120 bytes a character (1.3 GB here)."""
+    guard = start(tmp_path)
+    send(guard, probe(2, act="brackets", count=10_000_000))
+    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    assert answer["result"]["content"][0]["text"] == "[" * 10_000_000
+    assert peak_megabytes(guard.pid) < 700
+    finish(guard)

@@ -24,8 +24,10 @@ as the SDK's server answers them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -41,7 +43,9 @@ from .callers import Caller, client_name
 CONNECTION_CLOSED = -32000
 EOF_GRACE_SEC = 5.0
 INTERNAL_ERROR = -32603
-_WATCHED = ("tools/call", "notifications/cancelled", "initialize")  # a line without any of these is the SDK's
+_WATCHED = ("tools/call", "notifications/cancelled", "initialize")  # a line without any of these (or an escape) is
+# the SDK's
+ENVELOPE = "io.modelcontextprotocol/"  # _meta keys of the 2026 era's request envelope
 
 
 class FastCalls:
@@ -50,20 +54,26 @@ class FastCalls:
     def __init__(
         self,
         answer: Callable[[Caller, types.CallToolRequestParams], Awaitable[types.CallToolResult]],
-        write: Callable[[str], Awaitable[None]],
+        write: Callable[[str, bool], Awaitable[None]],
+        gone: Callable[[], bool] = lambda: False,
         transport: str = "stdio",
     ) -> None:
-        self._answer, self._write, self._transport = answer, write, transport
+        self._answer, self._write, self._gone, self._transport = answer, write, gone, transport
         self._client = client_name("", transport, None)
         self._version = ""  # the protocol version the handshake settled on
-        self._ready = False  # the client said notifications/initialized
+        self._ready = False  # the client said notifications/initialized (and never sent the 2026 envelope)
+        self._modern = False  # a request carried the 2026 era's envelope: the SDK serves this session alone
         self._running: dict[tuple[type, Any], asyncio.Task[None]] = {}
-        self._withdrawn: set[tuple[type, Any]] = set()  # cancelled by the client: never answered
+        self._withdrawn: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()  # cancelled by the client
+        self._answering: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()  # began writing their answer
 
     async def passed_on(self, lines: AsyncIterable[str]) -> AsyncIterator[str]:
-        """``lines`` without those taken here; when they end, the calls still running are cancelled and answered."""
+        """``lines`` without those taken here, until they end or the client stops reading the answers (then the
+        session ends: nobody would read what a call does); then the calls still running are answered."""
         try:
             async for line in lines:
+                if self._gone():
+                    break
                 if not self.took(line):
                     yield line
         finally:
@@ -71,15 +81,20 @@ class FastCalls:
 
     def took(self, line: str) -> bool:
         """Whether ``line`` is handled here: a ``tools/call`` taken, or the cancellation of one."""
-        if not any(word in line for word in _WATCHED):
+        if "\\" not in line and not any(word in line for word in _WATCHED):  # (escapes can spell any name)
             return False
         try:
             message = safejson.loads(line)
         except (ValueError, RecursionError):
             return False
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "result" in message \
+                or "error" in message:  # fmt: skip
             return False
-        method, params = message.get("method"), message.get("params")
+        method, params, number = message.get("method"), message.get("params"), message.get("id")
+        meta = params.get("_meta") if isinstance(params, dict) else None  # as sent: the model renames its keys
+        if isinstance(meta, dict) and any(isinstance(key, str) and key.startswith(ENVELOPE) for key in meta):
+            self._modern, self._ready = True, False  # the 2026 era: not this path's to serve
+            return False
         if method == "initialize":  # the SDK answers it; the version it settles on and the client's name are kept
             params = params if isinstance(params, dict) else {}
             info = params.get("clientInfo")
@@ -88,46 +103,42 @@ class FastCalls:
             self._version = asked if asked in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
             self._ready = False
             return False
-        if method == "notifications/initialized":
-            self._ready = bool(self._version)
+        if "id" in message:  # a request; a notification has no id
+            if method != "tools/call" or not self._ready or not isinstance(number, str | int) \
+                    or isinstance(number, bool) or _key(number) in self._running:  # fmt: skip
+                return False
+        elif method == "notifications/initialized":
+            self._ready = bool(self._version) and not self._modern
             return False
-        if method == "notifications/cancelled":
+        elif method == "notifications/cancelled":
             return self._cancel(params.get("requestId") if isinstance(params, dict) else None)
-        if method != "tools/call" or not self._ready:
-            return False
-        number = message.get("id")
-        if not isinstance(number, str | int) or isinstance(number, bool) or _key(number) in self._running:
+        else:
             return False
         try:  # as the SDK's server checks it: the version's surface, then the handler's model
             methods.validate_client_request("tools/call", self._version, params)
             typed = types.CallToolRequestParams.model_validate({} if params is None else params, by_name=False)
         except (ValidationError, KeyError):
             return False  # the SDK's server answers it as it always did
-        meta = params.get("_meta") if isinstance(params, dict) else None  # as sent: the model renames its keys
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         report = self._progress(token) if isinstance(token, str | int) and not isinstance(token, bool) else None
         caller = Caller("stdio", self._client, None, report)  # progress notifications only when asked for
         key = _key(number)
         task = asyncio.get_running_loop().create_task(self._run(number, caller, typed))
         self._running[key] = task
-        task.add_done_callback(lambda _: self._forget(key))  # also when cancelled before it ran
+        task.add_done_callback(lambda _: self._running.pop(key, None))  # also when cancelled before it ran
         return True
-
-    def _forget(self, key: tuple[type, Any]) -> None:
-        self._running.pop(key, None)
-        self._withdrawn.discard(key)
 
     def _cancel(self, number: Any) -> bool:
         task = self._running.get(_key(number)) if _is_id(number) else None
         if task is None:
             return False
-        self._withdrawn.add(_key(number))
+        self._withdrawn.add(task)
         task.cancel()
         return True
 
     async def _run(self, number: str | int, caller: Caller, params: types.CallToolRequestParams) -> None:
-        key = _key(number)
         reply: dict[str, Any]
+        this = asyncio.current_task()
         try:
             result = await self._answer(caller, params)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -136,13 +147,15 @@ class FastCalls:
             error = {"code": exc.error.code, "message": exc.error.message}
             reply = {"error": error if exc.error.data is None else {**error, "data": exc.error.data}}
         except asyncio.CancelledError:
-            if key in self._withdrawn:  # the client cancelled it: the spec forbids an answer
+            if this in self._withdrawn:  # the client cancelled it: the spec forbids an answer
                 return
             reply = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
         except Exception as exc:  # a fault of the guard's: this call's error, one line on stderr, never a traceback
             print(f"groundstate mcp guard: tools/call {params.name[:200]!r} failed: {type(exc).__name__}: {exc}",
                   file=sys.stderr, flush=True)  # fmt: skip
             reply = {"error": {"code": INTERNAL_ERROR, "message": f"the guard failed: {type(exc).__name__}: {exc}"}}
+        if this is not None:
+            self._answering.add(this)
         await self._send({"jsonrpc": "2.0", "id": number, **reply})
 
     def _progress(self, token: str | int) -> Callable[[float, str], Awaitable[None]]:
@@ -152,18 +165,24 @@ class FastCalls:
 
         return report
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: dict[str, Any], wait: bool = True) -> None:
+        """One message on the wire — waiting while the client reads slowly, unless not ``wait`` — in UTF-8 where
+        it can be, ``\\u`` escapes where a lone surrogate (a client's own request id) cannot be written so."""
         try:
             text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(message, separators=(",", ":"), allow_nan=False)
         except ValueError as exc:  # NaN or infinity in an upstream's result: JSON cannot carry it
             text = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": {
                 "code": INTERNAL_ERROR, "message": f"the answer cannot be written as JSON: {exc}"}})  # fmt: skip
-        await self._write(text + "\n")
+        with contextlib.suppress(ConnectionError, OSError):  # the client went away: nobody to answer
+            await self._write(text + "\n", wait)
 
     async def close(self) -> None:
         """The client's input ended: the calls still running get ``EOF_GRACE_SEC`` to finish (a client that wrote
         its requests and closed its end may still read the answers), then are cancelled — a held call withdrawn —
-        and answered "Connection closed"."""
+        and answered "Connection closed" without waiting for a client that no longer reads."""
         running = dict(self._running)
         if not running:
             return
@@ -173,9 +192,10 @@ class FastCalls:
         if late:
             await asyncio.wait(late)
         for (_, number), task in running.items():
-            if task.cancelled():  # cancelled before it ran: it could not answer for itself
+            if task.cancelled() and task not in self._withdrawn and task not in self._answering:  # it never ran
                 await self._send({"jsonrpc": "2.0", "id": number,
-                                  "error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}})  # fmt: skip
+                                  "error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}},
+                                 wait=False)  # fmt: skip
 
 
 def _is_id(value: object) -> bool:

@@ -466,7 +466,7 @@ async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
         _started(upstreams, "stdio")
         # every line measured before the SDK's recursive parser sees it
         async with claimed_stdio() as (bounded, wire):
-            lines = FastCalls(guard.answer, wire.send).passed_on(bounded)  # tools/call answered here (fast_calls.py)
+            lines = FastCalls(guard.answer, wire.send, wire.gone).passed_on(bounded)  # tools/call here: fast_calls.py
             async with stdio_server(lines, wire) as (read, write):  # type: ignore[arg-type]
                 await server.run(read, write, server.create_initialization_options())
 

@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 
 from .. import safejson
-from ..providers import READ_SIZE, pipe_lines
+from ..providers import READ_SIZE, LineTooLong, pipe_lines
 
 TOO_DEEP = "groundstate/too-deep"  # the tool name a too-deep request is answered under (refused by the guard)
 
@@ -110,28 +110,42 @@ class PipeLines:
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
 
-    def __aiter__(self) -> AsyncIterator[str]:
-        return pipe_lines(self._reader)
+    async def __aiter__(self) -> AsyncIterator[str]:
+        try:
+            async for line in pipe_lines(self._reader):
+                yield line
+        except LineTooLong as exc:  # the session ends as if the client had closed its end, and says why
+            print(f"groundstate mcp guard: the client wrote {exc}; its input is no longer read", file=sys.stderr,
+                  flush=True)  # fmt: skip
 
 
 class PipeWire:
     """The writing end of the wire on the event loop: ``write`` hands the text to the pipe (what it cannot take at
     once is buffered), ``flush`` waits while that buffer is over its limit (a client reading slowly holds the
-    guard's answers, not its loop)."""
+    guard's answers, not its loop). Once the client has closed its end (``gone``), what is written is dropped."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
 
+    def gone(self) -> bool:
+        """Whether the client closed its end of the pipe (nothing written reaches it any more)."""
+        return self._writer.transport.is_closing()
+
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        if not self.gone():
+            self._writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._writer.drain()
+        if not self.gone():
+            with contextlib.suppress(ConnectionError):
+                await self._writer.drain()
 
-    async def send(self, text: str) -> None:
-        """One whole message: written in one piece (answers written at once never interleave), then flushed."""
-        self._writer.write(text.encode("utf-8"))
-        await self._writer.drain()
+    async def send(self, text: str, wait: bool = True) -> None:
+        """One whole message, written in one piece (answers written at once never interleave), then — if ``wait``
+        — flushed."""
+        await self.write(text)
+        if wait:
+            await self.flush()
 
     async def close(self) -> None:
         """Every answer written, then the pipe closed: at most ``CLOSE_WAIT_SEC`` for a client that stopped
@@ -160,8 +174,12 @@ class FileWire:
     async def flush(self) -> None:
         await anyio.to_thread.run_sync(self._locked, self._text.flush)
 
-    async def send(self, text: str) -> None:
-        """One whole message, written and flushed."""
+    def gone(self) -> bool:
+        """A file is never closed by its reader."""
+        return False
+
+    async def send(self, text: str, wait: bool = True) -> None:
+        """One whole message, written and flushed (``wait`` changes nothing: a file does not wait for a reader)."""
         await anyio.to_thread.run_sync(self._sent, text)
 
     def close(self) -> None:

@@ -24,7 +24,7 @@ from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
 from .in_band import WholeEvents, event_end, in_band_error
-from .lines import READ_SIZE, pipe_lines
+from .lines import MAX_LINE, READ_SIZE, LineTooLong, pipe_lines
 from .local import GeneratedToken, LocalModel, LocalModelError, default_model_path
 from .mcp_stdio import UpstreamClosed, UpstreamRefused
 from .normalized import (
@@ -92,6 +92,7 @@ __all__ = [
     "CUT_OFF",
     "FINISH_REASONS",
     "GATED_APIS",
+    "MAX_LINE",
     "READ_SIZE",
     "SEPARATOR",
     "SHUTDOWN_GRACE_SEC",
@@ -104,6 +105,7 @@ __all__ = [
     "GateFactory",
     "Gateway",
     "GeneratedToken",
+    "LineTooLong",
     "LocalModel",
     "LocalModelError",
     "McpServerError",

@@ -13,7 +13,9 @@ does exactly those, and keeps what the SDK guarantees about the process:
   even when the task stopping it is being cancelled.
 
 What the server controls — every byte it writes — is data: a line that is not JSON, nested too deep, or a response
-no request waits for is skipped; a result that is not a ``CallToolResult`` fails that call alone; the server's own
+no request waits for is skipped; a result that is not a ``CallToolResult``, or holds a lone surrogate, fails that
+call alone; a line past ``MAX_LINE`` bytes ends the session (its calls fail, nothing more is read); a request is
+written only as fast as the server reads, and its ``ping`` answered only while it reads the answers; the server's own
 requests other than ``ping`` are answered "method not found"; its end of the pipe closing fails every waiting call
 with ``UpstreamClosed``. A call whose caller is cancelled is cancelled at the server too
 (``notifications/cancelled``)."""
@@ -33,13 +35,14 @@ import anyio
 
 from .. import safejson
 from ..errors import GroundstateError
-from .lines import READ_SIZE, pipe_lines
+from .lines import READ_SIZE, LineTooLong, pipe_lines
 
 HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
 SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
 SAFE_ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # inherited, as the SDK's client does
 EXIT_GRACE_SEC = 2.0  # a server's time to leave once its stdin closes, then again once terminated
 METHOD_NOT_FOUND = -32601
+MAX_UNREAD = 1 << 20  # bytes of answers to the server's own requests left unread, past which it is answered no more
 CLIENT_INFO = {"name": "groundstate", "version": "1"}
 
 
@@ -119,6 +122,8 @@ class StdioSession:
         self._waiting[number] = waiting
         try:
             self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            assert self.process.stdin is not None
+            await self.process.stdin.drain()  # a server that stops reading holds this call, not the guard's memory
             return await waiting
         except asyncio.CancelledError:
             answered = waiting.done() and not waiting.cancelled()  # (cancelling the caller cancels its future)
@@ -141,6 +146,8 @@ class StdioSession:
         try:
             async for line in pipe_lines(self.process.stdout):
                 self._take(line)
+        except LineTooLong as exc:
+            reason = UpstreamClosed(f"the server {self.name} wrote {exc}: its output is no longer read")
         except (OSError, ValueError) as exc:
             reason = UpstreamClosed(f"reading the server {self.name} failed: {exc}")
         finally:
@@ -160,6 +167,11 @@ class StdioSession:
         if not isinstance(message, dict):
             return
         number, method = message.get("id"), message.get("method")
+        if safejson.lone_surrogates(line, message):  # no UTF-8 can carry it: the answer it is in fails, unread
+            if isinstance(number, int) and (waiting := self._waiting.get(number)) is not None and not waiting.done():
+                waiting.set_exception(UpstreamRefused(-32603, f"the server {self.name} answered with a lone surrogate "
+                                                              "(text no UTF-8 can carry)"))  # fmt: skip
+            return
         if isinstance(method, str):
             if number is not None and isinstance(number, str | int) and not isinstance(number, bool):
                 if method == "ping":
@@ -181,7 +193,12 @@ class StdioSession:
             waiting.set_result(message["result"])
 
     def _answer(self, message: dict[str, Any]) -> None:
-        """Send what nobody waits on (an answer to the server, a cancellation): a server gone meanwhile is no error."""
+        """Send what nobody waits on (an answer to the server, a cancellation): a server gone meanwhile is no error,
+        and one that asks without reading the answers (a ``ping`` flood) is answered no more once ``MAX_UNREAD``
+        bytes of them wait."""
+        stdin = self.process.stdin
+        if stdin is not None and stdin.transport.get_write_buffer_size() > MAX_UNREAD:
+            return
         with contextlib.suppress(UpstreamClosed, OSError):
             self._send(message)
 
