@@ -240,8 +240,9 @@ def main() -> None:
             group = COMMANDS[arguments[0]].target()
             group.main(args=arguments[1:], prog_name=f"groundstate {arguments[0]}")
         else:
-            from .providers import stopped_with_us
+            from .providers import stopped_with_us, unreadable_by_peers
 
+            unreadable_by_peers()  # the servers and tools it starts run as the same user: not into its /proc
             with stopped_with_us():  # a SIGTERM stops the MCP servers a command started, then the command
                 __getattr__("app")()
     except GroundstateError as error:

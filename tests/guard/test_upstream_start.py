@@ -5,6 +5,7 @@ the others; when none starts, the guard exits 2 naming each. Through the CLI and
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,7 +56,7 @@ def test_a_server_that_never_answers_is_named_stopped_and_the_others_served(tmp_
     assert not alive(pid), "the server that never answered is still running"
 
 
-def terminated(tmp_path: Path, code: str, pid_file: Path, signals: int) -> None:
+def terminated(tmp_path: Path, code: str, pid_file: Path, signals: int, sent: int = signal.SIGTERM) -> None:
     """A guard serving one stdio upstream (``code``, which writes the pid of the process to watch to ``pid_file``)
     sent SIGTERM ``signals`` times, 0.1 s apart: it ends as the signal ends a process, without a traceback, and the
     watched process does not outlive it."""
@@ -71,12 +72,12 @@ def terminated(tmp_path: Path, code: str, pid_file: Path, signals: int) -> None:
                 break
             time.sleep(0.1)
         pid = int(pid_file.read_text())
-        for sent in range(signals):
-            if sent:
+        for number in range(signals):
+            if number:
                 time.sleep(0.1)
-            guard.terminate()
+            guard.send_signal(sent)
         _, stderr = guard.communicate(timeout=30)
-        assert guard.returncode == -15 and b"Traceback" not in stderr, stderr
+        assert guard.returncode == -sent and b"Traceback" not in stderr, stderr
         for _ in range(50):
             if not alive(pid):
                 break
@@ -95,6 +96,15 @@ def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> No
     stubborn = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
     terminated(tmp_path, stubborn, pid_file, signals=1)
+
+
+def test_a_guard_whose_terminal_closed_stops_its_servers_first(tmp_path: Path) -> None:
+    """SIGHUP (the terminal it ran in closed) as SIGTERM: the server that ignores both is not left behind."""
+    pid_file = tmp_path / "hung.pid"
+    stubborn = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+                f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
+    terminated(tmp_path, stubborn, pid_file, signals=1, sent=signal.SIGHUP)
 
 
 def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_path: Path) -> None:

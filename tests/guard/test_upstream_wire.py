@@ -174,3 +174,15 @@ def test_a_long_run_of_brackets_in_a_result_is_data_and_cheap(tmp_path: Path) ->
     assert answer["result"]["content"][0]["text"] == "[" * 10_000_000
     assert peak_megabytes(guard.pid) < 700
     finish(guard)
+
+
+def test_every_command_runs_undumpable_so_its_servers_cannot_read_its_proc_entries() -> None:
+    """``PR_SET_DUMPABLE`` 0 (read back with ``PR_GET_DUMPABLE``, 3, as the command exits): a server or tool started
+    as the same user cannot read the key from ``/proc/PPID/environ`` or write into the client's pipe through
+    ``/proc/PPID/fd``. (Root may read any process; run servers as another user or sandboxed for that.)"""
+    code = ("import atexit, ctypes, sys; libc = ctypes.CDLL(None)\n"
+            "atexit.register(lambda: print('dumpable', libc.prctl(3, 0, 0, 0, 0)))\n"
+            "sys.argv = ['groundstate', 'mcp', '--help']\n"
+            "from groundstate.cli import main\nmain()\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().endswith("dumpable 0"), (done.stdout[-300:], done.stderr[-300:])

@@ -47,7 +47,7 @@ from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
-from .server_processes import SHUTDOWN_GRACE_SEC, stopped_with_us
+from .server_processes import SHUTDOWN_GRACE_SEC, stopped_with_us, unreadable_by_peers
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
 from .think_tags import ThinkTags
@@ -165,5 +165,6 @@ __all__ = [
     "stopped_with_us",
     "to_json",
     "tool_hints",
+    "unreadable_by_peers",
     "without_credentials",
 ]

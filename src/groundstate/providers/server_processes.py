@@ -5,12 +5,13 @@ when its client unwinds. A process told to terminate (SIGTERM: what an MCP clien
 in time, what a service manager sends) does not unwind — Python's default is to die at once — and a server in its own
 session outlives it: one that ignores its closed stdin runs on, orphaned. ``stopped_with_us`` installs a SIGTERM
 handler that first stops every child leading its own process group (the servers, and their children with them), then
-terminates as the signal would have.
+terminates as the signal would have (SIGHUP too: the terminal it ran in closed).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import threading
@@ -19,11 +20,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a service manager's stop, a closed terminal: servers stopped first
+PR_SET_DUMPABLE = 4
 GRACE_SEC = 0.5  # a server's time to leave on SIGTERM before it is killed: the client that sent ours waits ~2 s
 # an HTTP server's (the gateway, the console, the guard's HTTP transport), once stopped: the time its open requests
 # get to finish before they are closed — a client that never finishes its request, or a stream that never ends,
 # would otherwise hold the shutdown for as long as it liked
 SHUTDOWN_GRACE_SEC = 10
+
+
+def unreadable_by_peers() -> bool:
+    """Make this process undumpable (Linux ``PR_SET_DUMPABLE`` 0): its ``/proc`` entries — the environment with the
+    provider key, the open descriptors (the MCP client's pipe, the store) — become the superuser's, and no process of
+    the same user may attach to it or read its memory. An MCP server or a tool started by it runs as the same user:
+    without this it could read ``GROUNDSTATE_API_KEY`` from ``/proc/PPID/environ`` or write forged answers into the
+    client's pipe through ``/proc/PPID/fd``. Its children start dumpable again (``execve`` resets it). False where
+    the call does not exist (not Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def group_leading_children(parent: int | None = None) -> list[int]:
@@ -86,8 +103,9 @@ def stopped_with_us() -> Iterator[None]:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
-    before = signal.signal(signal.SIGTERM, on_term)
+    before = {number: signal.signal(number, on_term) for number in STOPPING}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for number, handler in before.items():
+            signal.signal(number, handler)
