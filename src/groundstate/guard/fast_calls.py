@@ -14,7 +14,11 @@ taken; what the guard does with a call is unchanged — the same ``Guard.answer`
 
 The answer is shaped as the SDK's server shapes it: the result dumped by its model, then sieved to the protocol
 version the handshake settled on (``mcp_types.methods``). Only a session that shook hands in the handshake era takes
-this path; a client of the 2026 era, which sends no ``initialize``, is served by the SDK alone.
+this path; a client of the 2026 era, which sends no ``initialize``, is served by the SDK alone, and so is a session
+once any request carries that era's envelope (``_meta["io.modelcontextprotocol/…"]``). A line holding an escape is
+always parsed whole (``notifications\\/cancelled`` is that method too); a message carrying ``result`` or ``error``,
+or a request named like a notification, is never taken for one. A client that closes its end of the wire ends the
+session: nothing more is forwarded for nobody to read.
 
 A call's answer is written once, never after the client cancelled it. When the client's input ends, calls still
 running get ``EOF_GRACE_SEC`` to finish (the SDK's server cancelled them at once, so that a client that wrote its
