@@ -8,12 +8,13 @@ Acts: ``echo`` (answers ``text``), ``structured`` (answers it as text and as ``s
 that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
 a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brackets`` (text of ``count`` opening
 brackets). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate when
-``RAW_UPSTREAM_SURROGATE_TOOL`` is set)."""
+``RAW_UPSTREAM_SURROGATE_TOOL`` is set). ``RAW_UPSTREAM_CHILD``: Python code it starts as a process of its own."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -83,6 +84,9 @@ def call(number: object, arguments: dict[str, Any]) -> None:
         result["structuredContent"] = {"text": text}
     write({"jsonrpc": "2.0", "id": number, "result": result})
 
+
+if os.environ.get("RAW_UPSTREAM_CHILD"):  # a process of its own to start (and maybe lose track of)
+    subprocess.Popen([sys.executable, "-c", os.environ["RAW_UPSTREAM_CHILD"]])
 
 for raw in sys.stdin:
     message = json.loads(raw)

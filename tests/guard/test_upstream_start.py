@@ -4,6 +4,7 @@ the others; when none starts, the guard exits 2 naming each. Through the CLI and
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from mcp.client.session import ClientSession
 
 from .test_attacks import SERVER
 from .test_mcp_guard import guarded
+from .test_upstream_wire import RAW
 
 NOTED = ("import runpy, sys, time; open({note!r}, 'w').write(repr(time.time())); time.sleep(4); sys.argv = ['s']; "
          "runpy.run_path({server!r}, run_name='__main__')")
@@ -115,6 +117,43 @@ def test_a_second_sigterm_while_servers_stop_leaves_none_of_their_processes(tmp_
              f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip
     parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(600)"
     terminated(tmp_path, parent, pid_file, signals=2)
+
+
+SETSID_CHILD = ("import os, signal, time; os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "open({pid!r}, 'w').write(str(os.getpid())); time.sleep(600)")
+
+
+def test_a_servers_child_in_a_session_of_its_own_is_stopped_when_the_client_leaves(tmp_path: Path) -> None:
+    """A server's child that calls ``setsid()`` (out of the server's process group, where the group's signals do not
+    reach) and ignores SIGTERM: stopped with the server all the same."""
+    pid_file = tmp_path / "child.pid"
+    child = SETSID_CHILD.format(pid=str(pid_file))
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(child)} }}\n')
+    hello = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+             '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n')  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=hello, text=True,
+                          capture_output=True, cwd=tmp_path, timeout=60,
+                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                               "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    pid = int(pid_file.read_text())
+    for _ in range(50):
+        if not alive(pid):
+            break
+        time.sleep(0.1)
+    try:
+        assert not alive(pid), "a server's child in a session of its own outlived the guard"
+    finally:
+        if alive(pid):
+            os.kill(pid, 9)
+
+
+def test_a_guard_told_to_terminate_stops_a_servers_child_in_a_session_of_its_own(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    child = SETSID_CHILD.format(pid=str(pid_file))
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(600)"
+    terminated(tmp_path, parent, pid_file, signals=1)
 
 
 def test_servers_start_at_once(tmp_path: Path) -> None:

@@ -9,8 +9,9 @@ does exactly those, and keeps what the SDK guarantees about the process:
 - it is started in a session of its own, with only the SDK's safe environment (``HOME``, ``LOGNAME``, ``PATH``,
   ``SHELL``, ``TERM``, ``USER``) plus the server's configured ``env``: the guard's own variables (a provider key)
   never reach it;
-- stopping it closes its stdin, waits ``EXIT_GRACE_SEC``, then terminates its process group and kills what is left,
-  even when the task stopping it is being cancelled.
+- stopping it closes its stdin, waits ``EXIT_GRACE_SEC``, then terminates its process group and kills what is left
+  — and any process it started that moved to a session of its own — even when the task stopping it is being
+  cancelled.
 
 What the server controls — every byte it writes — is data: a line that is not JSON, nested too deep, or a response
 no request waits for is skipped; a result that is not a ``CallToolResult``, or holds a lone surrogate, fails that
@@ -36,6 +37,7 @@ import anyio
 from .. import safejson
 from ..errors import GroundstateError
 from .lines import READ_SIZE, LineTooLong, pipe_lines
+from .server_processes import descendants
 
 HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
 SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
@@ -203,8 +205,10 @@ class StdioSession:
             self._send(message)
 
     async def stop(self) -> None:
-        """Close its stdin, give it ``EXIT_GRACE_SEC``, then terminate and at last kill its process group."""
+        """Close its stdin, give it ``EXIT_GRACE_SEC``, then terminate and at last kill its process group — and
+        whatever it started that left the group (``setsid``), which the group's signals miss."""
         process = self.process
+        below = descendants(process.pid) if process.returncode is None else []
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
@@ -218,6 +222,9 @@ class StdioSession:
         if process.returncode is not None:  # the leader is gone: so is what it left in its group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+        for pid in below:  # what is left of its tree, in whatever session it moved to
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader

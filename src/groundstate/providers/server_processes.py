@@ -43,11 +43,10 @@ def unreadable_by_peers() -> bool:
         return False
 
 
-def group_leading_children(parent: int | None = None) -> list[int]:
-    """The pids of ``parent``'s (default: this process's) children that lead their own process group — each a
-    server the SDK started in a session of its own. Read from /proc; empty where there is none."""
-    parent = os.getpid() if parent is None else parent
-    found = []
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process on the machine: pid -> (parent pid, process group), read from /proc (empty where there is
+    none)."""
+    found: dict[int, tuple[int, int]] = {}
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
             continue
@@ -55,10 +54,30 @@ def group_leading_children(parent: int | None = None) -> list[int]:
             fields = entry.joinpath("stat").read_text().rsplit(") ", 1)[1].split()
         except (OSError, IndexError):  # gone since listed, or not a process
             continue
-        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
-        if ppid == parent and pgid == pid:
-            found.append(pid)
+        found[int(entry.name)] = (int(fields[1]), int(fields[2]))
     return found
+
+
+def descendants(root: int, processes: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to."""
+    table = _processes() if processes is None else processes
+    below: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        below.setdefault(parent, []).append(pid)
+    found, pending = [], list(below.get(root, []))
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(below.get(pid, []))
+    return found
+
+
+def group_leading_children(parent: int | None = None) -> list[int]:
+    """The pids of the processes below ``parent`` (default: this process) that lead their own process group — each
+    server the SDK started in a session of its own, and any of their descendants that left for a session of its own
+    (``setsid``: a server's child that its group's signal would miss)."""
+    table = _processes()
+    return [pid for pid in descendants(os.getpid() if parent is None else parent, table) if table[pid][1] == pid]
 
 
 def stop_groups(leaders: list[int], grace: float = GRACE_SEC) -> None:
