@@ -63,7 +63,8 @@ def main() -> None:
     (home / "groundstate.toml").write_text(f'[mcp.servers.echo]\ncommand = ["{sys.executable}", "{ECHO}"]\n')
     direct = StdioServerParameters(command=sys.executable, args=[ECHO])
     environment = {"GROUNDSTATE_HOME": str(home), "GROUNDSTATE_CONFIG": str(home / "groundstate.toml"),
-                   "PATH": os.environ.get("PATH", "")}  # named, not found: a found file is only data until trusted
+                   "PATH": os.environ.get("PATH", ""),  # named, not found: a found file is only data until trusted
+                   "PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # an older commit's src/, for an A/B run
     guarded = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], cwd=str(home),
                                     env=environment)  # fmt: skip
     print(f"# {platform.python_version()}, {os.cpu_count()} cores, {calls} calls each", flush=True)
