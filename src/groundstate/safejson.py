@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import InputError, LimitError
@@ -98,12 +99,8 @@ _LENIENT = json.JSONDecoder(strict=False, parse_constant=_refuse_constant, parse
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def lone_surrogates(text: str, value: Any) -> bool:
-    """Whether ``value`` (parsed from ``text``) holds a string with a lone surrogate (``"\\ud800"``): JSON allows the
-    escape, UTF-8 cannot write the character, so it breaks whatever writes it on. Only text holding such an escape is
-    walked."""
-    if _SURROGATE_ESCAPE.search(text) is None:
-        return False
+def leaves(value: Any) -> Iterator[Any]:
+    """Every scalar of a parsed JSON value, object keys included — without recursion, whatever its depth."""
     pending = [value]
     while pending:
         item = pending.pop()
@@ -112,22 +109,38 @@ def lone_surrogates(text: str, value: Any) -> bool:
             pending.extend(item.values())
         elif isinstance(item, list):
             pending.extend(item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
+        else:
+            yield item
+
+
+def unwritable(item: Any) -> bool:
+    """Whether ``item`` is a string no UTF-8 can carry (it holds a lone surrogate, which JSON may escape)."""
+    if not isinstance(item, str):
+        return False
+    try:
+        item.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
     return False
 
 
-def dumps_line(value: Any) -> str:
+def lone_surrogates(text: str, value: Any) -> bool:
+    """Whether ``value`` (parsed from ``text``) holds a string with a lone surrogate (``"\\ud800"``): JSON allows the
+    escape, UTF-8 cannot write the character, so it breaks whatever writes it on. Only text holding such an escape is
+    walked."""
+    return _SURROGATE_ESCAPE.search(text) is not None and any(unwritable(item) for item in leaves(value))
+
+
+def dumps_line(value: Any, *, compact: bool = False) -> str:
     """One line of strict JSON for JSONL output: UTF-8 where it can be, ``\\u`` escapes where a lone surrogate
-    (data from a hostile stream) cannot be written as UTF-8; non-finite numbers refused."""
-    line = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    (data from a hostile stream) cannot be written as UTF-8; non-finite numbers refused (``ValueError``).
+    ``compact``: no space after separators (a wire message)."""
+    separators = (",", ":") if compact else None
+    line = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=separators)
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, ensure_ascii=True, allow_nan=False)
+        return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=separators)
     return line
 
 

@@ -33,7 +33,7 @@ import json
 import sys
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -108,8 +108,7 @@ class FastCalls:
             self._ready = False
             return False
         if "id" in message:  # a request; a notification has no id
-            if method != "tools/call" or not self._ready or not isinstance(number, str | int) \
-                    or isinstance(number, bool) or _key(number) in self._running:  # fmt: skip
+            if method != "tools/call" or not self._ready or not _is_id(number) or _key(number) in self._running:
                 return False
         elif method == "notifications/initialized":
             self._ready = bool(self._version) and not self._modern
@@ -124,8 +123,7 @@ class FastCalls:
         except (ValidationError, KeyError):
             return False  # the SDK's server answers it as it always did
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        report = self._progress(token) if isinstance(token, str | int) and not isinstance(token, bool) else None
-        caller = Caller("stdio", self._client, None, report)  # progress notifications only when asked for
+        caller = Caller("stdio", self._client, None, self._progress(token) if _is_id(token) else None)
         key = _key(number)
         task = asyncio.get_running_loop().create_task(self._run(number, caller, typed))
         self._running[key] = task
@@ -173,10 +171,7 @@ class FastCalls:
         """One message on the wire — waiting while the client reads slowly, unless not ``wait`` — in UTF-8 where
         it can be, ``\\u`` escapes where a lone surrogate (a client's own request id) cannot be written so."""
         try:
-            text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = json.dumps(message, separators=(",", ":"), allow_nan=False)
+            text = safejson.dumps_line(message, compact=True)
         except ValueError as exc:  # NaN or infinity in an upstream's result: JSON cannot carry it
             text = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error": {
                 "code": INTERNAL_ERROR, "message": f"the answer cannot be written as JSON: {exc}"}})  # fmt: skip
@@ -202,7 +197,8 @@ class FastCalls:
                                  wait=False)  # fmt: skip
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[str | int]:
+    """Whether ``value`` can be a JSON-RPC id or progress token: text or an integer (``true`` is no integer here)."""
     return isinstance(value, str | int) and not isinstance(value, bool)
 
 

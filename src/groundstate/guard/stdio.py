@@ -72,22 +72,12 @@ def _unreadable(line: str) -> bool:
         value = json.loads(line)
     except (ValueError, RecursionError):  # Python's own limit on an integer's digits, or not JSON at all
         return _DIGITS.search(line) is not None
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 3000:
-            return True
-    return False
+    return any(safejson.unwritable(item) or _huge(item) for item in safejson.leaves(value))
+
+
+def _huge(item: object) -> bool:
+    """An integer of more than ~900 digits, which the SDK's parser refuses."""
+    return isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 3000
 
 
 def _answerable(line: str) -> str | None:

@@ -31,12 +31,7 @@ async def pipe_lines(reader: asyncio.StreamReader, limit: int = MAX_LINE) -> Asy
             break
         start = len(pending)
         pending += chunk
-        cut = pending.find(b"\n", start)
-        if cut < 0:
-            if len(pending) > limit:
-                raise LineTooLong(f"a line longer than {limit} bytes without its end")
-            continue
-        taken = 0
+        taken, cut = 0, pending.find(b"\n", start)
         while cut >= 0:
             yield pending[taken : cut + 1].decode("utf-8", errors="replace")
             taken = cut + 1

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -140,7 +139,7 @@ class StdioSession:
         stdin = self.process.stdin
         if stdin is None or stdin.is_closing():
             raise UpstreamClosed(f"the server {self.name} no longer reads its input")
-        stdin.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n")
+        stdin.write(safejson.dumps_line(message, compact=True).encode("utf-8") + b"\n")
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
