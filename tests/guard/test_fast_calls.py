@@ -34,14 +34,26 @@ def hello(version: str = "2025-06-18", initialized: bool = True) -> list[dict[st
     return opening + ([{"jsonrpc": "2.0", "method": "notifications/initialized"}] if initialized else [])
 
 
+def raw_lines(tmp_path: Path, text: str, timeout: float = 60) -> tuple[list[dict[str, Any]], str]:
+    """``text`` written as is, the input closed: the guard's messages and its stderr."""
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text, capture_output=True,
+                          text=True, env=configure(tmp_path), cwd=tmp_path, timeout=timeout)  # fmt: skip
+    assert "Traceback" not in done.stderr and "Task exception" not in done.stderr, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+
+
+def launched(tmp_path: Path) -> subprocess.Popen[str]:
+    """The guard, its pipes open for the test to write, read and close."""
+    return subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+
+
 def served(tmp_path: Path, messages: list[dict[str, Any]], version: str = "2025-06-18", initialized: bool = True,
            tail: str = "") -> dict[Any, dict[str, Any]]:
     """Every message written at once and the input closed: the guard's answers by id (each id answered once)."""
     text = "".join(json.dumps(m) + "\n" for m in hello(version, initialized) + messages) + tail
-    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text, capture_output=True,
-                          text=True, env=configure(tmp_path), cwd=tmp_path, timeout=120)  # fmt: skip
-    assert "Traceback" not in done.stderr, done.stderr
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    replies, _ = raw_lines(tmp_path, text, timeout=120)
     ids = [reply["id"] for reply in replies if "id" in reply]
     assert len(ids) == len(set(ids)), ids
     return {reply["id"]: reply for reply in replies if "id" in reply}
@@ -83,9 +95,7 @@ def test_calls_written_just_before_the_input_closes_are_all_answered(tmp_path: P
 
 def conversed(tmp_path: Path, messages: list[dict[str, Any]], version: str, initialized: bool) -> dict[Any, Any]:
     """Every message written at once, the input kept open until each request is answered: the answers by id."""
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
-                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)  # fmt: skip
+    guard = launched(tmp_path)
     assert guard.stdin is not None and guard.stdout is not None
     sent = hello(version, initialized) + messages
     guard.stdin.write("".join(json.dumps(m) + "\n" for m in sent))
@@ -138,14 +148,6 @@ def test_requests_in_a_regular_file_are_served(tmp_path: Path) -> None:
     assert replies[2]["result"]["content"][0]["text"] == "from a file"
 
 
-def raw_lines(tmp_path: Path, text: str, timeout: float = 60) -> tuple[list[dict[str, Any]], str]:
-    """``text`` written as is, the input closed: the guard's messages and its stderr."""
-    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=text, capture_output=True,
-                          text=True, env=configure(tmp_path), cwd=tmp_path, timeout=timeout)  # fmt: skip
-    assert "Traceback" not in done.stderr and "Task exception" not in done.stderr, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
-
-
 def lines(*messages: dict[str, Any]) -> str:
     return "".join(json.dumps(m) + "\n" for m in [*hello(), *messages])
 
@@ -160,9 +162,7 @@ def test_a_cancellation_spelled_with_escapes_still_cancels(tmp_path: Path) -> No
     """JSON may write ``/`` as ``\\/`` and any letter as ``\\u00XX``: the same method, which the line's first look
     must not miss."""
     escaped = '{"jsonrpc": "2.0", "method": "notifications\\/cancell\\u0065d", "params": {"requestId": 2}}\n'
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
-                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)  # fmt: skip
+    guard = launched(tmp_path)
     assert guard.stdin is not None and guard.stdout is not None
     guard.stdin.write(lines(probe(2, act="slow")))
     guard.stdin.flush()
@@ -208,9 +208,7 @@ def test_a_request_id_no_utf8_can_carry_is_answered_escaped(tmp_path: Path) -> N
 
 
 def test_a_client_that_leaves_with_calls_in_flight_ends_the_guard_quietly(tmp_path: Path) -> None:
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
-                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)  # fmt: skip
+    guard = launched(tmp_path)
     assert guard.stdin is not None and guard.stdout is not None and guard.stderr is not None
     guard.stdin.write(lines(*(probe(n, text=f"call {n}") for n in range(2, 32))))
     guard.stdin.flush()
@@ -224,9 +222,7 @@ def test_a_client_that_leaves_with_calls_in_flight_ends_the_guard_quietly(tmp_pa
 
 def test_a_client_that_stops_reading_does_not_hold_the_guard_forever(tmp_path: Path) -> None:
     """Forty answers of ~900 KB nobody reads, then the input closed: the guard gives up on the client and ends."""
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], env=configure(tmp_path),
-                             cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)  # fmt: skip
+    guard = launched(tmp_path)
     assert guard.stdin is not None
     guard.stdin.write(lines(*(probe(n, text="y" * 900_000) for n in range(2, 42))))
     guard.stdin.close()

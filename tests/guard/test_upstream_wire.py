@@ -18,9 +18,12 @@ from .test_held_lifecycle import HELLO, answers, send
 RAW = str(Path(__file__).with_name("raw_upstream.py"))
 
 
-def start(tmp_path: Path, env: str = "") -> subprocess.Popen[str]:
-    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-                                               f'env = {{ RAW_UPSTREAM_LOG = "{tmp_path / "seen.jsonl"}"{env} }}\n')
+def start(tmp_path: Path, env: str = "", config: str | None = None) -> subprocess.Popen[str]:
+    """The guard over the hand-written server (or the servers ``config`` names), its handshake done; the guard's
+    environment holds a provider key and another secret no server may see."""
+    log = tmp_path / "seen.jsonl"
+    own = f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\nenv = {{ RAW_UPSTREAM_LOG = "{log}"{env} }}\n'
+    (tmp_path / "groundstate.toml").write_text(config or own)
     guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
                                   "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
@@ -29,6 +32,13 @@ def start(tmp_path: Path, env: str = "") -> subprocess.Popen[str]:
                              start_new_session=True)  # fmt: skip
     send(guard, *HELLO)
     return guard
+
+
+def ask(guard: subprocess.Popen[str], request: dict[str, Any]) -> dict[str, Any]:
+    """Send ``request`` and read up to its answer: the answer."""
+    send(guard, request)
+    [reply] = [m for m in answers(guard, request["id"]) if m.get("id") == request["id"]]
+    return reply
 
 
 def probe(number: int, **arguments: Any) -> dict[str, Any]:
@@ -50,11 +60,9 @@ def test_what_the_server_writes_besides_its_answer_is_skipped_and_its_requests_a
              json.dumps({"jsonrpc": "2.0", "id": "ask-2", "method": "sampling/createMessage", "params": {}}),
              json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}),
              "hex:ff fe 7b 22 c3 28", "[1, 2]", "null", "   "]  # fmt: skip
-    send(guard, probe(2, text="after the noise", before=noise))
-    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    answer = ask(guard, probe(2, text="after the noise", before=noise))
     assert answer["result"]["content"][0]["text"] == "after the noise" and not answer["result"]["isError"]
-    send(guard, probe(3, text="still here"))
-    [again] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    again = ask(guard, probe(3, text="still here"))
     assert again["result"]["content"][0]["text"] == "still here"
     finish(guard)
     seen = [json.loads(line) for line in (tmp_path / "seen.jsonl").read_text().splitlines()]
@@ -65,25 +73,20 @@ def test_what_the_server_writes_besides_its_answer_is_skipped_and_its_requests_a
 
 def test_a_server_that_dies_or_answers_nonsense_fails_that_call_only(tmp_path: Path) -> None:
     guard = start(tmp_path)
-    send(guard, probe(2, act="not-a-result"))
-    [nonsense] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    nonsense = ask(guard, probe(2, act="not-a-result"))
     assert nonsense["error"]["code"] == -32603 and "not a tool result" in nonsense["error"]["message"]
-    send(guard, probe(3, act="error"))
-    [refused] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    refused = ask(guard, probe(3, act="error"))
     assert refused["error"] == {"code": -32050, "message": "the probe refuses"}
-    send(guard, probe(4, act="die"))
-    [died] = [m for m in answers(guard, 4) if m.get("id") == 4]
+    died = ask(guard, probe(4, act="die"))
     assert died["error"]["code"] == -32603 and "the upstream server raw failed" in died["error"]["message"]
-    send(guard, probe(5, text="anyone?"))
-    [gone] = [m for m in answers(guard, 5) if m.get("id") == 5]
+    gone = ask(guard, probe(5, text="anyone?"))
     assert "the server raw is gone" in gone["error"]["message"]
     finish(guard)
 
 
 def test_the_guards_environment_does_not_reach_the_server_its_own_does(tmp_path: Path) -> None:
     guard = start(tmp_path, env=', GIVEN = "yes"')
-    send(guard, probe(2, act="env"))
-    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    answer = ask(guard, probe(2, act="env"))
     names = answer["result"]["content"][0]["text"].split()
     assert "GIVEN" in names and "PATH" in names and "RAW_UPSTREAM_LOG" in names
     assert not {"GROUNDSTATE_API_KEY", "OTHER_SECRET", "GROUNDSTATE_HOME"} & set(names), names
@@ -111,8 +114,7 @@ def test_a_call_the_client_cancels_is_cancelled_at_the_server_and_never_answered
 
 def test_every_page_of_the_servers_tool_list_is_read(tmp_path: Path) -> None:
     guard = start(tmp_path)
-    send(guard, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    [listed] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    listed = ask(guard, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert sorted(tool["name"] for tool in listed["result"]["tools"]) == ["raw__probe", "raw__second_page"]
     finish(guard)
 
@@ -129,38 +131,27 @@ def test_a_lone_surrogate_from_the_server_fails_that_call_only(tmp_path: Path) -
     """JSON may escape a lone surrogate; no UTF-8 can carry it. It crashed the guard where it tried to write it (the
     client's answer, the journal): now the answer holding it is that call's error, and the guard serves on."""
     guard = start(tmp_path)
-    send(guard, probe(2, act="surrogate"))
-    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    answer = ask(guard, probe(2, act="surrogate"))
     assert answer["error"]["code"] == -32603 and "lone surrogate" in answer["error"]["message"]
-    send(guard, probe(3, text="still here"))
-    [again] = [m for m in answers(guard, 3) if m.get("id") == 3]
+    again = ask(guard, probe(3, text="still here"))
     assert again["result"]["content"][0]["text"] == "still here"
     finish(guard)
 
 
 def test_a_server_whose_tool_list_holds_a_lone_surrogate_is_left_out_and_the_others_served(tmp_path: Path) -> None:
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-        f'[mcp.servers.bad]\ncommand = ["{sys.executable}", "{RAW}"]\nenv = {{ RAW_UPSTREAM_SURROGATE_TOOL = "1" }}\n')
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)  # fmt: skip
-    send(guard, *HELLO, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, probe(3, text="served"))
-    got = {m["id"]: m for m in answers(guard, 3) if "id" in m}
-    if 2 not in got:
-        got.update({m["id"]: m for m in answers(guard, 2) if "id" in m})
-    assert sorted(tool["name"] for tool in got[2]["result"]["tools"]) == ["raw__probe", "raw__second_page"]
-    assert got[3]["result"]["content"][0]["text"] == "served"
+    guard = start(tmp_path, config=f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                   f'[mcp.servers.bad]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                   'env = { RAW_UPSTREAM_SURROGATE_TOOL = "1" }\n')
+    listed = ask(guard, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert sorted(tool["name"] for tool in listed["result"]["tools"]) == ["raw__probe", "raw__second_page"]
+    assert ask(guard, probe(3, text="served"))["result"]["content"][0]["text"] == "served"
     err = finish(guard)
     assert "left out mcp.servers.bad" in err and "lone surrogate" in err
 
 
 def test_a_line_that_never_ends_cuts_the_server_off_at_the_bound(tmp_path: Path) -> None:
     guard = start(tmp_path)
-    send(guard, probe(2, act="endless", megabytes=80))
-    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    answer = ask(guard, probe(2, act="endless", megabytes=80))
     assert "a line longer than 67108864 bytes" in answer["error"]["message"]
     assert peak_megabytes(guard.pid) < 400, "the guard held the endless line"
     finish(guard)
@@ -169,8 +160,7 @@ def test_a_line_that_never_ends_cuts_the_server_off_at_the_bound(tmp_path: Path)
 def test_a_long_run_of_brackets_in_a_result_is_data_and_cheap(tmp_path: Path) -> None:
     """10 MB of ``[`` inside a string: the guard's depth scan once held ~120 bytes a character (1.3 GB here)."""
     guard = start(tmp_path)
-    send(guard, probe(2, act="brackets", count=10_000_000))
-    [answer] = [m for m in answers(guard, 2) if m.get("id") == 2]
+    answer = ask(guard, probe(2, act="brackets", count=10_000_000))
     assert answer["result"]["content"][0]["text"] == "[" * 10_000_000
     assert peak_megabytes(guard.pid) < 700
     finish(guard)
