@@ -20,13 +20,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Reply:
     """One response: status, headers, body; ``chunk`` writes the body in pieces of that size, as a streaming
-    server sends it; ``delay`` waits before answering."""
+    server sends it; ``delay`` waits before answering; ``pace`` waits between pieces (a model generating)."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
     body: bytes = b""
     chunk: int | None = None
     delay: float = 0.0
+    pace: float = 0.0
 
 
 Respond = Callable[[str, dict[str, str], bytes], Reply]  # (path, headers, body) -> the reply
@@ -54,6 +55,8 @@ def loopback(respond: Respond) -> Iterator[str]:
                 self.end_headers()
                 step = reply.chunk or max(len(reply.body), 1)
                 for i in range(0, len(reply.body), step):
+                    if i and reply.pace:
+                        time.sleep(reply.pace)
                     self.wfile.write(reply.body[i : i + step])
                     self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):

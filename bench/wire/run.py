@@ -10,9 +10,11 @@ parsed the way clients do: the openai SDK's SSE decoder + json.loads, and httpx-
 
 The first table's SIGIL rows are framed by the bench (a frame per part of the corpus). The second measures what the
 gateway really publishes: the same content streamed as SSE, a token per event, parsed by the gateway's own adapter
-and framed by its own bridge — a frame per event (``push``, as when every event arrives alone) and a frame per read
-of 16 KiB and of 1 KiB (``push_many``, what the gateway does with each read) — decoded to text and checked equal to
-what httpx-sse reads from the SSE.
+and framed by its own bridge — a frame per event (``push``, as when every event arrives alone), a frame per read
+of 16 KiB and of 1 KiB (``push_many``, what the gateway does with each read), and with the gateway's default hold
+(``--publish-hold-ms``: a frame's text waits up to 2 ms for more), timed by the real clock as the bench reads a
+backlog at full speed, and as a provider streaming 5,000 events a second would time it — decoded to text and
+checked equal to what httpx-sse reads from the SSE.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from groundstate.providers import SigilBridge, provider_api
+from groundstate.providers.gateway import PUBLISH_HOLD_SEC as HOLD
 from groundstate.wire import ByteVocabulary, Content, Decoder, Encoder, Mode
 from groundstate.wire.profile import hot_table
 
@@ -57,6 +60,9 @@ def corpus(target_chars: int, seed: int = 3) -> list[tuple[Mode, str]]:
             parts.append((mode, text))
             size += len(text)
     return parts
+
+
+PACED_RATE = 5_000  # events a second: a fast provider streaming a token per event (hosted models: 50-2,000)
 
 
 def train_tokenizer(parts: list[tuple[Mode, str]]) -> Any:
@@ -137,16 +143,34 @@ def decode_httpx_sse(data: bytes) -> int:
     return count
 
 
-def bridged(sse: bytes, read_size: int | None) -> bytes:
+class PacedClock:
+    """The time as a provider streaming ``rate`` events a second would make it: ``tick`` per event read."""
+
+    def __init__(self, rate: float) -> None:
+        self.now, self.step = 0.0, 1.0 / rate
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self, events: int) -> None:
+        self.now += events * self.step
+
+
+def bridged(sse: bytes, read_size: int | None, hold: float = 0.0, rate: float | None = None) -> bytes:
     """What the gateway publishes for this stream: its own adapter parses each read of the upstream and its own
     bridge frames the events (the byte vocabulary, as the gateway uses for a provider's text). ``read_size``: the
-    reads' size (``push_many``: a read's events framed together); None: a frame per event (``push``), as when a
-    provider's every event arrives in a read of its own."""
+    reads' size (``push_many``: a read's events framed together); None: every event in a read of its own (``push``).
+    ``hold``: the bridge's hold (the gateway's ``--publish-hold-ms``), timed by the real clock as the bench frames
+    the stream (a backlog read at full speed) or, with ``rate``, as a provider streaming that many events a second
+    would time it."""
     adapter = provider_api("openai-chat").adapter("openai")
-    bridge = SigilBridge(ByteVocabulary())
+    paced = PacedClock(rate) if rate else None
+    bridge = SigilBridge(ByteVocabulary(), hold=hold, clock=paced or time.monotonic)
     out = bytearray()
     if read_size is None:
         for piece in sse.split(b"\n\n"):  # each provider event in a read of its own
+            if paced is not None:
+                paced.tick(1)
             for event in adapter.feed(piece + b"\n\n"):
                 out += bridge.push(event)
         for event in adapter.close():
@@ -228,6 +252,21 @@ def bridge_table(encoded_parts: list[tuple[list[int], Mode]], tokenizer: Any, re
             bridged(plain, 16 * 1024),
         ),
         ("SIGIL, the bridge framing each 1 KiB read (`push_many`)", sigil_text, bridged(plain, 1024)),
+        (
+            f"SIGIL, the gateway's default: each 1 KiB read, held ≤ {HOLD * 1000:g} ms (a backlog at full speed)",
+            sigil_text,
+            bridged(plain, 1024, HOLD),
+        ),
+        (
+            f"SIGIL, every event in a read of its own, held ≤ {HOLD * 1000:g} ms (a backlog at full speed)",
+            sigil_text,
+            bridged(plain, None, HOLD),
+        ),
+        (
+            f"SIGIL, every event in a read of its own, held ≤ {HOLD * 1000:g} ms, {PACED_RATE:,} events/s",
+            sigil_text,
+            bridged(plain, None, HOLD, PACED_RATE),
+        ),
     ):
         best, median, text = best_and_median(lambda fn=fn, data=data: fn(data), repeat)
         assert text == expected, f"{name} read other text than the SSE stream holds"

@@ -253,3 +253,104 @@ def test_each_completion_has_a_stream_of_its_own_and_an_error_ends_them_all() ->
         assert sorted(c.stream for c in chunks if isinstance(c, UpstreamError)) == [7, 40, 41]
         assert sorted(c.stream for c in chunks if isinstance(c, StreamEnd)) == [7, 40, 41]
         assert bridge.end() == b"" and bridge.push(TextDelta("late")) == b""  # a stream ends once
+
+
+class _Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_hold_gathers_events_of_separate_pushes_into_one_frame_until_due() -> None:
+    """With a hold, text pushed event by event waits in one frame until it is that old (then the push that finds it
+    due flushes it: one chunk, where a frame per event gives three), and ``held_for`` says how long is left."""
+    clock = _Clock()
+    bridge = SigilBridge(ByteVocabulary(), hold=0.002, clock=clock)
+    assert bridge.held_for() is None
+    hello = bridge.push(TextDelta("a"))
+    assert [c for c in decode(hello) if isinstance(c, Content)] == []
+    assert bridge.held_for() == pytest.approx(0.002)
+    clock.now += 0.001
+    assert bridge.push(TextDelta("b")) == b"" and bridge.held_for() == pytest.approx(0.001)
+    clock.now += 0.001
+    due = bridge.push(TextDelta("c"))
+    assert bridge.held_for() is None
+    assert [bytes(c.tokens) for c in decode(hello + due) if isinstance(c, Content)] == [b"abc"]
+    unheld = SigilBridge(ByteVocabulary())
+    each = b"".join(unheld.push(TextDelta(t)) for t in "abc")
+    assert [bytes(c.tokens) for c in decode(each) if isinstance(c, Content)] == [b"a", b"b", b"c"]
+
+
+def test_release_publishes_what_is_held_and_anything_else_releases_it_first() -> None:
+    """``release`` flushes the held frame now; a tool call, an error or the end flush it before themselves, so the
+    order of what the decoder reads is the order of the events."""
+    from groundstate.providers import ErrorEvent, ErrorRecord
+
+    failed = ErrorEvent(ErrorRecord("server", "x", None, None, "m", True, None, None))
+    for last in ("release", "call", "error", "end"):
+        clock = _Clock()
+        bridge = SigilBridge(ByteVocabulary(), hold=10.0, clock=clock)
+        wire = bridge.push(TextDelta("held ")) + bridge.push_many([TextDelta("text")])
+        assert [c for c in decode(wire) if isinstance(c, Content)] == []
+        if last == "release":
+            wire += bridge.release()
+            assert bridge.held_for() is None and bridge.release() == b""
+        elif last == "call":
+            wire += bridge.push(ToolCall(0, "call_1", "f", {"x": 1}, None, ""))
+        elif last == "error":
+            wire += bridge.push(failed)
+        chunks = decode(wire + bridge.end())
+        assert by_mode(chunks)[Mode.TEXT] == "held text", last
+        first = next(i for i, c in enumerate(chunks) if isinstance(c, Content))
+        assert not any(isinstance(c, UpstreamError | StreamEnd) for c in chunks[:first]), last
+
+
+def test_a_hold_covers_every_completions_stream() -> None:
+    """``n`` > 1: each completion's stream holds its own frame; ``held_for`` is the soonest, ``release`` all."""
+    clock = _Clock()
+    bridge = SigilBridge(ByteVocabulary(), 7, hold=0.005, clock=clock, next_stream=iter([8]).__next__)
+    wire = bridge.push(TextDelta("a", 0))
+    clock.now += 0.003
+    wire += bridge.push(TextDelta("b", 1))
+    assert bridge.held_for() == pytest.approx(0.002)
+    wire += bridge.release()
+    texts = {c.stream: bytes(c.tokens) for c in decode(wire) if isinstance(c, Content)}
+    assert texts == {7: b"a", 8: b"b"}
+
+
+def test_a_hold_is_seconds_zero_or_more() -> None:
+    for hold in (-0.001, float("nan")):
+        with pytest.raises(ValueError, match="hold is seconds"):
+            SigilBridge(ByteVocabulary(), hold=hold)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_EVENT, max_size=30),
+    st.lists(st.integers(1, 6), max_size=10),
+    st.lists(st.sampled_from([0.0, 0.0005, 0.001, 0.003]), min_size=1, max_size=30),
+    st.integers(1, 9),
+)
+def test_holding_equals_push_on_any_events_reads_and_timing(
+    events: list[Any], sizes: list[int], steps: list[float], frame: int
+) -> None:
+    """Whatever the events, their reads, the time between reads and the frame bound, and whether the owner releases
+    between reads: a held stream decodes to what a frame per event gives."""
+    each = SigilBridge(ByteVocabulary())
+    expected = decode(b"".join(each.push(e) for e in events) + each.end())
+    clock = _Clock()
+    held = SigilBridge(ByteVocabulary(), hold=0.002, clock=clock)
+    wire = b""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("groundstate.providers.bridge.FRAME_TOKENS", frame)
+        for number, read in enumerate(_reads(events, sizes)):
+            step = steps[number % len(steps)]
+            clock.now += step
+            wire += held.push_many(read) if number % 2 else b"".join(held.push(e) for e in read)
+            if step == 0.003:
+                wire += held.release()
+    assert _decoded(decode(wire + held.end())) == _decoded(expected)

@@ -6,6 +6,9 @@ The client receives the upstream stream unchanged; a ZMQ subscriber receives the
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from groundstate.config import default_db_url
 from groundstate.store import Operators
 from groundstate.wire import Content, FrameReceiver, Hello, Reset, StreamEnd, UpstreamError
 
-from ..loopback import Reply, loopback
+from ..loopback import Reply, Respond, loopback
 from .conftest import GatewayFor, Script
 
 TRANSCRIPT = (Path(__file__).parent / "transcripts" / "openai-chat" / "text.sse").read_bytes()
@@ -156,3 +159,79 @@ def test_metrics_open_serves_them_without_the_token(
     status, samples = scrape(base_url, None)
     assert status == 200 and samples == {}  # nothing counted yet, but served to anyone
     assert not (tmp_path / "home" / "console.token").exists()  # no token was needed
+
+
+def _paced_events(words: list[str], pace: float) -> Respond:
+    """An upstream that streams one word per event, one event per write, ``pace`` seconds apart."""
+    events = [{"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in words]
+    pieces = [b"data: " + json.dumps(e).encode() + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+    size = max(map(len, pieces))
+    body = b"".join(piece.ljust(size, b"\n") for piece in pieces)  # blank lines pad each event to one write
+
+    def respond(path: str, headers: dict[str, str], request: bytes) -> Reply:
+        return Reply(200, {"content-type": "text/event-stream"}, body, chunk=size, pace=pace)
+
+    return respond
+
+
+def _published(gateway_for: GatewayFor, respond: Respond, *options: str) -> tuple[str, list[Content]]:
+    with loopback(respond) as upstream:
+        base_url, pub = gateway_for(upstream, *options)
+        receiver = subscribe(pub)
+        client = OpenAI(base_url=base_url, api_key="sk-test")
+        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+        text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+        chunks = list(receiver.receive(timeout_ms=2000)) + receiver.close()
+    return text, [c for c in chunks if isinstance(c, Content)]
+
+
+def test_a_fast_stream_of_one_event_per_read_is_published_in_held_frames(gateway_for: GatewayFor) -> None:
+    """An upstream whose every event arrives in a write of its own, a millisecond apart: with --publish-hold-ms 0
+    the subscribers get about a frame per event; with the default hold (2 ms) fewer; with 20 ms a frame per twenty
+    or so — the same text every time."""
+    words = [f"w{i} " for i in range(120)]
+    runs = {}
+    for options in (("--publish-hold-ms", "0"), (), ("--publish-hold-ms", "20")):
+        text, runs[options] = _published(gateway_for, _paced_events(words, 0.001), *options)
+        assert text == "".join(words) == b"".join(bytes(c.tokens) for c in runs[options]).decode(), options
+    each, default, held = (len(chunks) for chunks in runs.values())
+    assert each >= 60, f"{each} chunks for {len(words)} events a millisecond apart, without a hold"
+    assert default < each and held <= 30, (each, default, held)
+
+
+def test_held_text_is_published_when_due_while_the_stream_pauses(gateway_for: GatewayFor) -> None:
+    """The hold is a bound, not a wait for the next event: a stream that pauses for a second after its first words
+    has them published within the hold (here 50 ms), long before the pause ends."""
+    words = ["first ", "words ", "then ", "a ", "pause"]
+    events = [{"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in words]
+    head = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events[:2])
+    tail = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events[2:]) + b"data: [DONE]\n\n"
+
+    def respond(path: str, headers: dict[str, str], request: bytes) -> Reply:
+        return Reply(200, {"content-type": "text/event-stream"}, head + tail, chunk=len(head), pace=1.0)
+
+    with loopback(respond) as upstream:
+        base_url, pub = gateway_for(upstream, "--publish-hold-ms", "50")
+        receiver = subscribe(pub)
+        started = time.monotonic()
+        request = threading.Thread(target=lambda: httpx.post(
+            f"{base_url}/chat/completions", json={"model": "m", "messages": [], "stream": True}, timeout=10))
+        request.start()
+        first: list[tuple[float, bytes]] = []
+        while time.monotonic() - started < 0.9 and not first:
+            for chunk in receiver.receive(timeout_ms=100):
+                if isinstance(chunk, Content):
+                    first.append((time.monotonic() - started, bytes(chunk.tokens)))
+        request.join()
+        receiver.close()
+    assert first and first[0][1] == b"first words ", first
+
+
+def test_the_publish_hold_is_checked(tmp_path: Path) -> None:
+    """A hold that is negative, not a number or past a second is refused before the gateway starts, by name."""
+    for value in ("-1", "nan", "1001"):
+        command = [sys.executable, "-m", "groundstate", "gateway", "--upstream", "http://127.0.0.1:9",
+                   "--publish-hold-ms", value]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == 2 and "--publish-hold-ms must be 0 to 1000" in done.stderr, (value, done.stderr)
+        assert "Traceback" not in done.stderr

@@ -148,11 +148,19 @@ def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> Ru
         time.sleep(0.3)
 
 
+MAX_PUBLISH_HOLD_MS = 1000.0  # a subscriber waits at most a second for held text: beyond, a "live" stream is not
+
+
 def gateway(
     upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
     api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
     listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
     publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
+    publish_hold_ms: float = typer.Option(
+        2.0,
+        "--publish-hold-ms",
+        help="How long a published frame's text may wait for more, in milliseconds (0: a frame per read).",
+    ),
     gate: bool = typer.Option(
         False,
         "--gate",
@@ -172,6 +180,9 @@ def gateway(
     if not host or not port.isdigit():
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
+    if not 0 <= publish_hold_ms <= MAX_PUBLISH_HOLD_MS:  # NaN too
+        typer.echo(f"error: --publish-hold-ms must be 0 to {MAX_PUBLISH_HOLD_MS:g}, not {publish_hold_ms:g}", err=True)
+        raise typer.Exit(2)
     settings = load_config(config).config
     tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)
     reader = None if settings.metrics.open else _metrics_reader(settings.store.url or default_db_url(home()))
@@ -190,7 +201,7 @@ def gateway(
     factory = _packet_gate(settings.policy.kernel, settings.gateway.rules) if gate else None
     console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}{gated}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
-    serve_gateway(upstream, api, host, int(port), publish, reader, factory)
+    serve_gateway(upstream, api, host, int(port), publish, reader, factory, publish_hold=publish_hold_ms / 1000)
 
 
 def _packet_gate(policy: list[Path], rules: list[Path]) -> Callable[[], Any]:

@@ -4,14 +4,22 @@ stream was cut off).
 
 Framing: ``push`` frames one event (a frame per token when the provider streams a token per chunk); ``push_many``
 frames what arrived together — the events of one read of the upstream — in as few frames as it can, at most
-``FRAME_TOKENS`` tokens each, and waits for nothing: a frame leaves as soon as the read that carried its tokens is
-parsed. Per frame the decoder pays a fixed cost, so the read's framing is what lets a live stream decode at the rate
-of a recording (docs/benchmarks.md, "SIGIL")."""
+``FRAME_TOKENS`` tokens each. Per frame the decoder pays a fixed cost, so the framing is what lets a live stream decode
+at the rate of a recording (docs/benchmarks.md, "SIGIL").
+
+Holding: with ``hold`` > 0 (seconds) the text and thoughts of a frame are held across pushes until the frame is that
+old or holds ``FRAME_TOKENS`` tokens — a fast stream whose every event arrives alone (one token per read) is framed
+as a recording would be, at a cost in latency of at most ``hold`` per token. Anything else that arrives (a tool
+call, an error, the end) releases what is held first, in order. Nothing is held by a clock: the owner asks
+``held_for`` after a push and calls ``release`` when that time has passed (the gateway schedules it on its loop),
+so a stream that pauses still publishes what it had. With ``hold`` 0 (the default) nothing is held: a frame leaves
+as soon as the read that carried its tokens is parsed."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable, Iterable
 
 from ..wire import Encoder, Mode, Vocabulary
@@ -35,10 +43,19 @@ class SigilBridge:
         *,
         frame_per_chunk: bool = True,
         next_stream: Callable[[], int] | None = None,
+        hold: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``hold``: seconds a frame's text and thoughts may wait for more (see the module); ``clock`` reads the time
+        those seconds are counted in."""
+        if not hold >= 0:  # NaN too
+            raise ValueError(f"a SIGIL frame's hold is seconds, 0 or more: not {hold!r}")
         self.vocabulary = vocabulary
         self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, frame_per_chunk=frame_per_chunk)
         self._frame_per_chunk = frame_per_chunk
+        self.hold, self._clock = hold, clock
+        self._held = 0  # tokens in the open frame, not yet flushed
+        self._held_since = 0.0  # when its first token came (the clock's reading)
         self._next_stream = next_stream or itertools.count(stream_id + 1).__next__
         self._choices: dict[int, SigilBridge] = {}  # the further completions' streams, by choice index
         self._routes = True  # False on a further completion's stream: its events are all its own
@@ -48,7 +65,8 @@ class SigilBridge:
     def _choice(self, index: int) -> SigilBridge:
         """The stream of completion ``index`` (> 0), opened on first use."""
         if index not in self._choices:
-            stream = SigilBridge(self.vocabulary, self._next_stream(), frame_per_chunk=self._frame_per_chunk)
+            stream = SigilBridge(self.vocabulary, self._next_stream(), frame_per_chunk=self._frame_per_chunk,
+                                 hold=self.hold, clock=self._clock)  # fmt: skip
             stream._routes = False
             self._choices[index] = stream
         return self._choices[index]
@@ -74,11 +92,12 @@ class SigilBridge:
     def _own(self, event: Event) -> bytes:
         """Frames for an event of the first completion (or of the whole response) on this bridge's stream."""
         out = self._hello()
+        if isinstance(event, TextDelta | Refusal | ThinkDelta):
+            mode = Mode.THINK if isinstance(event, ThinkDelta) else Mode.TEXT
+            return out + self._tokens(mode, self.vocabulary.encode(event.text)) + self._due()
+        if isinstance(event, ToolCall | ErrorEvent | Finish | Truncated):
+            out += self._flushed()  # what is held goes first, as it came
         encode = self.vocabulary.encode
-        if isinstance(event, TextDelta | Refusal):
-            return out + self.encoder.content(Mode.TEXT, encode(event.text)) + self.encoder.flush()
-        if isinstance(event, ThinkDelta):
-            return out + self.encoder.content(Mode.THINK, encode(event.text)) + self.encoder.flush()
         if isinstance(event, ToolCall):
             call = {"id": event.id, "name": event.name, "arguments": event.arguments}
             if event.arguments_error:
@@ -102,9 +121,9 @@ class SigilBridge:
         """SIGIL frames for events that arrived together (one read of the upstream): text and thoughts gather into
         a frame (a new one every ``FRAME_TOKENS`` tokens) that ends with the last event, with one FLUSH, so the
         decoder emits them as one chunk per frame instead of one per event. Every other event frames as ``push``
-        does. Nothing is held back for a later call: the bytes returned carry every event given."""
+        does. Without ``hold`` nothing is held back for a later call: the bytes returned carry every event given;
+        with it, the open frame's text and thoughts wait until due (``held_for``, ``release``)."""
         out = bytearray()
-        pending = 0  # tokens in the open frame, not yet flushed
         others: dict[int, list[Event]] = {}  # the further completions' events, framed together per stream
         for event in events:
             if self._ended:
@@ -118,23 +137,52 @@ class SigilBridge:
             if isinstance(event, TextDelta | Refusal | ThinkDelta):
                 out += self._hello()
                 mode = Mode.THINK if isinstance(event, ThinkDelta) else Mode.TEXT
-                ids = self.vocabulary.encode(event.text)
-                start = 0  # a full frame is flushed, the rest goes on in the next one (no copy of the rest)
-                while pending + len(ids) - start >= FRAME_TOKENS:
-                    end = start + FRAME_TOKENS - pending
-                    out += self.encoder.content(mode, ids[start:end]) + self.encoder.flush()
-                    pending, start = 0, end
-                if start < len(ids):
-                    out += self.encoder.content(mode, ids[start:])
-                    pending += len(ids) - start
+                out += self._tokens(mode, self.vocabulary.encode(event.text))
                 continue
-            if pending:  # what came before it is emitted first, as push would have (an error resets the stream)
-                out += self.encoder.flush()
-                pending = 0
-            out += self.push(event)
-        if pending:
-            out += self.encoder.flush()
+            out += self.push(event)  # what is held is emitted first (an error resets the stream)
+        out += self._due()
         return bytes(out + self._framed_others(others))
+
+    def _tokens(self, mode: Mode, ids: list[int]) -> bytes:
+        """``ids`` into the open frame, a full frame flushed every ``FRAME_TOKENS`` tokens (the rest goes on in the
+        next one, without a copy of the rest)."""
+        out = b""
+        start = 0
+        while self._held + len(ids) - start >= FRAME_TOKENS:
+            end = start + FRAME_TOKENS - self._held
+            out += self.encoder.content(mode, ids[start:end]) + self.encoder.flush()
+            self._held, start = 0, end
+        if start < len(ids):
+            if not self._held:
+                self._held_since = self._clock()
+            out += self.encoder.content(mode, ids[start:])
+            self._held += len(ids) - start
+        return out
+
+    def _flushed(self) -> bytes:
+        """The open frame flushed now, if it holds tokens."""
+        if not self._held:
+            return b""
+        self._held = 0
+        return self.encoder.flush()
+
+    def _due(self) -> bytes:
+        """The open frame flushed if it may not wait: no hold, or held for ``hold`` already."""
+        if self._held and (not self.hold or self._clock() - self._held_since >= self.hold):
+            return self._flushed()
+        return b""
+
+    def held_for(self) -> float | None:
+        """Seconds until what is held (on any of the response's streams) is due — ``release`` it then; None when
+        nothing is held."""
+        waits = [other.held_for() for other in self._choices.values()]
+        if self._held:
+            waits.append(max(0.0, self.hold - (self._clock() - self._held_since)))
+        return min((wait for wait in waits if wait is not None), default=None)
+
+    def release(self) -> bytes:
+        """The frames of everything held, on every stream of the response, now."""
+        return self._flushed() + b"".join(other.release() for other in self._choices.values())
 
     def _framed_others(self, others: dict[int, list[Event]]) -> bytes:
         framed = b"".join(self._choice(index).push_many(batch) for index, batch in others.items())
@@ -146,11 +194,11 @@ class SigilBridge:
         if self._ended:
             return b""
         self._ended = True
-        return b"".join(other.end() for other in self._choices.values()) + self.encoder.end()
+        return b"".join(other.end() for other in self._choices.values()) + self._flushed() + self.encoder.end()
 
     def tokens(self, mode: Mode, ids: list[int]) -> bytes:
         """Real token ids (the local model's), sent as they are generated."""
         if self._ended:
             return b""
-        return self._hello() + self.encoder.content(mode, ids) + self.encoder.flush()
+        return self._hello() + self._tokens(mode, list(ids)) + self._due()
 

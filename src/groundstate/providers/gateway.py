@@ -66,6 +66,7 @@ MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client 
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
+PUBLISH_HOLD_SEC = 0.002  # a published frame's text may wait this long for more (bridge.py: holding; --publish-hold-ms)
 MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
 
 
@@ -113,6 +114,7 @@ class Gateway:
         metrics_reader: Callable[[str], bool] | None = None,
         gate: gated.GateFactory | None = None,
         max_body: int = MAX_BODY,
+        publish_hold: float = PUBLISH_HOLD_SEC,
     ) -> None:
         if upstream != "local":
             provider_api(api)  # an unknown API is refused here, naming the known ones
@@ -132,6 +134,8 @@ class Gateway:
                                 ["provider", "status"], registry=self.registry)  # fmt: skip
         self._models: set[str] = set()
         self.sender = None
+        self.publish_hold = publish_hold  # seconds a published frame's text may wait for more (SigilBridge's hold)
+        self._releasing: set[SigilBridge] = set()  # bridges whose held frame has a release scheduled
         if publish:
             from ..wire import FrameSender
 
@@ -145,6 +149,23 @@ class Gateway:
         """Send SIGIL frames to the subscribers (when the gateway publishes)."""
         if self.sender is not None and data:
             self.sender.send(data)
+
+    def publish_from(self, bridge: SigilBridge, data: bytes) -> None:
+        """Publish ``data`` framed by ``bridge``, and see that what the bridge now holds is published when due — a
+        stream that pauses (or a client that leaves) does not keep its last tokens from the subscribers."""
+        self.publish(data)
+        wait = bridge.held_for()
+        if wait is not None and bridge not in self._releasing:
+            self._releasing.add(bridge)
+            asyncio.get_running_loop().call_later(wait, self._release, bridge)
+
+    def _release(self, bridge: SigilBridge) -> None:
+        self._releasing.discard(bridge)
+        self.publish(bridge.release())
+
+    def _bridge(self, vocabulary: Any, **streams: Any) -> SigilBridge:
+        """A response's bridge: its own stream id, holding its frames for ``publish_hold``."""
+        return SigilBridge(vocabulary, next(self._streams), hold=self.publish_hold, **streams)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -260,7 +281,7 @@ class Gateway:
         except PathRefused as exc:
             self.requests.labels(self.api, str(await send_error(send, exc))).inc()
             return
-        bridge = SigilBridge(ByteVocabulary(), next(self._streams), next_stream=self._streams.__next__)
+        bridge = self._bridge(ByteVocabulary(), next_stream=self._streams.__next__)
         model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
         relayed = Relayed(send)
         relay = asyncio.ensure_future(
@@ -369,7 +390,7 @@ class Gateway:
             for event in events:
                 failed = self._count(model, event) or failed
             if publishing:  # what one read carried, in as few frames as it fills (bridge.py: the framing)
-                self.publish(bridge.push_many(events))
+                self.publish_from(bridge, bridge.push_many(events))
             held, size = [], 0
         unfinished = aligned.rest() if aligned is not None else b""
         if not publishing:  # the bytes held for the metrics, read now: whether the stream ended is the adapter's
@@ -462,10 +483,12 @@ class Gateway:
         async for data in response.chunks():
             for event in await stream.feed(data):
                 failed = self._count(model, event) or failed
-                self.publish(bridge.push(event) if self.sender is not None else b"")
+                if self.sender is not None:
+                    self.publish_from(bridge, bridge.push(event))
         for event in await stream.close():
             failed = self._count(model, event) or failed
-            self.publish(bridge.push(event) if self.sender is not None else b"")
+            if self.sender is not None:
+                self.publish_from(bridge, bridge.push(event))
         self.metrics.called(model, ok=not failed)
         self.publish(bridge.end())
 
@@ -540,7 +563,7 @@ class Gateway:
         if request.callable_tools:
             messages = [local_tools.instructions(request), *messages]
             options["json_schema"] = local_tools.answer_schema(request)
-        bridge = SigilBridge(model.vocabulary, next(self._streams))
+        bridge = self._bridge(model.vocabulary)
         async with self._lock:  # one generation at a time: the model is not re-entrant
             tokens = await asyncio.to_thread(lambda: list(model.tokens(messages, **options)))
             finish, tail, used = model.finish_reason, model.tail_text, (model.prompt_tokens, len(tokens))
@@ -550,7 +573,7 @@ class Gateway:
         tracing.note(tracing.current(), gen_ai__response__model=name, gen_ai__usage__input_tokens=used[0],
                      gen_ai__usage__output_tokens=used[1])  # fmt: skip
         for token in tokens:
-            self.publish(bridge.tokens(Mode.TEXT, [token.id]))
+            self.publish_from(bridge, bridge.tokens(Mode.TEXT, [token.id]))
         self.publish(bridge.end())
         return [t.text for t in tokens if t.text] + ([tail] if tail else []), finish, usage(*used)
 
@@ -670,11 +693,13 @@ def serve(
     metrics_reader: Callable[[str], bool] | None,
     gate: gated.GateFactory | None = None,
     max_body: int = MAX_BODY,
+    publish_hold: float = PUBLISH_HOLD_SEC,
 ) -> None:
-    """Serve the gateway until interrupted (``metrics_reader``, ``gate``, ``max_body``: as for Gateway)."""
+    """Serve the gateway until interrupted (``metrics_reader``, ``gate``, ``max_body``, ``publish_hold``: as for
+    Gateway)."""
     import uvicorn
 
-    app = Gateway(upstream, api, publish, metrics_reader, gate, max_body)
+    app = Gateway(upstream, api, publish, metrics_reader, gate, max_body, publish_hold)
     # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
                                            date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC))
