@@ -187,7 +187,7 @@ def _published(gateway_for: GatewayFor, respond: Respond, *options: str) -> tupl
 
 def test_a_fast_stream_of_one_event_per_read_is_published_in_held_frames(gateway_for: GatewayFor) -> None:
     """An upstream whose every event arrives in a write of its own, a millisecond apart: with --publish-hold-ms 0
-    the subscribers get about a frame per event; with the default hold (2 ms) fewer; with 20 ms a frame per twenty
+    the subscribers get about a frame per event; with the default hold (5 ms) fewer; with 20 ms a frame per twenty
     or so — the same text every time."""
     words = [f"w{i} " for i in range(120)]
     runs = {}

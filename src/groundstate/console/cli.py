@@ -156,10 +156,12 @@ def gateway(
     api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
     listen: str = typer.Option("127.0.0.1:8787", "--listen", help="HOST:PORT to serve on (loopback by default)."),
     publish: str | None = typer.Option(None, "--publish", help="ZMQ endpoint to publish SIGIL frames on."),
-    publish_hold_ms: float = typer.Option(
-        2.0,
+    publish_hold_ms: float | None = typer.Option(
+        None,
         "--publish-hold-ms",
-        help="How long a published frame's text may wait for more, in milliseconds (0: a frame per read).",
+        help="How long a published frame's text may wait for more, in milliseconds: 0 to 1000, 0 for a frame per "
+        "read [default: 5].",
+        show_default=False,
     ),
     gate: bool = typer.Option(
         False,
@@ -180,7 +182,7 @@ def gateway(
     if not host or not port.isdigit():
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
-    if not 0 <= publish_hold_ms <= MAX_PUBLISH_HOLD_MS:  # NaN too
+    if publish_hold_ms is not None and not 0 <= publish_hold_ms <= MAX_PUBLISH_HOLD_MS:  # NaN too
         typer.echo(f"error: --publish-hold-ms must be 0 to {MAX_PUBLISH_HOLD_MS:g}, not {publish_hold_ms:g}", err=True)
         raise typer.Exit(2)
     settings = load_config(config).config
@@ -201,7 +203,8 @@ def gateway(
     factory = _packet_gate(settings.policy.kernel, settings.gateway.rules) if gate else None
     console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}{gated}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
-    serve_gateway(upstream, api, host, int(port), publish, reader, factory, publish_hold=publish_hold_ms / 1000)
+    hold = None if publish_hold_ms is None else publish_hold_ms / 1000  # None: the gateway's default
+    serve_gateway(upstream, api, host, int(port), publish, reader, factory, publish_hold=hold)
 
 
 def _packet_gate(policy: list[Path], rules: list[Path]) -> Callable[[], Any]:

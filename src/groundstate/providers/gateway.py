@@ -66,7 +66,8 @@ MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client 
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
-PUBLISH_HOLD_SEC = 0.002  # a published frame's text may wait this long for more (bridge.py: holding; --publish-hold-ms)
+PUBLISH_HOLD_SEC = 0.005  # a published frame's text may wait this long for more (bridge.py; --publish-hold-ms):
+# less than a third of a 60 Hz display's frame, and a fast provider's tokens gather by the dozen
 MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
 
 
@@ -693,13 +694,14 @@ def serve(
     metrics_reader: Callable[[str], bool] | None,
     gate: gated.GateFactory | None = None,
     max_body: int = MAX_BODY,
-    publish_hold: float = PUBLISH_HOLD_SEC,
+    publish_hold: float | None = None,
 ) -> None:
     """Serve the gateway until interrupted (``metrics_reader``, ``gate``, ``max_body``, ``publish_hold``: as for
-    Gateway)."""
+    Gateway; None: ``PUBLISH_HOLD_SEC``)."""
     import uvicorn
 
-    app = Gateway(upstream, api, publish, metrics_reader, gate, max_body, publish_hold)
+    hold = PUBLISH_HOLD_SEC if publish_hold is None else publish_hold
+    app = Gateway(upstream, api, publish, metrics_reader, gate, max_body, hold)
     # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
                                            date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC))
