@@ -176,3 +176,30 @@ def test_every_command_runs_undumpable_so_its_servers_cannot_read_its_proc_entri
             "from groundstate.cli import main\nmain()\n")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().endswith("dumpable 0"), (done.stdout[-300:], done.stderr[-300:])
+
+
+def test_a_lone_surrogate_from_an_http_server_fails_that_call_only(tmp_path: Path) -> None:
+    """The same escape from a server over streamable HTTP (the SDK's client reads it): that call fails with an error
+    the client reads, the calls before and after it are answered, and the guard ends cleanly — the SDK's complaint
+    one line of its log, not a traceback quoting the server's bytes."""
+    from .raw_http_upstream import raw_http_upstream
+
+    def call(number: int, **arguments: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                "params": {"name": "web__probe", "arguments": arguments}}  # fmt: skip
+
+    with raw_http_upstream() as url:
+        guard = start(tmp_path, config=f'[mcp.servers.web]\nurl = "{url}"\n')
+        assert ask(guard, call(2, text="before"))["result"]["content"][0]["text"] == "before"
+        failed = ask(guard, call(3, act="surrogate"))
+        assert "error" in failed and "result" not in failed, failed
+        assert ask(guard, call(4, text="after"))["result"]["content"][0]["text"] == "after"
+        assert guard.stdin is not None
+        guard.stdin.close()
+        assert guard.wait(timeout=30) == 0
+        assert guard.stderr is not None
+        err = guard.stderr.read()
+    assert "Traceback" not in err, err
+    [complaint] = [line for line in err.splitlines() if "mcp.client" in line]
+    assert complaint.startswith("groundstate mcp guard: mcp.client.streamable_http: ")
+    assert "ValidationError" in complaint

@@ -43,6 +43,7 @@ from .callers import OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Verdict, check_arguments
+from .sdk_log import one_line_sdk_logs
 from .stdio import TOO_DEEP, claimed_stdio
 
 DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision
@@ -412,6 +413,7 @@ async def _guard(
     """The upstreams connected (and your own Python tools, as the server ``python``), the MCP server over them and
     the guard that decides its calls, for as long as the block runs."""
     config = settings.mcp
+    one_line_sdk_logs()  # the SDK's errors (an upstream's answer it cannot parse) without tracebacks: sdk_log.py
     if local_tools.SERVER in config.servers:
         raise McpServerError(f"mcp.servers.{local_tools.SERVER}: the guard lists your own Python tools under that "
                             "name; give the server another one")  # fmt: skip
