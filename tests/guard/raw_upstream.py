@@ -7,7 +7,8 @@ Acts: ``echo`` (answers ``text``), ``structured`` (answers it as text and as ``s
 (answers its environment's names), ``slow`` (answers after 30 s unless cancelled), ``not-a-result`` (a result
 that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
 a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brackets`` (text of ``count`` opening
-brackets). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate when
+brackets), ``flood`` (``count`` pings of its own, each id ``size`` characters long, then the answer, then reads
+nothing more for ``seconds``). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate when
 ``RAW_UPSTREAM_SURROGATE_TOOL`` is set). ``RAW_UPSTREAM_CHILD``: Python code it starts as a process of its own."""
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ for raw in sys.stdin:
         if page == 0:
             listed["nextCursor"] = "page-2"
         write({"jsonrpc": "2.0", "id": number, "result": listed})
+    elif method == "tools/call" and (message["params"].get("arguments") or {}).get("act") == "flood":
+        flood = message["params"]["arguments"]  # asks and asks, and never reads the answers
+        for ping in range(int(flood.get("count", 10_000))):
+            write({"jsonrpc": "2.0", "id": f"{ping}-" + "p" * int(flood.get("size", 10_000)), "method": "ping"})
+        write({"jsonrpc": "2.0", "id": number, "result": {"content": [{"type": "text", "text": "flooded"}]}})
+        time.sleep(float(flood.get("seconds", 30)))
     elif method == "tools/call":
         threading.Thread(target=call, args=(number, message["params"].get("arguments") or {}), daemon=True).start()
     elif method == "notifications/cancelled":

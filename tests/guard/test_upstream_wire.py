@@ -203,3 +203,22 @@ def test_a_lone_surrogate_from_an_http_server_fails_that_call_only(tmp_path: Pat
     [complaint] = [line for line in err.splitlines() if "mcp.client" in line]
     assert complaint.startswith("groundstate mcp guard: mcp.client.streamable_http: ")
     assert "ValidationError" in complaint
+
+
+def _peak_kib(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM), in KiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+
+
+def test_a_server_that_asks_and_never_reads_the_answers_costs_the_guard_no_memory(tmp_path: Path) -> None:
+    """A server may send requests of its own (``ping``) and never read the answers: 100 MB of answers would wait in
+    the guard's memory. Past 1 MiB unread they are no longer sent; the call is answered, the guard stays small."""
+    guard = start(tmp_path)
+    assert ask(guard, probe(2, text="warm"))["result"]["content"][0]["text"] == "warm"
+    before = _peak_kib(guard.pid)
+    flooded = ask(guard, probe(3, act="flood", count=10_000, size=10_000, seconds=20))
+    assert flooded["result"]["content"][0]["text"] == "flooded"
+    grown = _peak_kib(guard.pid) - before
+    assert grown < 40 * 1024, f"the guard grew by {grown} KiB for 100 MB of answers nobody reads"
+    finish(guard)
