@@ -354,3 +354,34 @@ def test_holding_equals_push_on_any_events_reads_and_timing(
             if step == 0.003:
                 wire += held.release()
     assert _decoded(decode(wire + held.end())) == _decoded(expected)
+
+
+def test_holding_on_many_completions_stays_linear() -> None:
+    """An upstream may number its completions as it likes: held_for after every read looked at every stream the
+    response had opened (20,000 of them: minutes). Four times the completions take about four times as long."""
+    import time
+
+    timings = []
+    for count in (5_000, 20_000):
+        bridge = SigilBridge(ByteVocabulary(), hold=0.002)
+        started = time.perf_counter()
+        for index in range(count):
+            bridge.push_many([TextDelta("x", index)])
+            bridge.held_for()
+        timings.append(time.perf_counter() - started)
+        texts = {c.stream for c in decode(bridge.release() + bridge.end()) if isinstance(c, Content)}
+        assert len(texts) <= count
+    assert timings[1] < 8 * timings[0] + 1.0, timings
+
+
+def test_a_completion_that_holds_again_after_its_frame_left_is_released_too() -> None:
+    """A further completion's frame released, then held again at the same reading of a coarse clock: the response
+    still knows it holds, and its ``release`` sends it."""
+    clock = _Clock()
+    bridge = SigilBridge(ByteVocabulary(), 7, hold=0.001, clock=clock, next_stream=iter([8]).__next__)
+    wire = bridge.push(TextDelta("a", 1)) + bridge.release()
+    assert bridge.held_for() is None
+    wire += bridge.push(TextDelta("c", 1))  # held again, at the same reading
+    assert bridge.held_for() == pytest.approx(0.001)
+    wire += bridge.release()
+    assert [bytes(c.tokens) for c in decode(wire) if isinstance(c, Content)] == [b"a", b"c"]

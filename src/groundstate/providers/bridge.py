@@ -17,6 +17,7 @@ as soon as the read that carried its tokens is parsed."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import time
@@ -56,6 +57,10 @@ class SigilBridge:
         self.hold, self._clock = hold, clock
         self._held = 0  # tokens in the open frame, not yet flushed
         self._held_since = 0.0  # when its first token came (the clock's reading)
+        self._noted: float | None = None  # the _held_since its response's first bridge has in _holding
+        # (held since, choice) of the further completions' held frames, soonest first; entries of frames flushed
+        # since are skipped when met — held_for and release stay linear in the streams that hold, not in them all
+        self._holding: list[tuple[float, int]] = []
         self._next_stream = next_stream or itertools.count(stream_id + 1).__next__
         self._choices: dict[int, SigilBridge] = {}  # the further completions' streams, by choice index
         self._routes = True  # False on a further completion's stream: its events are all its own
@@ -84,7 +89,7 @@ class SigilBridge:
             return b""
         choice = getattr(event, "choice", 0) if self._routes else 0
         if choice:
-            return self._choice(choice).push(event)
+            return self._watched(choice, self._choice(choice).push(event))
         if isinstance(event, ErrorEvent | Truncated):  # the whole response failed or was cut off: every stream
             return b"".join(other.push(event) for other in self._choices.values()) + self._own(event)
         return self._own(event)
@@ -163,7 +168,7 @@ class SigilBridge:
         """The open frame flushed now, if it holds tokens."""
         if not self._held:
             return b""
-        self._held = 0
+        self._held, self._noted = 0, None
         return self.encoder.flush()
 
     def _due(self) -> bytes:
@@ -175,17 +180,39 @@ class SigilBridge:
     def held_for(self) -> float | None:
         """Seconds until what is held (on any of the response's streams) is due — ``release`` it then; None when
         nothing is held."""
-        waits = [other.held_for() for other in self._choices.values()]
-        if self._held:
-            waits.append(max(0.0, self.hold - (self._clock() - self._held_since)))
-        return min((wait for wait in waits if wait is not None), default=None)
+        holding = self._holding
+        while holding and not self._still_held(*holding[0]):
+            heapq.heappop(holding)
+        since = [self._held_since] if self._held else []
+        if holding:
+            since.append(holding[0][0])
+        if not since:
+            return None
+        return max(0.0, self.hold - (self._clock() - min(since)))
 
     def release(self) -> bytes:
         """The frames of everything held, on every stream of the response, now."""
-        return self._flushed() + b"".join(other.release() for other in self._choices.values())
+        out = self._flushed()
+        while self._holding:
+            _, index = heapq.heappop(self._holding)
+            out += self._choices[index]._flushed()  # a stale entry's is nothing
+        return out
+
+    def _still_held(self, since: float, index: int) -> bool:
+        other = self._choices[index]
+        return bool(other._held) and other._held_since == since
+
+    def _watched(self, index: int, framed: bytes) -> bytes:
+        """``framed`` (what completion ``index``'s stream just framed), noting when that stream began to hold."""
+        other = self._choices[index]
+        if other._held and other._noted != other._held_since:
+            other._noted = other._held_since
+            heapq.heappush(self._holding, (other._held_since, index))
+        return framed
 
     def _framed_others(self, others: dict[int, list[Event]]) -> bytes:
-        framed = b"".join(self._choice(index).push_many(batch) for index, batch in others.items())
+        framed = b"".join(self._watched(index, self._choice(index).push_many(batch))
+                          for index, batch in others.items())  # fmt: skip
         others.clear()
         return framed
 
