@@ -229,9 +229,21 @@ def test_held_text_is_published_when_due_while_the_stream_pauses(gateway_for: Ga
 
 def test_the_publish_hold_is_checked(tmp_path: Path) -> None:
     """A hold that is negative, not a number or past a second is refused before the gateway starts, by name."""
-    for value in ("-1", "nan", "1001"):
+    for value in ("-1", "nan", "1001", "1000.0000001"):
         command = [sys.executable, "-m", "groundstate", "gateway", "--upstream", "http://127.0.0.1:9",
                    "--publish-hold-ms", value]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-        assert done.returncode == 2 and "--publish-hold-ms must be 0 to 1000" in done.stderr, (value, done.stderr)
+        assert done.returncode == 2 and "--publish-hold-ms must be 0 to 1000, not " in done.stderr, (value, done.stderr)
         assert "Traceback" not in done.stderr
+        assert value in done.stderr or value == "nan", done.stderr  # as typed, not rounded to 1000
+
+
+def test_the_gateway_refuses_a_hold_it_is_given_in_code_once() -> None:
+    """Only the command line checked the hold: a Gateway built in code with a negative one answered every request
+    with a 500. It is refused where the gateway is built, with the command line's bounds."""
+    from groundstate.providers import Gateway, HoldRefused
+
+    for hold in (-1.0, float("nan"), float("inf"), 1.5, True):
+        with pytest.raises(HoldRefused, match="publish hold is 0 to 1 seconds"):
+            Gateway("http://127.0.0.1:9", publish_hold=hold)
+    assert Gateway("http://127.0.0.1:9", publish_hold=1.0).publish_hold == 1.0

@@ -319,14 +319,18 @@ def test_an_error_after_an_event_past_the_bound_is_an_event_of_its_own(gateway_f
 
 def test_a_stream_open_at_shutdown_is_told_so_without_a_traceback(gateway_for: GatewayFor) -> None:
     """Stopped with a stream open, the gateway printed a traceback once its grace ran out and the client's body
-    just stopped. Now the stream is told in band that the gateway stopped, and the gateway exits quietly."""
+    just stopped. Now the stream is told in band that the gateway stopped, and the gateway exits quietly; its
+    subscribers get the text it had, the same error and the stream's end (they got nothing more, and no end)."""
+    from groundstate.wire import Content, FrameReceiver, StreamEnd, UpstreamError
 
     def serve(conn: socket.socket) -> None:
         conn.sendall(stream_head(length=10_000_000) + sse(text_event("t0"), done=False))
         time.sleep(40)
 
     with raw_loopback(serve) as upstream:
-        base_url, _ = gateway_for(upstream)
+        base_url, pub = gateway_for(upstream)
+        receiver = FrameReceiver(pub, "sub")
+        time.sleep(0.5)  # the subscription reaches the publisher first
         [process] = gateway_for.processes  # type: ignore[attr-defined]
         with httpx.Client(timeout=60) as client, client.stream(
             "POST", f"{base_url}/chat/completions", json={"model": "m", "messages": HI, "stream": True}
@@ -336,8 +340,12 @@ def test_a_stream_open_at_shutdown_is_told_so_without_a_traceback(gateway_for: G
             process.terminate()
             received += b"".join(chunks)
         process.wait(timeout=30)
+        published = list(receiver.receive(timeout_ms=1000)) + receiver.close()
     assert b'"code": "upstream_unreachable"' in received and b"the gateway stopped" in received
     assert process.stderr is not None and b"Traceback" not in process.stderr.read()
+    assert b"".join(bytes(c.tokens) for c in published if isinstance(c, Content)) == b"t0"
+    [error] = [c.error for c in published if isinstance(c, UpstreamError)]
+    assert "the gateway stopped" in error["message"] and isinstance(published[-1], StreamEnd)
 
 
 @pytest.mark.parametrize("after", [b": keep-alive\n\n", b"retry: 3000\n\n", b": ping\n\n" * 3])

@@ -148,9 +148,6 @@ def _wait(runtime: Runtime, run_id: str, done: Callable[[RunState], bool]) -> Ru
         time.sleep(0.3)
 
 
-MAX_PUBLISH_HOLD_MS = 1000.0  # a subscriber waits at most a second for held text: beyond, a "live" stream is not
-
-
 def gateway(
     upstream: str = typer.Option(..., "--upstream", help="The provider's base URL, or 'local' for the local model."),
     api: str = typer.Option("openai-chat", "--api", help="openai-chat, openai-responses, anthropic or ollama."),
@@ -176,14 +173,15 @@ def gateway(
     Responses pass through unchanged (with --gate: only the surface of replies whose control packet validates) and
     are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an operator's token unless the
     configuration's metrics.open)."""
-    from ..providers import GATED_APIS, serve_gateway, without_credentials
+    from ..providers import GATED_APIS, MAX_PUBLISH_HOLD_SEC, serve_gateway, without_credentials
 
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
-    if publish_hold_ms is not None and not 0 <= publish_hold_ms <= MAX_PUBLISH_HOLD_MS:  # NaN too
-        typer.echo(f"error: --publish-hold-ms must be 0 to {MAX_PUBLISH_HOLD_MS:g}, not {publish_hold_ms:g}", err=True)
+    most = MAX_PUBLISH_HOLD_SEC * 1000
+    if publish_hold_ms is not None and not 0 <= publish_hold_ms <= most:  # NaN too
+        typer.echo(f"error: --publish-hold-ms must be 0 to {most:g}, not {publish_hold_ms!r}", err=True)
         raise typer.Exit(2)
     settings = load_config(config).config
     tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)

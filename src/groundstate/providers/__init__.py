@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
-from .bridge import SigilBridge
+from .bridge import HoldRefused, SigilBridge
 from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
@@ -58,6 +58,7 @@ _LAZY = {
     "parse_chat_request": ("chat_request", "parse_chat_request"),
     "RetryPolicy": ("client", "RetryPolicy"), "StreamClient": ("client", "StreamClient"),
     "Gateway": ("gateway", "Gateway"), "serve_gateway": ("gateway", "serve"),
+    "MAX_PUBLISH_HOLD_SEC": ("gateway", "MAX_PUBLISH_HOLD_SEC"),
     "without_credentials": ("gateway", "without_credentials"),
     "SEPARATOR": ("mcp_servers", "SEPARATOR"), "ToolCaller": ("mcp_servers", "ToolCaller"),
     "McpServerError": ("mcp_servers", "McpServerError"), "Upstreams": ("mcp_servers", "Upstreams"),
@@ -70,7 +71,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .chat_request import ChatRequestError, parse_chat_request
     from .client import RetryPolicy, StreamClient
-    from .gateway import Gateway, without_credentials
+    from .gateway import MAX_PUBLISH_HOLD_SEC, Gateway, without_credentials
     from .gateway import serve as serve_gateway
     from .mcp_servers import SEPARATOR, McpServerError, ToolCaller, Upstreams, connect, first_error
     from .metrics import ProviderMetrics, provider_of
@@ -93,6 +94,7 @@ __all__ = [
     "FINISH_REASONS",
     "GATED_APIS",
     "MAX_LINE",
+    "MAX_PUBLISH_HOLD_SEC",
     "READ_SIZE",
     "SEPARATOR",
     "SHUTDOWN_GRACE_SEC",
@@ -105,6 +107,7 @@ __all__ = [
     "GateFactory",
     "Gateway",
     "GeneratedToken",
+    "HoldRefused",
     "LineTooLong",
     "LocalModel",
     "LocalModelError",

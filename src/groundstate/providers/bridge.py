@@ -23,8 +23,14 @@ import json
 import time
 from collections.abc import Callable, Iterable
 
+from ..errors import InputError
 from ..wire import Encoder, Mode, Vocabulary
 from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelta, ToolCall, Truncated
+
+
+class HoldRefused(InputError, ValueError):
+    """A hold that is no number of seconds, 0 or more."""
+
 
 FRAME_TOKENS = 4096  # at most this many tokens in one frame of push_many: a subscriber gets a long read in pieces
 
@@ -49,8 +55,8 @@ class SigilBridge:
     ) -> None:
         """``hold``: seconds a frame's text and thoughts may wait for more (see the module); ``clock`` reads the time
         those seconds are counted in."""
-        if not hold >= 0:  # NaN too
-            raise ValueError(f"a SIGIL frame's hold is seconds, 0 or more: not {hold!r}")
+        if isinstance(hold, bool) or not isinstance(hold, int | float) or not hold >= 0:  # NaN too
+            raise HoldRefused(f"a SIGIL frame's hold is seconds, 0 or more: not {hold!r}")
         self.vocabulary = vocabulary
         self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, frame_per_chunk=frame_per_chunk)
         self._frame_per_chunk = frame_per_chunk
@@ -151,18 +157,19 @@ class SigilBridge:
     def _tokens(self, mode: Mode, ids: list[int]) -> bytes:
         """``ids`` into the open frame, a full frame flushed every ``FRAME_TOKENS`` tokens (the rest goes on in the
         next one, without a copy of the rest)."""
-        out = b""
+        out = bytearray()  # not bytes: adding to bytes copies it whole, a 32 MiB event took 90 s
         start = 0
         while self._held + len(ids) - start >= FRAME_TOKENS:
             end = start + FRAME_TOKENS - self._held
-            out += self.encoder.content(mode, ids[start:end]) + self.encoder.flush()
+            out += self.encoder.content(mode, ids[start:end])
+            out += self.encoder.flush()
             self._held, start = 0, end
         if start < len(ids):
             if not self._held:
                 self._held_since = self._clock()
             out += self.encoder.content(mode, ids[start:])
             self._held += len(ids) - start
-        return out
+        return bytes(out)
 
     def _flushed(self) -> bytes:
         """The open frame flushed now, if it holds tokens."""
@@ -173,9 +180,15 @@ class SigilBridge:
 
     def _due(self) -> bytes:
         """The open frame flushed if it may not wait: no hold, or held for ``hold`` already."""
-        if self._held and (not self.hold or self._clock() - self._held_since >= self.hold):
+        if self._held and (not self.hold or not self._wait(self._held_since)):
             return self._flushed()
         return b""
+
+    def _wait(self, since: float) -> float:
+        """Seconds left of the hold of a frame held since ``since``: 0 once due — and when the clock reads earlier
+        than ``since`` (a clock set back) or no number, so that nothing waits longer than ``hold``."""
+        elapsed = self._clock() - since
+        return self.hold - elapsed if 0 <= elapsed < self.hold else 0.0
 
     def held_for(self) -> float | None:
         """Seconds until what is held (on any of the response's streams) is due — ``release`` it then; None when
@@ -186,9 +199,7 @@ class SigilBridge:
         since = [self._held_since] if self._held else []
         if holding:
             since.append(holding[0][0])
-        if not since:
-            return None
-        return max(0.0, self.hold - (self._clock() - min(since)))
+        return self._wait(min(since)) if since else None
 
     def release(self) -> bytes:
         """The frames of everything held, on every stream of the response, now."""

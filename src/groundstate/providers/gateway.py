@@ -27,7 +27,7 @@ from ..errors import AuthenticationError, GroundstateError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
-from .bridge import SigilBridge
+from .bridge import HoldRefused, SigilBridge
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
 from .in_band import WholeEvents
@@ -68,6 +68,7 @@ METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
 PUBLISH_HOLD_SEC = 0.005  # a published frame's text may wait this long for more (bridge.py; --publish-hold-ms):
 # less than a third of a 60 Hz display's frame, and a fast provider's tokens gather by the dozen
+MAX_PUBLISH_HOLD_SEC = 1.0  # a subscriber waits at most a second for held text: beyond, a "live" stream is not
 MAX_BODY = 8 << 20  # bytes of a request body the gateway reads (8 MiB: a long conversation with tools fits)
 
 
@@ -135,6 +136,11 @@ class Gateway:
                                 ["provider", "status"], registry=self.registry)  # fmt: skip
         self._models: set[str] = set()
         self.sender = None
+        if isinstance(publish_hold, bool) or not isinstance(publish_hold, int | float) or not (
+            0 <= publish_hold <= MAX_PUBLISH_HOLD_SEC
+        ):  # NaN too: refused once, here, not as every request's 500
+            most = MAX_PUBLISH_HOLD_SEC
+            raise HoldRefused(f"the gateway's publish hold is 0 to {most:g} seconds, not {publish_hold!r}")
         self.publish_hold = publish_hold  # seconds a published frame's text may wait for more (SigilBridge's hold)
         self._releasing: set[SigilBridge] = set()  # bridges whose held frame has a release scheduled
         if publish:
@@ -155,6 +161,8 @@ class Gateway:
         """Publish ``data`` framed by ``bridge``, and see that what the bridge now holds is published when due — a
         stream that pauses (or a client that leaves) does not keep its last tokens from the subscribers."""
         self.publish(data)
+        if not self.publish_hold:
+            return
         wait = bridge.held_for()
         if wait is not None and bridge not in self._releasing:
             self._releasing.add(bridge)
@@ -292,10 +300,7 @@ class Gateway:
             await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:  # the server gave up on this request (its shutdown grace ran out): the
             relay.cancel()  # upstream is let go, a stream already begun is told why in band, and the request ends
-            if relayed.started and relayed.in_band is not None:  # here — not as a traceback of the server's
-                stopping = UpstreamFailure(f"the gateway stopped: its {SHUTDOWN_GRACE_SEC} s for open replies ran out")
-                with contextlib.suppress(Exception):
-                    await send({"type": "http.response.body", "body": relayed.in_band(stopping)})
+            await self._stopped(relayed, bridge, provider)  # here — not as a traceback of the server's
             return
         finally:
             gone.cancel()
@@ -323,6 +328,16 @@ class Gateway:
                 await send({"type": "http.response.body", "body": told})
             broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
             self.publish(bridge.push(ErrorEvent(broke)) + bridge.end())  # subscribers see it fail, not end well
+
+    async def _stopped(self, relayed: Relayed, bridge: SigilBridge, provider: str) -> None:
+        """A reply the gateway's shutdown cut: the client told in band (once its stream began), the subscribers by an
+        error and the stream's end."""
+        stopping = UpstreamFailure(f"the gateway stopped: its {SHUTDOWN_GRACE_SEC} s for open replies ran out")
+        if relayed.started and relayed.in_band is not None:
+            with contextlib.suppress(Exception):
+                await relayed.send({"type": "http.response.body", "body": relayed.in_band(stopping)})
+        stopped = ErrorRecord(SERVER, provider, None, "gateway_stopped", str(stopping), True, None, None)
+        self.publish(bridge.push(ErrorEvent(stopped)) + bridge.end())
 
     async def _relay(
         self,
