@@ -212,3 +212,47 @@ def test_an_upstreams_stderr_goes_to_its_log_not_the_guards(tmp_path: Path) -> N
     count, stderr = guarded(tmp_path, config, use, stderr=True)
     assert count == 1 and "noise" not in stderr
     assert "a line of noise on stderr" in (tmp_path / "home" / "logs" / "mcp-lying.log").read_text()
+
+
+DAEMON = ("import os, signal, time; os.fork() and os._exit(0); os.setsid(); os.fork() and os._exit(0); "
+          "signal.signal(signal.SIGTERM, signal.SIG_IGN); open({pid!r}, 'w').write(str(os.getpid())); "
+          "time.sleep(600)")  # fmt: skip  # forks twice, the first child and the parent leave: a daemon
+
+
+def test_a_daemon_a_server_left_behind_is_stopped_with_the_guard(tmp_path: Path) -> None:
+    """A server's child that forks twice and exits (a daemon: its parent gone, it belonged to no tree the guard could
+    walk, and init adopted it) and ignores SIGTERM: the guard adopts it, and it ends when the guard's client leaves."""
+    pid_file = tmp_path / "daemon.pid"
+    daemon = DAEMON.format(pid=str(pid_file))
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    try:
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        pid = int(pid_file.read_text())
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+        assert parent == guard.pid, "the daemon was not adopted by the guard"
+        _, stderr = guard.communicate(timeout=30)  # the client leaves: its input ends
+        assert guard.returncode == 0 and "Traceback" not in stderr, stderr
+        for _ in range(50):
+            if not alive(pid):
+                break
+            time.sleep(0.1)
+        assert not alive(pid), "a daemon a server left behind outlived the guard"
+    finally:
+        guard.kill()
+        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)
+
+
+def test_a_guard_told_to_terminate_stops_a_daemon_a_server_left_behind(tmp_path: Path) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    daemon = DAEMON.format(pid=str(pid_file))
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {daemon!r}]); time.sleep(600)"
+    terminated(tmp_path, parent, pid_file, signals=1)

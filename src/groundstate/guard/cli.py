@@ -11,7 +11,7 @@ import typer
 from .. import tracing
 from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
-from ..providers import first_error
+from ..providers import adopting_orphans, first_error
 from ..store import ACT, Operators, command_line_operator
 from .ledger import Ledger
 
@@ -39,13 +39,15 @@ def serve(
                                      "has nothing to front")  # fmt: skip
         store = settings.store.url or default_db_url(home())
         if http is None:
-            asyncio.run(serve_stdio(settings, store))
+            with adopting_orphans():  # what a server leaves behind (a daemon) is stopped with the guard
+                asyncio.run(serve_stdio(settings, store))
         else:
             host, _, port = http.rpartition(":")
             if not host or not port.isdigit():
                 raise typer.BadParameter("--http must be HOST:PORT")
             operators = Operators.of_home(store)
-            asyncio.run(serve_http(settings, store, host, int(port), operators))
+            with adopting_orphans():
+                asyncio.run(serve_http(settings, store, host, int(port), operators))
     except* GroundstateError as group:  # the SDK's task groups wrap our refusals in exception groups
         exc = first_error(group)
         assert isinstance(exc, GroundstateError)  # except* caught only these

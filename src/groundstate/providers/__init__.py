@@ -47,7 +47,7 @@ from .ollama import OllamaAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 from .openai_wire import ReplyCutOff, ReplyRefused, RequestTooLarge, UnknownPath, problem_body
-from .server_processes import SHUTDOWN_GRACE_SEC, stopped_with_us, unreadable_by_peers
+from .server_processes import SHUTDOWN_GRACE_SEC, adopting_orphans, stopped_with_us, unreadable_by_peers
 from .sse import ServerSentEvent, SSEParser, SSETruncated
 from .text_tools import TextToolCalls, UnknownStyle
 from .think_tags import ThinkTags
@@ -151,6 +151,7 @@ __all__ = [
     "Upstreams",
     "Usage",
     "WholeEvents",
+    "adopting_orphans",
     "classify",
     "connect",
     "default_model_path",

@@ -22,6 +22,8 @@ from types import FrameType
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a service manager's stop, a closed terminal: servers stopped first
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+_adopting = False  # this process adopts its descendants' orphans (adopting_orphans): they are stopped with it
 GRACE_SEC = 0.5  # a server's time to leave on SIGTERM before it is killed: the client that sent ours waits ~2 s
 # an HTTP server's (the gateway, the console, the guard's HTTP transport), once stopped: the time its open requests
 # get to finish before they are closed — a client that never finishes its request, or a stream that never ends,
@@ -36,11 +38,62 @@ def unreadable_by_peers() -> bool:
     without this it could read ``GROUNDSTATE_API_KEY`` from ``/proc/PPID/environ`` or write forged answers into the
     client's pipe through ``/proc/PPID/fd``. Its children start dumpable again (``execve`` resets it). False where
     the call does not exist (not Linux)."""
+    return _prctl(PR_SET_DUMPABLE, 0)
+
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False where the call does not exist (not Linux) or fails."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def adopting_orphans() -> Iterator[bool]:
+    """While the block runs, a process that a server started and then left — a daemon that forked twice, whose
+    parent exited — becomes this process's child (Linux ``PR_SET_CHILD_SUBREAPER``) instead of init's, out of the
+    reach of every server's stopping; when the block ends (or a SIGTERM ends this process: ``stopped_with_us``)
+    every process still below this one is terminated, then killed. Yields whether the call exists here. Only for a
+    process whose every descendant is a server's (the MCP guard): nothing it starts may outlive it."""
+    global _adopting
+    adopted = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _adopting = adopted
+    try:
+        yield adopted
+    finally:
+        _adopting = False
+        if adopted:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+            stop_descendants()
+
+
+def stop_descendants(grace: float = GRACE_SEC) -> None:
+    """SIGTERM every process below this one, give them ``grace`` seconds, then SIGKILL those still there."""
+    below = descendants(os.getpid())
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while below and time.monotonic() < deadline:
+        time.sleep(0.02)
+        below = [pid for pid in below if _running(pid)]
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in descendants(os.getpid()):  # reaped, those that are this process's children now
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _processes() -> dict[int, tuple[int, int]]:
@@ -119,6 +172,8 @@ def stopped_with_us() -> Iterator[None]:
         signal.signal(signum, signal.SIG_IGN)  # a second SIGTERM while the servers stop waits for them (run
         # nested, it found the leaders already reaped, and terminated before the first could kill their groups)
         stop_groups(group_leading_children())
+        if _adopting:  # and what the servers left that this process adopted
+            stop_descendants()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
