@@ -4,6 +4,7 @@ the others; when none starts, the guard exits 2 naming each. Through the CLI and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from mcp.client.session import ClientSession
 
 from .test_attacks import SERVER
@@ -256,3 +258,148 @@ def test_a_guard_told_to_terminate_stops_a_daemon_a_server_left_behind(tmp_path:
     daemon = DAEMON.format(pid=str(pid_file))
     parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {daemon!r}]); time.sleep(600)"
     terminated(tmp_path, parent, pid_file, signals=1)
+
+
+def _daemons_left(tmp_path: Path, code: str, end: str, settle: float = 1.0) -> list[int]:
+    """A guard over the hand-written server whose child runs ``code`` (which writes the pid of every process it
+    makes into ``{pids}``, a directory); the guard ended by ``end`` — ``eof`` (its client leaves), ``term`` (SIGTERM)
+    or ``eof+term`` (the client leaves, and sends SIGTERM 2.15 s later, as the SDK's client does when the guard is
+    not gone within 2 s). The recorded processes still running afterwards (each then killed)."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    child = code.replace("{pids!r}", repr(str(pids)))
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(child)} }}\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    try:
+        for _ in range(300):
+            if any(pids.iterdir()):
+                break
+            time.sleep(0.1)
+        time.sleep(settle)
+        assert guard.stdin is not None
+        if end.startswith("eof"):
+            guard.stdin.close()
+        if end == "eof+term":
+            time.sleep(2.15)
+        if end.endswith("term"):
+            guard.send_signal(signal.SIGTERM)
+        guard.wait(timeout=60)
+        assert guard.stderr is not None and b"Traceback" not in guard.stderr.read()
+        time.sleep(0.5)
+        return [pid for pid in (int(f.name) for f in pids.iterdir()) if alive(pid)]
+    finally:
+        guard.kill()
+        for entry in pids.iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                if alive(int(entry.name)):
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+
+_NOTE = "def note(): open(os.path.join({pids!r}, str(os.getpid())), 'w').close()\n"
+
+PHOENIX = ("import os, signal, time\n" + _NOTE +  # a daemon that, told to stop, forks anew and leaves
+           "if os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
+           "def again(*_):\n    if os.fork(): os._exit(0)\n    os.setsid(); note()\n"
+           "signal.signal(signal.SIGTERM, again); signal.signal(signal.SIGHUP, again)\nnote()\n"
+           "while True: time.sleep(1)\n")  # fmt: skip
+
+BREEDER = ("import os, signal, time\n" + _NOTE +  # ignores SIGTERM, leads no group, forks a child every 50 ms
+           "c = os.fork()\nif c:\n    os.waitpid(c, 0); os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
+           "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nnote()\n"
+           "while True:\n    if os.fork() == 0:\n        os.setsid(); note(); time.sleep(600); os._exit(0)\n"
+           "    time.sleep(0.05)\n")  # fmt: skip
+
+LINGERER = ("import os, signal, time\n" + _NOTE +  # ignores SIGTERM, leads no group, holds the server's stdout
+            "c = os.fork()\nif c:\n    os.waitpid(c, 0); os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nnote()\ntime.sleep(600)\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("end", ["eof", "term"])
+def test_a_daemon_that_forks_anew_when_stopped_does_not_outlive_the_guard(tmp_path: Path, end: str) -> None:
+    """Found by an attack: the guard looked once at what was below it, so a daemon that answers SIGTERM by forking
+    again (and leaving) escaped to init; one that forks all along left its newest children."""
+    assert _daemons_left(tmp_path, PHOENIX, end) == []
+
+
+@pytest.mark.parametrize("end", ["eof", "term"])
+def test_a_daemon_that_forks_all_along_leaves_no_child_behind(tmp_path: Path, end: str) -> None:
+    assert _daemons_left(tmp_path, BREEDER, end) == []
+
+
+def test_the_sdk_clients_sigterm_during_the_guards_last_pass_does_not_skip_it(tmp_path: Path) -> None:
+    """The SDK's client closes the guard's input, waits 2 s, then sends SIGTERM — while the guard, having waited for
+    a server whose daemon holds its output, makes its last pass over what is below it. The signal cut that pass
+    short, and the daemon (leading no group, ignoring SIGTERM) outlived the guard. It now waits for the pass."""
+    assert _daemons_left(tmp_path, LINGERER, "eof+term") == []
+
+
+def test_the_daemons_that_exit_while_the_guard_runs_are_reaped(tmp_path: Path) -> None:
+    """An adopted daemon that exits is the guard's zombie until reaped: 300 of them stayed until the guard ended (a
+    server could fill the process table). They are reaped within two scans."""
+    many = ("import os, time\n" + _NOTE + "for _ in range(300):\n    if os.fork() == 0:\n"
+            "        if os.fork(): os._exit(0)\n        os._exit(0)\n    os.wait()\n"
+            "note()\ntime.sleep(600)\n")  # fmt: skip
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+        f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(many.replace("{pids!r}", repr(str(pids))))} }}\n')
+    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    try:
+        for _ in range(300):
+            if any(pids.iterdir()):
+                break
+            time.sleep(0.1)
+
+        def zombies() -> int:
+            """The guard's children that exited and wait to be reaped."""
+            count = 0
+            for entry in Path("/proc").iterdir():
+                with contextlib.suppress(OSError, IndexError):
+                    fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+                    count += fields[0] == "Z" and int(fields[1]) == guard.pid
+            return count
+
+        for _ in range(100):
+            if zombies() < 10:
+                break
+            time.sleep(0.1)
+        assert zombies() < 10
+    finally:
+        guard.communicate(timeout=60)  # its client leaves: the guard stops the server and what is below it
+        for entry in pids.iterdir():
+            if alive(int(entry.name)):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def test_a_guard_that_is_a_containers_first_process_ends_on_sigterm(tmp_path: Path) -> None:
+    """The first process of a PID namespace (a container's entrypoint) is spared its own default signals: the guard
+    stopped its servers on SIGTERM, then raised the signal on itself and ran on. It now ends all the same."""
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n')
+    guard = subprocess.Popen(["unshare", "--fork", "--pid", "--mount-proc", sys.executable, "-m", "groundstate", "mcp",
+                              "serve"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
+                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        inner = None
+        while inner is None and time.monotonic() < deadline:  # the guard: unshare's child, pid 1 inside
+            children = Path(f"/proc/{guard.pid}/task/{guard.pid}/children").read_text().split()
+            inner = int(children[0]) if children else None
+            time.sleep(0.1)
+        assert inner is not None
+        assert guard.stderr is not None
+        while b"upstream server(s)" not in guard.stderr.readline():  # serving: its handlers are in place
+            pass
+        os.kill(inner, signal.SIGTERM)
+        assert guard.wait(timeout=30) != 0  # it ended (unshare reports its child's death by the signal)
+    finally:
+        guard.kill()

@@ -36,7 +36,7 @@ import anyio
 from .. import safejson
 from ..errors import GroundstateError
 from .lines import READ_SIZE, LineTooLong, pipe_lines
-from .server_processes import descendants
+from .server_processes import descendants, identified, signal_if_same
 
 HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
 SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
@@ -207,7 +207,7 @@ class StdioSession:
         """Close its stdin, give it ``EXIT_GRACE_SEC``, then terminate and at last kill its process group — and
         whatever it started that left the group (``setsid``), which the group's signals miss."""
         process = self.process
-        below = descendants(process.pid) if process.returncode is None else []
+        below = identified(descendants(process.pid)) if process.returncode is None else {}
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
@@ -221,9 +221,8 @@ class StdioSession:
         if process.returncode is not None:  # the leader is gone: so is what it left in its group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-        for pid in below:  # what is left of its tree, in whatever session it moved to
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        for pid, started in below.items():  # what is left of its tree, in whatever session it moved to — each
+            signal_if_same(pid, started, signal.SIGKILL)  # only if still the process seen, not a pid given again
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._reader

@@ -55,36 +55,117 @@ def adopting_orphans() -> Iterator[bool]:
     """While the block runs, a process that a server started and then left — a daemon that forked twice, whose
     parent exited — becomes this process's child (Linux ``PR_SET_CHILD_SUBREAPER``) instead of init's, out of the
     reach of every server's stopping; when the block ends (or a SIGTERM ends this process: ``stopped_with_us``)
-    every process still below this one is terminated, then killed. Yields whether the call exists here. Only for a
-    process whose every descendant is a server's (the MCP guard): nothing it starts may outlive it."""
+    every process still below this one is stopped (``stop_descendants``). Meanwhile those that exit are reaped once
+    they have been zombies for a scan (``ZOMBIE_SCAN_SEC``), so a server that leaves short-lived daemons cannot fill
+    the process table. Yields whether the call exists here. Only for a process whose every descendant is a server's
+    (the MCP guard), in its main thread: nothing it starts may outlive it."""
     global _adopting
     adopted = _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _adopting = adopted
+    reaping = threading.Event()
+    reaper = threading.Thread(target=_reap_adopted, args=(reaping,), name="groundstate-reaper", daemon=True)
+    if adopted:
+        reaper.start()
     try:
         yield adopted
     finally:
-        _adopting = False
+        reaping.set()
         if adopted:
-            _prctl(PR_SET_CHILD_SUBREAPER, 0)
-            stop_descendants()
+            with _signals_deferred():  # a second Ctrl+C, the client's SIGTERM: after this pass, not in its middle
+                stop_descendants()
+                _adopting = False
+                _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP noted while the block runs and raised again once it has (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    numbers = (signal.SIGINT, *STOPPING)
+    before = {number: signal.signal(number, lambda signum, _frame: noted.append(signum)) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        for signum in dict.fromkeys(noted):
+            os.kill(os.getpid(), signum)
 
 
 def stop_descendants(grace: float = GRACE_SEC) -> None:
-    """SIGTERM every process below this one, give them ``grace`` seconds, then SIGKILL those still there."""
-    below = descendants(os.getpid())
-    for pid in below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
+    """SIGTERM every process below this one, give them ``grace`` seconds, then SIGKILL what is below it — again
+    until nothing is: a process that forks while it is being stopped (on SIGTERM, or all along) leaves children that
+    no single look at the tree holds, and this process, their subreaper, is where they land. A pid is signalled only
+    while it is still the process that was seen (its start time), never one the system gave to another since."""
+    seen = identified(descendants(os.getpid()))
+    for pid, started in seen.items():
+        signal_if_same(pid, started, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while below and time.monotonic() < deadline:
+    while seen and time.monotonic() < deadline:
         time.sleep(0.02)
-        below = [pid for pid in below if _running(pid)]
-    for pid in below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    for pid in descendants(os.getpid()):  # reaped, those that are this process's children now
+        seen = {pid: started for pid, started in seen.items() if _running(pid) and start_time(pid) == started}
+    for _ in range(KILL_ROUNDS):
+        below = {pid: started for pid, started in identified(descendants(os.getpid())).items() if _running(pid)}
+        for pid, started in below.items():
+            signal_if_same(pid, started, signal.SIGKILL)
+        _reap(zombies_only=False)
+        if not below:
+            return
+        time.sleep(0.01)
+
+
+KILL_ROUNDS = 200  # looks at the tree while stopping it: a killed process forks no more, so a few rounds empty it
+ZOMBIE_SCAN_SEC = 2.0  # an adopted process that exited is reaped once seen a zombie in two scans this far apart
+
+
+def _reap_adopted(stopping: threading.Event) -> None:
+    """Reap this process's children that have stayed zombies for a whole scan: the adopted ones that exited. A child
+    this process started itself is reaped by whoever started it, at once (asyncio's watcher, ``subprocess``)."""
+    zombies: set[int] = set()
+    while not stopping.wait(ZOMBIE_SCAN_SEC):
+        now = set(_children(zombies_only=True))
+        for pid in now & zombies:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        zombies = now - zombies
+
+
+def _reap(zombies_only: bool) -> None:
+    for pid in _children(zombies_only):
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def _children(zombies_only: bool) -> list[int]:
+    """This process's children (only those that have exited and wait to be reaped, with ``zombies_only``)."""
+    me = os.getpid()
+    return [pid for pid, (parent, _) in _processes().items()
+            if parent == me and (not zombies_only or not _running(pid))]  # fmt: skip
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc's ``starttime``): with the pid, who the process is — a
+    pid alone may be another process's by the time it is signalled. None: no such process."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def identified(pids: list[int]) -> dict[int, int]:
+    """``pids`` with their start times (those gone already left out)."""
+    found = {pid: start_time(pid) for pid in pids}
+    return {pid: started for pid, started in found.items() if started is not None}
+
+
+def signal_if_same(pid: int, started: int, signum: int) -> None:
+    """Send ``signum`` to ``pid`` if it is still the process that started at ``started``."""
+    if start_time(pid) == started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
 
 
 def _running(pid: int) -> bool:
@@ -176,6 +257,8 @@ def stopped_with_us() -> Iterator[None]:
             stop_descendants()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # still here: the first process of a PID namespace (a container's), which the
+        # kernel spares its own signals
 
     before = {number: signal.signal(number, on_term) for number in STOPPING}
     try:
