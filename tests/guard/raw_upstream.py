@@ -8,8 +8,9 @@ Acts: ``echo`` (answers ``text``), ``structured`` (answers it as text and as ``s
 that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
 a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brackets`` (text of ``count`` opening
 brackets), ``flood`` (``count`` pings of its own, each id ``size`` characters long, then the answer, then reads
-nothing more for ``seconds``). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate when
-``RAW_UPSTREAM_SURROGATE_TOOL`` is set). ``RAW_UPSTREAM_CHILD``: Python code it starts as a process of its own."""
+nothing more for ``seconds``). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate
+when ``RAW_UPSTREAM_SURROGATE_TOOL`` is set). ``RAW_UPSTREAM_CHILD``: Python code it starts as a process of its own;
+with ``RAW_UPSTREAM_EXIT`` set, it exits at once after that (the child keeping its output open)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,8 @@ def call(number: object, arguments: dict[str, Any]) -> None:
 
 if os.environ.get("RAW_UPSTREAM_CHILD"):  # a process of its own to start (and maybe lose track of)
     subprocess.Popen([sys.executable, "-c", os.environ["RAW_UPSTREAM_CHILD"]])
+    if os.environ.get("RAW_UPSTREAM_EXIT"):
+        os._exit(0)
 
 for raw in sys.stdin:
     message = json.loads(raw)

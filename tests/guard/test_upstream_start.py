@@ -403,3 +403,31 @@ def test_a_guard_that_is_a_containers_first_process_ends_on_sigterm(tmp_path: Pa
         assert guard.wait(timeout=30) != 0  # it ended (unshare reports its child's death by the signal)
     finally:
         guard.kill()
+
+
+def test_a_server_that_exits_at_once_leaving_a_daemon_on_its_output_is_named_so_at_once(tmp_path: Path) -> None:
+    """Found by an attack: a server that exits while a daemon it started keeps its output open was waited on for all
+    of start_timeout_sec, then called slow ("did not start within 30 s"); and the guard's exit printed "Exception
+    ignored … Event loop is closed". Now its start fails within a second or two, saying it exited."""
+    pid_file = tmp_path / "daemon.pid"
+    daemon = DAEMON.format(pid=str(pid_file))
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp]\nstart_timeout_sec = 30\n[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+        f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)}, RAW_UPSTREAM_EXIT = "1" }}\n'
+        f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
+    started = time.monotonic()
+    hello = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+             '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n')  # fmt: skip
+    try:
+        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=hello, text=True,
+                              capture_output=True, cwd=tmp_path, timeout=60,
+                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                   "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+        assert time.monotonic() - started < 20, "the server's exit was waited out as a slow start"
+        [line] = [line for line in done.stderr.splitlines() if "left out" in line]
+        assert "mcp.servers.raw" in line and "exited (status 0)" in line, line
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+        assert '"result"' in done.stdout  # the other server is served
+    finally:
+        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)

@@ -43,6 +43,7 @@ SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # wh
 SAFE_ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # inherited, as the SDK's client does
 EXIT_GRACE_SEC = 2.0  # a server's time to leave once its stdin closes, then again once terminated
 METHOD_NOT_FOUND = -32601
+EXIT_POLL_SEC = 0.2  # how often a server is looked at for having exited (while its output may stay open)
 MAX_UNREAD = 1 << 20  # bytes of answers to the server's own requests left unread, past which it is answered no more
 CLIENT_INFO = {"name": "groundstate", "version": "1"}
 
@@ -75,6 +76,7 @@ class StdioSession:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._closed: BaseException | None = None
         self._reader = asyncio.get_running_loop().create_task(self._read())
+        self._exit_watch = asyncio.get_running_loop().create_task(self._watch_exit())
 
     async def initialize(self) -> dict[str, Any]:
         """The handshake: the server's answer (its version checked), then ``notifications/initialized``."""
@@ -152,10 +154,25 @@ class StdioSession:
         except (OSError, ValueError) as exc:
             reason = UpstreamClosed(f"reading the server {self.name} failed: {exc}")
         finally:
+            self._fail(reason)
+
+    async def _watch_exit(self) -> None:
+        """A server that exits while a process it started keeps its output open (a daemon inherited it) ends its
+        output for nobody: its requests would wait for answers that never come — a start for all of
+        ``mcp.start_timeout_sec``, then "did not start". Once it has exited (and what it wrote before is read),
+        they fail saying so."""
+        while self.process.returncode is None:
+            await asyncio.sleep(EXIT_POLL_SEC)
+        await asyncio.sleep(EXIT_POLL_SEC)
+        self._fail(UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})"))
+
+    def _fail(self, reason: BaseException) -> None:
+        """No more requests, and those waiting fail with ``reason`` (the first reason found stays)."""
+        if self._closed is None:
             self._closed = reason
-            for waiting in self._waiting.values():
-                if not waiting.done():
-                    waiting.set_exception(reason)
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(self._closed)
 
     def _take(self, line: str) -> None:
         """One line from the server: an answer handed to its request, a ``ping`` answered, anything else skipped."""
@@ -223,9 +240,13 @@ class StdioSession:
                 os.killpg(process.pid, signal.SIGKILL)
         for pid, started in below.items():  # what is left of its tree, in whatever session it moved to — each
             signal_if_same(pid, started, signal.SIGKILL)  # only if still the process seen, not a pid given again
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._reader
+        for task in (self._reader, self._exit_watch):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        transport = getattr(process, "_transport", None)  # asyncio's; closed here, while the loop runs: its pipe
+        if transport is not None:  # may still be open in a daemon killed later, and closing it then, at the
+            transport.close()  # interpreter's exit, printed "Exception ignored … Event loop is closed"
 
 
 @contextlib.asynccontextmanager
