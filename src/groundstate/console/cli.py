@@ -173,16 +173,27 @@ def gateway(
     Responses pass through unchanged (with --gate: only the surface of replies whose control packet validates) and
     are published as SIGIL frames; GET /metrics serves its Prometheus metrics (with an operator's token unless the
     configuration's metrics.open)."""
-    from ..providers import GATED_APIS, MAX_PUBLISH_HOLD_SEC, serve_gateway, without_credentials
+    from ..providers import (
+        GATED_APIS,
+        MAX_PUBLISH_HOLD_SEC,
+        HoldRefused,
+        checked_hold,
+        serve_gateway,
+        without_credentials,
+    )
 
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         typer.echo("error: --listen must be HOST:PORT", err=True)
         raise typer.Exit(2)
-    most = MAX_PUBLISH_HOLD_SEC * 1000
-    if publish_hold_ms is not None and not 0 <= publish_hold_ms <= most:  # NaN too
-        typer.echo(f"error: --publish-hold-ms must be 0 to {most:g}, not {publish_hold_ms!r}", err=True)
-        raise typer.Exit(2)
+    hold = None  # the gateway's default
+    if publish_hold_ms is not None:
+        try:
+            hold = checked_hold(publish_hold_ms / 1000, MAX_PUBLISH_HOLD_SEC)
+        except HoldRefused:
+            typer.echo(f"error: --publish-hold-ms must be 0 to {MAX_PUBLISH_HOLD_SEC * 1000:g}, not "
+                       f"{publish_hold_ms!r}", err=True)  # fmt: skip
+            raise typer.Exit(2) from None
     settings = load_config(config).config
     tracing.configure(settings.tracing.endpoint, settings.tracing.service_name)
     reader = None if settings.metrics.open else _metrics_reader(settings.store.url or default_db_url(home()))
@@ -201,7 +212,6 @@ def gateway(
     factory = _packet_gate(settings.policy.kernel, settings.gateway.rules) if gate else None
     console.print(f"gateway: http://{host}:{port}/v1 — {mode}{published}{gated}; /metrics {metrics}", markup=False,
                   highlight=False, soft_wrap=True)  # fmt: skip
-    hold = None if publish_hold_ms is None else publish_hold_ms / 1000  # None: the gateway's default
     serve_gateway(upstream, api, host, int(port), publish, reader, factory, publish_hold=hold)
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .adapter import StreamAdapter
 from .anthropic import AnthropicAdapter
 from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
-from .bridge import HoldRefused, SigilBridge
+from .bridge import HoldRefused, SigilBridge, checked_hold
 from .conventions import TextConventions
 from .errors import CUT_OFF, ErrorRecord, classify, header_map
 from .gated import GATED_APIS, GateFactory, OutputGate
@@ -152,6 +152,7 @@ __all__ = [
     "Usage",
     "WholeEvents",
     "adopting_orphans",
+    "checked_hold",
     "classify",
     "connect",
     "default_model_path",

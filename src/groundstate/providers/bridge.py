@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import math
 import time
 from collections.abc import Callable, Iterable
 
@@ -29,7 +30,15 @@ from .normalized import ErrorEvent, Event, Finish, Refusal, TextDelta, ThinkDelt
 
 
 class HoldRefused(InputError, ValueError):
-    """A hold that is no number of seconds, 0 or more."""
+    """A hold that is no number of seconds, 0 or more (or more than its owner allows)."""
+
+
+def checked_hold(hold: object, most: float = math.inf, what: str = "a SIGIL frame's hold") -> float:
+    """``hold`` if it is seconds from 0 to ``most`` (not NaN, not a bool); HoldRefused naming ``what`` otherwise."""
+    if isinstance(hold, bool) or not isinstance(hold, int | float) or not 0 <= hold <= most:  # NaN too
+        bound = "seconds, 0 or more:" if most == math.inf else f"0 to {most:g} seconds,"
+        raise HoldRefused(f"{what} is {bound} not {hold!r}")
+    return float(hold)
 
 
 FRAME_TOKENS = 4096  # at most this many tokens in one frame of push_many: a subscriber gets a long read in pieces
@@ -55,12 +64,11 @@ class SigilBridge:
     ) -> None:
         """``hold``: seconds a frame's text and thoughts may wait for more (see the module); ``clock`` reads the time
         those seconds are counted in."""
-        if isinstance(hold, bool) or not isinstance(hold, int | float) or not hold >= 0:  # NaN too
-            raise HoldRefused(f"a SIGIL frame's hold is seconds, 0 or more: not {hold!r}")
+        self.hold = checked_hold(hold)
         self.vocabulary = vocabulary
         self.encoder = Encoder(stream_id, vocabulary=vocabulary.name, frame_per_chunk=frame_per_chunk)
         self._frame_per_chunk = frame_per_chunk
-        self.hold, self._clock = hold, clock
+        self._clock = clock
         self._held = 0  # tokens in the open frame, not yet flushed
         self._held_since = 0.0  # when its first token came (the clock's reading)
         self._noted: float | None = None  # the _held_since its response's first bridge has in _holding

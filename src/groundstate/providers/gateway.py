@@ -27,7 +27,7 @@ from ..errors import AuthenticationError, GroundstateError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .apis import UnknownAPI, provider_api
-from .bridge import HoldRefused, SigilBridge
+from .bridge import SigilBridge, checked_hold
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
 from .in_band import WholeEvents
@@ -136,12 +136,9 @@ class Gateway:
                                 ["provider", "status"], registry=self.registry)  # fmt: skip
         self._models: set[str] = set()
         self.sender = None
-        if isinstance(publish_hold, bool) or not isinstance(publish_hold, int | float) or not (
-            0 <= publish_hold <= MAX_PUBLISH_HOLD_SEC
-        ):  # NaN too: refused once, here, not as every request's 500
-            most = MAX_PUBLISH_HOLD_SEC
-            raise HoldRefused(f"the gateway's publish hold is 0 to {most:g} seconds, not {publish_hold!r}")
-        self.publish_hold = publish_hold  # seconds a published frame's text may wait for more (SigilBridge's hold)
+        # seconds a published frame's text may wait for more (SigilBridge's hold): refused here, not as every
+        # request's 500
+        self.publish_hold = checked_hold(publish_hold, MAX_PUBLISH_HOLD_SEC, "the gateway's publish hold")
         self._releasing: set[SigilBridge] = set()  # bridges whose held frame has a release scheduled
         if publish:
             from ..wire import FrameSender
