@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -100,18 +100,18 @@ def stop_descendants(grace: float = GRACE_SEC) -> None:
     until nothing is: a process that forks while it is being stopped (on SIGTERM, or all along) leaves children that
     no single look at the tree holds, and this process, their subreaper, is where they land. A pid is signalled only
     while it is still the process that was seen (its start time), never one the system gave to another since."""
-    seen = identified(descendants(os.getpid()))
+    seen = _still_running(descendants(os.getpid()))
     for pid, started in seen.items():
         signal_if_same(pid, started, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while seen and time.monotonic() < deadline:
         time.sleep(0.02)
-        seen = {pid: started for pid, started in seen.items() if _running(pid) and start_time(pid) == started}
+        seen = {pid: started for pid, started in _still_running(list(seen)).items() if seen[pid] == started}
     for _ in range(KILL_ROUNDS):
-        below = {pid: started for pid, started in identified(descendants(os.getpid())).items() if _running(pid)}
+        below = _still_running(descendants(os.getpid()))
         for pid, started in below.items():
             signal_if_same(pid, started, signal.SIGKILL)
-        _reap(zombies_only=False)
+        _reap(_zombie_children())
         if not below:
             return
         time.sleep(0.01)
@@ -119,6 +119,7 @@ def stop_descendants(grace: float = GRACE_SEC) -> None:
 
 KILL_ROUNDS = 200  # looks at the tree while stopping it: a killed process forks no more, so a few rounds empty it
 ZOMBIE_SCAN_SEC = 2.0  # an adopted process that exited is reaped once seen a zombie in two scans this far apart
+_EXITED = ("Z", "X")  # /proc's states of a process that has exited: a zombie, or dead
 
 
 def _reap_adopted(stopping: threading.Event) -> None:
@@ -126,39 +127,56 @@ def _reap_adopted(stopping: threading.Event) -> None:
     this process started itself is reaped by whoever started it, at once (asyncio's watcher, ``subprocess``)."""
     zombies: set[int] = set()
     while not stopping.wait(ZOMBIE_SCAN_SEC):
-        now = set(_children(zombies_only=True))
-        for pid in now & zombies:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+        now = set(_zombie_children())
+        _reap(now & zombies)
         zombies = now - zombies
 
 
-def _reap(zombies_only: bool) -> None:
-    for pid in _children(zombies_only):
+def _reap(pids: Iterable[int]) -> None:
+    for pid in pids:
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
 
 
-def _children(zombies_only: bool) -> list[int]:
-    """This process's children (only those that have exited and wait to be reaped, with ``zombies_only``)."""
+def _zombie_children() -> list[int]:
+    """This process's children that have exited and wait to be reaped."""
     me = os.getpid()
-    return [pid for pid, (parent, _) in _processes().items()
-            if parent == me and (not zombies_only or not _running(pid))]  # fmt: skip
+    return [pid for pid, (parent, _) in _processes().items() if parent == me and _exited(pid)]
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` is no longer running: a zombie, dead, or gone."""
+    fields = _stat(pid)
+    return fields is None or fields[0] in _EXITED
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (state first, then parent, group, …); None: no
+    such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):  # gone since listed, or not a process
+        return None
 
 
 def start_time(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot, /proc's ``starttime``): with the pid, who the process is — a
     pid alone may be another process's by the time it is signalled. None: no such process."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
 def identified(pids: list[int]) -> dict[int, int]:
     """``pids`` with their start times (those gone already left out)."""
     found = {pid: start_time(pid) for pid in pids}
     return {pid: started for pid, started in found.items() if started is not None}
+
+
+def _still_running(pids: list[int]) -> dict[int, int]:
+    """Those of ``pids`` that have not exited, with their start times, each from one read of its stat."""
+    found = {pid: _stat(pid) for pid in pids}
+    return {pid: int(fields[19]) for pid, fields in found.items()
+            if fields is not None and len(fields) > 19 and fields[0] not in _EXITED}  # fmt: skip
 
 
 def signal_if_same(pid: int, started: int, signum: int) -> None:
@@ -168,27 +186,13 @@ def signal_if_same(pid: int, started: int, signum: int) -> None:
             os.kill(pid, signum)
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not exited (a zombie has)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def _processes() -> dict[int, tuple[int, int]]:
     """Every process on the machine: pid -> (parent pid, process group), read from /proc (empty where there is
     none)."""
     found: dict[int, tuple[int, int]] = {}
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = entry.joinpath("stat").read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):  # gone since listed, or not a process
-            continue
-        found[int(entry.name)] = (int(fields[1]), int(fields[2]))
+        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None:
+            found[int(entry.name)] = (int(fields[1]), int(fields[2]))
     return found
 
 
