@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
@@ -22,6 +24,8 @@ from .test_upstream_wire import RAW
 
 NOTED = ("import runpy, sys, time; open({note!r}, 'w').write(repr(time.time())); time.sleep(4); sys.argv = ['s']; "
          "runpy.run_path({server!r}, run_name='__main__')")
+HELLO_LINE = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+              '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n')  # fmt: skip
 HUNG = "import os, time; open({pid!r}, 'w').write(str(os.getpid())); time.sleep(600)"
 
 
@@ -35,6 +39,55 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def guard_env(tmp_path: Path) -> dict[str, str]:
+    """The guard's environment: its home and configuration in ``tmp_path``."""
+    return {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")}  # fmt: skip
+
+
+def served(tmp_path: Path, config: str, *, text: bool = False, under: tuple[str, ...] = ()) -> subprocess.Popen[Any]:
+    """``groundstate mcp serve`` over ``config`` (run under the command ``under``, if any), its three streams piped."""
+    (tmp_path / "groundstate.toml").write_text(config)
+    return subprocess.Popen([*under, sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, text=text,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=guard_env(tmp_path))  # fmt: skip
+
+
+def raw_with_child(child: str, **env: str) -> str:
+    """The configuration of the hand-written server starting ``child`` (Python code) as a process of its own."""
+    extra = "".join(f", {key} = {json.dumps(value)}" for key, value in env.items())
+    return (f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+            f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(child)}{extra} }}\n')  # fmt: skip
+
+
+def until(done: Callable[[], bool], seconds: float) -> bool:
+    """Whether ``done()`` came true within ``seconds``, asked every 0.1 s."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def written_pid(pid_file: Path) -> int:
+    """The pid a process wrote to ``pid_file``, once written (30 s at most)."""
+    until(lambda: pid_file.exists() and bool(pid_file.read_text()), 30)
+    return int(pid_file.read_text())
+
+
+def kill_left(pids: Iterable[int]) -> None:
+    """SIGKILL those of ``pids`` still running (a test's cleanup)."""
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def pid_in(pid_file: Path) -> list[int]:
+    """The pid in ``pid_file``, if one was written."""
+    return [int(pid_file.read_text())] if pid_file.exists() and pid_file.read_text() else []
 
 
 def test_a_server_that_never_answers_is_named_stopped_and_the_others_served(tmp_path: Path) -> None:
@@ -53,44 +106,26 @@ def test_a_server_that_never_answers_is_named_stopped_and_the_others_served(tmp_
                     "(mcp.start_timeout_sec): no answer to initialize or tools/list")  # fmt: skip
     assert "Traceback" not in stderr
     pid = int(pid_file.read_text())
-    for _ in range(100):
-        if not alive(pid):
-            break
-        time.sleep(0.1)
-    assert not alive(pid), "the server that never answered is still running"
+    assert until(lambda: not alive(pid), 10), "the server that never answered is still running"
 
 
 def terminated(tmp_path: Path, code: str, pid_file: Path, signals: int, sent: int = signal.SIGTERM) -> None:
     """A guard serving one stdio upstream (``code``, which writes the pid of the process to watch to ``pid_file``)
     sent SIGTERM ``signals`` times, 0.1 s apart: it ends as the signal ends a process, without a traceback, and the
     watched process does not outlive it."""
-    (tmp_path / "groundstate.toml").write_text("[mcp]\nstart_timeout_sec = 60\n"
-                                               + server("upstream", code.replace('"', '\\"')))  # fmt: skip
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    guard = served(tmp_path, "[mcp]\nstart_timeout_sec = 60\n" + server("upstream", code.replace('"', '\\"')))
     try:
-        for _ in range(300):
-            if pid_file.exists() and pid_file.read_text():
-                break
-            time.sleep(0.1)
-        pid = int(pid_file.read_text())
+        pid = written_pid(pid_file)
         for number in range(signals):
             if number:
                 time.sleep(0.1)
             guard.send_signal(sent)
         _, stderr = guard.communicate(timeout=30)
         assert guard.returncode == -sent and b"Traceback" not in stderr, stderr
-        for _ in range(50):
-            if not alive(pid):
-                break
-            time.sleep(0.1)
-        assert not alive(pid), "a process of the guard's server outlived it"
+        assert until(lambda: not alive(pid), 5), "a process of the guard's server outlived it"
     finally:
         guard.kill()
-        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
+        kill_left(pid_in(pid_file))
 
 
 def test_a_guard_told_to_terminate_stops_its_servers_first(tmp_path: Path) -> None:
@@ -130,25 +165,15 @@ def test_a_servers_child_in_a_session_of_its_own_is_stopped_when_the_client_leav
     reach) and ignores SIGTERM: stopped with the server all the same."""
     pid_file = tmp_path / "child.pid"
     child = SETSID_CHILD.format(pid=str(pid_file))
-    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(child)} }}\n')
-    hello = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
-             '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n')  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=hello, text=True,
-                          capture_output=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                               "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(raw_with_child(child))
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=HELLO_LINE, text=True,
+                          capture_output=True, cwd=tmp_path, timeout=60, env=guard_env(tmp_path))  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr
     pid = int(pid_file.read_text())
-    for _ in range(50):
-        if not alive(pid):
-            break
-        time.sleep(0.1)
     try:
-        assert not alive(pid), "a server's child in a session of its own outlived the guard"
+        assert until(lambda: not alive(pid), 5), "a server's child in a session of its own outlived the guard"
     finally:
-        if alive(pid):
-            os.kill(pid, 9)
+        kill_left([pid])
 
 
 def test_a_guard_told_to_terminate_stops_a_servers_child_in_a_session_of_its_own(tmp_path: Path) -> None:
@@ -180,9 +205,7 @@ def test_no_server_started_is_exit_2_naming_each(tmp_path: Path) -> None:
               + server("b", "raise SystemExit(3)"))  # fmt: skip
     (tmp_path / "groundstate.toml").write_text(config)
     done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, stdin=subprocess.PIPE,
-                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                               "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+                          env=guard_env(tmp_path), capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "mcp.servers.a: did not start within 1 s" in done.stderr
     assert "mcp.servers.b: cannot start or reach the server" in done.stderr and "Traceback" not in done.stderr
@@ -226,31 +249,17 @@ def test_a_daemon_a_server_left_behind_is_stopped_with_the_guard(tmp_path: Path)
     walk, and init adopted it) and ignores SIGTERM: the guard adopts it, and it ends when the guard's client leaves."""
     pid_file = tmp_path / "daemon.pid"
     daemon = DAEMON.format(pid=str(pid_file))
-    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n')
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, text=True,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    guard = served(tmp_path, raw_with_child(daemon), text=True)
     try:
-        for _ in range(300):
-            if pid_file.exists() and pid_file.read_text():
-                break
-            time.sleep(0.1)
-        pid = int(pid_file.read_text())
+        pid = written_pid(pid_file)
         parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
         assert parent == guard.pid, "the daemon was not adopted by the guard"
         _, stderr = guard.communicate(timeout=30)  # the client leaves: its input ends
         assert guard.returncode == 0 and "Traceback" not in stderr, stderr
-        for _ in range(50):
-            if not alive(pid):
-                break
-            time.sleep(0.1)
-        assert not alive(pid), "a daemon a server left behind outlived the guard"
+        assert until(lambda: not alive(pid), 5), "a daemon a server left behind outlived the guard"
     finally:
         guard.kill()
-        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
+        kill_left(pid_in(pid_file))
 
 
 def test_a_guard_told_to_terminate_stops_a_daemon_a_server_left_behind(tmp_path: Path) -> None:
@@ -267,18 +276,9 @@ def _daemons_left(tmp_path: Path, code: str, end: str, settle: float = 1.0) -> l
     not gone within 2 s). The recorded processes still running afterwards (each then killed)."""
     pids = tmp_path / "pids"
     pids.mkdir()
-    child = code.replace("{pids!r}", repr(str(pids)))
-    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-                                               f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(child)} }}\n')
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    guard = served(tmp_path, raw_with_child(code.replace("{pids!r}", repr(str(pids)))))
     try:
-        for _ in range(300):
-            if any(pids.iterdir()):
-                break
-            time.sleep(0.1)
+        until(lambda: any(pids.iterdir()), 30)
         time.sleep(settle)
         assert guard.stdin is not None
         if end.startswith("eof"):
@@ -290,16 +290,18 @@ def _daemons_left(tmp_path: Path, code: str, end: str, settle: float = 1.0) -> l
         guard.wait(timeout=60)
         assert guard.stderr is not None and b"Traceback" not in guard.stderr.read()
         time.sleep(0.5)
-        return [pid for pid in (int(f.name) for f in pids.iterdir()) if alive(pid)]
+        return [pid for pid in noted(pids) if alive(pid)]
     finally:
         guard.kill()
-        for entry in pids.iterdir():
-            with contextlib.suppress(ProcessLookupError):
-                if alive(int(entry.name)):
-                    os.kill(int(entry.name), signal.SIGKILL)
+        kill_left(noted(pids))
 
 
 _NOTE = "def note(): open(os.path.join({pids!r}, str(os.getpid())), 'w').close()\n"
+
+
+def noted(pids: Path) -> list[int]:
+    """The pids ``note()`` recorded in the directory ``pids``."""
+    return [int(entry.name) for entry in pids.iterdir()]
 
 PHOENIX = ("import os, signal, time\n" + _NOTE +  # a daemon that, told to stop, forks anew and leaves
            "if os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
@@ -345,18 +347,9 @@ def test_the_daemons_that_exit_while_the_guard_runs_are_reaped(tmp_path: Path) -
             "note()\ntime.sleep(600)\n")  # fmt: skip
     pids = tmp_path / "pids"
     pids.mkdir()
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-        f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(many.replace("{pids!r}", repr(str(pids))))} }}\n')
-    guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    guard = served(tmp_path, raw_with_child(many.replace("{pids!r}", repr(str(pids)))))
     try:
-        for _ in range(300):
-            if any(pids.iterdir()):
-                break
-            time.sleep(0.1)
+        until(lambda: any(pids.iterdir()), 30)
 
         def zombies() -> int:
             """The guard's children that exited and wait to be reaped."""
@@ -367,35 +360,22 @@ def test_the_daemons_that_exit_while_the_guard_runs_are_reaped(tmp_path: Path) -
                     count += fields[0] == "Z" and int(fields[1]) == guard.pid
             return count
 
-        for _ in range(100):
-            if zombies() < 10:
-                break
-            time.sleep(0.1)
+        until(lambda: zombies() < 10, 10)
         assert zombies() < 10
     finally:
         guard.communicate(timeout=60)  # its client leaves: the guard stops the server and what is below it
-        for entry in pids.iterdir():
-            if alive(int(entry.name)):
-                os.kill(int(entry.name), signal.SIGKILL)
+        kill_left(noted(pids))
 
 
 def test_a_guard_that_is_a_containers_first_process_ends_on_sigterm(tmp_path: Path) -> None:
     """The first process of a PID namespace (a container's entrypoint) is spared its own default signals: the guard
     stopped its servers on SIGTERM, then raised the signal on itself and ran on. It now ends all the same."""
-    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n')
-    guard = subprocess.Popen(["unshare", "--fork", "--pid", "--mount-proc", sys.executable, "-m", "groundstate", "mcp",
-                              "serve"], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE,
-                             env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                  "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+    guard = served(tmp_path, f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n',
+                   under=("unshare", "--fork", "--pid", "--mount-proc"))
     try:
-        deadline = time.monotonic() + 60
-        inner = None
-        while inner is None and time.monotonic() < deadline:  # the guard: unshare's child, pid 1 inside
-            children = Path(f"/proc/{guard.pid}/task/{guard.pid}/children").read_text().split()
-            inner = int(children[0]) if children else None
-            time.sleep(0.1)
-        assert inner is not None
+        children = Path(f"/proc/{guard.pid}/task/{guard.pid}/children")  # the guard: unshare's child, pid 1 inside
+        assert until(lambda: bool(children.read_text().split()), 60)
+        inner = int(children.read_text().split()[0])
         assert guard.stderr is not None
         while b"upstream server(s)" not in guard.stderr.readline():  # serving: its handlers are in place
             pass
@@ -411,23 +391,17 @@ def test_a_server_that_exits_at_once_leaving_a_daemon_on_its_output_is_named_so_
     ignored … Event loop is closed". Now its start fails within a second or two, saying it exited."""
     pid_file = tmp_path / "daemon.pid"
     daemon = DAEMON.format(pid=str(pid_file))
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp]\nstart_timeout_sec = 30\n[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-        f'env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)}, RAW_UPSTREAM_EXIT = "1" }}\n'
-        f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
+    (tmp_path / "groundstate.toml").write_text("[mcp]\nstart_timeout_sec = 30\n"
+                                               + raw_with_child(daemon, RAW_UPSTREAM_EXIT="1")
+                                               + f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
     started = time.monotonic()
-    hello = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
-             '"capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n')  # fmt: skip
     try:
-        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=hello, text=True,
-                              capture_output=True, cwd=tmp_path, timeout=60,
-                              env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                   "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")})  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], input=HELLO_LINE, text=True,
+                              capture_output=True, cwd=tmp_path, timeout=60, env=guard_env(tmp_path))  # fmt: skip
         assert time.monotonic() - started < 20, "the server's exit was waited out as a slow start"
         [line] = [line for line in done.stderr.splitlines() if "left out" in line]
         assert "mcp.servers.raw" in line and "exited (status 0)" in line, line
         assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
         assert '"result"' in done.stdout  # the other server is served
     finally:
-        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
-            os.kill(int(pid_file.read_text()), 9)
+        kill_left(pid_in(pid_file))
