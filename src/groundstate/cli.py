@@ -12,6 +12,7 @@ than an error (a rejected packet: 1, a paused run: 3) return their code themselv
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import sys
@@ -176,6 +177,9 @@ COMMANDS: dict[str, Lazy] = {
 
 
 LIGHT = ("logic", "wire", "sigil", "providers", "packets")  # click groups, run by main without typer
+# the commands that start MCP servers, themselves or in the runs they drive: what a server leaves behind (a daemon)
+# becomes theirs and is stopped when they end (``adopting_orphans``)
+ADOPTING = ("run", "runs", "serve", "demo", "mcp")
 
 
 def build_app() -> Any:
@@ -240,10 +244,11 @@ def main() -> None:
             group = COMMANDS[arguments[0]].target()
             group.main(args=arguments[1:], prog_name=f"groundstate {arguments[0]}")
         else:
-            from .providers import stopped_with_us, unreadable_by_peers
+            from .providers import adopting_orphans, stopped_with_us, unreadable_by_peers
 
             unreadable_by_peers()  # the servers and tools it starts run as the same user: not into its /proc
-            with stopped_with_us():  # a SIGTERM stops the MCP servers a command started, then the command
+            adopting = adopting_orphans() if arguments and arguments[0] in ADOPTING else contextlib.nullcontext()
+            with stopped_with_us(), adopting:  # a SIGTERM stops the MCP servers a command started, then the command
                 __getattr__("app")()
     except GroundstateError as error:
         print(f"error: {error}", file=sys.stderr)

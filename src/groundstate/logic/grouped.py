@@ -11,7 +11,8 @@ evaluation derives. While a supposition is open, every group's previous state is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Any
 
 from .aggregation import evaluate_term
@@ -35,6 +36,7 @@ class GroupedRows:
         self.rule = rule
         self.position = {name: i for i, name in enumerate(row_vars)}
         self._key_positions = tuple(self.position[v.name] for v in transform.group_by)
+        self._key = _key_of(self._key_positions)
         self._lets = transform.lets
         reducers = [let.expr.function for let in self._lets if let.expr.function in REDUCERS]
         self.carried = all(function in CARRIED for function in reducers)  # no group is ever recomputed
@@ -43,6 +45,13 @@ class GroupedRows:
         self.totals: dict[Row, list[Any]] = {}  # per group, each carried reducer's running value (count: unused)
         self.journal: Journal | None = None
         self._shape = self._head_shape()
+        # per let, read once here instead of per group: its function, its reducer (None: not a reducer) and the
+        # row columns of its arguments when they are all variables (None: evaluated per row)
+        self._plan = [(let.expr.function, REDUCERS[let.expr.function][1] if let.expr.function in REDUCERS else None,
+                       tuple(self.position[a.name] for a in let.expr.args)  # type: ignore[union-attr]
+                       if all(isinstance(a, Var) for a in let.expr.args) else None)
+                      for let in self._lets]  # fmt: skip
+        self._summed = any(function == "fn:sum" for function, _, _ in self._plan)
 
     def _head_shape(self) -> list[tuple[bool, int]] | None:
         """Where each head argument comes from when every let is a reducer and every head argument a variable:
@@ -72,14 +81,13 @@ class GroupedRows:
 
     def key(self, row: Row) -> Row:
         """The row's group: the values of the group_by variables."""
-        positions = self._key_positions
-        return (row[positions[0]],) if len(positions) == 1 else tuple(row[i] for i in positions)
+        return self._key(row)
 
     def rebuild(self, rows: Iterable[Row]) -> set[Row]:
         """From every row of the body (a full evaluation): the head facts."""
         self.groups, self.heads, self.totals = {}, {}, {}
         for row in rows:
-            key = self.key(row)
+            key = self._key(row)
             group = self.groups.get(key)
             if group is None:
                 self.groups[key] = {row}
@@ -108,21 +116,28 @@ class GroupedRows:
         """Take the removed rows out of their groups and put the added ones in: per group touched, the rows that
         came and went."""
         touched: dict[Row, tuple[list[Row], list[Row]]] = {}
+        groups, journal = self.groups, self.journal
         for row in removed:
-            key = self.key(row)
-            group = self.groups.get(key)
+            key = self._key(row)
+            group = groups.get(key)
             if group is not None and row in group:
-                self._remember(key)
+                if journal is not None:
+                    self._remember(key)
                 group.discard(row)
                 touched.setdefault(key, ([], []))[1].append(row)
         for row in added:
-            key = self.key(row)
-            group = self.groups.get(key)
-            if group is not None and row in group:
+            key = self._key(row)
+            group = groups.get(key)
+            if group is None:  # a new group (the decision path's every call): nothing to look up or copy
+                if journal is not None:
+                    journal.append((self, key, None, None, None))
+                groups[key] = {row}
+                touched[key] = ([row], [])
                 continue
-            self._remember(key)
-            if group is None:
-                group = self.groups[key] = set()
+            if row in group:
+                continue
+            if journal is not None:
+                self._remember(key)
             group.add(row)
             touched.setdefault(key, ([], []))[0].append(row)
         return touched
@@ -161,10 +176,13 @@ class GroupedRows:
 
     def _arguments(self, let_index: int, rows: list[Row]) -> list[Row]:
         """A reducer's argument tuple for each row (read straight from the row where they are variables)."""
+        columns = self._plan[let_index][2]
+        if columns is not None:
+            if len(columns) == 1:
+                column = columns[0]
+                return [(row[column],) for row in rows]
+            return [tuple([row[c] for c in columns]) for row in rows]
         args = self._lets[let_index].expr.args
-        if all(isinstance(a, Var) for a in args):
-            columns = [self.position[a.name] for a in args]  # type: ignore[union-attr]
-            return [tuple(row[c] for c in columns) for row in rows]
         names = self.position.items()
         return [tuple(evaluate_term(a, {n: row[j] for n, j in names}) for a in args) for row in rows]
 
@@ -176,8 +194,10 @@ class GroupedRows:
 
     def _totals(self, group: set[Row]) -> list[Any]:
         """Each carried reducer's value over the whole group (fn:sum's sum; count needs none)."""
-        return [reduce_sum(self._values(i, group)) if let.expr.function == "fn:sum" else None
-                for i, let in enumerate(self._lets)]  # fmt: skip
+        if not self._summed:
+            return [None] * len(self._plan)
+        return [reduce_sum(self._values(i, group)) if function == "fn:sum" else None
+                for i, (function, _, _) in enumerate(self._plan)]  # fmt: skip
 
     def _carry(self, totals: list[Any], came: list[Row], went: list[Row]) -> list[Any]:
         """The running values moved by the rows that came and went."""
@@ -191,15 +211,15 @@ class GroupedRows:
         """Each let's value for a group whose lets are all reducers."""
         values: list[Any] = []
         members: list[Row] | None = None
-        for i, let in enumerate(self._lets):
-            function = let.expr.function
+        for i, (function, reducer, _) in enumerate(self._plan):
             if function == "fn:count":
                 values.append(len(group))
             elif function == "fn:sum" and totals[i] is not None:
                 values.append(totals[i])
             else:
+                assert reducer is not None  # _shape is None unless every let is a reducer
                 members = members if members is not None else (list(group) if len(group) == 1 else sort_facts(group))
-                values.append(REDUCERS[function][1](self._arguments(i, members)))
+                values.append(reducer(self._arguments(i, members)))
         return values
 
     def _head(self, key: Row, group: set[Row], totals: list[Any]) -> Row:
@@ -223,3 +243,13 @@ class GroupedRows:
             else:
                 env[let.var.name] = evaluate_term(let.expr, env)
         return tuple(evaluate_term(a, env) for a in self.rule.head.args)
+
+
+def _key_of(positions: tuple[int, ...]) -> Callable[[Row], Row]:
+    """A function from a row to the tuple of its values at ``positions`` (its group), built once per rule."""
+    if not positions:
+        return lambda row: ()
+    if len(positions) == 1:
+        position = positions[0]
+        return lambda row: (row[position],)
+    return itemgetter(*positions)

@@ -36,7 +36,7 @@ import anyio
 from .. import safejson
 from ..errors import GroundstateError
 from .lines import READ_SIZE, LineTooLong, pipe_lines
-from .server_processes import descendants, identified, signal_if_same
+from .server_processes import descendants, identified, killed_with_parent, signal_if_same
 
 HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
 SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
@@ -257,7 +257,8 @@ async def stdio_session(
     program, *arguments = command
     process = await asyncio.create_subprocess_exec(
         program, *arguments, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog,
-        env=safe_environment(env), start_new_session=True, limit=READ_SIZE)  # fmt: skip
+        env=safe_environment(env), start_new_session=True, limit=READ_SIZE,
+        preexec_fn=killed_with_parent())  # fmt: skip
     session = StdioSession(process, name)
     try:
         yield session

@@ -16,11 +16,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a service manager's stop, a closed terminal: servers stopped first
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _adopting = False  # this process adopts its descendants' orphans (adopting_orphans): they are stopped with it
@@ -50,6 +51,25 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
+def killed_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a server's process: the kernel SIGKILLs it when the thread that started it ends (Linux
+    ``PR_SET_PDEATHSIG``), so a server outlives no process that started it — even one killed outright (SIGKILL, the
+    out-of-memory killer), which stops nothing on its way out. If that process ended before the child could ask, the
+    child leaves at once. None where the call does not exist (not Linux). Start servers from a thread that lives as
+    long as they do (an event loop's): the signal follows the thread, not the process."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_the_child() -> None:  # between fork and exec: no allocation-heavy Python, no locks
+        if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0 or os.getppid() != parent:
+            os._exit(127)
+
+    return in_the_child
+
+
 @contextlib.contextmanager
 def adopting_orphans() -> Iterator[bool]:
     """While the block runs, a process that a server started and then left — a daemon that forked twice, whose
@@ -60,6 +80,9 @@ def adopting_orphans() -> Iterator[bool]:
     the process table. Yields whether the call exists here. Only for a process whose every descendant is a server's
     (the MCP guard), in its main thread: nothing it starts may outlive it."""
     global _adopting
+    if _adopting:  # inside another such block (the command's, around the guard's own): that one stops them
+        yield True
+        return
     adopted = _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _adopting = adopted
     reaping = threading.Event()
