@@ -4,12 +4,18 @@ outright (SIGKILL: no handler runs) takes its servers with it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from ..guard.test_upstream_start import DAEMON, HUNG, alive, kill_left, pid_in, until, written_pid
 from ..guard.test_upstream_wire import RAW
@@ -69,4 +75,78 @@ def test_a_run_killed_outright_takes_its_servers_with_it(tmp_path: Path, model: 
         assert until(lambda: not alive(pid), 5), "the workflow's server outlived the run killed outright"
     finally:
         run.kill()
+        kill_left(pid_in(pid_file))
+
+
+def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_path: Path,
+                                                                          model: tuple[str, Script]) -> None:
+    """The same through ``groundstate runs resume``: the run paused (its model failed), the operator decided
+    retry, and the resuming command starts the server again — the daemon it leaves ends with that command."""
+    url, script = model
+    script.answers = {"writer_prober": [(401, b'{"error": {"message": "bad key"}}'),
+                                        envelope("probed [STATUS: SUCCESS]")]}  # fmt: skip
+    pid_file = tmp_path / "daemon.pid"
+    daemon = DAEMON.format(pid=str(pid_file))
+    servers = (f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+               f"env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n")  # fmt: skip
+    env = command_env(tmp_path, servers)
+    first = started(tmp_path, url, servers)
+    stdout, stderr = first.communicate(timeout=120)
+    assert "awaiting_approval" in stdout, stdout + stderr
+    run_id = stdout.strip().split()[1].rstrip(":")
+    kill_left(pid_in(pid_file))
+    pid_file.unlink(missing_ok=True)
+    pause = stdout.rsplit("--pause ", 1)[1].split()[0]
+    groundstate = [sys.executable, "-m", "groundstate", "runs"]
+    decided = subprocess.run([*groundstate, "decide", run_id, "retry", "--pause", pause], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    resumed = subprocess.Popen([*groundstate, "resume", run_id], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        pid = written_pid(pid_file)
+        stdout, stderr = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0 and "Traceback" not in stderr, stdout + stderr
+        assert until(lambda: not alive(pid), 5), "a daemon the resumed run's server left behind outlived the command"
+    finally:
+        resumed.kill()
+        kill_left(pid_in(pid_file))
+
+
+def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """And through ``groundstate serve``: a run started over the API starts the server; the daemon it leaves is
+    the console's, and ends when the console is told to stop."""
+    url, script = model
+    script.answers = {"writer_prober": [envelope("probed [STATUS: SUCCESS]")]}
+    pid_file = tmp_path / "daemon.pid"
+    daemon = DAEMON.format(pid=str(pid_file))
+    servers = (f'[models]\ndefault = "openai-chat:m@{url}"\n[mcp.servers.raw]\ncommand = ["{sys.executable}", '
+               f'"{RAW}"]\nenv = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n')  # fmt: skip
+    env = command_env(tmp_path, servers)
+    (tmp_path / "home").mkdir()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], cwd=tmp_path,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        token_file = tmp_path / "home" / "console.token"
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        until(lambda: token_file.exists(), 30)
+        for _ in range(300):
+            with contextlib.suppress(httpx.TransportError):
+                client.get("/login")
+                break
+            time.sleep(0.1)
+        client.headers["authorization"] = "Bearer " + token_file.read_text().strip()
+        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
+        assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
+        pid = written_pid(pid_file)
+        assert alive(pid)  # the console runs on: so does what its runs' servers left, until it ends
+        served.send_signal(signal.SIGTERM)
+        _, stderr = served.communicate(timeout=60)
+        assert "Traceback" not in stderr, stderr
+        assert until(lambda: not alive(pid), 5), "a daemon a served run's server left behind outlived the console"
+    finally:
+        served.kill()
         kill_left(pid_in(pid_file))
