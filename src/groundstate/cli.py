@@ -178,8 +178,14 @@ COMMANDS: dict[str, Lazy] = {
 
 LIGHT = ("logic", "wire", "sigil", "providers", "packets")  # click groups, run by main without typer
 # the commands that start MCP servers, themselves or in the runs they drive: what a server leaves behind (a daemon)
-# becomes theirs and is stopped when they end (``adopting_orphans``)
-ADOPTING = ("run", "runs", "serve", "mcp")
+# becomes theirs and is stopped when they end (``adopting_orphans``); no other command adopts anything
+ADOPTING = (("run",), ("serve",), ("runs", "resume"), ("mcp", "serve"))
+
+
+def adopts(arguments: list[str]) -> bool:
+    """Whether the command line names one of the ``ADOPTING`` commands."""
+    words = [argument for argument in arguments if not argument.startswith("-")][:2]
+    return any(tuple(words[: len(command)]) == command for command in ADOPTING)
 
 
 def build_app() -> Any:
@@ -247,7 +253,7 @@ def main() -> None:
             from .providers import adopting_orphans, stopped_with_us, unreadable_by_peers
 
             unreadable_by_peers()  # the servers and tools it starts run as the same user: not into its /proc
-            adopting = adopting_orphans() if arguments and arguments[0] in ADOPTING else contextlib.nullcontext()
+            adopting = adopting_orphans() if adopts(arguments) else contextlib.nullcontext()
             with stopped_with_us(), adopting:  # a SIGTERM stops the MCP servers a command started, then the command
                 __getattr__("app")()
     except GroundstateError as error:

@@ -10,7 +10,9 @@ a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brac
 brackets), ``flood`` (``count`` pings of its own, each id ``size`` characters long, then the answer, then reads
 nothing more for ``seconds``). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate
 when ``RAW_UPSTREAM_SURROGATE_TOOL`` is set). ``RAW_UPSTREAM_CHILD``: Python code it starts as a process of its own;
-with ``RAW_UPSTREAM_EXIT`` set, it exits at once after that (the child keeping its output open)."""
+with ``RAW_UPSTREAM_EXIT`` set, it exits at once after that (the child keeping its output open).
+``RAW_UPSTREAM_ON_EOF``: a directory where, once its input ends, it notes ``eof.PID``, then, 0.3 s later (a server
+cleaning up), ``clean.PID`` — what a server stopped as a client should (input closed first) gets to do."""
 
 from __future__ import annotations
 
@@ -119,3 +121,9 @@ for raw in sys.stdin:
         threading.Thread(target=call, args=(number, message["params"].get("arguments") or {}), daemon=True).start()
     elif method == "notifications/cancelled":
         cancelled.add(message["params"]["requestId"])
+
+if os.environ.get("RAW_UPSTREAM_ON_EOF"):  # its input ended: the client is done with it, and it cleans up
+    noted = os.path.join(os.environ["RAW_UPSTREAM_ON_EOF"], "{}." + str(os.getpid()))
+    open(noted.format("eof"), "w").close()
+    time.sleep(0.3)
+    open(noted.format("clean"), "w").close()

@@ -327,6 +327,27 @@ def test_a_daemon_that_forks_anew_when_stopped_does_not_outlive_the_guard(tmp_pa
     assert _daemons_left(tmp_path, PHOENIX, end) == []
 
 
+HYDRA = ("import os, signal, time\n" + _NOTE +  # told to stop, hands itself on to a new child every millisecond
+         "if os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
+         "def again(*_):\n    while True:\n        if os.fork(): os._exit(0)\n        note(); time.sleep(0.001)\n"
+         "signal.signal(signal.SIGTERM, again)\nnote()\nwhile True: time.sleep(1)\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("end", ["eof", "term"])
+def test_a_daemon_that_hands_itself_on_every_millisecond_does_not_outlive_the_guard(tmp_path: Path, end: str) -> None:
+    """Found by an attack: one look at the tree could fall between a link of such a chain exiting and the next
+    appearing, and the guard took the tree for empty; the chain ran on as init's. The guard now looks until several
+    looks in a row find nothing below it, alive or just exited."""
+    try:
+        assert _daemons_left(tmp_path, HYDRA, end) == []
+    finally:
+        for _ in range(50):  # the chain, if it escaped, is one process group: stopped whole, whatever link runs now
+            for pid in noted(tmp_path / "pids"):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)
+            time.sleep(0.01)
+
+
 @pytest.mark.parametrize("end", ["eof", "term"])
 def test_a_daemon_that_forks_all_along_leaves_no_child_behind(tmp_path: Path, end: str) -> None:
     assert _daemons_left(tmp_path, BREEDER, end) == []

@@ -150,3 +150,39 @@ def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Pat
     finally:
         served.kill()
         kill_left(pid_in(pid_file))
+
+
+def test_a_runs_servers_are_stopped_as_a_client_should_before_anything_harder(tmp_path: Path,
+                                                                                 model: tuple[str, Script]) -> None:
+    """Found by an attack: the run's command never closed its servers, and its last pass over what is below it sent
+    them SIGTERM while their input was still open — a server's own clean-up never ran. Now each gets the end of its
+    input and time to leave first."""
+    url, script = model
+    script.answers = {"writer_prober": [envelope("probed [STATUS: SUCCESS]")]}
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    servers = "".join(f'[mcp.servers.raw{i}]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+                      f"env = {{ RAW_UPSTREAM_ON_EOF = {json.dumps(str(notes))} }}\n" for i in ("", "2"))  # fmt: skip
+    run = started(tmp_path, url, servers)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 0 and "Traceback" not in stderr, stdout + stderr
+    cleaned = sorted(note.name.split(".")[0] for note in notes.iterdir())
+    assert cleaned == ["clean", "clean", "eof", "eof"], cleaned
+
+
+def test_commands_that_start_no_server_stop_nothing_they_did_not_start(tmp_path: Path) -> None:
+    """Found by an attack: every ``runs`` command (``runs list`` too) stopped, when it ended, the processes that
+    were already there — ``sidecar & exec groundstate …`` lost its sidecar. Only the commands that start servers
+    adopt what is left below them, and none stops a process it inherited."""
+    pid_file = tmp_path / "sidecar.pid"
+    env = command_env(tmp_path, "")
+    for command in (["runs", "list"], ["run", "missing.yaml"], ["runs", "resume", "run-none"]):
+        sidecar = f"sleep 300 >/dev/null 2>&1 & echo $! > {pid_file}"
+        line = f"{sidecar}; exec {sys.executable} -m groundstate {' '.join(command)}"
+        done = subprocess.run(["sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        pid = written_pid(pid_file)
+        try:
+            assert "Traceback" not in done.stderr, done.stderr
+            assert alive(pid), f"groundstate {' '.join(command)} stopped a process it did not start"
+        finally:
+            kill_left([pid])

@@ -78,7 +78,11 @@ def serve(
     driving = _executor(runtime, executor)
     server, _ = _server(runtime, host, port, driving)
     say(console, f"console: http://{host}:{port}/  (API docs: /api/docs); runs are driven {_where(driving)}")
-    server.run()
+    try:
+        server.run()
+    finally:
+        driving.close()
+        runtime.close()  # notifications still being delivered; the runs' MCP servers stopped as a client should
 
 
 def demo(

@@ -25,6 +25,9 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 _adopting = False  # this process adopts its descendants' orphans (adopting_orphans): they are stopped with it
+# the children this process already had when it began to watch over its own (pid -> start time): a process the user
+# started before exec-ing into groundstate (``sidecar & exec groundstate serve``) is theirs, never stopped with ours
+_inherited: dict[int, int] | None = None
 GRACE_SEC = 0.5  # a server's time to leave on SIGTERM before it is killed: the client that sent ours waits ~2 s
 # an HTTP server's (the gateway, the console, the guard's HTTP transport), once stopped: the time its open requests
 # get to finish before they are closed — a client that never finishes its request, or a stream that never ends,
@@ -83,6 +86,7 @@ def adopting_orphans() -> Iterator[bool]:
     if _adopting:  # inside another such block (the command's, around the guard's own): that one stops them
         yield True
         return
+    note_inherited()
     adopted = _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _adopting = adopted
     reaping = threading.Event()
@@ -118,29 +122,63 @@ def _signals_deferred() -> Iterator[None]:
             os.kill(os.getpid(), signum)
 
 
+def note_inherited() -> None:
+    """Remember, once per process, the children it has before it starts any (see ``_inherited``)."""
+    global _inherited
+    if _inherited is None:
+        _inherited = identified(_children())
+
+
+def _children() -> list[int]:
+    """This process's children now: from ``/proc/self/task/*/children`` (one small read per thread), else from the
+    process table."""
+    try:
+        return [int(pid) for task in Path("/proc/self/task").iterdir()
+                for pid in (task / "children").read_text().split()]  # fmt: skip
+    except OSError:
+        return [pid for pid, (parent, _) in _processes().items() if parent == os.getpid()]
+
+
+def ours(processes: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    """The pids below this process but for the trees of the children it inherited (``_inherited``, each while it is
+    still the process seen then)."""
+    table = _processes() if processes is None else processes
+    spared = [pid for pid, started in (_inherited or {}).items() if pid in table and start_time(pid) == started]
+    return descendants(os.getpid(), table, spared)
+
+
 def stop_descendants(grace: float = GRACE_SEC) -> None:
-    """SIGTERM every process below this one, give them ``grace`` seconds, then SIGKILL what is below it — again
-    until nothing is: a process that forks while it is being stopped (on SIGTERM, or all along) leaves children that
-    no single look at the tree holds, and this process, their subreaper, is where they land. A pid is signalled only
-    while it is still the process that was seen (its start time), never one the system gave to another since."""
-    seen = _still_running(descendants(os.getpid()))
+    """SIGTERM every process below this one (``ours``), give them ``grace`` seconds, then SIGKILL what is below it —
+    again until several looks in a row find nothing, not even one that just exited: a process that forks while it is
+    being stopped (on SIGTERM, or all along) leaves children that no single look at the tree holds, and this
+    process, their subreaper, is where they land. A pid is signalled only while it is still the process that was
+    seen (its start time), never one the system gave to another since."""
+    seen = _still_running(ours())
     for pid, started in seen.items():
         signal_if_same(pid, started, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while seen and time.monotonic() < deadline:
         time.sleep(0.02)
         seen = {pid: started for pid, started in _still_running(list(seen)).items() if seen[pid] == started}
+    quiet, first_seen = 0, dict[int, float]()
     for _ in range(KILL_ROUNDS):
-        below = _still_running(descendants(os.getpid()))
+        below = _still_running(ours())
         for pid, started in below.items():
             signal_if_same(pid, started, signal.SIGKILL)
-        _reap(_zombie_children())
-        if not below:
+        zombies, now = _zombie_children(), time.monotonic()
+        # reaped once it has stayed a zombie a while: a child someone waits for (asyncio's watcher, ``subprocess``)
+        # is reaped by them at once, and taking it from them makes them report a status they never saw
+        _reap(pid for pid in zombies if now - first_seen.setdefault(pid, now) >= LINGERING_ZOMBIE_SEC)
+        quiet = 0 if below or zombies else quiet + 1
+        if quiet >= QUIET_LOOKS:
             return
         time.sleep(0.01)
 
 
 KILL_ROUNDS = 200  # looks at the tree while stopping it: a killed process forks no more, so a few rounds empty it
+QUIET_LOOKS = 3  # looks in a row that find nothing below, alive or just exited, before the tree is taken for empty:
+# one look can fall between a daemon's exit and its new child's first appearance in /proc
+LINGERING_ZOMBIE_SEC = 0.05
 ZOMBIE_SCAN_SEC = 2.0  # an adopted process that exited is reaped once seen a zombie in two scans this far apart
 _EXITED = ("Z", "X")  # /proc's states of a process that has exited: a zombie, or dead
 
@@ -219,17 +257,20 @@ def _processes() -> dict[int, tuple[int, int]]:
     return found
 
 
-def descendants(root: int, processes: dict[int, tuple[int, int]] | None = None) -> list[int]:
-    """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to."""
+def descendants(root: int, processes: dict[int, tuple[int, int]] | None = None,
+                spared: Iterable[int] = ()) -> list[int]:  # fmt: skip
+    """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to — but
+    for the processes ``spared`` and what is below them."""
     table = _processes() if processes is None else processes
     below: dict[int, list[int]] = {}
     for pid, (parent, _) in table.items():
         below.setdefault(parent, []).append(pid)
-    found, pending = [], list(below.get(root, []))
+    left_out = set(spared)
+    found, pending = [], [pid for pid in below.get(root, []) if pid not in left_out]
     while pending:
         pid = pending.pop()
         found.append(pid)
-        pending.extend(below.get(pid, []))
+        pending.extend(child for child in below.get(pid, []) if child not in left_out)
     return found
 
 
@@ -238,7 +279,8 @@ def group_leading_children(parent: int | None = None) -> list[int]:
     server the SDK started in a session of its own, and any of their descendants that left for a session of its own
     (``setsid``: a server's child that its group's signal would miss)."""
     table = _processes()
-    return [pid for pid in descendants(os.getpid() if parent is None else parent, table) if table[pid][1] == pid]
+    below = ours(table) if parent is None else descendants(parent, table)
+    return [pid for pid in below if table[pid][1] == pid]
 
 
 def stop_groups(leaders: list[int], grace: float = GRACE_SEC) -> None:
@@ -275,6 +317,7 @@ def stopped_with_us() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    note_inherited()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         signal.signal(signum, signal.SIG_IGN)  # a second SIGTERM while the servers stop waits for them (run

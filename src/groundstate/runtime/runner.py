@@ -89,9 +89,14 @@ class Runtime:
             self.notifier.resume()  # what a stopped process left unsent
 
     def close(self, timeout: float = 30.0) -> None:
-        """Before the process exits: wait (up to ``timeout`` seconds) for notifications still being delivered."""
+        """Before the process exits: wait (up to ``timeout`` seconds) for notifications still being delivered, and
+        stop the MCP servers the runs used as a client should (their input closed, time to leave, then signals),
+        before anything stops them harder."""
         if self.notifier is not None:
             self.notifier.flush(timeout)
+        if self._mcp is not None:
+            self._mcp.close()
+            self._mcp = None
 
     # -- the resolved options, read-only ----------------------------------------------------------------
     @property
