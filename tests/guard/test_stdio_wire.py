@@ -4,6 +4,8 @@ the session goes on after them."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,3 +48,14 @@ def test_long_messages_both_ways_then_short_ones(tmp_path: Path) -> None:
     assert replies[1::2] == ["short", "again"]
     for reply in replies[::2]:
         assert reply.startswith("x" * 65_536) and 65_536 < len(reply) < 66_000 and "y" not in reply
+
+
+def test_a_guard_whose_input_or_output_is_the_null_device_ends_at_once(tmp_path: Path) -> None:
+    """Found by an attack: ``groundstate mcp serve </dev/null`` printed a traceback and then waited forever — the
+    null device is a character device, which the guard took for a pipe its loop could watch, and epoll refuses it.
+    Now it reads the end of its input at once and exits 0, whichever of its standard streams is the null device."""
+    env = {**os.environ, **project(tmp_path)}
+    for stdin, stdout in ((subprocess.DEVNULL, subprocess.PIPE), (subprocess.DEVNULL, subprocess.DEVNULL)):
+        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, env=env,
+                              stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=30)  # fmt: skip
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

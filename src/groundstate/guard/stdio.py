@@ -26,6 +26,7 @@ import io
 import json
 import os
 import re
+import select
 import stat
 import sys
 import threading
@@ -187,9 +188,21 @@ class FileWire:
 
 
 def _pipe_like(fd: int) -> bool:
-    """Whether the event loop can watch ``fd``: a pipe, a socket or a character device (a terminal)."""
+    """Whether the event loop can watch ``fd``: a pipe, a socket or a character device (a terminal) that the
+    system's poller accepts — ``/dev/null`` is a character device epoll refuses, and a refusal would come later, in
+    the loop's own callback, leaving the guard waiting for input that never comes."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    poller = getattr(select, "epoll", None)
+    if poller is None:
+        return True
+    with poller() as probe:
+        try:
+            probe.register(fd, select.EPOLLIN)
+        except OSError:
+            return False
+    return True
 
 
 @contextlib.asynccontextmanager
