@@ -204,22 +204,12 @@ class Kernel:
             callback()
         return self.last_stats
 
-    @contextmanager
-    def supposing(self, facts: Iterable[tuple[str, Iterable[Any]]]) -> Iterator[Kernel]:
+    def supposing(self, facts: Iterable[tuple[str, Iterable[Any]]]) -> Supposing:
         """The kernel as if ``facts`` (predicate, row) held, for one question — a tools/call's permission, a reply's
         refusal — and exactly as before once the ``with`` block ends. This is the decision path: no transaction, no
         OODA turn, one incremental evaluation from the supposed facts and its changes undone after (see
         ``Engine.supposing``). Bounded like a transaction by ``max_facts_in_kernel``."""
-        rows: dict[str, list[Row]] = {}
-        for predicate, row in facts:
-            rows.setdefault(predicate, []).append(tuple(row))
-        self._check_room(sum(map(len, rows.values())), "the supposed facts")
-        if self._externals_changed:
-            self.last_stats = self.engine.evaluate(full=True)
-            self._externals_changed = False
-        with self.engine.supposing(rows) as stats:
-            self.last_stats = stats
-            yield self
+        return Supposing(self, facts)
 
     def _check_room(self, adds: int, what: str) -> None:
         """KernelLimitError, naming ``what``, if ``adds`` more asserted facts would exceed ``max_facts_in_kernel``."""
@@ -328,3 +318,28 @@ class Frame:
                 tx.retract(predicate, row)
             self.added = []
             self.kernel.apply(tx)
+
+
+class Supposing:
+    """``Kernel.supposing``'s block (a class, not a generator: the decision path enters one per call)."""
+
+    __slots__ = ("_facts", "_inner", "_kernel")
+
+    def __init__(self, kernel: Kernel, facts: Iterable[tuple[str, Iterable[Any]]]) -> None:
+        self._kernel, self._facts = kernel, facts
+
+    def __enter__(self) -> Kernel:
+        kernel = self._kernel
+        rows: dict[str, list[Row]] = {}
+        for predicate, row in self._facts:
+            rows.setdefault(predicate, []).append(tuple(row))
+        kernel._check_room(sum(map(len, rows.values())), "the supposed facts")
+        if kernel._externals_changed:
+            kernel.last_stats = kernel.engine.evaluate(full=True)
+            kernel._externals_changed = False
+        self._inner = kernel.engine.supposing(rows)
+        kernel.last_stats = self._inner.__enter__()
+        return kernel
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.__exit__(*exc)
