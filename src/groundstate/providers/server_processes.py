@@ -80,8 +80,9 @@ def adopting_orphans() -> Iterator[bool]:
     reach of every server's stopping; when the block ends (or a SIGTERM ends this process: ``stopped_with_us``)
     every process still below this one is stopped (``stop_descendants``). Meanwhile those that exit are reaped once
     they have been zombies for a scan (``ZOMBIE_SCAN_SEC``), so a server that leaves short-lived daemons cannot fill
-    the process table. Yields whether the call exists here. Only for a process whose every descendant is a server's
-    (the MCP guard), in its main thread: nothing it starts may outlive it."""
+    the process table. Yields whether the call exists here. Only for a command whose own descendants are all its
+    servers' (the MCP guard, the commands that drive runs: ``cli.ADOPTING``), in its main thread: nothing it starts
+    may outlive it; what it inherited (``_inherited``) is left alone."""
     global _adopting
     if _adopting:  # inside another such block (the command's, around the guard's own): that one stops them
         yield True
