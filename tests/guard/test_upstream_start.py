@@ -428,16 +428,22 @@ def test_a_server_that_exits_at_once_leaving_a_daemon_on_its_output_is_named_so_
         kill_left(pid_in(pid_file))
 
 
+def ends_with_a_kill(process: subprocess.Popen[Any], pid_file: Path) -> bool:
+    """Whether the process that wrote ``pid_file`` ends within 5 s of ``process`` being killed outright (SIGKILL:
+    no handler of it runs). Whatever is left is killed afterwards."""
+    try:
+        pid = written_pid(pid_file)
+        process.kill()
+        process.wait(timeout=10)
+        return until(lambda: not alive(pid), 5)
+    finally:
+        process.kill()
+        kill_left(pid_in(pid_file))
+
+
 def test_a_server_does_not_outlive_a_guard_killed_outright(tmp_path: Path) -> None:
     """A guard killed outright (SIGKILL, the out-of-memory killer) runs no handler: its server, in a session of its
     own and waiting for nothing on its input, ran on as init's. The kernel now kills it with the guard."""
     pid_file = tmp_path / "server.pid"
     guard = served(tmp_path, server("hung", HUNG.format(pid=str(pid_file))))
-    try:
-        pid = written_pid(pid_file)
-        guard.kill()
-        guard.wait(timeout=10)
-        assert until(lambda: not alive(pid), 5), "the server outlived the guard killed outright"
-    finally:
-        guard.kill()
-        kill_left(pid_in(pid_file))
+    assert ends_with_a_kill(guard, pid_file), "the server outlived the guard killed outright"

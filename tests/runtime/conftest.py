@@ -7,13 +7,16 @@ script. The server streams them as Chat Completions SSE, split into small chunks
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from groundstate.runtime import EventStore, Runtime, make_backend
@@ -109,3 +112,18 @@ def runtime(tmp_path: Path, model: tuple[str, Script]) -> Runtime:
     url, _ = model
     store = EventStore(f"sqlite:///{tmp_path / 'gs.db'}")
     return Runtime(store, tmp_path, backend=make_backend(f"openai-chat:scripted@{url}"))
+
+
+def console_client(port: int, home: Path) -> httpx.Client:
+    """A client of the console ``groundstate serve`` is starting on ``port`` with its state in ``home``: once the
+    console answers, with the admin token it wrote as bearer."""
+    token_file = home / "console.token"
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+    for _ in range(300):
+        if token_file.exists():
+            with contextlib.suppress(httpx.TransportError):
+                client.get("/login")
+                break
+        time.sleep(0.1)
+    client.headers["authorization"] = "Bearer " + token_file.read_text().strip()
+    return client

@@ -4,7 +4,6 @@ files (guards and patterns, added to the shipped ones and pinned), limits; and t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -15,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from groundstate.config import ConfigFileError, load_config
@@ -24,7 +22,7 @@ from groundstate.logic import LogicError
 from groundstate.runtime import HELD_FOR_OPERATOR, EventStore, Runtime, WorkflowError, make_backend
 from tests.trusted import trusted
 
-from .conftest import Script, envelope, sse
+from .conftest import Script, console_client, envelope, sse
 
 FLOW = "name: cfg\nagents:\n  - id: writer_a\n    instructions: Write it.\n    tools: [write_file]\n"
 
@@ -278,15 +276,7 @@ def test_serve_starts_runs_on_the_configured_default_model(tmp_path: Path, model
     server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port), "--config", "g.toml"],
                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        token_file = tmp_path / "home" / "console.token"
-        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
-        for _ in range(300):
-            if token_file.exists():
-                with contextlib.suppress(httpx.TransportError):
-                    client.get("/login")
-                    break
-            time.sleep(0.1)
-        client.headers["authorization"] = "Bearer " + token_file.read_text().strip()
+        client = console_client(port, tmp_path / "home")
         run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
         for _ in range(300):
             run = client.get(f"/api/runs/{run_id}").json()

@@ -4,22 +4,28 @@ outright (SIGKILL: no handler runs) takes its servers with it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from ..guard.test_upstream_start import DAEMON, HUNG, alive, kill_left, pid_in, until, written_pid
+from ..guard.test_upstream_start import (
+    DAEMON,
+    HUNG,
+    alive,
+    ends_with_a_kill,
+    kill_left,
+    pid_in,
+    raw_with_child,
+    until,
+    written_pid,
+)
 from ..guard.test_upstream_wire import RAW
-from .conftest import Script, envelope
+from ..providers.conftest import free_port
+from .conftest import Script, console_client, envelope
 
 FLOW = """
 name: probing
@@ -44,13 +50,16 @@ def started(tmp_path: Path, url: str, servers: str) -> subprocess.Popen[Any]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
+def leaving_a_daemon(pid_file: Path) -> str:
+    """The configuration of the hand-written server, which starts a daemon that writes its pid to ``pid_file``."""
+    return raw_with_child(DAEMON.format(pid=str(pid_file)))
+
+
 def test_a_daemon_a_workflows_server_left_behind_ends_with_the_run(tmp_path: Path, model: tuple[str, Script]) -> None:
     url, script = model
     script.answers = {"writer_prober": [envelope("probed [STATUS: SUCCESS]")]}
     pid_file = tmp_path / "daemon.pid"
-    daemon = DAEMON.format(pid=str(pid_file))
-    servers = (f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-               f"env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n")  # fmt: skip
+    servers = leaving_a_daemon(pid_file)
     run = started(tmp_path, url, servers)
     try:
         pid = written_pid(pid_file)
@@ -68,14 +77,8 @@ def test_a_run_killed_outright_takes_its_servers_with_it(tmp_path: Path, model: 
     pid_file = tmp_path / "server.pid"
     code = HUNG.format(pid=str(pid_file))
     run = started(tmp_path, url, f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "-c", {json.dumps(code)}]\n')
-    try:
-        pid = written_pid(pid_file)  # the run waits for the server to answer; it never will
-        run.kill()
-        run.wait(timeout=10)
-        assert until(lambda: not alive(pid), 5), "the workflow's server outlived the run killed outright"
-    finally:
-        run.kill()
-        kill_left(pid_in(pid_file))
+    # the run waits for the server to answer; it never will
+    assert ends_with_a_kill(run, pid_file), "the workflow's server outlived the run killed outright"
 
 
 def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_path: Path,
@@ -86,9 +89,7 @@ def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_pa
     script.answers = {"writer_prober": [(401, b'{"error": {"message": "bad key"}}'),
                                         envelope("probed [STATUS: SUCCESS]")]}  # fmt: skip
     pid_file = tmp_path / "daemon.pid"
-    daemon = DAEMON.format(pid=str(pid_file))
-    servers = (f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
-               f"env = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n")  # fmt: skip
+    servers = leaving_a_daemon(pid_file)
     env = command_env(tmp_path, servers)
     first = started(tmp_path, url, servers)
     stdout, stderr = first.communicate(timeout=120)
@@ -119,26 +120,13 @@ def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Pat
     url, script = model
     script.answers = {"writer_prober": [envelope("probed [STATUS: SUCCESS]")]}
     pid_file = tmp_path / "daemon.pid"
-    daemon = DAEMON.format(pid=str(pid_file))
-    servers = (f'[models]\ndefault = "openai-chat:m@{url}"\n[mcp.servers.raw]\ncommand = ["{sys.executable}", '
-               f'"{RAW}"]\nenv = {{ RAW_UPSTREAM_CHILD = {json.dumps(daemon)} }}\n')  # fmt: skip
-    env = command_env(tmp_path, servers)
+    env = command_env(tmp_path, f'[models]\ndefault = "openai-chat:m@{url}"\n' + leaving_a_daemon(pid_file))
     (tmp_path / "home").mkdir()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     served = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], cwd=tmp_path,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        token_file = tmp_path / "home" / "console.token"
-        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
-        until(lambda: token_file.exists(), 30)
-        for _ in range(300):
-            with contextlib.suppress(httpx.TransportError):
-                client.get("/login")
-                break
-            time.sleep(0.1)
-        client.headers["authorization"] = "Bearer " + token_file.read_text().strip()
+        client = console_client(port, tmp_path / "home")
         run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
         assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
         pid = written_pid(pid_file)

@@ -35,8 +35,7 @@ class GroupedRows:
         assert transform is not None and transform.group_by is not None
         self.rule = rule
         self.position = {name: i for i, name in enumerate(row_vars)}
-        self._key_positions = tuple(self.position[v.name] for v in transform.group_by)
-        self._key = _key_of(self._key_positions)
+        self._key = _key_of(tuple(self.position[v.name] for v in transform.group_by))
         self._lets = transform.lets
         reducers = [let.expr.function for let in self._lets if let.expr.function in REDUCERS]
         self.carried = all(function in CARRIED for function in reducers)  # no group is ever recomputed
@@ -121,8 +120,7 @@ class GroupedRows:
             key = self._key(row)
             group = groups.get(key)
             if group is not None and row in group:
-                if journal is not None:
-                    self._remember(key)
+                self._remember(key)
                 group.discard(row)
                 touched.setdefault(key, ([], []))[1].append(row)
         for row in added:
@@ -136,8 +134,7 @@ class GroupedRows:
                 continue
             if row in group:
                 continue
-            if journal is not None:
-                self._remember(key)
+            self._remember(key)
             group.add(row)
             touched.setdefault(key, ([], []))[0].append(row)
         return touched
