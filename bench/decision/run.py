@@ -40,7 +40,7 @@ import cedarpy
 from regopy import Interpreter
 
 from groundstate.guard.policy import McpPolicy
-from groundstate.kernel import explain
+from groundstate.kernel import why_row
 
 HERE = Path(__file__).parent
 USERS = ["alice", "bob", "carol", "dave", "mallory"]
@@ -103,9 +103,8 @@ def derivation_only(policy: McpPolicy) -> Callable[[dict[str, Any]], tuple[str, 
                  *(("mcp_argument", (name, key, value)) for key, value in call["arguments"].items())]  # fmt: skip
         with kernel.supposing(facts):
             [(_, decision, reasons)] = kernel.match("mcp_verdict", name)
-            first = str(reasons[0]).replace("\\", "\\\\").replace('"', '\\"')
             started = time.perf_counter()
-            text = explain(kernel, f'mcp_decision("{name}", {decision}, "{first}")')
+            text = why_row(kernel, "mcp_decision", name, decision, reasons[0]).render()  # values, never a pattern
             tree.seconds.append(time.perf_counter() - started)  # type: ignore[attr-defined]
         assert "derived by the rule" in text, text
         return str(decision).lstrip("/"), [str(r) for r in reasons]
