@@ -30,8 +30,24 @@ def test_both_recursive_formulations_read_edge_through_an_index() -> None:
 def test_filters_run_as_soon_as_their_inputs_are_bound() -> None:
     program = analyzed("a(1). b(1, 2). c(2).\np(X, Y) :- a(X), b(X, Y), c(Y), !c(X), X < Y.")
     order, bound = order_body(program.rules[0], None, program.predicates)
-    assert order == [0, 3, 1, 4, 2]  # a, !c(X), b, X < Y, c
+    assert order == [0, 3, 1, 2, 4]  # a, !c(X), b, then the checks in body order: c(Y), X < Y
     assert bound == {"X", "Y"}
+
+
+def test_a_membership_test_runs_before_a_value_is_computed() -> None:
+    """A stored atom whose arguments are all bound, a negation and a comparison reject rows before the rule words a
+    reason for them: the MCP guard's rules build one per candidate row, and most rows fail a membership test."""
+    program = analyzed(
+        'call("c", "s", "t"). destructive("s", "t"). unattended("x").\n'
+        'held(C, R) :- call(C, S, T), R = fn:string:concat(S, "/", T), destructive(S, T), !unattended(C).'
+    )
+    order, _ = order_body(program.rules[0], Seed(SEED_POSITIVE, 0), program.predicates)
+    assert order == [2, 3, 1]  # destructive(S, T), !unattended(C), then the reason
+    plan = compile_rule(program.rules[0], Seed(SEED_POSITIVE, 0), program.predicates)
+    facts = {"destructive": {("s", "t")}, "unattended": {("x",)}}
+    args = [[("c", "s", "t"), ("d", "s", "u"), ("x", "s", "t")] if s.kind == SEED else facts[s.predicate]
+            for s in plan.sources]  # fmt: skip
+    assert plan.function(*args) == {("c", "s/t")}
 
 
 def test_most_bound_atom_goes_first_after_a_seed() -> None:
@@ -43,12 +59,12 @@ def test_most_bound_atom_goes_first_after_a_seed() -> None:
 def test_ground_atom_is_a_membership_test_and_negation_uses_an_index_for_wildcards() -> None:
     program = analyzed("e(1, 2). f(1).\np(X) :- f(X), e(X, 2), !e(X, _).")
     plan = compile_rule(program.rules[0], None, program.predicates)
-    # the constant makes e(X, 2) the best start (an index lookup on column 1); the negation, now ready, filters
-    # next through an index on its one bound column; f(X) is last, a membership test
+    # the constant makes e(X, 2) the best start (an index lookup on column 1); then the two checks, in body order:
+    # f(X), a membership test, and the negation, through an index on its one bound column
     assert [(s.kind, s.predicate, s.columns) for s in plan.sources] == [
         (INDEX, "e", (1,)),
-        (INDEX, "e", (0,)),
         (FACTS, "f", ()),
+        (INDEX, "e", (0,)),
     ]
 
 

@@ -13,7 +13,11 @@ from groundstate.logic import Engine, FactError, Float, List, Name, Program
 from groundstate.logic.type_bounds import fits_any, matches
 
 TYPES = ["/any", "/number", "/float64", "/string", "/bytes", "/name", "/colour", "/colour/warm",
-         "fn:List(/number)", "fn:Union(/string, /colour)", "fn:Pair(/name, /number)"]  # fmt: skip
+         "fn:List(/number)", "fn:Union(/string, /colour)", "fn:Pair(/name, /number)",
+         # unions are compiled inline, alternative by alternative: of basic types (what the MCP guard declares for an
+         # argument's value), with /any among them, with a constructor, and inside each other
+         "fn:Union(/string, /number, /float64, /name)", "fn:Union(/number, /any)",
+         "fn:Union(fn:List(/number), /colour/warm)", "fn:Union(/bytes, fn:Union(/colour, /float64))"]  # fmt: skip
 
 values = st.one_of(
     st.integers(-5, 5),

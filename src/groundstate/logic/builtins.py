@@ -50,6 +50,12 @@ def bounded(fn: str, value: Any) -> Any:
         return value
     if not isinstance(value, List | Pair | Map | Struct):
         return value
+    if type(value) is List and len(value) <= MAX_VALUE_ITEMS:  # a flat list (a verdict's reasons): one level, no walk
+        for child in value:
+            if isinstance(child, tuple | Map | Struct):
+                break
+        else:
+            return value
     items = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -281,6 +287,14 @@ def fn_float64_to_string(f: Any) -> str:
 
 
 def fn_string_concat(*args: Any) -> str:
+    for a in args:
+        if type(a) is not str:
+            break
+    else:  # strings alone (a reason worded from a call's names): measured and joined without a look at each type
+        if sum(map(len, args)) > MAX_STRING_CHARS:
+            raise ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
+                                  "(a limit of the engine)")  # fmt: skip
+        return "".join(args)
     if sum(len(a) for a in args if type(a) is str) > MAX_STRING_CHARS:  # refused before the join allocates
         raise ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
                               "(a limit of the engine)")  # fmt: skip

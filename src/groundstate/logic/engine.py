@@ -235,11 +235,26 @@ class Engine(Incremental):
             snapshot = rebuilt.get(grouped.rule.index)
             if snapshot is None or position < snapshot[4]:  # a change to the maps a rebuild threw away: gone with them
                 grouped.restore(key, rows, head, running)
+        self._changes_undone(changes)
+
+    def _changes_undone(self, changes: Changes) -> None:
+        """Every relation as it was before ``changes``: what came removed, what went put back."""
+        relations = self.relations
         for predicate, (inserted, deleted) in changes.items():
-            relation = self.relations[predicate]
-            relation.remove(inserted)
+            relation = relations[predicate]
             if deleted:
+                relation.remove(inserted)
                 relation.add(deleted)
+                continue
+            # facts that came and nothing that went (a supposed call's every change): Relation.remove inline
+            relation.facts -= inserted
+            for key_of, table in relation.indexes.values():
+                for fact in inserted:
+                    key = key_of(fact)
+                    bucket = table[key]
+                    del bucket[fact]
+                    if not bucket:
+                        del table[key]
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
         """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending

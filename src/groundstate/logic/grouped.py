@@ -111,6 +111,34 @@ class GroupedRows:
                     inserted.add(new)
         return inserted, deleted
 
+    def gained(self, added: Iterable[Row]) -> tuple[set[Row], set[Row]]:
+        """``change(added, ())``: rows that began to hold, none that ceased. A row of a group that did not exist (every
+        row of a supposed call's verdict: the call is new) opens it with its head at once, without the bookkeeping
+        of moving rows between groups that exist."""
+        groups, key_of = self.groups, self._key
+        fresh: dict[Row, list[Row]] = {}
+        rest: list[Row] = []
+        for row in added:
+            key = key_of(row)
+            if key in groups:
+                rest.append(row)
+                continue
+            members = fresh.get(key)
+            if members is None:
+                fresh[key] = [row]
+            elif row not in members:
+                members.append(row)
+        inserted, deleted = self.change(rest, ()) if rest else (set(), set())
+        journal = self.journal
+        for key, members in fresh.items():
+            if journal is not None:
+                journal.append((self, key, None, None, None))
+            group = groups[key] = set(members)
+            totals = self.totals[key] = self._totals(group)
+            head = self.heads[key] = self._head(key, group, totals)
+            inserted.add(head)
+        return inserted, deleted
+
     def _move_rows(self, added: Iterable[Row], removed: Iterable[Row]) -> dict[Row, tuple[list[Row], list[Row]]]:
         """Take the removed rows out of their groups and put the added ones in: per group touched, the rows that
         came and went."""

@@ -51,7 +51,7 @@ class KeptGroups(EngineCore):
         grouped = self._grouped[rule.index]
         grouped.journal = self._journal
         try:
-            inserted, deleted = self._grouped_call(grouped.change, rows, rule, ())
+            inserted, deleted = self._grouped_call(grouped.gained, rows, rule)
         finally:
             grouped.journal = None
         return inserted, deleted

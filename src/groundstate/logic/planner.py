@@ -1,7 +1,12 @@
 """Join order for one rule body: which literal runs when, given what a seed has already bound.
 
-Filters (negations, comparisons, built-ins) run as soon as their inputs are bound; among stored
-atoms, the one with the most bound arguments goes next, so it is read through an index.
+Checks that bind nothing run first, as soon as their inputs are bound: negations, comparisons, built-ins whose
+arguments are all bound, and a stored atom whose every argument is bound (a membership test). A literal that computes
+a value (``R = fn:string:concat(...)``) comes after them, so a row the checks reject never builds one: the MCP
+guard's policy words a reason for every candidate row, and most rows are rejected by a membership test. Among the
+stored atoms that bind something, the one with the most bound arguments goes next, so it is read through an index.
+The order never changes what a rule derives (its body is a conjunction), only how much is computed for rows that
+fail.
 """
 
 from __future__ import annotations
@@ -94,6 +99,11 @@ def order_body(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInf
                 remaining.remove(seed.literal)
     order: list[int] = []
     while remaining:
+        checks = [i for i in remaining if _binds_nothing(body[i], bound, predicates)]
+        if checks:
+            order += checks
+            remaining = [i for i in remaining if i not in checks]
+            continue
         ready = [i for i in remaining if not _is_stored(body[i], predicates) and _ready(body[i], bound, predicates)]
         if ready:
             for i in ready:
@@ -109,6 +119,14 @@ def order_body(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInf
         remaining.remove(best)
         bound |= literal_binds(body[best])
     return order, bound
+
+
+def _binds_nothing(lit: Literal, bound: set[str], predicates: dict[str, PredicateInfo]) -> bool:
+    """Whether ``lit`` can run now and only checks: it binds no variable that is not bound already."""
+    if _is_stored(lit, predicates):
+        assert isinstance(lit, Atom)
+        return all(_ground(a, bound) or (isinstance(a, Var) and a.name == "_") for a in lit.args)
+    return _ready(lit, bound, predicates) and literal_binds(lit) <= bound
 
 
 def _is_stored(lit: Literal, predicates: dict[str, PredicateInfo]) -> bool:

@@ -26,13 +26,14 @@ predicates, plans, relations and rules are passed into the function's namespace 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .analysis import Rule, Stratum
 from .ast import Atom, Const, Negation, Var
 from .codegen import CALL, INDEX, SEED, CompiledRule
 from .planner import order_body
-from .storage import Fact
+from .storage import Fact, file_facts
 
 if TYPE_CHECKING:
     from .core import Changes
@@ -65,8 +66,10 @@ class _StepWriter:
             "GROUPS": engine._rows_added,
             "FAILED": engine.book.plan_failed,
             "CAUGHT": engine.book.caught,
+            "FILE": file_facts,
         }
         self.names: dict[int, str] = {}  # id(object) -> its name in the namespace
+        self.values: dict[tuple[str, Any], str] = {}  # (prefix, value) -> the name of the value's one copy
         self.lines: list[str] = []
         self.counter = 0
 
@@ -78,6 +81,14 @@ class _StepWriter:
             self.names[key] = f"{prefix}{self.counter}"
             self.namespace[self.names[key]] = value
         return self.names[key]
+
+    def value(self, prefix: str, value: Any, make: Callable[[Any], Any] | None = None) -> str:
+        """The namespace name of an equal ``value`` (one per distinct value: equal checks are written alike, so
+        ``stratum`` writes each once), holding ``make(value)`` when given."""
+        key = (prefix, value)
+        if key not in self.values:
+            self.values[key] = self.name(prefix, make(value) if make is not None else value)
+        return self.values[key]
 
     def emit(self, depth: int, line: str) -> None:
         self.lines.append("    " * depth + line)
@@ -97,7 +108,7 @@ class _StepWriter:
         if len(due) > MAX_STRATA:
             return None
         self.emit(0, "def step(BI, C, S):")
-        self.emit(1, "pass")
+        self.emit(1, "LIMIT = E.created_fact_limit")  # read once: nothing in a step changes it
         for number in sorted(due):
             self.stratum(number, inserted, reached)
         source = "\n".join(self.lines) + "\n"
@@ -141,7 +152,7 @@ class _StepWriter:
         for rule, literal, seeded, is_negation, _ in engine.book.of(stratum).seeds:
             if is_negation and seeded in lowers:
                 losing.append(self.blocks(rule, literal, lowers[seeded], grouped))
-        self.emit(2, f"if {' or '.join(losing)}:")
+        self.emit(2, f"if {' or '.join(dict.fromkeys(losing))}:")  # each distinct check once
         self.emit(3, generic)
         self.emit(2, "else:")
         self.emit(3, "S.strata_updated += 1")
@@ -152,15 +163,17 @@ class _StepWriter:
 
     def blocks(self, rule: Rule, literal: int, local: str, grouped: bool) -> str:
         """Whether the facts ``local`` gained, under the rule's ``!`` at ``literal``, may take a stored head away
-        (inline ``Engine._blocks_stored``; for a kept aggregate, as ``Engine._update_groups`` judges it: any)."""
+        (inline ``Engine._blocks_stored``; for a kept aggregate, as ``Engine._update_groups`` judges it: any). The
+        gained facts' keys are read in C (``map`` of an ``itemgetter``) and met with the head's index in one
+        ``isdisjoint``: the MCP guard's decisions ask this for six negations per call."""
         engine = self.engine
         shared = () if grouped else engine.book.shared(rule, literal)
         if not shared:
             return f"({local} is not None and {local}[0])"
         relation = engine.relations[rule.head.predicate]
-        index = f"{self.name('R', relation)}.index({self.name('c', tuple(column for _, column in shared))})"
-        key = f"f[{shared[0][0]}]" if len(shared) == 1 else "(" + ", ".join(f"f[{p}]" for p, _ in shared) + ")"
-        return f"({local} is not None and any({key} in {index} for f in {local}[0]))"
+        index = f"{self.name('R', relation)}.index({self.value('c', tuple(column for _, column in shared))})"
+        key = self.value("G", tuple(position for position, _ in shared), lambda positions: itemgetter(*positions))
+        return f"({local} is not None and not {index}.keys().isdisjoint(map({key}, {local}[0])))"
 
     def rules(self, stratum: Stratum, lowers: dict[str, str]) -> None:
         """A stratum that neither recurses nor aggregates: each rule seeded from what its atoms gained."""
@@ -209,9 +222,12 @@ class _StepWriter:
     def insert(self, depth: int, predicate: str, facts: str) -> None:
         """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
         on created facts as it is when the step runs."""
-        self.emit(depth, f"{self.name('R', self.engine.relations[predicate])}.add({facts})")
+        relation = self.name("R", self.engine.relations[predicate])
+        self.emit(depth, f"{relation}.facts |= {facts}")  # Relation.add inline: the facts, then every index it has
+        self.emit(depth, f"for key, table in {relation}.indexes.values():")
+        self.emit(depth + 1, f"FILE(table, key, {facts})")
         self.emit(depth, f"E._created += len({facts})")
-        self.emit(depth, "if E.created_fact_limit is not None and E._created > E.created_fact_limit:")
+        self.emit(depth, "if LIMIT is not None and E._created > LIMIT:")
         self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
 
     def skippable(self, plan: CompiledRule) -> set[str]:

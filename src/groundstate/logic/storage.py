@@ -32,7 +32,7 @@ class Relation:
         if entry is None:
             key = itemgetter(*columns)
             table: dict[Any, dict[Fact, None]] = {}
-            _file(table, key, self.facts)
+            file_facts(table, key, self.facts)
             entry = (key, table)
             self.indexes[columns] = entry
         return entry[1]
@@ -43,7 +43,7 @@ class Relation:
             return
         self.facts |= new
         for key, table in self.indexes.values():
-            _file(table, key, new)
+            file_facts(table, key, new)
 
     def remove(self, old: Iterable[Fact]) -> None:
         """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence)."""
@@ -65,8 +65,9 @@ class Relation:
             self.indexes[columns] = (self.indexes[columns][0], {})
 
 
-def _file(table: dict[Any, dict[Fact, None]], key: Callable[[Fact], Any], facts: Iterable[Fact]) -> None:
-    """Put each fact in the bucket of its key."""
+def file_facts(table: dict[Any, dict[Fact, None]], key: Callable[[Fact], Any], facts: Iterable[Fact]) -> None:
+    """Put each fact in the bucket of its key (of one index: ``Relation.add`` files new facts in each; the compiled
+    step does it inline)."""
     for fact in facts:
         k = key(fact)
         bucket = table.get(k)

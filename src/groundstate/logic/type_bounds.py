@@ -79,6 +79,26 @@ def matches(term: Term, value: Any) -> bool:
     return False
 
 
+def _test(term: Term, value: str, namespace: dict[str, Any]) -> str:
+    """``matches(term, value)`` as an expression: a basic type, a name's prefix and a union of those inline (the MCP
+    guard's every argument is checked against ``fn:Union(/string, /number, /float64, /name)``), anything else a call
+    of ``matches``."""
+    if isinstance(term, Const) and term.value.text == "/any":
+        return "True"
+    if isinstance(term, Const) and term.value.text in _BASIC:
+        kind = f"t{len(namespace)}"
+        namespace[kind] = _BASIC[term.value.text]
+        return f"type({value}) is {kind}"
+    if isinstance(term, Const):
+        return f"(type({value}) is Name and {value}.text.startswith({term.value.text + '/'!r}))"
+    if isinstance(term, Apply) and term.function == "fn:Union":
+        alternatives = [_test(arg, value, namespace) for arg in term.args]
+        return "True" if "True" in alternatives else "(" + " or ".join(alternatives) + ")"
+    test = f"m{len(namespace)}"
+    namespace[test] = partial(matches, term)
+    return f"{test}({value})"
+
+
 def describe(bounds: tuple[tuple[Term, ...], ...]) -> str:
     return " or ".join("[" + ", ".join(str(t) for t in block) + "]" for block in bounds)
 
@@ -90,20 +110,7 @@ def fits_any(bounds: tuple[tuple[Term, ...], ...]) -> Callable[[tuple[Any, ...]]
     namespace: dict[str, Any] = {"Name": Name}
     blocks = []
     for block in bounds:
-        tests = []
-        for column, term in enumerate(block):
-            value = f"f[{column}]"
-            if isinstance(term, Const) and term.value.text == "/any":
-                continue
-            if isinstance(term, Const) and term.value.text in _BASIC:
-                kind = f"t{len(namespace)}"
-                namespace[kind] = _BASIC[term.value.text]
-                tests.append(f"type({value}) is {kind}")
-            elif isinstance(term, Const):
-                tests.append(f"(type({value}) is Name and {value}.text.startswith({term.value.text + '/'!r}))")
-            else:
-                test = f"m{len(namespace)}"
-                namespace[test] = partial(matches, term)
-                tests.append(f"{test}({value})")
+        tests = [_test(term, f"f[{column}]", namespace) for column, term in enumerate(block)]
+        tests = [test for test in tests if test != "True"]
         blocks.append("(" + (" and ".join(tests) or "True") + ")")
     return eval("lambda f: " + (" or ".join(blocks) or "True"), namespace)  # type: ignore[no-any-return]

@@ -91,6 +91,9 @@ class Float(float):
         return f"Float({float.__repr__(self)})"
 
 
+_LIST_SALT = hash("fn:List")  # a list hashes apart from the tuple of its items (which it never equals)
+
+
 class List(tuple[Any, ...]):
     """A Mangle list; a tuple that only equals other lists."""
 
@@ -102,8 +105,8 @@ class List(tuple[Any, ...]):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __hash__(self) -> int:
-        return hash(("list", tuple(self)))
+    def __hash__(self) -> int:  # the items' tuple's hash, salted: no copy (a verdict's reasons are hashed per decision)
+        return tuple.__hash__(self) ^ _LIST_SALT
 
     def __repr__(self) -> str:
         return f"List({list(self)!r})"
