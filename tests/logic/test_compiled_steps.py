@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, EvaluationError, Program
+from groundstate.logic import Engine, EvaluationError, List, Program
 
 from .test_properties import SETTINGS, GeneratedProgram, edges, nodes, operations, programs, run_engine
 
@@ -293,3 +293,33 @@ def test_the_error_a_compiled_step_reports_is_the_generic_loops() -> None:
             messages.append(str(caught.value))
     assert "fn:div" in messages[0]
     assert len(set(messages)) == 1
+
+
+@pytest.mark.parametrize("supposed", [
+    [(9, 1, "a")],  # a new group of one row: its head built at once
+    [(9, 1, "a"), (9, 2, "b")],  # a new group of two rows: collected in order
+    [(1, 5, "z")],  # a row joining a group that exists
+    [(8, "fn:list", "x")],  # a collected value that is itself a list
+])  # fmt: skip
+def test_a_supposition_opening_a_group_collects_what_evaluating_from_scratch_collects(supposed: list[Any]) -> None:
+    """Kept aggregates whose lets collect one variable each (the guard's verdict) build the head of a group that a
+    supposition opens with one row directly: it must be the head a whole evaluation builds — one-item lists, in the
+    head's order, a nested value included."""
+    rules = ("Decl r(X, Y, Z).\n"
+             "both(X, Ys, Zs) :- r(X, Y, Z) |> do fn:group_by(X), let Zs = fn:collect(Z), let Ys = fn:collect(Y).\n"
+             "ys(X, Ys) :- r(X, Y, _) |> do fn:group_by(X), let Ys = fn:collect(Y).\n")  # fmt: skip
+    rows = [(1, 3, "c"), (2, 4, "d")]
+    made = [(x, List((7,)) if y == "fn:list" else y, z) for x, y, z in supposed]
+    held = []
+    for after in (0, None):
+        engine = Engine(Program.parse(rules))
+        engine.steps_after = after
+        engine.assert_facts("r", rows)
+        engine.evaluate()
+        for _ in range(2):  # the second time through the compiled step
+            with engine.supposing({"r": made}):
+                held.append(engine.all_facts())
+    scratch = Engine(Program.parse(rules))
+    scratch.assert_facts("r", rows + made)
+    scratch.evaluate()
+    assert all(facts == scratch.all_facts() for facts in held)

@@ -19,7 +19,7 @@ from .aggregation import evaluate_term
 from .analysis import Rule
 from .ast import Var
 from .builtins import REDUCERS, reduce_sum
-from .values import sort_facts
+from .values import List, Map, Struct, sort_facts
 
 Row = tuple[Any, ...]
 Journal = list[tuple["GroupedRows", Row, "set[Row] | None", "Row | None", "list[Any] | None"]]
@@ -51,6 +51,10 @@ class GroupedRows:
                        if all(isinstance(a, Var) for a in let.expr.args) else None)
                       for let in self._lets]  # fmt: skip
         self._summed = any(function == "fn:sum" for function, _, _ in self._plan)
+        # every let collects one variable (a verdict's reasons): the row column each collects, for a group of one row
+        self._collected = tuple(columns[0] for _, _, columns in self._plan) if self._shape is not None and all(
+            function == "fn:collect" and columns is not None and len(columns) == 1
+            for function, _, columns in self._plan) else None  # fmt: skip
 
     def _head_shape(self) -> list[tuple[bool, int]] | None:
         """Where each head argument comes from when every let is a reducer and every head argument a variable:
@@ -135,9 +139,25 @@ class GroupedRows:
                 journal.append((self, key, None, None, None))
             group = groups[key] = set(members)
             totals = self.totals[key] = self._totals(group)
-            head = self.heads[key] = self._head(key, group, totals)
+            head = self.heads[key] = self._lone_head(key, members[0]) if len(members) == 1 else None
+            if head is None:
+                head = self.heads[key] = self._head(key, group, totals)
             inserted.add(head)
         return inserted, deleted
+
+    def _lone_head(self, key: Row, row: Row) -> Row | None:
+        """The head of a group of one row whose lets all collect one variable: each a one-item list, as
+        ``fn:collect`` builds it (None: not that shape, or a collected value is itself nested, so its bounds are
+        checked the long way)."""
+        if self._collected is None or self._shape is None:
+            return None
+        values = []
+        for column in self._collected:
+            value = row[column]
+            if isinstance(value, tuple | Map | Struct):
+                return None
+            values.append(List((value,)))
+        return tuple([key[i] if from_key else values[i] for from_key, i in self._shape])
 
     def _move_rows(self, added: Iterable[Row], removed: Iterable[Row]) -> dict[Row, tuple[list[Row], list[Row]]]:
         """Take the removed rows out of their groups and put the added ones in: per group touched, the rows that
