@@ -308,8 +308,8 @@ def test_a_supposition_opening_a_group_collects_what_evaluating_from_scratch_col
     rules = ("Decl r(X, Y, Z).\n"
              "both(X, Ys, Zs) :- r(X, Y, Z) |> do fn:group_by(X), let Zs = fn:collect(Z), let Ys = fn:collect(Y).\n"
              "ys(X, Ys) :- r(X, Y, _) |> do fn:group_by(X), let Ys = fn:collect(Y).\n")  # fmt: skip
-    rows = [(1, 3, "c"), (2, 4, "d")]
-    made = [(x, List((7,)) if y == "fn:list" else y, z) for x, y, z in supposed]
+    rows: list[tuple[Any, ...]] = [(1, 3, "c"), (2, 4, "d")]
+    made: list[tuple[Any, ...]] = [(x, List((7,)) if y == "fn:list" else y, z) for x, y, z in supposed]
     held = []
     for after in (0, None):
         engine = Engine(Program.parse(rules))

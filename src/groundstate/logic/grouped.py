@@ -52,9 +52,9 @@ class GroupedRows:
                       for let in self._lets]  # fmt: skip
         self._summed = any(function == "fn:sum" for function, _, _ in self._plan)
         # every let collects one variable (a verdict's reasons): the row column each collects, for a group of one row
-        self._collected = tuple(columns[0] for _, _, columns in self._plan) if self._shape is not None and all(
-            function == "fn:collect" and columns is not None and len(columns) == 1
-            for function, _, columns in self._plan) else None  # fmt: skip
+        collected = [columns[0] for function, _, columns in self._plan
+                     if function == "fn:collect" and columns is not None and len(columns) == 1]  # fmt: skip
+        self._collected = tuple(collected) if self._shape is not None and len(collected) == len(self._plan) else None
 
     def _head_shape(self) -> list[tuple[bool, int]] | None:
         """Where each head argument comes from when every let is a reducer and every head argument a variable:
@@ -139,9 +139,10 @@ class GroupedRows:
                 journal.append((self, key, None, None, None))
             group = groups[key] = set(members)
             totals = self.totals[key] = self._totals(group)
-            head = self.heads[key] = self._lone_head(key, members[0]) if len(members) == 1 else None
+            head = self._lone_head(key, members[0]) if len(members) == 1 else None
             if head is None:
-                head = self.heads[key] = self._head(key, group, totals)
+                head = self._head(key, group, totals)
+            self.heads[key] = head
             inserted.add(head)
         return inserted, deleted
 
