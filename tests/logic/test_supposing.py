@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, Program
+from groundstate.logic import Engine, FactError, Program
 
 from .test_properties import SETTINGS, GeneratedProgram, edges, evaluated, nodes, programs, run_engine
 
@@ -183,3 +183,39 @@ def test_an_external_that_fails_while_its_rows_are_read_is_an_evaluation_error()
         engine.assert_facts("e", [(1,)])
         with pytest.raises(EvaluationError, match="external predicate x"):
             engine.evaluate()
+
+
+steps = st.lists(st.tuples(st.sampled_from(["assert", "retract", "suppose", "fail"]), edges, nodes), max_size=6)
+
+
+@SETTINGS
+@given(edges, nodes, steps)
+def test_the_count_of_asserted_facts_is_what_the_base_holds(
+    e: set[tuple[int, int]], f: set[int], operations: list[tuple[str, set[tuple[int, int]], set[int]]]
+) -> None:
+    """The engine keeps how many asserted facts it holds as they come and go (a kernel bounds that number before every
+    decision): it is always the number the base holds — after assertions and retractions of facts held or not, inside
+    and after a supposition, and after a supposition that failed half-way."""
+    engine = evaluated("Decl e(X, Y).\nDecl f(X).\nboth(X) :- e(X, _), f(X).\n", e, f)
+
+    def counted() -> None:
+        assert engine.base_count == sum(map(len, engine.base.values()))
+
+    counted()
+    for operation, more_e, more_f in operations:
+        rows = {"e": more_e, "f": [(x,) for x in more_f]}
+        if operation == "assert":
+            engine.assert_facts("e", more_e)
+            engine.assert_facts("f", rows["f"])
+        elif operation == "retract":
+            engine.retract_facts("e", more_e)
+            engine.retract_facts("f", rows["f"])
+        elif operation == "suppose":
+            with engine.supposing(rows):
+                counted()
+        else:
+            with pytest.raises(FactError), engine.supposing({**rows, "f": [("not", "one value")]}):
+                pass
+        counted()
+        engine.evaluate()
+        counted()

@@ -52,6 +52,7 @@ class EngineCore:
     predicates: dict[str, PredicateInfo]
     relations: dict[str, Relation]
     base: dict[str, set[Fact]]
+    base_count: int
     book: PlanBook
     stats: Stats
     created_fact_limit: int | None

@@ -61,6 +61,9 @@ class Engine(Incremental):
         self.base: dict[str, set[Fact]] = {name: set() for name in self.relations}
         for pred, facts in self.analyzed.facts.items():
             self.base[pred].update(fact for fact, _ in facts)
+        # how many asserted facts there are, kept as they come and go: a kernel bounds it before every supposition
+        # (the decision path's every call), and summing ~140 sets cost a microsecond of a 40 µs decision
+        self.base_count = sum(map(len, self.base.values()))
         self._toggled: dict[str, set[Fact]] = {}
         self.book = PlanBook(self.analyzed, self.relations, watched=time_limit is not None)
         heads = [rule.head.predicate for rule in self.analyzed.rules]
@@ -107,6 +110,7 @@ class Engine(Incremental):
                 base.add(fact)
                 toggled ^= {fact}
                 added += 1
+        self.base_count += added
         return added
 
     def retract_facts(self, predicate: str, rows: Iterable[Iterable[Any]]) -> int:
@@ -119,6 +123,7 @@ class Engine(Incremental):
                 base.discard(fact)
                 toggled ^= {fact}
                 removed += 1
+        self.base_count -= removed
         return removed
 
     @property
@@ -219,6 +224,7 @@ class Engine(Incremental):
         rebuilt, self._rebuilt = self._rebuilt, outer_rebuilt
         for predicate, fresh in added.items():
             self.base[predicate] -= fresh
+            self.base_count -= len(fresh)
             toggled = self._toggled.get(predicate)
             if toggled:  # facts asserted inside the block stay toggled, for the next evaluation
                 toggled -= fresh
@@ -290,6 +296,13 @@ class Engine(Incremental):
         relation = self.relations.get(predicate)
         if relation is None:
             raise FactError(f"could not find predicate {predicate}")
+        if len(bound) == 1:  # one column (a decision's verdict by its call): no sorting, no key tuple
+            [(column, value)] = bound.items()
+            if type(column) is not int or not 0 <= column < relation.arity:
+                raise FactError(f"{predicate} has {relation.arity} arguments: no column {[column]}")
+            if self.pending:
+                self.evaluate()
+            return list(relation.index((column,)).get(value, ()))
         if any(not 0 <= column < relation.arity for column in bound):
             raise FactError(f"{predicate} has {relation.arity} arguments: no column {sorted(bound)}")
         if self.pending:
@@ -429,6 +442,7 @@ class Supposition:
                 if fresh:
                     base |= fresh
                     added[predicate] = fresh
+                    engine.base_count += len(fresh)
             engine._evaluate_supposed(added, changes)
         except BaseException:  # an evaluation that failed half-way: what it derived so far is undone too
             engine._undo_supposed(added, changes, self._outer, self._outer_rebuilt)
