@@ -79,6 +79,7 @@ class Engine(Incremental):
         self._created = 0
         self.stats = Stats()
         self._fits: dict[str, Callable[[Fact], bool] | None] = {}  # per predicate, see _bounds_test
+        self._shapes: dict[str, tuple[int, Callable[[Fact], bool] | None]] = {}  # per predicate: arity, bound test
         self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
                          if info.fundeps and name in self.relations}  # fmt: skip
         self._steps, self._sightings, self._not_compiled = OrderedDict(), OrderedDict(), set()
@@ -349,9 +350,12 @@ class Engine(Incremental):
         return relation.arity
 
     def _convert(self, predicate: str, rows: Iterable[Iterable[Any]], check_bounds: bool = True) -> list[Fact]:
-        arity = self._arity(predicate)
-        info = self.predicates[predicate]
-        fits = self._bounds_test(info) if check_bounds and self.check_bounds else None
+        shape = self._shapes.get(predicate)
+        if shape is None:  # the predicate's arity and bound test, looked up once (a decision converts two or three)
+            shape = self._shapes[predicate] = (self._arity(predicate), self._bounds_test(self.predicates[predicate]))
+        arity, fits = shape
+        if not (check_bounds and self.check_bounds):
+            fits = None
         out = []
         for row in rows:
             try:
@@ -361,6 +365,7 @@ class Engine(Incremental):
             if len(fact) != arity:
                 raise FactError(f"{predicate} has {arity} arguments, got {len(fact)}: {fact!r}")
             if fits is not None and not fits(fact):
+                info = self.predicates[predicate]
                 raise FactError(bounds_problem(info, fact) or f"{predicate}{fact!r} does not match its bounds")
             out.append(fact)
         return out
