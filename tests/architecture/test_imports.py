@@ -193,6 +193,8 @@ INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
     ("tests/logic/test_plans.py", "groundstate.logic.codegen"): "unit test of compiled join plans",
     ("tests/logic/test_plans.py", "groundstate.logic.planner"): "unit test of the body order and seeds a plan joins by",
     ("tests/logic/test_plans.py", "groundstate.logic.storage"): "runs compiled plans on a bare Relation",
+    ("tests/logic/test_relation_upkeep.py", "groundstate.logic.storage"):
+        "unit test of a bare Relation's compiled upkeep (_relations.c) against filing from scratch",
     ("tests/logic/test_type_bounds.py", "groundstate.logic.type_bounds"):
         "unit test of matching values against declared bounds",
     ("tests/logic/test_values.py", "groundstate.logic.values"):

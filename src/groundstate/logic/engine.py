@@ -28,7 +28,7 @@ from .incremental import Incremental
 from .parser import parse_atom
 from .plans import ExternalError, PlanBook
 from .program import Program
-from .storage import Fact, Relation
+from .storage import Fact, Relation, add_facts, remove_facts
 from .type_bounds import fits_any
 from .values import sort_facts, to_value
 
@@ -249,19 +249,9 @@ class Engine(Incremental):
         relations = self.relations
         for predicate, (inserted, deleted) in changes.items():
             relation = relations[predicate]
+            remove_facts(relation, inserted)
             if deleted:
-                relation.remove(inserted)
-                relation.add(deleted)
-                continue
-            # facts that came and nothing that went (a supposed call's every change): Relation.remove inline
-            relation.facts -= inserted
-            for key_of, table in relation.indexes.values():
-                for fact in inserted:
-                    key = key_of(fact)
-                    bucket = table[key]
-                    del bucket[fact]
-                    if not bucket:
-                        del table[key]
+                add_facts(relation, deleted)
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
         """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending

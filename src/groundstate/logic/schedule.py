@@ -33,7 +33,7 @@ from .analysis import Rule, Stratum
 from .ast import Atom, Const, Negation, Var
 from .codegen import CALL, INDEX, SEED, CompiledRule
 from .planner import order_body
-from .storage import Fact, file_facts
+from .storage import Fact, add_facts
 
 if TYPE_CHECKING:
     from .core import Changes
@@ -66,7 +66,7 @@ class _StepWriter:
             "GROUPS": engine._rows_added,
             "FAILED": engine.book.plan_failed,
             "CAUGHT": engine.book.caught,
-            "FILE": file_facts,
+            "ADD": add_facts,
         }
         self.names: dict[int, str] = {}  # id(object) -> its name in the namespace
         self.values: dict[tuple[str, Any], str] = {}  # (prefix, value) -> the name of the value's one copy
@@ -231,9 +231,7 @@ class _StepWriter:
         """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
         on created facts as it is when the step runs."""
         relation = self.name("R", self.engine.relations[predicate])
-        self.emit(depth, f"{relation}.facts |= {facts}")  # Relation.add inline: the facts, then every index it has
-        self.emit(depth, f"for key, table in {relation}.indexes.values():")
-        self.emit(depth + 1, f"FILE(table, key, {facts})")
+        self.emit(depth, f"ADD({relation}, {facts})")  # Relation.add without the method call
         self.emit(depth, f"E._created += len({facts})")
         self.emit(depth, "if LIMIT is not None and E._created > LIMIT:")
         self.emit(depth + 1, f"OVER({self.name('k', predicate)})")

@@ -10,7 +10,11 @@ from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 
+from . import _relations
+
 Fact = tuple[Any, ...]
+add_facts = _relations.add  # (relation, new facts): Relation.add, for callers that skip the method call
+remove_facts = _relations.remove  # (relation, a set of stored facts): Relation.remove, likewise
 
 
 class Relation:
@@ -38,26 +42,12 @@ class Relation:
         return entry[1]
 
     def add(self, new: set[Fact]) -> None:
-        """Add facts known not to be stored yet."""
-        if not new:
-            return
-        self.facts |= new
-        for key, table in self.indexes.values():
-            file_facts(table, key, new)
+        """Add facts known not to be stored yet (into the fact set and every index: ``_relations.c``)."""
+        _relations.add(self, new)
 
     def remove(self, old: Iterable[Fact]) -> None:
         """Remove facts known to be stored; empty index buckets are dropped (negation tests key presence)."""
-        old = old if isinstance(old, set) else set(old)
-        if not old:
-            return
-        self.facts -= old
-        for key, table in self.indexes.values():
-            for fact in old:
-                k = key(fact)
-                bucket = table[k]
-                del bucket[fact]
-                if not bucket:
-                    del table[k]
+        _relations.remove(self, old if isinstance(old, set | frozenset) else set(old))
 
     def clear(self) -> None:
         self.facts = set()
@@ -66,12 +56,5 @@ class Relation:
 
 
 def file_facts(table: dict[Any, dict[Fact, None]], key: Callable[[Fact], Any], facts: Iterable[Fact]) -> None:
-    """Put each fact in the bucket of its key (of one index: ``Relation.add`` files new facts in each; the compiled
-    step does it inline)."""
-    for fact in facts:
-        k = key(fact)
-        bucket = table.get(k)
-        if bucket is None:
-            table[k] = {fact: None}
-        else:
-            bucket[fact] = None
+    """Put each fact in the bucket of its key, in one index (``_relations.c``)."""
+    _relations.file(table, key, facts)

@@ -1,0 +1,184 @@
+/* A stored relation's upkeep, compiled: new facts put into the fact set and every hash index, old ones taken out.
+ *
+ * ``storage.Relation`` holds ``facts`` (a set of tuples) and ``indexes`` (columns -> (key function, table)), a table
+ * mapping a key to a bucket (a dict used as an insertion-ordered set of facts). Every evaluation files what it derives
+ * and a supposition (the MCP guard's decision) takes it all out again: ten relations of one or two facts each per
+ * decision, where a Python loop spent more time getting going than doing the work. These functions do exactly what
+ * ``Relation.add`` and ``Relation.remove`` did in Python (the engine's property tests compare whole evaluations with
+ * a reference that does not use them); they decide nothing.
+ *
+ * add(relation, new)     new (a set of facts not stored yet) into relation.facts and every index
+ * remove(relation, old)  old (a set of stored facts) out of relation.facts and every index; an emptied bucket goes
+ *                        (a negation tests a key's presence)
+ * file(table, key, facts)  each fact into the bucket of key(fact), in one index table
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *facts_name, *indexes_name;
+
+static int file_into(PyObject *table, PyObject *key, PyObject *facts) {
+    PyObject *iterator = PyObject_GetIter(facts);
+    if (iterator == NULL) return -1;
+    PyObject *fact;
+    while ((fact = PyIter_Next(iterator)) != NULL) {
+        PyObject *k = PyObject_CallOneArg(key, fact);
+        if (k == NULL) goto failed;
+        PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
+        if (bucket == NULL) {
+            if (PyErr_Occurred()) { Py_DECREF(k); goto failed; }
+            PyObject *fresh = PyDict_New();
+            if (fresh == NULL || PyDict_SetItem(fresh, fact, Py_None) < 0 || PyDict_SetItem(table, k, fresh) < 0) {
+                Py_XDECREF(fresh);
+                Py_DECREF(k);
+                goto failed;
+            }
+            Py_DECREF(fresh);
+        } else if (PyDict_SetItem(bucket, fact, Py_None) < 0) {
+            Py_DECREF(k);
+            goto failed;
+        }
+        Py_DECREF(k);
+        Py_DECREF(fact);
+    }
+    Py_DECREF(iterator);
+    return PyErr_Occurred() ? -1 : 0;
+failed:
+    Py_DECREF(fact);
+    Py_DECREF(iterator);
+    return -1;
+}
+
+static int unfile_from(PyObject *table, PyObject *key, PyObject *facts) {
+    PyObject *iterator = PyObject_GetIter(facts);
+    if (iterator == NULL) return -1;
+    PyObject *fact;
+    while ((fact = PyIter_Next(iterator)) != NULL) {
+        PyObject *k = PyObject_CallOneArg(key, fact);
+        if (k == NULL) goto failed;
+        PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
+        if (bucket == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, k);
+            Py_DECREF(k);
+            goto failed;
+        }
+        if (PyDict_DelItem(bucket, fact) < 0 || (PyDict_GET_SIZE(bucket) == 0 && PyDict_DelItem(table, k) < 0)) {
+            Py_DECREF(k);
+            goto failed;
+        }
+        Py_DECREF(k);
+        Py_DECREF(fact);
+    }
+    Py_DECREF(iterator);
+    return PyErr_Occurred() ? -1 : 0;
+failed:
+    Py_DECREF(fact);
+    Py_DECREF(iterator);
+    return -1;
+}
+
+/* Each (key, table) of relation.indexes, given to ``each``. */
+static int every_index(PyObject *relation, PyObject *facts, int (*each)(PyObject *, PyObject *, PyObject *)) {
+    PyObject *indexes = PyObject_GetAttr(relation, indexes_name);
+    if (indexes == NULL) return -1;
+    if (!PyDict_Check(indexes)) {
+        PyErr_SetString(PyExc_TypeError, "a relation's indexes must be a dict");
+        Py_DECREF(indexes);
+        return -1;
+    }
+    Py_ssize_t position = 0;
+    PyObject *columns, *entry;
+    while (PyDict_Next(indexes, &position, &columns, &entry)) {
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2 || !PyDict_Check(PyTuple_GET_ITEM(entry, 1))) {
+            PyErr_SetString(PyExc_TypeError, "an index must be a (key function, dict) pair");
+            Py_DECREF(indexes);
+            return -1;
+        }
+        Py_INCREF(entry); /* the loop body runs Python (the key function): keep the pair alive */
+        int failed = each(PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 0), facts);
+        Py_DECREF(entry);
+        if (failed) {
+            Py_DECREF(indexes);
+            return -1;
+        }
+    }
+    Py_DECREF(indexes);
+    return 0;
+}
+
+static PyObject *fact_set(PyObject *relation) {
+    PyObject *set = PyObject_GetAttr(relation, facts_name);
+    if (set != NULL && !PySet_Check(set)) {
+        PyErr_SetString(PyExc_TypeError, "a relation's facts must be a set");
+        Py_CLEAR(set);
+    }
+    return set;
+}
+
+static PyObject *add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add(relation, new) takes two arguments");
+        return NULL;
+    }
+    PyObject *relation = args[0], *new = args[1];
+    if (!PyAnySet_Check(new)) {
+        PyErr_SetString(PyExc_TypeError, "add takes a set of facts");
+        return NULL;
+    }
+    if (PySet_GET_SIZE(new) == 0) Py_RETURN_NONE;
+    PyObject *set = fact_set(relation);
+    if (set == NULL) return NULL;
+    PyObject *grown = PyNumber_InPlaceOr(set, new);
+    Py_DECREF(set);
+    if (grown == NULL) return NULL;
+    Py_DECREF(grown);
+    if (every_index(relation, new, file_into) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *remove_(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "remove(relation, old) takes two arguments");
+        return NULL;
+    }
+    PyObject *relation = args[0], *old = args[1];
+    if (!PyAnySet_Check(old)) {
+        PyErr_SetString(PyExc_TypeError, "remove takes a set of facts");
+        return NULL;
+    }
+    if (PySet_GET_SIZE(old) == 0) Py_RETURN_NONE;
+    PyObject *set = fact_set(relation);
+    if (set == NULL) return NULL;
+    PyObject *left = PyNumber_InPlaceSubtract(set, old);
+    Py_DECREF(set);
+    if (left == NULL) return NULL;
+    Py_DECREF(left);
+    if (every_index(relation, old, unfile_from) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *file(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "file(table, key, facts) takes a dict, a key function and facts");
+        return NULL;
+    }
+    if (file_into(args[0], args[1], args[2]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"add", (PyCFunction)(void (*)(void))add, METH_FASTCALL, "Put new facts into a relation and its indexes."},
+    {"remove", (PyCFunction)(void (*)(void))remove_, METH_FASTCALL, "Take stored facts out of a relation."},
+    {"file", (PyCFunction)(void (*)(void))file, METH_FASTCALL, "Put facts into one index table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "groundstate.logic._relations",
+                                    "A stored relation's upkeep, compiled.", -1, methods};
+
+PyMODINIT_FUNC PyInit__relations(void) {
+    facts_name = PyUnicode_InternFromString("facts");
+    indexes_name = PyUnicode_InternFromString("indexes");
+    if (facts_name == NULL || indexes_name == NULL) return NULL;
+    return PyModule_Create(&module);
+}
