@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.logic.storage import Relation, add_facts, file_facts, remove_facts
+from groundstate.logic.storage import Relation, add_facts, file_facts, remove_facts, undo_changes
 
 facts = st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from(["a", "b"]))
 operations = st.lists(st.tuples(st.booleans(), st.sets(facts, max_size=4)), max_size=12)
@@ -55,6 +55,29 @@ def test_additions_and_removals_leave_what_filing_from_scratch_gives(
         assert {key: set(bucket) for key, bucket in table.items()} == expected_indexes(held)[columns]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.sets(facts, max_size=6), st.sets(facts, max_size=4), st.sets(facts, max_size=4))
+def test_changes_undone_leave_each_relation_as_it_was(
+    first: set[tuple[Any, ...]], more: set[tuple[Any, ...]], fewer: set[tuple[Any, ...]]
+) -> None:
+    """What a supposition does on leaving: every relation it changed gets back what went and loses what came."""
+    relations = {name: Relation(name, 3) for name in ("r", "s")}
+    for relation in relations.values():
+        relation.add(set(first))
+        for columns in COLUMNS:
+            relation.index(columns)
+    before = {name: (set(r.facts), {c: {k: set(b) for k, b in t.items()} for c, (_, t) in r.indexes.items()})
+              for name, r in relations.items()}  # fmt: skip
+    inserted, deleted = more - first, fewer & first
+    for relation in relations.values():
+        relation.remove(deleted)
+        relation.add(inserted)
+    undo_changes(relations, {name: (inserted, deleted) for name in relations})
+    after = {name: (set(r.facts), {c: {k: set(b) for k, b in t.items()} for c, (_, t) in r.indexes.items()})
+             for name, r in relations.items()}  # fmt: skip
+    assert after == before
+
+
 def test_buckets_keep_the_order_the_facts_came_in() -> None:
     relation = Relation("r", 2)
     relation.index((0,))
@@ -86,3 +109,8 @@ def test_misuse_is_an_error_and_changes_nothing_it_should_not() -> None:
     with pytest.raises(TypeError, match="unhashable"):
         file_facts(table, lambda fact: [fact], [(1, "a")])
     assert table == {}
+    with pytest.raises(TypeError, match="pair"):
+        undo_changes({"r": relation}, {"r": ({(1, "a")},)})  # type: ignore[dict-item]
+    with pytest.raises(KeyError):
+        undo_changes({}, {"missing": (set(), set())})
+    assert relation.facts == {(1, "a")}

@@ -11,6 +11,8 @@
  * remove(relation, old)  old (a set of stored facts) out of relation.facts and every index; an emptied bucket goes
  *                        (a negation tests a key's presence)
  * file(table, key, facts)  each fact into the bucket of key(fact), in one index table
+ * undo(relations, changes)  each relation named in changes (predicate -> (inserted, deleted)) as it was before
+ *                           them: the inserted facts removed, the deleted ones added back
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -115,24 +117,42 @@ static PyObject *fact_set(PyObject *relation) {
     return set;
 }
 
+static int add_to(PyObject *relation, PyObject *new) {
+    if (!PyAnySet_Check(new)) {
+        PyErr_SetString(PyExc_TypeError, "add takes a set of facts");
+        return -1;
+    }
+    if (PySet_GET_SIZE(new) == 0) return 0;
+    PyObject *set = fact_set(relation);
+    if (set == NULL) return -1;
+    PyObject *grown = PyNumber_InPlaceOr(set, new);
+    Py_DECREF(set);
+    if (grown == NULL) return -1;
+    Py_DECREF(grown);
+    return every_index(relation, new, file_into);
+}
+
+static int remove_from(PyObject *relation, PyObject *old) {
+    if (!PyAnySet_Check(old)) {
+        PyErr_SetString(PyExc_TypeError, "remove takes a set of facts");
+        return -1;
+    }
+    if (PySet_GET_SIZE(old) == 0) return 0;
+    PyObject *set = fact_set(relation);
+    if (set == NULL) return -1;
+    PyObject *left = PyNumber_InPlaceSubtract(set, old);
+    Py_DECREF(set);
+    if (left == NULL) return -1;
+    Py_DECREF(left);
+    return every_index(relation, old, unfile_from);
+}
+
 static PyObject *add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "add(relation, new) takes two arguments");
         return NULL;
     }
-    PyObject *relation = args[0], *new = args[1];
-    if (!PyAnySet_Check(new)) {
-        PyErr_SetString(PyExc_TypeError, "add takes a set of facts");
-        return NULL;
-    }
-    if (PySet_GET_SIZE(new) == 0) Py_RETURN_NONE;
-    PyObject *set = fact_set(relation);
-    if (set == NULL) return NULL;
-    PyObject *grown = PyNumber_InPlaceOr(set, new);
-    Py_DECREF(set);
-    if (grown == NULL) return NULL;
-    Py_DECREF(grown);
-    if (every_index(relation, new, file_into) < 0) return NULL;
+    if (add_to(args[0], args[1]) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -141,19 +161,36 @@ static PyObject *remove_(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "remove(relation, old) takes two arguments");
         return NULL;
     }
-    PyObject *relation = args[0], *old = args[1];
-    if (!PyAnySet_Check(old)) {
-        PyErr_SetString(PyExc_TypeError, "remove takes a set of facts");
+    if (remove_from(args[0], args[1]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *undo(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "undo(relations, changes) takes two dicts");
         return NULL;
     }
-    if (PySet_GET_SIZE(old) == 0) Py_RETURN_NONE;
-    PyObject *set = fact_set(relation);
-    if (set == NULL) return NULL;
-    PyObject *left = PyNumber_InPlaceSubtract(set, old);
-    Py_DECREF(set);
-    if (left == NULL) return NULL;
-    Py_DECREF(left);
-    if (every_index(relation, old, unfile_from) < 0) return NULL;
+    PyObject *relations = args[0], *changes = args[1];
+    Py_ssize_t position = 0;
+    PyObject *predicate, *change;
+    while (PyDict_Next(changes, &position, &predicate, &change)) {
+        if (!PyTuple_Check(change) || PyTuple_GET_SIZE(change) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a change must be an (inserted, deleted) pair");
+            return NULL;
+        }
+        PyObject *relation = PyDict_GetItemWithError(relations, predicate); /* borrowed */
+        if (relation == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, predicate);
+            return NULL;
+        }
+        Py_INCREF(relation);
+        Py_INCREF(change); /* key functions run Python: keep what this pass reads alive */
+        int failed = remove_from(relation, PyTuple_GET_ITEM(change, 0)) < 0 ||
+                     add_to(relation, PyTuple_GET_ITEM(change, 1)) < 0;
+        Py_DECREF(change);
+        Py_DECREF(relation);
+        if (failed) return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -170,6 +207,7 @@ static PyMethodDef methods[] = {
     {"add", (PyCFunction)(void (*)(void))add, METH_FASTCALL, "Put new facts into a relation and its indexes."},
     {"remove", (PyCFunction)(void (*)(void))remove_, METH_FASTCALL, "Take stored facts out of a relation."},
     {"file", (PyCFunction)(void (*)(void))file, METH_FASTCALL, "Put facts into one index table."},
+    {"undo", (PyCFunction)(void (*)(void))undo, METH_FASTCALL, "Put relations back as they were before changes."},
     {NULL, NULL, 0, NULL},
 };
 

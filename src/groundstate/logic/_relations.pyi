@@ -13,3 +13,6 @@ def remove(relation: Any, old: set[Fact] | frozenset[Fact]) -> None:
 
 def file(table: dict[Any, dict[Fact, None]], key: Callable[[Fact], Any], facts: Iterable[Fact]) -> None:
     """Each fact into the bucket of ``key(fact)`` in one index table."""
+
+def undo(relations: dict[str, Any], changes: dict[str, tuple[set[Fact], set[Fact]]]) -> None:
+    """Each relation named in ``changes`` as it was before them: what came removed, what went added back."""

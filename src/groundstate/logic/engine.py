@@ -28,7 +28,7 @@ from .incremental import Incremental
 from .parser import parse_atom
 from .plans import ExternalError, PlanBook
 from .program import Program
-from .storage import Fact, Relation, add_facts, remove_facts
+from .storage import Fact, Relation, undo_changes
 from .type_bounds import fits_any
 from .values import sort_facts, to_value
 
@@ -242,16 +242,7 @@ class Engine(Incremental):
             snapshot = rebuilt.get(grouped.rule.index)
             if snapshot is None or position < snapshot[4]:  # a change to the maps a rebuild threw away: gone with them
                 grouped.restore(key, rows, head, running)
-        self._changes_undone(changes)
-
-    def _changes_undone(self, changes: Changes) -> None:
-        """Every relation as it was before ``changes``: what came removed, what went put back."""
-        relations = self.relations
-        for predicate, (inserted, deleted) in changes.items():
-            relation = relations[predicate]
-            remove_facts(relation, inserted)
-            if deleted:
-                add_facts(relation, deleted)
+        undo_changes(self.relations, changes)  # each relation as it was: what came removed, what went back
 
     def query(self, pattern: str, *, sort: bool = True) -> list[tuple[Any, ...]]:
         """Facts matching ``pattern`` (e.g. ``path(/a, X)``), sorted unless ``sort=False``; evaluates pending

@@ -15,6 +15,7 @@ from . import _relations
 Fact = tuple[Any, ...]
 add_facts = _relations.add  # (relation, new facts): Relation.add, for callers that skip the method call
 remove_facts = _relations.remove  # (relation, a set of stored facts): Relation.remove, likewise
+undo_changes = _relations.undo  # (relations, predicate -> (inserted, deleted)): each relation as before the changes
 
 
 class Relation:
