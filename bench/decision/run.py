@@ -30,7 +30,6 @@ import platform
 import random
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -75,7 +74,7 @@ def decision_path(policy: McpPolicy) -> Callable[[dict[str, Any]], tuple[str, li
     kernel = policy.kernel
 
     def decide(call: dict[str, Any]) -> tuple[str, list[str]]:
-        name = f"call-{uuid.uuid4().hex[:12]}"
+        name = f"call-{os.urandom(6).hex()}"  # as McpPolicy.decide names a call
         facts = [("mcp_call", (name, call["server"], call["tool"], "sha256:-", call["client"])),
                  *(("mcp_argument", (name, key, value)) for key, value in call["arguments"].items())]  # fmt: skip
         with kernel.supposing(facts):

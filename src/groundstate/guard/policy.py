@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -117,7 +117,9 @@ class McpPolicy:
         ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``).
         ``provenance``: the session's facts about where each argument came from (``History.facts``).
         ``observe``: called with the kernel while the call's facts hold (a policy test's coverage reads it)."""
-        call = f"call-{uuid.uuid4().hex[:12]}"  # the ledger and the derivation name the call alike
+        # the ledger and the derivation name the call alike: 48 random bits, as many as uuid4's first twelve hex
+        # digits carry, read straight from the system (building a UUID was 2 µs of a 40 µs decision)
+        call = f"call-{os.urandom(6).hex()}"
         flattened = flatten(arguments)  # first: refused arguments are never hashed
         digest = call_digest(server, tool, arguments)
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
