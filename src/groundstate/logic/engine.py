@@ -28,6 +28,7 @@ from .incremental import Incremental
 from .parser import parse_atom
 from .plans import ExternalError, PlanBook
 from .program import Program
+from .schedule import Step
 from .storage import Fact, Relation, undo_changes
 from .type_bounds import fits_any
 from .values import sort_facts, to_value
@@ -152,10 +153,10 @@ class Engine(Incremental):
         stats.counts = (lambda: counts) if counts is not None else self._counts
         return stats
 
-    def _evaluation(self, stats: Stats, run: Callable[[], None]) -> Stats:
-        """``run`` as an evaluation: ``stats`` its record, the time limit its budget, the collector paused (it builds
-        tuples that never form cycles); when it fails the store may be half-updated, so the next evaluation starts
-        afresh."""
+    def _evaluation(self, stats: Stats, run: Callable[..., None], *arguments: Any) -> Stats:
+        """``run(*arguments)`` as an evaluation: ``stats`` its record, the time limit its budget, the collector paused
+        (it builds tuples that never form cycles); when it fails the store may be half-updated, so the next evaluation
+        starts afresh. (Arguments rather than a closure: the decision path runs one per call.)"""
         started = time.perf_counter()
         self._created = 0
         self.stats = stats
@@ -164,7 +165,7 @@ class Engine(Incremental):
         collecting = gc.isenabled()  # as gc_paused, inline: the decision path runs this per call
         gc.disable()
         try:
-            run()
+            run(*arguments)
         except BaseException:
             self._needs_full = True
             raise
@@ -205,13 +206,15 @@ class Engine(Incremental):
             self._toggled = {predicate: set(fresh) for predicate, fresh in added.items()}
             self.evaluate(changes=changes)
             return
-        def run() -> None:
-            step(added, changes, stats)
-            self._check_fundeps(changes)
-
         stats = Stats(mode="incremental")
-        self._evaluation(stats, run)
+        self._evaluation(stats, self._run_step, step, added, changes)
         stats.counts = self._counts
+
+    def _run_step(self, step: Step, added: dict[str, set[Fact]], changes: Changes) -> None:
+        """A compiled step over supposed facts, then the Decls' functional dependencies on what it inserted."""
+        step(added, changes, self.stats)
+        if self._fundeps:
+            self._check_fundeps(changes)
 
     def _undo_supposed(
         self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt

@@ -67,6 +67,7 @@ class _StepWriter:
             "FAILED": engine.book.plan_failed,
             "CAUGHT": engine.book.caught,
             "ADD": add_facts,
+            "NONE": frozenset(),  # a change's deleted facts when nothing went (read, never added to)
         }
         self.names: dict[int, str] = {}  # id(object) -> its name in the namespace
         self.values: dict[tuple[str, Any], str] = {}  # (prefix, value) -> the name of the value's one copy
@@ -134,7 +135,7 @@ class _StepWriter:
                 self.emit(1, "if b:")
                 self.emit(2, "S.strata_updated += 1")
                 self.insert(2, predicate, "b")
-                self.emit(2, f"C[{key}] = (b, set())")
+                self.emit(2, f"C[{key}] = (b, NONE)")
             return
         lowers = {predicate: f"l{i}" for i, predicate in enumerate(reads)}
         for predicate, local in lowers.items():
@@ -203,7 +204,7 @@ class _StepWriter:
             self.emit(3, f"{local} -= {relation}.facts")
             self.emit(3, f"if {local}:")
             self.insert(4, predicate, local)
-            self.emit(4, f"C[{key}] = ({local}, set())")
+            self.emit(4, f"C[{key}] = ({local}, NONE)")
 
     def aggregates(self, stratum: Stratum, lowers: dict[str, str]) -> None:
         """A stratum of aggregating rules kept group by group, after insertions alone: each rule's new body rows
