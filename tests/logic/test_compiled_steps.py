@@ -323,3 +323,31 @@ def test_a_supposition_opening_a_group_collects_what_evaluating_from_scratch_col
     scratch.assert_facts("r", rows + made)
     scratch.evaluate()
     assert all(facts == scratch.all_facts() for facts in held)
+
+
+@pytest.mark.parametrize("supposed", [[(1, "b")], [(2, "a")], [(1, "b"), (3, "c")]])
+def test_a_head_a_group_loses_reaches_the_strata_above_it(supposed: list[tuple[Any, ...]]) -> None:
+    """A supposed row that joins an existing group replaces the group's head (a count of 1 becomes 2), and one under a
+    negation takes a stored head away (``unmarked(1)``, worked out by the generic step): the strata above must see
+    what went — a positive reader's groups shrink, a head blocked by a fact that went comes back —
+    though everything else in the step only inserted."""
+    rules = ("Decl r(X, Y).\nDecl f(X).\n"
+             "n(X, N) :- r(X, _) |> do fn:group_by(X), let N = fn:count().\n"
+             "single(X) :- f(X), !n(X, 1).\n"
+             "sizes(N, K) :- n(_, N) |> do fn:group_by(N), let K = fn:count().\n"
+             'unmarked(X) :- f(X), !r(X, "b").\nmarked(X) :- f(X), !unmarked(X).\n')  # fmt: skip
+    held = []
+    for after in (0, None):
+        engine = Engine(Program.parse(rules))
+        engine.steps_after = after
+        engine.assert_facts("r", [(1, "a"), (3, "a")])
+        engine.assert_facts("f", [(1,), (2,), (3,)])
+        engine.evaluate()
+        for _ in range(2):  # the second time through the compiled step
+            with engine.supposing({"r": supposed}):
+                held.append(engine.all_facts())
+    scratch = Engine(Program.parse(rules))
+    scratch.assert_facts("r", [(1, "a"), (3, "a"), *supposed])
+    scratch.assert_facts("f", [(1,), (2,), (3,)])
+    scratch.evaluate()
+    assert all(facts == scratch.all_facts() for facts in held)

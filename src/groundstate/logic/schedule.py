@@ -111,6 +111,8 @@ class _StepWriter:
             return None
         self.emit(0, "def step(BI, C, S):")
         self.emit(1, "LIMIT = E.created_fact_limit")  # read once: nothing in a step changes it
+        # whether a change so far may hold deleted facts (one handed in, a generic stratum's, a group's)
+        self.emit(1, "LOST = any(change[1] for change in C.values()) if C else False")
         for number in sorted(due):
             self.stratum(number, inserted, reached)
         source = "\n".join(self.lines) + "\n"
@@ -146,11 +148,14 @@ class _StepWriter:
         if own or stratum.recursive or (stratum.aggregates and not grouped):
             self.emit(1, f"if {' or '.join([*woken, *(f'BI.get({self.name(chr(107), p)})' for p in sorted(own))])}:")
             self.emit(2, generic)
+            self.emit(2, "LOST = True")
             return
         self.emit(1, f"if {' or '.join(woken) or 'False'}:")
         # below a stratum's one lower change, that change is there: its checks skip asking (fewer lines run per call)
         self.known = set(lowers.values()) if len(lowers) == 1 else set()
-        losing = [f"{self.there(local)}{local}[1]" for local in lowers.values()]
+        # whether a lower change lost facts is asked only once something may have (LOST): insertions alone lose none
+        lost = [f"{self.there(local)}{local}[1]" for local in lowers.values()]
+        losing = [f"(LOST and ({' or '.join(lost)}))"] if lost else []
         if grouped:
             losing.insert(0, f"not KEPT({self.name('n', number)}, {self.name('s', stratum)})")
         for rule, literal, seeded, is_negation, _ in engine.book.of(stratum).seeds:
@@ -158,6 +163,7 @@ class _StepWriter:
                 losing.append(self.blocks(rule, literal, lowers[seeded], grouped))
         self.emit(2, f"if {' or '.join(dict.fromkeys(losing))}:")  # each distinct check once
         self.emit(3, generic)
+        self.emit(3, "LOST = True")
         self.emit(2, "else:")
         self.emit(3, "S.strata_updated += 1")
         if grouped:
@@ -227,6 +233,8 @@ class _StepWriter:
             self.insert(4, rule.head.predicate, "inserted")
             self.emit(4, "if inserted or deleted:")
             self.emit(5, f"C[{key}] = (inserted, deleted)")
+            self.emit(4, "if deleted:")
+            self.emit(5, "LOST = True")
 
     def insert(self, depth: int, predicate: str, facts: str) -> None:
         """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
