@@ -140,6 +140,29 @@ def test_a_compiled_step_counts_what_it_creates_against_the_engines_limit() -> N
         engine.evaluate()
 
 
+@pytest.mark.parametrize("limit", [None, 14, 15])
+def test_a_step_with_a_generic_stratum_inside_counts_every_created_fact_once(limit: int | None) -> None:
+    """The compiled strata count what they create in a local and hand the count to a generic stratum (a recursive one
+    here) and back: the count, and where the limit stops the evaluation, are the generic loop's. Three chain edges
+    create 15 facts: 3 of ``e``, 3 of ``r``, 6 of ``path`` (generic) and 3 of ``top`` (compiled again)."""
+    text = ("Decl e(A, B).\nr(X, Y) :- e(X, Y).\npath(X, Y) :- r(X, Y).\npath(X, Z) :- path(X, Y), r(Y, Z).\n"
+            "top(X) :- path(X, _).\n")  # fmt: skip
+    outcomes = []
+    for after in (0, None):
+        engine = Engine(Program.parse(text), created_fact_limit=limit)
+        engine.steps_after = after
+        engine.evaluate()
+        engine.assert_facts("e", [(0, 0)])
+        engine.evaluate()  # seen once: the next insertion into e runs the compiled step
+        engine.assert_facts("e", [(1, 2), (2, 3), (3, 4)])
+        try:
+            outcomes.append(engine.evaluate().created)
+        except EvaluationError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == 15 if limit is None or limit >= 15 else "created-fact limit of 14" in str(outcomes[0])
+
+
 # -- found by an attack on the compiled step (each fails on the first version of schedule.py) ----------------------
 
 

@@ -249,8 +249,10 @@ class Kernel:
     def match(self, predicate: str, *leading: Any, at: dict[int, Any] | None = None, sort: bool = False) -> list[Row]:
         """The rows of ``predicate`` whose first columns are ``leading`` (and whose column N is ``at[N]``), derived
         facts included — ``query`` without parsing a pattern; in the engine's order with ``sort``."""
-        bound = dict(enumerate(leading)) if at is None else {**dict(enumerate(leading)), **at}
-        rows = self.engine.lookup(predicate, bound)
+        if at is None and len(leading) == 1:  # the first column alone (the decision path's verdict by its call)
+            rows = self.engine.lookup_one(predicate, 0, leading[0])
+        else:
+            rows = self.engine.lookup(predicate, {**dict(enumerate(leading)), **(at or {})})
         return sort_facts(rows) if sort else rows
 
     def holds(self, pattern: str) -> bool:

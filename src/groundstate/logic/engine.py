@@ -278,16 +278,12 @@ class Engine(Incremental):
         """The facts of ``predicate`` whose columns ``bound`` (position → value) hold those values, through the
         relation's index on exactly those columns, unsorted — what ``query`` does once the pattern is parsed, for
         callers that have the values already (the runtime's guards ask dozens of these per agent)."""
+        if len(bound) == 1:
+            [(column, value)] = bound.items()
+            return self.lookup_one(predicate, column, value)
         relation = self.relations.get(predicate)
         if relation is None:
             raise FactError(f"could not find predicate {predicate}")
-        if len(bound) == 1:  # one column (a decision's verdict by its call): no sorting, no key tuple
-            [(column, value)] = bound.items()
-            if type(column) is not int or not 0 <= column < relation.arity:
-                raise FactError(f"{predicate} has {relation.arity} arguments: no column {[column]}")
-            if self.pending:
-                self.evaluate()
-            return list(relation.index((column,)).get(value, ()))
         if any(not 0 <= column < relation.arity for column in bound):
             raise FactError(f"{predicate} has {relation.arity} arguments: no column {sorted(bound)}")
         if self.pending:
@@ -297,6 +293,17 @@ class Engine(Incremental):
         columns = tuple(sorted(bound))
         key = bound[columns[0]] if len(columns) == 1 else tuple(bound[c] for c in columns)
         return list(relation.index(columns).get(key, ()))
+
+    def lookup_one(self, predicate: str, column: int, value: Any) -> list[Fact]:
+        """``lookup`` of one column (a decision's verdict by its call): no sorting, no key tuple."""
+        relation = self.relations.get(predicate)
+        if relation is None:
+            raise FactError(f"could not find predicate {predicate}")
+        if type(column) is not int or not 0 <= column < relation.arity:
+            raise FactError(f"{predicate} has {relation.arity} arguments: no column {[column]}")
+        if self.pending:
+            self.evaluate()
+        return list(relation.index((column,)).get(value, ()))
 
     def derivations(self, rule: Rule, fact: Fact, variables: tuple[str, ...]) -> list[Fact]:
         """The values of ``variables`` in each instantiation of ``rule``'s body (over the current facts) that derives

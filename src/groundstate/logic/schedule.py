@@ -67,6 +67,7 @@ class _StepWriter:
             "FAILED": engine.book.plan_failed,
             "CAUGHT": engine.book.caught,
             "ADD": add_facts,
+            "INF": float("inf"),
             "NONE": frozenset(),  # a change's deleted facts when nothing went (read, never added to)
         }
         self.names: dict[int, str] = {}  # id(object) -> its name in the namespace
@@ -111,10 +112,15 @@ class _StepWriter:
             return None
         self.emit(0, "def step(BI, C, S):")
         self.emit(1, "LIMIT = E.created_fact_limit")  # read once: nothing in a step changes it
+        self.emit(1, "if LIMIT is None:")
+        self.emit(2, "LIMIT = INF")
+        self.emit(1, "N = E._created")  # the engine's count of created facts, kept in a local (back before a generic
+        # stratum, which counts its own, and at the end)
         # whether a change so far may hold deleted facts (one handed in, a generic stratum's, a group's)
         self.emit(1, "LOST = any(change[1] for change in C.values()) if C else False")
         for number in sorted(due):
             self.stratum(number, inserted, reached)
+        self.emit(1, "E._created = N")
         source = "\n".join(self.lines) + "\n"
         scope = dict(self.namespace)
         exec(compile(source, "<incremental step>", "exec"), scope)
@@ -143,7 +149,7 @@ class _StepWriter:
         for predicate, local in lowers.items():
             self.emit(1, f"{local} = C.get({self.name('k', predicate)})")
         woken = [f"{local} is not None" for local in lowers.values()]
-        generic = f"GENERIC({self.name('n', number)}, C, BI)"
+        generic = f"E._created = N; GENERIC({self.name('n', number)}, C, BI); N = E._created"
         grouped = stratum.aggregates and engine._groupable[number]
         if own or stratum.recursive or (stratum.aggregates and not grouped):
             self.emit(1, f"if {' or '.join([*woken, *(f'BI.get({self.name(chr(107), p)})' for p in sorted(own))])}:")
@@ -237,12 +243,12 @@ class _StepWriter:
             self.emit(5, "LOST = True")
 
     def insert(self, depth: int, predicate: str, facts: str) -> None:
-        """``Engine._insert`` inline: the facts (known new) into their relation, counted against the engine's limit
-        on created facts as it is when the step runs."""
+        """``Engine._insert`` inline: the facts (known new) into their relation, counted (``N``) against the engine's
+        limit on created facts as it is when the step runs."""
         relation = self.name("R", self.engine.relations[predicate])
         self.emit(depth, f"ADD({relation}, {facts})")  # Relation.add without the method call
-        self.emit(depth, f"E._created += len({facts})")
-        self.emit(depth, "if LIMIT is not None and E._created > LIMIT:")
+        self.emit(depth, f"N += len({facts})")
+        self.emit(depth, "if N > LIMIT:")
         self.emit(depth + 1, f"OVER({self.name('k', predicate)})")
 
     def skippable(self, plan: CompiledRule) -> set[str]:
