@@ -147,7 +147,7 @@ def test_a_step_with_a_generic_stratum_inside_counts_every_created_fact_once(lim
     create 15 facts: 3 of ``e``, 3 of ``r``, 6 of ``path`` (generic) and 3 of ``top`` (compiled again)."""
     text = ("Decl e(A, B).\nr(X, Y) :- e(X, Y).\npath(X, Y) :- r(X, Y).\npath(X, Z) :- path(X, Y), r(Y, Z).\n"
             "top(X) :- path(X, _).\n")  # fmt: skip
-    outcomes = []
+    outcomes: list[int | str] = []
     for after in (0, None):
         engine = Engine(Program.parse(text), created_fact_limit=limit)
         engine.steps_after = after
