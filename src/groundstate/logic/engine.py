@@ -427,8 +427,9 @@ class Supposition:
         engine = self._engine
         if engine.pending:
             engine.evaluate()
-        self._added = added = dict[str, set[Fact]]()
-        self._changes = changes = Changes()
+        added: dict[str, set[Fact]] = {}  # literals, not the aliases called: half a microsecond a decision
+        changes: Changes = {}
+        self._added, self._changes = added, changes
         self._outer, engine._journal = engine._journal, []  # a supposition inside another keeps the outer journal
         self._outer_rebuilt, engine._rebuilt = engine._rebuilt, {}  # and its groups' snapshots
         try:
