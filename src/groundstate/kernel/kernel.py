@@ -333,10 +333,16 @@ class Supposing:
 
     def __enter__(self) -> Kernel:
         kernel = self._kernel
-        rows: dict[str, list[Row]] = {}
+        rows: dict[str, list[Iterable[Any]]] = {}  # each row converted once, by the engine
+        count = 0
         for predicate, row in self._facts:
-            rows.setdefault(predicate, []).append(tuple(row))
-        kernel._check_room(sum(map(len, rows.values())), "the supposed facts")
+            found = rows.get(predicate)
+            if found is None:
+                rows[predicate] = [row]
+            else:
+                found.append(row)
+            count += 1
+        kernel._check_room(count, "the supposed facts")
         if kernel._externals_changed:
             kernel.last_stats = kernel.engine.evaluate(full=True)
             kernel._externals_changed = False

@@ -197,26 +197,34 @@ class _StepWriter:
         return f"({self.there(local)}not {index}.keys().isdisjoint(map({key}, {local}[0])))"
 
     def rules(self, stratum: Stratum, lowers: dict[str, str]) -> None:
-        """A stratum that neither recurses nor aggregates: each rule seeded from what its atoms gained."""
+        """A stratum that neither recurses nor aggregates: each rule seeded from what its atoms gained. When every
+        plan has a relation that must not be empty, the stratum asks once whether any can run before anything else
+        (a policy's provenance rules over a session with no history: nothing to do in five strata a decision)."""
         engine = self.engine
         heads = sorted({rule.head.predicate for rule in stratum.rules})
         head_sets = {predicate: f"h{i}" for i, predicate in enumerate(heads)}
+        seeds = engine.book.of(stratum).seeds
+        calls = {predicate: [(rule, plan) for rule, _, seeded, is_negation, plan in seeds
+                             if seeded == predicate and not is_negation] for predicate in lowers}  # fmt: skip
+        guards = [self.guard(plan) for found in calls.values() for _, plan in found]
+        depth = 3
+        if guards and all(guards):
+            self.emit(3, "if " + " or ".join(f"({guard})" for guard in dict.fromkeys(guards)) + ":")
+            depth = 4
         for local in head_sets.values():
-            self.emit(3, f"{local} = set()")
+            self.emit(depth, f"{local} = set()")
         for predicate, local in lowers.items():
-            plans = [(rule, plan) for rule, _, seeded, is_negation, plan in engine.book.of(stratum).seeds
-                     if seeded == predicate and not is_negation]  # fmt: skip
-            if plans:
-                self.emit(3, f"if {self.there(local)}{local}[0]:")
-                for rule, plan in plans:
-                    self.call(4, plan, f"{local}[0]", head_sets[rule.head.predicate])
+            if calls[predicate]:
+                self.emit(depth, f"if {self.there(local)}{local}[0]:")
+                for rule, plan in calls[predicate]:
+                    self.call(depth + 1, plan, f"{local}[0]", head_sets[rule.head.predicate])
         for predicate, local in head_sets.items():
             relation = self.name("R", engine.relations[predicate])
             key = self.name("k", predicate)
-            self.emit(3, f"{local} -= {relation}.facts")
-            self.emit(3, f"if {local}:")
-            self.insert(4, predicate, local)
-            self.emit(4, f"C[{key}] = ({local}, NONE)")
+            self.emit(depth, f"{local} -= {relation}.facts")
+            self.emit(depth, f"if {local}:")
+            self.insert(depth + 1, predicate, local)
+            self.emit(depth + 1, f"C[{key}] = ({local}, NONE)")
 
     def aggregates(self, stratum: Stratum, lowers: dict[str, str]) -> None:
         """A stratum of aggregating rules kept group by group, after insertions alone: each rule's new body rows
@@ -274,6 +282,12 @@ class _StepWriter:
                 found.add(atom.predicate)
         return found
 
+    def guard(self, plan: CompiledRule) -> str:
+        """The test that lets the plan run: each relation it can be skipped on (``skippable``) holds facts ("" when
+        there is none)."""
+        needed = sorted({self.name("R", self.engine.relations[predicate]) for predicate in self.skippable(plan)})
+        return " and ".join(f"{relation}.facts" for relation in needed)
+
     def call(self, depth: int, plan: CompiledRule, seed: str, heads: str) -> None:
         """``heads |= plan(inputs)``, skipped when a stored atom it reads before anything that can fail has an empty
         relation (``skippable``)."""
@@ -289,9 +303,9 @@ class _StepWriter:
                 args.append(f"{self.name('R', relation)}.index({self.name('c', source.columns)})")
             else:  # FACTS or SCAN: the fact set
                 args.append(f"{self.name('R', engine.relations[source.predicate])}.facts")
-        needed = sorted({self.name("R", engine.relations[predicate]) for predicate in self.skippable(plan)})
-        if needed:
-            self.emit(depth, "if " + " and ".join(f"{relation}.facts" for relation in needed) + ":")
+        guard = self.guard(plan)
+        if guard:
+            self.emit(depth, f"if {guard}:")
             depth += 1
         self.emit(depth, "try:")
         self.emit(depth + 1, f"{heads} |= {self.name('P', plan.function)}({', '.join(args)})")
