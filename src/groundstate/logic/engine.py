@@ -14,6 +14,7 @@ import gc
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from itertools import filterfalse
 from typing import Any
 
 from . import fundeps
@@ -201,7 +202,7 @@ class Engine(Incremental):
     def _evaluate_supposed(self, added: dict[str, set[Fact]], changes: Changes) -> None:
         """``evaluate(changes=changes)`` after the supposed facts ``added`` (already in the base): their compiled step
         run straight away when there is one — the decision path, without the generic evaluation's set-up."""
-        step = self._compiled_step_at_hand(frozenset(added)) if added and self.time_limit is None else None
+        step = self._compiled_step_at_hand(frozenset(added)) if added else None
         if step is None:
             self._toggled = {predicate: set(fresh) for predicate, fresh in added.items()}
             self.evaluate(changes=changes)
@@ -435,7 +436,7 @@ class Supposition:
         try:
             for predicate, rows in self._facts.items():
                 base = engine.base[predicate]
-                fresh = {fact for fact in engine._convert(predicate, rows) if fact not in base}
+                fresh = set(filterfalse(base.__contains__, engine._convert(predicate, rows)))  # held ones stay
                 if fresh:
                     base |= fresh
                     added[predicate] = fresh

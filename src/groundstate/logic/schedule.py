@@ -33,7 +33,7 @@ from .analysis import Rule, Stratum
 from .ast import Atom, Const, Negation, Var
 from .codegen import CALL, INDEX, SEED, CompiledRule
 from .planner import order_body
-from .storage import Fact, add_facts
+from .storage import Fact, add_facts, remove_facts
 
 if TYPE_CHECKING:
     from .core import Changes
@@ -67,6 +67,7 @@ class _StepWriter:
             "FAILED": engine.book.plan_failed,
             "CAUGHT": engine.book.caught,
             "ADD": add_facts,
+            "REMOVE": remove_facts,
             "INF": float("inf"),
             "NONE": frozenset(),  # a change's deleted facts when nothing went (read, never added to)
         }
@@ -243,7 +244,8 @@ class _StepWriter:
             key = self.name("k", rule.head.predicate)
             self.emit(3, "if rows:")
             self.emit(4, f"inserted, deleted = GROUPS({self.name('r', rule)}, rows)")
-            self.emit(4, f"{relation}.remove(deleted)")
+            self.emit(4, "if deleted:")
+            self.emit(5, f"REMOVE({relation}, deleted)")
             self.insert(4, rule.head.predicate, "inserted")
             self.emit(4, "if inserted or deleted:")
             self.emit(5, f"C[{key}] = (inserted, deleted)")
