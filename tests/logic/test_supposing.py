@@ -219,3 +219,24 @@ def test_the_count_of_asserted_facts_is_what_the_base_holds(
         counted()
         engine.evaluate()
         counted()
+
+
+def test_a_passing_lookup_leaves_indexes_only_where_no_supposition_changes_facts() -> None:
+    """``Engine.passing``: inside a supposition, indexes a lookup builds on the relations it changed are gone after
+    the block (later suppositions would keep them up to date for nobody); on other relations, and outside any
+    supposition, they stay. The lookups' answers are the same either way."""
+    engine = Engine(Program.parse("Decl call(C, U).\nDecl user(U, R).\nrole(C, R) :- call(C, U), user(U, R).\n"))
+    engine.assert_facts("user", [("ann", "admin"), ("bob", "dev")])
+    engine.evaluate()
+    # nested: both open suppositions' changes count
+    with engine.supposing({"call": [("c1", "ann")]}), engine.supposing({"call": [("c2", "bob")]}):
+        with engine.passing():
+            assert engine.lookup("role", {0: "c1", 1: "admin"}) == [("c1", "admin")]
+            assert engine.lookup("call", {1: "bob"}) == [("c2", "bob")]
+            assert engine.lookup("user", {1: "dev"}) == [("bob", "dev")]
+        assert (0, 1) not in engine.relations["role"].indexes and (1,) not in engine.relations["call"].indexes
+        assert (1,) in engine.relations["user"].indexes  # unchanged by any supposition: kept
+        assert engine.lookup("role", {0: "c2", 1: "dev"}) == [("c2", "dev")]  # built again when asked
+    with engine.passing():
+        assert engine.lookup("user", {0: "ann", 1: "admin"}) == [("ann", "admin")]
+    assert (0, 1) in engine.relations["user"].indexes  # no supposition open: kept

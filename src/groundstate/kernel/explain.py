@@ -57,20 +57,22 @@ def why(kernel: Kernel, text: str, depth: int = 6) -> Explanation:
     """The explanation of the first fact matching ``text`` (a fact, or a pattern with variables) — for a person's
     typed pattern (``kernel why``); code explains values it holds with ``why_row``, never by writing a pattern."""
     atom = parse_atom(text)
-    rows = kernel.query(text)
-    if not rows:
-        return Explanation(text, "does not hold")
-    return _Explainer(kernel).explain(atom.predicate, rows[0], depth, set())
+    with kernel.engine.passing():  # no index left behind for later decisions to keep up (Engine.passing)
+        rows = kernel.query(text)
+        if not rows:
+            return Explanation(text, "does not hold")
+        return _Explainer(kernel).explain(atom.predicate, rows[0], depth, set())
 
 
 def why_row(kernel: Kernel, predicate: str, *leading: Any, depth: int = 6) -> Explanation:
     """The explanation of the first fact of ``predicate`` whose first columns are the values ``leading``. The values
     stay values: text from a model, a provider or a tool (newlines, quotes, ``:-``) is never parsed as a pattern."""
-    rows = kernel.match(predicate, *leading, sort=True)
-    if not rows:
-        shown = display_fact(predicate, tuple(leading)).removesuffix(")") + ", ...)"
-        return Explanation(shown, "does not hold")
-    return _Explainer(kernel).explain(predicate, rows[0], depth, set())
+    with kernel.engine.passing():
+        rows = kernel.match(predicate, *leading, sort=True)
+        if not rows:
+            shown = display_fact(predicate, tuple(leading)).removesuffix(")") + ", ...)"
+            return Explanation(shown, "does not hold")
+        return _Explainer(kernel).explain(predicate, rows[0], depth, set())
 
 
 def fired_rules(kernel: Kernel) -> set[tuple[str, int]]:
