@@ -13,6 +13,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp_types import Tool, ToolAnnotations
@@ -122,3 +123,26 @@ def test_explaining_a_refusal_leaves_no_index_for_later_decisions_to_keep(tmp_pa
         refusals[1].call, "C")  # fmt: skip
     changed = ["mcp_argument", "mcp_call", "mcp_decision", "mcp_denied", "mcp_verdict"]  # by every refusal
     assert [sorted(set(relations[predicate].indexes) - before[predicate]) for predicate in changed] == [[]] * 5
+
+
+@pytest.mark.parametrize(("rules", "why"), [
+    ('Decl page(Tool, Divisor, Allowed) bound [/string, /number, fn:List(/number)].\npage("fetch", 0, []).\n'
+     'mcp_denied(C, "page size") :- mcp_call(C, _, T, _, _), page(T, D, L), :list:member(S, L), fn:div(100, D) > 1.\n',
+     "a comparison that may fail keeps its place behind a literal that yields no row"),
+    ('Decl blocked(N) bound [/number].\nblocked(7).\n'
+     'mcp_denied(C, R) :- mcp_argument(C, "n", N), Q = fn:div(100, N), R = fn:string:concat("n gives ", Q), '
+     "blocked(N).\n",
+     "a row the membership test rejects first never has its reason computed (docs/mcp.md says so)"),
+])  # fmt: skip
+def test_a_function_fails_a_call_only_on_the_rows_its_rule_reaches(tmp_path: Path, rules: str, why: str) -> None:
+    """Found by an attack on the planner's order: which rows a function is evaluated on decides whether its failure
+    refuses the call. Neither rule denies ``{"n": 0}``: no row of the first reaches its division, and 0 is not blocked
+    in the second — compiled or not, every time."""
+    (tmp_path / "mine.mg").write_text(rules, encoding="utf-8")
+    for after in (0, None):
+        policy = McpPolicy([tmp_path / "mine.mg"])
+        read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        policy.add_tools("mail", [Tool(name="fetch", input_schema={"type": "object"}, annotations=read_only)])
+        policy.kernel.engine.steps_after = after
+        verdicts = [policy.decide("mail", "fetch", {"n": 0}, "alice") for _ in range(3)]
+        assert [(v.decision, v.reasons) for v in verdicts] == [("permit", ["mail/fetch is read-only"])] * 3, why

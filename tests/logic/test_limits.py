@@ -32,3 +32,13 @@ def test_values_within_the_bounds_still_work() -> None:
     engine = Engine(Program.parse('s("ab"). t(Y) :- s(X), Y = fn:string:concat(X, X, X).', source="ok.mg"))
     engine.evaluate()
     assert engine.query("t(Y)") == [("ababab",)]
+
+
+@pytest.mark.parametrize("more", ["7", "/n", "1.5"])
+def test_a_concatenation_counts_numbers_and_names_against_the_string_limit(more: str) -> None:
+    """Found by an attack: only string pieces were counted, so a string of the limit's length and a number or a name
+    made a longer one."""
+    engine = Engine(Program.parse(f"Decl s(X).\nt(Y) :- s(X), Y = fn:string:concat(X, {more}).", source="long.mg"))
+    engine.assert_facts("s", [("a" * 1_000_000,)])
+    with pytest.raises(EvaluationLimitError, match="fn:string:concat: the result would exceed 1000000 characters"):
+        engine.evaluate()

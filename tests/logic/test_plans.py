@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from groundstate.logic import Program
+import pytest
+
+from groundstate.logic import Engine, Program
 from groundstate.logic.codegen import FACTS, INDEX, SEED, compile_rule
 from groundstate.logic.planner import SEED_HEAD, SEED_NEGATIVE, SEED_POSITIVE, Seed, order_body
 from groundstate.logic.storage import Relation
@@ -94,3 +96,17 @@ def test_relation_indexes_follow_adds_and_removes() -> None:
     assert relation.facts == {(1, "b")}
     relation.clear()
     assert len(relation) == 0 and relation.index((0,)) == {}
+
+
+@pytest.mark.parametrize("text", [
+    "Decl e(A, B, L).\ne(1, 0, []).\np(X) :- e(X, Y, L), :list:member(Z, L), fn:div(X, Y) < 3.\n",
+    "Decl e(A, B, L).\ne(1, 0, []).\np(X, H) :- e(X, Y, L), :match_cons(L, H, T), 1 = fn:div(X, Y).\n",
+    "Decl e(A, B, M).\ne(1, 0, fn:map()).\np(X, V) :- e(X, Y, M), :match_entry(M, /k, V), fn:div(X, Y) > 0.\n",
+])  # fmt: skip
+def test_a_check_that_may_fail_is_not_moved_ahead_of_a_literal_that_yields_no_row(text: str) -> None:
+    """Found by an attack: a comparison that divides by zero, run before ``:list:member`` of an empty list, raised
+    where the rule meets no row at all. Only checks that cannot fail (membership tests, negations) move ahead."""
+    for after in (0, None):
+        engine = Engine(Program.parse(text))
+        engine.steps_after = after
+        assert engine.all_facts()["p"] == []

@@ -185,7 +185,8 @@ def test_an_external_that_fails_while_its_rows_are_read_is_an_evaluation_error()
             engine.evaluate()
 
 
-steps = st.lists(st.tuples(st.sampled_from(["assert", "retract", "suppose", "fail"]), edges, nodes), max_size=6)
+steps = st.lists(st.tuples(st.sampled_from(["assert", "retract", "suppose", "retract inside", "fail"]), edges, nodes),
+                max_size=6)  # fmt: skip
 
 
 @SETTINGS
@@ -195,7 +196,8 @@ def test_the_count_of_asserted_facts_is_what_the_base_holds(
 ) -> None:
     """The engine keeps how many asserted facts it holds as they come and go (a kernel bounds that number before every
     decision): it is always the number the base holds — after assertions and retractions of facts held or not, inside
-    and after a supposition, and after a supposition that failed half-way."""
+    and after a supposition, after a supposition that failed half-way, and after facts asserted and retracted inside
+    one (a supposed fact retracted in its block was counted out twice, and the kernel's bound could be passed)."""
     engine = evaluated("Decl e(X, Y).\nDecl f(X).\nboth(X) :- e(X, _), f(X).\n", e, f)
 
     def counted() -> None:
@@ -212,6 +214,11 @@ def test_the_count_of_asserted_facts_is_what_the_base_holds(
             engine.retract_facts("f", rows["f"])
         elif operation == "suppose":
             with engine.supposing(rows):
+                counted()
+        elif operation == "retract inside":  # found by an attack: a supposed fact retracted in its own block
+            with engine.supposing(rows):
+                engine.retract_facts("e", more_e)
+                engine.assert_facts("f", [(x + 10,) for x in more_f])
                 counted()
         else:
             with pytest.raises(FactError), engine.supposing({**rows, "f": [("not", "one value")]}):
@@ -240,3 +247,13 @@ def test_a_passing_lookup_leaves_indexes_only_where_no_supposition_changes_facts
     with engine.passing():
         assert engine.lookup("user", {0: "ann", 1: "admin"}) == [("ann", "admin")]
     assert (0, 1) in engine.relations["user"].indexes  # no supposition open: kept
+
+
+@pytest.mark.parametrize("predicate", ["nowhere", "ext"])
+def test_supposing_a_predicate_the_program_does_not_store_names_it(predicate: str) -> None:
+    """Found by an attack: an unknown predicate, or an external one (computed, never stored), was a bare KeyError."""
+    engine = Engine(Program.parse('Decl ext(X) descr [external(), mode("+")].\nDecl f(X).\n'))
+    engine.register_external("ext", lambda x: True)
+    with pytest.raises(FactError, match=f"could not find predicate {predicate}"), engine.supposing({predicate: [(1,)]}):
+        pass
+    assert engine.base_count == 0

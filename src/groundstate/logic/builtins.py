@@ -292,12 +292,8 @@ def fn_string_concat(*args: Any) -> str:
             break
     else:  # strings alone (a reason worded from a call's names): measured and joined without a look at each type
         if sum(map(len, args)) > MAX_STRING_CHARS:
-            raise ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
-                                  "(a limit of the engine)")  # fmt: skip
+            raise _concat_too_long()
         return "".join(args)
-    if sum(len(a) for a in args if type(a) is str) > MAX_STRING_CHARS:  # refused before the join allocates
-        raise ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
-                              "(a limit of the engine)")  # fmt: skip
     out = []
     for a in args:
         kind = type(a)
@@ -309,7 +305,14 @@ def fn_string_concat(*args: Any) -> str:
             out.append(display(a))
         else:
             raise BuiltinError(f"fn:string:concat takes strings, names and numbers, got {type_name(a)}")
+    if sum(map(len, out)) > MAX_STRING_CHARS:  # every piece counted, numbers and names too, before the join allocates
+        raise _concat_too_long()
     return "".join(out)
+
+
+def _concat_too_long() -> ValueLimitError:
+    return ValueLimitError(f"fn:string:concat: the result would exceed {MAX_STRING_CHARS} characters "
+                           "(a limit of the engine)")  # fmt: skip
 
 
 def fn_string_replace(s: Any, old: Any, new: Any, count: Any) -> str:

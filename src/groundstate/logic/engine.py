@@ -229,8 +229,10 @@ class Engine(Incremental):
         journal, self._journal = self._journal or [], outer
         rebuilt, self._rebuilt = self._rebuilt, outer_rebuilt
         for predicate, fresh in added.items():
-            self.base[predicate] -= fresh
-            self.base_count -= len(fresh)
+            base = self.base[predicate]
+            held = len(base)
+            base -= fresh
+            self.base_count -= held - len(base)  # a supposed fact retracted inside the block was counted out then
             toggled = self._toggled.get(predicate)
             if toggled:  # facts asserted inside the block stay toggled, for the next evaluation
                 toggled -= fresh
@@ -308,7 +310,7 @@ class Engine(Incremental):
         relation = self.relations.get(predicate)
         if relation is None:
             raise FactError(f"could not find predicate {predicate}")
-        if type(column) is not int or not 0 <= column < relation.arity:
+        if not 0 <= column < relation.arity:
             raise FactError(f"{predicate} has {relation.arity} arguments: no column {[column]}")
         if self.pending:
             self.evaluate()
@@ -465,8 +467,9 @@ class Supposition:
         self._outer_rebuilt, engine._rebuilt = engine._rebuilt, {}  # and its groups' snapshots
         try:
             for predicate, rows in self._facts.items():
+                converted = engine._convert(predicate, rows)  # first: an unknown predicate is a FactError naming it
                 base = engine.base[predicate]
-                fresh = set(filterfalse(base.__contains__, engine._convert(predicate, rows)))  # held ones stay
+                fresh = set(filterfalse(base.__contains__, converted))  # facts held already stay after the block
                 if fresh:
                     base |= fresh
                     added[predicate] = fresh

@@ -1,12 +1,13 @@
 """Join order for one rule body: which literal runs when, given what a seed has already bound.
 
-Checks that bind nothing run first, as soon as their inputs are bound: negations, comparisons, built-ins whose
-arguments are all bound, and a stored atom whose every argument is bound (a membership test). A literal that computes
-a value (``R = fn:string:concat(...)``) comes after them, so a row the checks reject never builds one: the MCP
-guard's policy words a reason for every candidate row, and most rows are rejected by a membership test. Among the
-stored atoms that bind something, the one with the most bound arguments goes next, so it is read through an index.
-The order never changes what a rule derives (its body is a conjunction), only how much is computed for rows that
-fail.
+Checks that cannot fail run first, as soon as their inputs are bound: a stored atom whose every argument is bound
+(a membership test) and a negation of one. Then the other filters (comparisons, built-ins) and literals that compute
+a value (``R = fn:string:concat(...)``), in body order as soon as their inputs are bound, so a row a membership test
+rejects never has a value built: the MCP guard's policy words a reason for every candidate row, and most rows are
+rejected by a membership test. Among the stored atoms that bind something, the one with the most bound arguments
+goes next, so it is read through an index. The order never changes what a rule derives (its body is a
+conjunction); it decides which rows a function is evaluated on, and so whether a function's failure on a row the
+rule rejects anyway is raised: one that a membership test or a negation rejects first is not.
 """
 
 from __future__ import annotations
@@ -122,11 +123,14 @@ def order_body(rule: Rule, seed: Seed | None, predicates: dict[str, PredicateInf
 
 
 def _binds_nothing(lit: Literal, bound: set[str], predicates: dict[str, PredicateInfo]) -> bool:
-    """Whether ``lit`` can run now and only checks: it binds no variable that is not bound already."""
-    if _is_stored(lit, predicates):
-        assert isinstance(lit, Atom)
-        return all(_ground(a, bound) or (isinstance(a, Var) and a.name == "_") for a in lit.args)
-    return _ready(lit, bound, predicates) and literal_binds(lit) <= bound
+    """Whether ``lit`` can run now, only checks and cannot fail: a stored atom whose arguments are all bound (a
+    membership test) or a negation of one, with no function among its arguments. A comparison or a built-in may
+    raise (``fn:div(X, Y) < 3``): moved ahead of a literal that yields no row for it (``:list:member`` of an empty
+    list), it would raise where the rule meets no row at all, so those keep their place."""
+    atom = lit.atom if isinstance(lit, Negation) else lit
+    if not isinstance(atom, Atom) or not _is_stored(atom, predicates):
+        return False
+    return all(isinstance(a, Const) or (isinstance(a, Var) and (a.name == "_" or a.name in bound)) for a in atom.args)
 
 
 def _is_stored(lit: Literal, predicates: dict[str, PredicateInfo]) -> bool:
