@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, FactError, Program
+from groundstate.logic import Engine, EvaluationError, FactError, Program
 
 from .test_properties import SETTINGS, GeneratedProgram, edges, evaluated, nodes, programs, run_engine
 
@@ -257,3 +257,45 @@ def test_supposing_a_predicate_the_program_does_not_store_names_it(predicate: st
     with pytest.raises(FactError, match=f"could not find predicate {predicate}"), engine.supposing({predicate: [(1,)]}):
         pass
     assert engine.base_count == 0
+
+
+FAILS_INSIDE = """
+Decl e(A, B).
+Decl g(A, B).
+p1(X, L, M) :- e(X, Y), e(Y, Z) |> do fn:group_by(X), let L = fn:collect(Y), let M = fn:collect(Z).
+p2(X, Y) :- g(X, Y), e(Y, X).
+p3(X, V) :- p2(X, Y) |> do fn:group_by(X), let V = fn:collect_distinct(Y).
+q2(X, R) :- p3(X, Y), e(X, _), R = fn:string:concat(X, Y).
+"""
+
+
+@pytest.mark.parametrize("after", [0, None])
+def test_a_supposition_failing_inside_another_leaves_the_engine_as_evaluating_from_scratch_would(
+    after: int | None,
+) -> None:
+    """Found by an attack: the inner supposition's failure left the next evaluation to start afresh — which rebuilt
+    the relations the outer supposition's record of changes referred to, so undoing it piece by piece left facts
+    wrong (a kept group never made) or raised a bare KeyError later. After a full evaluation inside it, a supposition
+    is undone as a failed one is: the base put back, the next evaluation from scratch."""
+    engine = Engine(Program.parse(FAILS_INSIDE))
+    engine.steps_after = after
+    engine.assert_facts("e", [(1, 3)])
+    engine.assert_facts("g", [(1, 0)])
+    engine.evaluate()
+    with engine.supposing({"g": [(5, 5)]}):
+        with pytest.raises(EvaluationError, match="fn:string:concat"), engine.supposing({"e": [(0, 1)]}):
+            pass
+        assert engine.all_facts() == run_engine_facts(FAILS_INSIDE, {"e": {(1, 3)}, "g": {(1, 0), (5, 5)}})
+    assert engine.all_facts() == run_engine_facts(FAILS_INSIDE, {"e": {(1, 3)}, "g": {(1, 0)}})
+    with engine.supposing({"e": [(2, 1)]}):
+        assert engine.all_facts() == run_engine_facts(FAILS_INSIDE, {"e": {(1, 3), (2, 1)}, "g": {(1, 0)}})
+    engine.assert_facts("e", [(0, 0)])
+    assert engine.all_facts() == run_engine_facts(FAILS_INSIDE, {"e": {(1, 3), (0, 0)}, "g": {(1, 0)}})
+
+
+def run_engine_facts(text: str, facts: dict[str, set[tuple[int, int]]]) -> dict[str, list[tuple[object, ...]]]:
+    """Every predicate's facts when ``facts`` are asserted and the program evaluated once, from scratch."""
+    engine = Engine(Program.parse(text))
+    for predicate, rows in facts.items():
+        engine.assert_facts(predicate, rows)
+    return engine.all_facts()

@@ -89,6 +89,7 @@ class Engine(Incremental):
         self.steps_after = 1  # see Incremental._compiled_step (None: no compiled step, the generic loop alone)
         self._rebuilt: Rebuilt = {}  # the open supposition's snapshots of the groups it rebuilt whole
         self._supposed: list[Iterable[str]] = []  # per open supposition, the predicates it changes (see passing)
+        self._fulls = 0  # full evaluations so far: one inside an open supposition voids its record of changes
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -144,6 +145,7 @@ class Engine(Incremental):
             if full or self._needs_full:
                 if changes is not None:
                     raise FactError("a full evaluation does not record its changes")
+                self._fulls += 1
                 self._evaluate_full()
             else:
                 self._evaluate_incremental(recorded)
@@ -219,13 +221,16 @@ class Engine(Incremental):
             self._check_fundeps(changes)
 
     def _undo_supposed(
-        self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt
+        self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt,
+        fulls: int | None = None,
     ) -> None:
         """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
         the aggregating rules it touched — those it rebuilt whole (it supposed facts of their head) as they were
         before (``outer``, ``outer_rebuilt``: the journal and snapshots of the supposition this one was inside, if
         any). After an evaluation that failed, the derived facts are not put back piece by piece (a failure can leave
-        them half-changed): the base is, and the next evaluation starts afresh from it."""
+        them half-changed): the base is, and the next evaluation starts afresh from it. So after a full evaluation
+        since the block began (``fulls``: the count then) — one inside it, after a supposition nested in it failed —
+        which rebuilt the relations the record of changes refers to."""
         journal, self._journal = self._journal or [], outer
         rebuilt, self._rebuilt = self._rebuilt, outer_rebuilt
         for predicate, fresh in added.items():
@@ -236,7 +241,8 @@ class Engine(Incremental):
             toggled = self._toggled.get(predicate)
             if toggled:  # facts asserted inside the block stay toggled, for the next evaluation
                 toggled -= fresh
-        if self._needs_full:
+        if self._needs_full or (fulls is not None and fulls != self._fulls):
+            self._needs_full = True
             return
         for index, (kept, groups, heads, sums, _) in rebuilt.items():  # the maps before the rebuild, first
             if kept is None:
@@ -451,7 +457,7 @@ class Supposition:
     exit. A class rather than a generator: the decision path enters one per call, and a generator's context manager
     cost it about a microsecond."""
 
-    __slots__ = ("_added", "_changes", "_engine", "_facts", "_outer", "_outer_rebuilt")
+    __slots__ = ("_added", "_changes", "_engine", "_facts", "_fulls", "_outer", "_outer_rebuilt")
 
     def __init__(self, engine: Engine, facts: Mapping[str, Iterable[Iterable[Any]]]) -> None:
         self._engine, self._facts = engine, facts
@@ -479,8 +485,9 @@ class Supposition:
             engine._undo_supposed(added, changes, self._outer, self._outer_rebuilt)
             raise
         engine._supposed.append(changes.keys())  # a view: what the step changed, base facts included
+        self._fulls = engine._fulls
         return engine.stats
 
     def __exit__(self, *exc: object) -> None:
         self._engine._supposed.pop()
-        self._engine._undo_supposed(self._added, self._changes, self._outer, self._outer_rebuilt)
+        self._engine._undo_supposed(self._added, self._changes, self._outer, self._outer_rebuilt, self._fulls)
