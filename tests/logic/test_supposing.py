@@ -299,3 +299,28 @@ def run_engine_facts(text: str, facts: dict[str, set[tuple[int, int]]]) -> dict[
     for predicate, rows in facts.items():
         engine.assert_facts(predicate, rows)
     return engine.all_facts()
+
+
+@SETTINGS
+@given(programs(), edges, nodes, supposed, edges, nodes)
+def test_facts_asserted_and_retracted_inside_a_supposition_leave_what_evaluating_from_scratch_gives(
+    program: GeneratedProgram,
+    e: set[tuple[int, int]],
+    f: set[int],
+    supposition: tuple[set[tuple[int, int]], set[int]],
+    asserted: set[tuple[int, int]],
+    retracted: set[int],
+) -> None:
+    """Found by an attack (older than the compiled step): an evaluation inside a block after facts were asserted or
+    retracted there changed relations the supposition's record of changes did not know of; undoing that record
+    piece by piece left facts that depended on the hash seed, or a bare KeyError. Such an evaluation now voids the
+    record: the base is put back and the next evaluation starts from scratch."""
+    more_e, more_f = supposition
+    asserted, retracted = asserted - more_e - e, retracted - more_f
+    text = program.text()
+    engine = evaluated(text, e, f)
+    with engine.supposing({"e": more_e, "f": [(x,) for x in more_f]}):
+        engine.assert_facts("e", asserted)
+        engine.retract_facts("f", [(x,) for x in retracted])
+        assert engine.all_facts() == run_engine(text, e | more_e | asserted, (f | more_f) - retracted)
+    assert engine.all_facts() == run_engine(text, e | asserted, f - retracted)

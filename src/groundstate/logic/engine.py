@@ -89,7 +89,9 @@ class Engine(Incremental):
         self.steps_after = 1  # see Incremental._compiled_step (None: no compiled step, the generic loop alone)
         self._rebuilt: Rebuilt = {}  # the open supposition's snapshots of the groups it rebuilt whole
         self._supposed: list[Iterable[str]] = []  # per open supposition, the predicates it changes (see passing)
-        self._fulls = 0  # full evaluations so far: one inside an open supposition voids its record of changes
+        # evaluations no supposition records (a full one; one after facts asserted or retracted inside a block):
+        # one while a supposition is open voids its record of changes (see _undo_supposed)
+        self._unrecorded = 0
         for name, fn in (externals or {}).items():
             self.register_external(name, fn)
 
@@ -142,10 +144,11 @@ class Engine(Incremental):
         recorded: Changes = {} if changes is None else changes
 
         def run() -> None:
+            if changes is None or full or self._needs_full:
+                self._unrecorded += 1
             if full or self._needs_full:
                 if changes is not None:
                     raise FactError("a full evaluation does not record its changes")
-                self._fulls += 1
                 self._evaluate_full()
             else:
                 self._evaluate_incremental(recorded)
@@ -222,15 +225,16 @@ class Engine(Incremental):
 
     def _undo_supposed(
         self, added: dict[str, set[Fact]], changes: Changes, outer: Journal | None, outer_rebuilt: Rebuilt,
-        fulls: int | None = None,
+        unrecorded: int | None = None,
     ) -> None:
         """Put back the state before ``supposing``: its base facts, every derived change it made and the groups of
         the aggregating rules it touched — those it rebuilt whole (it supposed facts of their head) as they were
         before (``outer``, ``outer_rebuilt``: the journal and snapshots of the supposition this one was inside, if
         any). After an evaluation that failed, the derived facts are not put back piece by piece (a failure can leave
-        them half-changed): the base is, and the next evaluation starts afresh from it. So after a full evaluation
-        since the block began (``fulls``: the count then) — one inside it, after a supposition nested in it failed —
-        which rebuilt the relations the record of changes refers to."""
+        them half-changed): the base is, and the next evaluation starts afresh from it. So after an evaluation the
+        block did not record (``unrecorded``: the count of those when it began) — a full one after a supposition
+        nested in it failed, or one after facts were asserted or retracted inside it — which changed the relations
+        its record of changes refers to."""
         journal, self._journal = self._journal or [], outer
         rebuilt, self._rebuilt = self._rebuilt, outer_rebuilt
         for predicate, fresh in added.items():
@@ -241,7 +245,7 @@ class Engine(Incremental):
             toggled = self._toggled.get(predicate)
             if toggled:  # facts asserted inside the block stay toggled, for the next evaluation
                 toggled -= fresh
-        if self._needs_full or (fulls is not None and fulls != self._fulls):
+        if self._needs_full or (unrecorded is not None and unrecorded != self._unrecorded):
             self._needs_full = True
             return
         for index, (kept, groups, heads, sums, _) in rebuilt.items():  # the maps before the rebuild, first
@@ -457,7 +461,7 @@ class Supposition:
     exit. A class rather than a generator: the decision path enters one per call, and a generator's context manager
     cost it about a microsecond."""
 
-    __slots__ = ("_added", "_changes", "_engine", "_facts", "_fulls", "_outer", "_outer_rebuilt")
+    __slots__ = ("_added", "_changes", "_engine", "_facts", "_outer", "_outer_rebuilt", "_unrecorded")
 
     def __init__(self, engine: Engine, facts: Mapping[str, Iterable[Iterable[Any]]]) -> None:
         self._engine, self._facts = engine, facts
@@ -485,9 +489,9 @@ class Supposition:
             engine._undo_supposed(added, changes, self._outer, self._outer_rebuilt)
             raise
         engine._supposed.append(changes.keys())  # a view: what the step changed, base facts included
-        self._fulls = engine._fulls
+        self._unrecorded = engine._unrecorded
         return engine.stats
 
     def __exit__(self, *exc: object) -> None:
         self._engine._supposed.pop()
-        self._engine._undo_supposed(self._added, self._changes, self._outer, self._outer_rebuilt, self._fulls)
+        self._engine._undo_supposed(self._added, self._changes, self._outer, self._outer_rebuilt, self._unrecorded)
