@@ -19,68 +19,49 @@
 
 static PyObject *facts_name, *indexes_name;
 
-static int file_into(PyObject *table, PyObject *key, PyObject *facts) {
+/* A fact into the bucket of its key ``k`` in ``table`` (the bucket made if it is the key's first). */
+static int file_one(PyObject *table, PyObject *k, PyObject *fact) {
+    PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
+    if (bucket != NULL) return PyDict_SetItem(bucket, fact, Py_None);
+    if (PyErr_Occurred()) return -1;
+    PyObject *fresh = PyDict_New();
+    int failed = fresh == NULL || PyDict_SetItem(fresh, fact, Py_None) < 0 || PyDict_SetItem(table, k, fresh) < 0;
+    Py_XDECREF(fresh);
+    return failed ? -1 : 0;
+}
+
+/* A fact out of the bucket of its key ``k`` in ``table``; an emptied bucket goes (KeyError: the key has none). */
+static int unfile_one(PyObject *table, PyObject *k, PyObject *fact) {
+    PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
+    if (bucket == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, k);
+        return -1;
+    }
+    if (PyDict_DelItem(bucket, fact) < 0) return -1;
+    return PyDict_GET_SIZE(bucket) == 0 ? PyDict_DelItem(table, k) : 0;
+}
+
+/* ``one(table, key(fact), fact)`` for each of ``facts``: one index's loop, filing or unfiling. */
+static int each_fact(PyObject *table, PyObject *key, PyObject *facts, int (*one)(PyObject *, PyObject *, PyObject *)) {
     PyObject *iterator = PyObject_GetIter(facts);
     if (iterator == NULL) return -1;
     PyObject *fact;
     while ((fact = PyIter_Next(iterator)) != NULL) {
         PyObject *k = PyObject_CallOneArg(key, fact);
-        if (k == NULL) goto failed;
-        PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
-        if (bucket == NULL) {
-            if (PyErr_Occurred()) { Py_DECREF(k); goto failed; }
-            PyObject *fresh = PyDict_New();
-            if (fresh == NULL || PyDict_SetItem(fresh, fact, Py_None) < 0 || PyDict_SetItem(table, k, fresh) < 0) {
-                Py_XDECREF(fresh);
-                Py_DECREF(k);
-                goto failed;
-            }
-            Py_DECREF(fresh);
-        } else if (PyDict_SetItem(bucket, fact, Py_None) < 0) {
-            Py_DECREF(k);
-            goto failed;
-        }
-        Py_DECREF(k);
+        int failed = k == NULL || one(table, k, fact) < 0;
+        Py_XDECREF(k);
         Py_DECREF(fact);
+        if (failed) {
+            Py_DECREF(iterator);
+            return -1;
+        }
     }
     Py_DECREF(iterator);
     return PyErr_Occurred() ? -1 : 0;
-failed:
-    Py_DECREF(fact);
-    Py_DECREF(iterator);
-    return -1;
 }
 
-static int unfile_from(PyObject *table, PyObject *key, PyObject *facts) {
-    PyObject *iterator = PyObject_GetIter(facts);
-    if (iterator == NULL) return -1;
-    PyObject *fact;
-    while ((fact = PyIter_Next(iterator)) != NULL) {
-        PyObject *k = PyObject_CallOneArg(key, fact);
-        if (k == NULL) goto failed;
-        PyObject *bucket = PyDict_GetItemWithError(table, k); /* borrowed */
-        if (bucket == NULL) {
-            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, k);
-            Py_DECREF(k);
-            goto failed;
-        }
-        if (PyDict_DelItem(bucket, fact) < 0 || (PyDict_GET_SIZE(bucket) == 0 && PyDict_DelItem(table, k) < 0)) {
-            Py_DECREF(k);
-            goto failed;
-        }
-        Py_DECREF(k);
-        Py_DECREF(fact);
-    }
-    Py_DECREF(iterator);
-    return PyErr_Occurred() ? -1 : 0;
-failed:
-    Py_DECREF(fact);
-    Py_DECREF(iterator);
-    return -1;
-}
-
-/* Each (key, table) of relation.indexes, given to ``each``. */
-static int every_index(PyObject *relation, PyObject *facts, int (*each)(PyObject *, PyObject *, PyObject *)) {
+/* ``each_fact`` with ``one`` over every index (key, table) of relation.indexes. */
+static int every_index(PyObject *relation, PyObject *facts, int (*one)(PyObject *, PyObject *, PyObject *)) {
     PyObject *indexes = PyObject_GetAttr(relation, indexes_name);
     if (indexes == NULL) return -1;
     if (!PyDict_Check(indexes)) {
@@ -97,7 +78,7 @@ static int every_index(PyObject *relation, PyObject *facts, int (*each)(PyObject
             return -1;
         }
         Py_INCREF(entry); /* the loop body runs Python (the key function): keep the pair alive */
-        int failed = each(PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 0), facts);
+        int failed = each_fact(PyTuple_GET_ITEM(entry, 1), PyTuple_GET_ITEM(entry, 0), facts, one);
         Py_DECREF(entry);
         if (failed) {
             Py_DECREF(indexes);
@@ -117,34 +98,30 @@ static PyObject *fact_set(PyObject *relation) {
     return set;
 }
 
-static int add_to(PyObject *relation, PyObject *new) {
-    if (!PyAnySet_Check(new)) {
-        PyErr_SetString(PyExc_TypeError, "add takes a set of facts");
+/* ``facts`` (a set) into or out of the relation: the fact set changed in place by ``change`` (|= or -=), then every
+ * index by ``one``. ``what`` names the operation in the error for a non-set. */
+static int update(PyObject *relation, PyObject *facts, binaryfunc change,
+                  int (*one)(PyObject *, PyObject *, PyObject *), const char *what) {
+    if (!PyAnySet_Check(facts)) {
+        PyErr_Format(PyExc_TypeError, "%s takes a set of facts", what);
         return -1;
     }
-    if (PySet_GET_SIZE(new) == 0) return 0;
+    if (PySet_GET_SIZE(facts) == 0) return 0;
     PyObject *set = fact_set(relation);
     if (set == NULL) return -1;
-    PyObject *grown = PyNumber_InPlaceOr(set, new);
+    PyObject *changed = change(set, facts);
     Py_DECREF(set);
-    if (grown == NULL) return -1;
-    Py_DECREF(grown);
-    return every_index(relation, new, file_into);
+    if (changed == NULL) return -1;
+    Py_DECREF(changed);
+    return every_index(relation, facts, one);
+}
+
+static int add_to(PyObject *relation, PyObject *new) {
+    return update(relation, new, PyNumber_InPlaceOr, file_one, "add");
 }
 
 static int remove_from(PyObject *relation, PyObject *old) {
-    if (!PyAnySet_Check(old)) {
-        PyErr_SetString(PyExc_TypeError, "remove takes a set of facts");
-        return -1;
-    }
-    if (PySet_GET_SIZE(old) == 0) return 0;
-    PyObject *set = fact_set(relation);
-    if (set == NULL) return -1;
-    PyObject *left = PyNumber_InPlaceSubtract(set, old);
-    Py_DECREF(set);
-    if (left == NULL) return -1;
-    Py_DECREF(left);
-    return every_index(relation, old, unfile_from);
+    return update(relation, old, PyNumber_InPlaceSubtract, unfile_one, "remove");
 }
 
 static PyObject *add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -199,7 +176,7 @@ static PyObject *file(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_TypeError, "file(table, key, facts) takes a dict, a key function and facts");
         return NULL;
     }
-    if (file_into(args[0], args[1], args[2]) < 0) return NULL;
+    if (each_fact(args[0], args[1], args[2], file_one) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

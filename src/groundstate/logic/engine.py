@@ -80,8 +80,7 @@ class Engine(Incremental):
         self._needs_full = True
         self._created = 0
         self.stats = Stats()
-        self._fits: dict[str, Callable[[Fact], bool] | None] = {}  # per predicate, see _bounds_test
-        self._shapes: dict[str, tuple[int, Callable[[Fact], bool] | None]] = {}  # per predicate: arity, bound test
+        self._shapes: dict[str, tuple[int, Callable[[Fact], bool] | None]] = {}  # per predicate, see _shape
         self._fundeps = {name: info.fundeps for name, info in self.predicates.items()
                          if info.fundeps and name in self.relations}  # fmt: skip
         self._steps, self._sightings, self._not_compiled = OrderedDict(), OrderedDict(), set()
@@ -362,10 +361,7 @@ class Engine(Incremental):
         return relation.arity
 
     def _convert(self, predicate: str, rows: Iterable[Iterable[Any]], check_bounds: bool = True) -> list[Fact]:
-        shape = self._shapes.get(predicate)
-        if shape is None:  # the predicate's arity and bound test, looked up once (a decision converts two or three)
-            shape = self._shapes[predicate] = (self._arity(predicate), self._bounds_test(self.predicates[predicate]))
-        arity, fits = shape
+        arity, fits = self._shapes.get(predicate) or self._shape(predicate)
         if not (check_bounds and self.check_bounds):
             fits = None
         out = []
@@ -382,13 +378,14 @@ class Engine(Incremental):
             out.append(fact)
         return out
 
-    def _bounds_test(self, info: PredicateInfo) -> Callable[[Fact], bool] | None:
-        """The predicate's declared bounds as one compiled test (None: nothing to check), made once per engine."""
-        if info.name not in self._fits:
-            bounds = info.decl.bounds if info.decl is not None else ()
-            usable = bounds and all(len(block) == info.arity for block in bounds)  # as bounds_problem: else unchecked
-            self._fits[info.name] = fits_any(bounds) if usable else None
-        return self._fits[info.name]
+    def _shape(self, predicate: str) -> tuple[int, Callable[[Fact], bool] | None]:
+        """The predicate's arity and its declared bounds as one compiled test (None: nothing to check), made once per
+        engine (a decision converts two or three predicates' facts)."""
+        arity, info = self._arity(predicate), self.predicates[predicate]
+        bounds = info.decl.bounds if info.decl is not None else ()
+        usable = bounds and all(len(block) == info.arity for block in bounds)  # as bounds_problem: else unchecked
+        shape = self._shapes[predicate] = (arity, fits_any(bounds) if usable else None)
+        return shape
 
 
 def _wrap_external(predicate: str, function: External, outputs: int) -> Callable[..., list[Fact]]:
