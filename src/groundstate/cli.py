@@ -179,7 +179,7 @@ COMMANDS: dict[str, Lazy] = {
 LIGHT = ("logic", "wire", "sigil", "providers", "packets")  # click groups, run by main without typer
 # the commands that start MCP servers, themselves or in the runs they drive: what a server leaves behind (a daemon)
 # becomes theirs and is stopped when they end (``adopting_orphans``); no other command adopts anything
-ADOPTING = (("run",), ("serve",), ("runs", "resume"), ("mcp", "serve"))
+ADOPTING = (("run",), ("serve",), ("demo",), ("runs", "resume"), ("mcp", "serve"))
 
 
 def adopts(arguments: list[str]) -> bool:

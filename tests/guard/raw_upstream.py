@@ -79,6 +79,8 @@ def call(number: object, arguments: dict[str, Any]) -> None:
         return
     if act == "brackets":  # a long string of brackets: data, however it looks
         arguments = {"text": "[" * int(arguments.get("count", 10_000_000))}
+    if act == "pid":  # who it is: the process the guard (or its keeper) started
+        arguments = {"text": str(os.getpid())}
     if act == "not-a-result":
         write({"jsonrpc": "2.0", "id": number, "result": {"content": "not a list"}})
         return

@@ -78,6 +78,11 @@ def written_pid(pid_file: Path) -> int:
     return int(pid_file.read_text())
 
 
+def parent_of(pid: int) -> int:
+    """The parent of the process ``pid``."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+
+
 def kill_left(pids: Iterable[int]) -> None:
     """SIGKILL those of ``pids`` still running (a test's cleanup)."""
     for pid in pids:
@@ -246,14 +251,16 @@ DAEMON = ("import os, signal, time; os.fork() and os._exit(0); os.setsid(); os.f
 
 def test_a_daemon_a_server_left_behind_is_stopped_with_the_guard(tmp_path: Path) -> None:
     """A server's child that forks twice and exits (a daemon: its parent gone, it belonged to no tree the guard could
-    walk, and init adopted it) and ignores SIGTERM: the guard adopts it, and it ends when the guard's client leaves."""
+    walk, and init adopted it) and ignores SIGTERM: the server's keeper (the guard's child) adopts it, and it ends
+    when the guard's client leaves."""
     pid_file = tmp_path / "daemon.pid"
     daemon = DAEMON.format(pid=str(pid_file))
     guard = served(tmp_path, raw_with_child(daemon), text=True)
     try:
         pid = written_pid(pid_file)
-        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
-        assert parent == guard.pid, "the daemon was not adopted by the guard"
+        keeper = parent_of(pid)
+        assert parent_of(keeper) == guard.pid and "keeper.py" in Path(f"/proc/{keeper}/cmdline").read_text(), \
+            "the daemon was not adopted by its server's keeper"
         _, stderr = guard.communicate(timeout=30)  # the client leaves: its input ends
         assert guard.returncode == 0 and "Traceback" not in stderr, stderr
         assert until(lambda: not alive(pid), 5), "a daemon a server left behind outlived the guard"
@@ -429,13 +436,14 @@ def test_a_server_that_exits_at_once_leaving_a_daemon_on_its_output_is_named_so_
 
 
 def ends_with_a_kill(process: subprocess.Popen[Any], pid_file: Path) -> bool:
-    """Whether the process that wrote ``pid_file`` ends within 5 s of ``process`` being killed outright (SIGKILL:
-    no handler of it runs). Whatever is left is killed afterwards."""
+    """Whether the process that wrote ``pid_file`` ends within 10 s of ``process`` being killed outright (SIGKILL:
+    no handler of it runs; a server's keeper gives what is left 2 s to leave on its own, then 1.5 s once
+    terminated). Whatever is left is killed afterwards."""
     try:
         pid = written_pid(pid_file)
         process.kill()
         process.wait(timeout=10)
-        return until(lambda: not alive(pid), 5)
+        return until(lambda: not alive(pid), 10)
     finally:
         process.kill()
         kill_left(pid_in(pid_file))
@@ -447,3 +455,65 @@ def test_a_server_does_not_outlive_a_guard_killed_outright(tmp_path: Path) -> No
     pid_file = tmp_path / "server.pid"
     guard = served(tmp_path, server("hung", HUNG.format(pid=str(pid_file))))
     assert ends_with_a_kill(guard, pid_file), "the server outlived the guard killed outright"
+
+
+STUBBORN = ("import os, signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "open({pid!r}, 'w').write(str(os.getpid())); time.sleep(600)")  # fmt: skip  # ignores input and SIGTERM
+WRAPPER = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {code!r}]); time.sleep(600)"
+
+
+def test_a_server_behind_a_wrapper_does_not_outlive_a_guard_killed_outright(tmp_path: Path) -> None:
+    """A server started through a wrapper (``sh -c``, ``npx``, ``uvx``: here a Python one) that ignores its closed
+    input and SIGTERM: the kernel killed the wrapper with the guard, and the real server ran on as init's. Its
+    keeper now stops what is below it once the guard is gone."""
+    pid_file = tmp_path / "server.pid"
+    wrapped = WRAPPER.format(code=STUBBORN.format(pid=str(pid_file)))
+    guard = served(tmp_path, server("wrapped", wrapped.replace('"', '\\"')))
+    assert ends_with_a_kill(guard, pid_file), "the server behind a wrapper outlived the guard killed outright"
+
+
+def test_a_daemon_a_server_left_behind_does_not_outlive_a_guard_killed_outright(tmp_path: Path) -> None:
+    """A daemon a server left (forked twice, its parent gone) was adopted by the guard and stopped when the guard
+    ended — but a guard killed outright stops nothing, and the daemon ran on as init's. Its keeper stops it."""
+    pid_file = tmp_path / "daemon.pid"
+    guard = served(tmp_path, raw_with_child(DAEMON.format(pid=str(pid_file))))
+    assert ends_with_a_kill(guard, pid_file), "a daemon a server left behind outlived the guard killed outright"
+
+
+def test_a_left_out_servers_daemon_ends_when_the_server_is_left_out(tmp_path: Path) -> None:
+    """A server that never answers is stopped and left out while the guard serves the others: the daemon it had
+    started ran on until the guard ended. It now ends with its server, the guard still serving."""
+    pid_file = tmp_path / "daemon.pid"
+    hung = WRAPPER.format(code=DAEMON.format(pid=str(pid_file)))
+    config = ('[mcp]\nstart_timeout_sec = 3\n' + server("hung", hung.replace('"', '\\"'))
+              + f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
+
+    async def use(client: ClientSession) -> tuple[list[str], bool]:
+        tools = [tool.name for tool in (await client.list_tools()).tools]
+        daemon = written_pid(pid_file)
+        return tools, until(lambda: not alive(daemon), 10)  # asked while the guard serves
+
+    try:
+        (tools, ended), stderr = guarded(tmp_path, config, use, stderr=True)
+        assert tools == ["lying__append"] and "left out mcp.servers.hung" in stderr, stderr
+        assert ended, "the daemon of a left-out server ran on while the guard served"
+    finally:
+        kill_left(pid_in(pid_file))
+
+
+def test_a_server_that_cannot_be_started_is_named_as_before(tmp_path: Path) -> None:
+    """Under its keeper a server's program is found before anything starts, so a missing or non-executable one is
+    still named for what it is, not as a server that exited."""
+    (tmp_path / "plain.txt").write_text("not a program")
+    config = ('[mcp.servers.missing]\ncommand = ["groundstate-no-such-program"]\n'
+              f'[mcp.servers.plain]\ncommand = ["{tmp_path / "plain.txt"}"]\n'
+              f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')  # fmt: skip
+
+    async def use(client: ClientSession) -> list[str]:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+    tools, stderr = guarded(tmp_path, config, use, stderr=True)
+    assert tools == ["lying__append"]
+    assert ("left out mcp.servers.missing: cannot start or reach the server: FileNotFoundError: [Errno 2] No such "
+            "file or directory: 'groundstate-no-such-program'") in stderr, stderr
+    assert "left out mcp.servers.plain: cannot start or reach the server: PermissionError: [Errno 13]" in stderr

@@ -15,6 +15,7 @@ from typing import Any
 from ..guard.test_upstream_start import (
     DAEMON,
     HUNG,
+    WRAPPER,
     alive,
     ends_with_a_kill,
     kill_left,
@@ -81,6 +82,16 @@ def test_a_run_killed_outright_takes_its_servers_with_it(tmp_path: Path, model: 
     assert ends_with_a_kill(run, pid_file), "the workflow's server outlived the run killed outright"
 
 
+def test_a_run_killed_outright_takes_what_its_server_left_with_it(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A server that leaves a daemon (forked twice, ignoring SIGTERM) and never answers: killed outright, the run
+    stops nothing, and the daemon ran on as init's. The server's keeper stops it."""
+    url, _ = model
+    pid_file = tmp_path / "daemon.pid"
+    code = WRAPPER.format(code=DAEMON.format(pid=str(pid_file)))
+    run = started(tmp_path, url, f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "-c", {json.dumps(code)}]\n')
+    assert ends_with_a_kill(run, pid_file), "a daemon of the workflow's server outlived the run killed outright"
+
+
 def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_path: Path,
                                                                           model: tuple[str, Script]) -> None:
     """The same through ``groundstate runs resume``: the run paused (its model failed), the operator decided
@@ -137,6 +148,33 @@ def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Pat
         assert until(lambda: not alive(pid), 5), "a daemon a served run's server left behind outlived the console"
     finally:
         served.kill()
+        kill_left(pid_in(pid_file))
+
+
+def test_a_daemon_of_a_run_started_from_demos_console_ends_with_demo(tmp_path: Path,
+                                                                    model: tuple[str, Script]) -> None:
+    """``groundstate demo`` drives the runs its console starts, as ``serve`` does: what their servers leave ends
+    when it is told to stop."""
+    url, script = model
+    script.answers = {"writer_prober": [envelope("probed [STATUS: SUCCESS]")]}
+    pid_file = tmp_path / "daemon.pid"
+    env = command_env(tmp_path, leaving_a_daemon(pid_file))
+    (tmp_path / "home").mkdir()
+    port = free_port()
+    demo = subprocess.Popen([sys.executable, "-m", "groundstate", "demo", "--port", str(port), "--model",
+                             f"openai-chat:m@{url}"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        client = console_client(port, tmp_path / "home")
+        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
+        assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
+        pid = written_pid(pid_file)
+        demo.send_signal(signal.SIGTERM)
+        _, stderr = demo.communicate(timeout=60)
+        assert "Traceback" not in stderr, stderr
+        assert until(lambda: not alive(pid), 5), "a daemon of a run started from demo's console outlived demo"
+    finally:
+        demo.kill()
         kill_left(pid_in(pid_file))
 
 

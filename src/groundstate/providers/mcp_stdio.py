@@ -25,24 +25,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import os
+import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 
 from .. import safejson
 from ..errors import GroundstateError
+from .keeper import descendants, signal_if_same
 from .lines import READ_SIZE, LineTooLong, pipe_lines
-from .server_processes import descendants, identified, killed_with_parent, signal_if_same
+from .server_processes import identified, killed_with_parent
 
 HANDSHAKE_VERSION = "2025-11-25"  # what initialize asks for: the newest version of the handshake era
 SPOKEN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # what a server may answer with
 SAFE_ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # inherited, as the SDK's client does
 EXIT_GRACE_SEC = 2.0  # a server's time to leave once its stdin closes, then again once terminated
+KEEPER = str(Path(__file__).with_name("keeper.py"))  # run as a script: see keeper.py
+KEEPING = sys.platform.startswith("linux")  # where a keeper can adopt what its server leaves (a child subreaper)
 METHOD_NOT_FOUND = -32601
+EXIT_NOTICE_SEC = 1.0  # how long a server whose output ended is given to exit, so its waiting calls say it did
 EXIT_POLL_SEC = 0.2  # how often a server is looked at for having exited (while its output may stay open)
 MAX_UNREAD = 1 << 20  # bytes of answers to the server's own requests left unread, past which it is answered no more
 CLIENT_INFO = {"name": "groundstate", "version": "1"}
@@ -70,8 +78,9 @@ def safe_environment(configured: dict[str, str] | None) -> dict[str, str]:
 class StdioSession:
     """One running stdio server: requests by id, their answers matched as they arrive."""
 
-    def __init__(self, process: asyncio.subprocess.Process, name: str) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, name: str, control: int | None = None) -> None:
         self.process, self.name = process, name
+        self._control = control  # the write end of its keeper's control pipe (None: no keeper), closed once stopped
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._closed: BaseException | None = None
@@ -149,6 +158,10 @@ class StdioSession:
         try:
             async for line in pipe_lines(self.process.stdout):
                 self._take(line)
+            with contextlib.suppress(TimeoutError):  # output mostly ends as a server exits: then that is the news
+                await asyncio.wait_for(self.process.wait(), EXIT_NOTICE_SEC)
+            if self.process.returncode is not None:
+                reason = UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})")
         except LineTooLong as exc:
             reason = UpstreamClosed(f"the server {self.name} wrote {exc}: its output is no longer read")
         except (OSError, ValueError) as exc:
@@ -247,6 +260,45 @@ class StdioSession:
         transport = getattr(process, "_transport", None)  # asyncio's; closed here, while the loop runs: its pipe
         if transport is not None:  # may still be open in a daemon killed later, and closing it then, at the
             transport.close()  # interpreter's exit, printed "Exception ignored … Event loop is closed"
+        if self._control is not None:  # the keeper's work is done (or, killed with its group, it has none left)
+            with contextlib.suppress(OSError):
+                os.close(self._control)
+            self._control = None
+
+
+async def _started(command: list[str], environment: dict[str, str],
+                   errlog: TextIO | None) -> tuple[asyncio.subprocess.Process, int | None]:
+    """The server ``command`` started in a session of its own — under its keeper where there is one (Linux: see
+    ``keeper.py``), with the write end of the keeper's control pipe, which only this process holds; elsewhere
+    directly, killed with the thread that started it."""
+    pipes: dict[str, Any] = {"stdin": asyncio.subprocess.PIPE, "stdout": asyncio.subprocess.PIPE, "stderr": errlog,
+                             "env": environment, "start_new_session": True, "limit": READ_SIZE}  # fmt: skip
+    program, *arguments = command
+    if not KEEPING:
+        return await asyncio.create_subprocess_exec(program, *arguments, preexec_fn=killed_with_parent(),
+                                                    **pipes), None  # fmt: skip
+    path = executable(program, environment)
+    control, held = os.pipe()  # both ends close on exec; the keeper is handed its end alone
+    try:
+        process = await asyncio.create_subprocess_exec(sys.executable, "-I", "-S", KEEPER, str(control), path,
+                                                       program, *arguments, pass_fds=(control,), **pipes)  # fmt: skip
+    except BaseException:
+        os.close(held)
+        raise
+    finally:
+        os.close(control)
+    return process, held
+
+
+def executable(program: str, environment: dict[str, str]) -> str:
+    """Where ``program`` is, found as starting it would find it (on the server's ``PATH``), so that a server that
+    cannot be started fails here as it would without a keeper: ``FileNotFoundError``, ``PermissionError``."""
+    found = program if os.sep in program else shutil.which(program, path=environment.get("PATH", os.defpath))
+    if found is None or not os.path.exists(found):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -254,12 +306,8 @@ async def stdio_session(
     name: str, command: list[str], env: dict[str, str] | None, errlog: TextIO | None
 ) -> AsyncIterator[StdioSession]:
     """The server ``command`` running for as long as the block does (stopped after it, whatever ends it)."""
-    program, *arguments = command
-    process = await asyncio.create_subprocess_exec(
-        program, *arguments, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog,
-        env=safe_environment(env), start_new_session=True, limit=READ_SIZE,
-        preexec_fn=killed_with_parent())  # fmt: skip
-    session = StdioSession(process, name)
+    process, control = await _started(command, safe_environment(env), errlog)
+    session = StdioSession(process, name, control)
     try:
         yield session
     finally:

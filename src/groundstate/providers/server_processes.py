@@ -20,10 +20,22 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 
+from .keeper import (
+    EXITED,
+    KILL_ROUNDS,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_PDEATHSIG,
+    QUIET_LOOKS,
+    descendants,
+    prctl,
+    signal_if_same,
+)
+from .keeper import processes as _processes
+from .keeper import stat as _stat
+from .keeper import still_running as _still_running
+
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a service manager's stop, a closed terminal: servers stopped first
-PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
 _adopting = False  # this process adopts its descendants' orphans (adopting_orphans): they are stopped with it
 # the children this process already had when it began to watch over its own (pid -> start time): a process the user
 # started before exec-ing into groundstate (``sidecar & exec groundstate serve``) is theirs, never stopped with ours
@@ -42,16 +54,7 @@ def unreadable_by_peers() -> bool:
     without this it could read ``GROUNDSTATE_API_KEY`` from ``/proc/PPID/environ`` or write forged answers into the
     client's pipe through ``/proc/PPID/fd``. Its children start dumpable again (``execve`` resets it). False where
     the call does not exist (not Linux)."""
-    return _prctl(PR_SET_DUMPABLE, 0)
-
-
-def _prctl(option: int, value: int) -> bool:
-    """``prctl(option, value)``; False where the call does not exist (not Linux) or fails."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+    return prctl(PR_SET_DUMPABLE, 0)
 
 
 def killed_with_parent() -> Callable[[], None] | None:
@@ -88,7 +91,7 @@ def adopting_orphans() -> Iterator[bool]:
         yield True
         return
     note_inherited()
-    adopted = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    adopted = prctl(PR_SET_CHILD_SUBREAPER, 1)
     _adopting = adopted
     reaping = threading.Event()
     reaper = threading.Thread(target=_reap_adopted, args=(reaping,), name="groundstate-reaper", daemon=True)
@@ -102,7 +105,7 @@ def adopting_orphans() -> Iterator[bool]:
             with _signals_deferred():  # a second Ctrl+C, the client's SIGTERM: after this pass, not in its middle
                 stop_descendants()
                 _adopting = False
-                _prctl(PR_SET_CHILD_SUBREAPER, 0)
+                prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 @contextlib.contextmanager
@@ -176,12 +179,8 @@ def stop_descendants(grace: float = GRACE_SEC) -> None:
         time.sleep(0.01)
 
 
-KILL_ROUNDS = 200  # looks at the tree while stopping it: a killed process forks no more, so a few rounds empty it
-QUIET_LOOKS = 3  # looks in a row that find nothing below, alive or just exited, before the tree is taken for empty:
-# one look can fall between a daemon's exit and its new child's first appearance in /proc
 LINGERING_ZOMBIE_SEC = 0.05
 ZOMBIE_SCAN_SEC = 2.0  # an adopted process that exited is reaped once seen a zombie in two scans this far apart
-_EXITED = ("Z", "X")  # /proc's states of a process that has exited: a zombie, or dead
 
 
 def _reap_adopted(stopping: threading.Event) -> None:
@@ -209,16 +208,7 @@ def _zombie_children() -> list[int]:
 def _exited(pid: int) -> bool:
     """Whether ``pid`` is no longer running: a zombie, dead, or gone."""
     fields = _stat(pid)
-    return fields is None or fields[0] in _EXITED
-
-
-def _stat(pid: int | str) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command's name (state first, then parent, group, …); None: no
-    such process."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    except (OSError, IndexError):  # gone since listed, or not a process
-        return None
+    return fields is None or fields[0] in EXITED
 
 
 def start_time(pid: int) -> int | None:
@@ -232,47 +222,6 @@ def identified(pids: list[int]) -> dict[int, int]:
     """``pids`` with their start times (those gone already left out)."""
     found = {pid: start_time(pid) for pid in pids}
     return {pid: started for pid, started in found.items() if started is not None}
-
-
-def _still_running(pids: list[int]) -> dict[int, int]:
-    """Those of ``pids`` that have not exited, with their start times, each from one read of its stat."""
-    found = {pid: _stat(pid) for pid in pids}
-    return {pid: int(fields[19]) for pid, fields in found.items()
-            if fields is not None and len(fields) > 19 and fields[0] not in _EXITED}  # fmt: skip
-
-
-def signal_if_same(pid: int, started: int, signum: int) -> None:
-    """Send ``signum`` to ``pid`` if it is still the process that started at ``started``."""
-    if start_time(pid) == started:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
-
-
-def _processes() -> dict[int, tuple[int, int]]:
-    """Every process on the machine: pid -> (parent pid, process group), read from /proc (empty where there is
-    none)."""
-    found: dict[int, tuple[int, int]] = {}
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None:
-            found[int(entry.name)] = (int(fields[1]), int(fields[2]))
-    return found
-
-
-def descendants(root: int, processes: dict[int, tuple[int, int]] | None = None,
-                spared: Iterable[int] = ()) -> list[int]:  # fmt: skip
-    """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to — but
-    for the processes ``spared`` and what is below them."""
-    table = _processes() if processes is None else processes
-    below: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
-        below.setdefault(parent, []).append(pid)
-    left_out = set(spared)
-    found, pending = [], [pid for pid in below.get(root, []) if pid not in left_out]
-    while pending:
-        pid = pending.pop()
-        found.append(pid)
-        pending.extend(child for child in below.get(pid, []) if child not in left_out)
-    return found
 
 
 def group_leading_children(parent: int | None = None) -> list[int]:

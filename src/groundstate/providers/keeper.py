@@ -1,0 +1,257 @@
+"""The keeper: a small process between groundstate and one stdio MCP server that makes the server's whole tree end
+with it — whatever the server starts, however groundstate ends.
+
+Without it, the server is groundstate's child and what the server starts is not: a child behind a wrapper
+(``sh -c``, ``npx``, ``uvx``) or a daemon (forked twice, its parent gone) runs on as init's when groundstate is
+killed outright (SIGKILL, the out-of-memory killer: no handler runs, and ``PR_SET_PDEATHSIG`` reaches only the
+direct child), and a daemon of a server stopped early (one left out for a slow start) waits for groundstate's own
+end. The keeper is started in the server's place (``python -I -S keeper.py CONTROL_FD PATH PROGRAM ARG...``: the
+server is the program at ``PATH``, its arguments ``PROGRAM ARG...`` as it was named):
+
+- it becomes the subreaper of everything below it (Linux ``PR_SET_CHILD_SUBREAPER``): a process the server starts
+  and leaves lands on the keeper, never on init;
+- it starts the server (its stdin, stdout and stderr are the keeper's, which the keeper then lets go of, so the
+  server's end of input and output is as if groundstate had started it);
+- when the server exits, what it left is stopped (SIGTERM, ``LEFT_GRACE_SEC``, then SIGKILL until several looks in
+  a row find nothing) and the keeper exits with the server's status (its code, or by the same signal);
+- told to terminate (SIGTERM, SIGHUP, SIGINT: groundstate stopping the server's process group), it stops the whole
+  tree the same way, with ``TERM_GRACE_SEC`` for the server to leave;
+- when ``CONTROL_FD`` (the read end of a pipe whose write end only groundstate holds) reaches its end — groundstate
+  closed it, or groundstate is gone, killed outright or not — the server gets ``EXIT_GRACE_SEC`` to leave on its own
+  (its input has closed too), then the tree is stopped.
+
+It imports nothing of groundstate (it runs with ``-I -S``: no site, no environment variable of the server's
+changes the interpreter) and nothing slow; ``server_processes`` uses its ``/proc`` readers too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Iterable
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+LEFT_GRACE_SEC = 0.5  # what a server left behind gets to leave on SIGTERM once the server has exited
+TERM_GRACE_SEC = 1.5  # the server's time to leave once the keeper is told to terminate (groundstate waits 2 s)
+EXIT_GRACE_SEC = 2.0  # the server's time to leave on its own once groundstate is gone (its input closed with it)
+KILL_ROUNDS = 200  # looks at the tree while stopping it: a killed process forks no more, so a few rounds empty it
+QUIET_LOOKS = 3  # looks in a row that find nothing below before the tree is taken for empty: one look can fall
+# between a daemon's exit and its new child's first appearance in /proc
+EXITED = ("Z", "X")  # /proc's states of a process that has exited: a zombie, or dead
+STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+CANNOT_START = 127  # the keeper's status when the server's program could not be started (as a shell's)
+
+
+def stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (state first, then parent, group, …); None: no
+    such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):  # gone since listed, or not a process
+        return None
+
+
+def processes() -> dict[int, tuple[int, int]]:
+    """Every process on the machine: pid -> (parent pid, process group), read from /proc (empty where there is
+    none)."""
+    found: dict[int, tuple[int, int]] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit() and (fields := stat(name)) is not None:
+                found[int(name)] = (int(fields[1]), int(fields[2]))
+    return found
+
+
+def descendants(root: int, table: dict[int, tuple[int, int]] | None = None, spared: Iterable[int] = ()) -> list[int]:
+    """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to — but
+    for the processes ``spared`` and what is below them."""
+    below: dict[int, list[int]] = {}
+    for pid, (parent, _) in (processes() if table is None else table).items():
+        below.setdefault(parent, []).append(pid)
+    left_out = set(spared)
+    found, pending = [], [pid for pid in below.get(root, []) if pid not in left_out]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(child for child in below.get(pid, []) if child not in left_out)
+    return found
+
+
+def still_running(pids: Iterable[int]) -> dict[int, int]:
+    """Those of ``pids`` that have not exited, with their start times (clock ticks since boot: with the pid, who the
+    process is), each from one read of its stat."""
+    found = {pid: stat(pid) for pid in pids}
+    return {pid: int(fields[19]) for pid, fields in found.items()
+            if fields is not None and len(fields) > 19 and fields[0] not in EXITED}  # fmt: skip
+
+
+def signal_if_same(pid: int, started: int, signum: int) -> None:
+    """Send ``signum`` to ``pid`` if it is still the process that started at ``started``."""
+    fields = stat(pid)
+    if fields is not None and len(fields) > 19 and int(fields[19]) == started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False where the call does not exist (not Linux) or fails."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+class Keeper:
+    """One server's keeper (see the module's docstring): the server's pid, its status once it exited, and the
+    reasons to stop noted by the signal handlers and the control pipe."""
+
+    def __init__(self, control: int) -> None:
+        self.control = control
+        self.server = 0
+        self.status: int | None = None  # the server's wait status, once it exited
+        self.told: list[int] = []  # signals that told the keeper to terminate
+        self.wake_read, self.wake_write = os.pipe()
+        for end in (self.wake_read, self.wake_write):
+            os.set_blocking(end, False)
+
+    def start(self, path: str, program: list[str]) -> None:
+        """Start the server (the program at ``path``, its arguments ``program``); the keeper keeps no end of its
+        input or output."""
+        signal.set_wakeup_fd(self.wake_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop (through the wake-up pipe)
+        for number in STOPPING:
+            signal.signal(number, lambda signum, _frame: self.told.append(signum))
+        self.server = os.fork()
+        if self.server == 0:
+            self._become(path, program)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # the server's output ends when the server (and what it left) closes it, not the keeper
+        os.close(null)
+
+    def _become(self, path: str, program: list[str]) -> None:
+        """In the forked child: the server, with the signals as they were and nothing of the keeper's open."""
+        try:
+            signal.set_wakeup_fd(-1)
+            for number in (signal.SIGCHLD, *STOPPING):
+                signal.signal(number, signal.SIG_DFL)
+            for end in (self.control, self.wake_read, self.wake_write):
+                os.close(end)
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))  # the keeper killed outright takes the server with it
+            os.execv(path, program)
+        except BaseException as exc:  # whatever it was, the child must not return into the keeper
+            with contextlib.suppress(Exception):
+                os.write(2, f"groundstate: cannot start {program[0]}: {exc}\n".encode(errors="replace"))
+        os._exit(CANNOT_START)
+
+    def serve(self) -> int:
+        """Wait for the server to exit, for a signal to terminate, or for the control pipe's end; stop what is
+        left; the server's wait status."""
+        control_open = True
+        while self.status is None and not self.told:
+            watched = [self.wake_read, self.control] if control_open else [self.wake_read]
+            with contextlib.suppress(InterruptedError):
+                ready, _, _ = select.select(watched, [], [], None)
+                if self.wake_read in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self.wake_read, 512)
+                if control_open and self.control in ready and not self._control_readable():
+                    control_open = False
+                    self._wait_for_server(EXIT_GRACE_SEC)
+                    break
+            self._reap()
+        # told to terminate, or groundstate is gone and the server did not leave: it is terminated with the rest
+        self._stop_tree(LEFT_GRACE_SEC if self.status is not None else TERM_GRACE_SEC)
+        return self.status if self.status is not None else signal.SIGKILL
+
+    def _control_readable(self) -> bool:
+        """Whether the control pipe is still open (anything written to it is read and ignored)."""
+        try:
+            return bool(os.read(self.control, 512))
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
+    def _wait_for_server(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.status is None and not self.told and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.02)
+
+    def _reap(self) -> None:
+        """Reap every child that exited (the keeper is the only one waiting for them); note the server's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.server:
+                self.status = status
+
+    def _stop_tree(self, grace: float) -> None:
+        """SIGTERM everything below the keeper, ``grace`` seconds to leave, then SIGKILL what is below until
+        ``QUIET_LOOKS`` looks in a row find nothing (a process forking while it is stopped leaves children no single
+        look holds; they land on the keeper, its subreaper). A pid is signalled only while its start time says it
+        is still the process seen."""
+        me = os.getpid()
+        seen = still_running(descendants(me))
+        for pid, started in seen.items():
+            signal_if_same(pid, started, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+            self._reap()
+            seen = {pid: started for pid, started in still_running(seen).items() if seen[pid] == started}
+        quiet = 0
+        for _ in range(KILL_ROUNDS):
+            below = still_running(descendants(me))
+            for pid, started in below.items():
+                signal_if_same(pid, started, signal.SIGKILL)
+            self._reap()
+            quiet = 0 if below else quiet + 1
+            if quiet >= QUIET_LOOKS:
+                return
+            time.sleep(0.01)
+
+
+def exit_as(status: int) -> None:
+    """End this process as a process with wait status ``status`` ended: with its code, or by its signal."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler to take back
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        os._exit(128 + number)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else CANNOT_START)
+
+
+def main(arguments: list[str]) -> None:
+    if len(arguments) < 3 or not arguments[0].isdigit():
+        sys.stderr.write("usage: keeper.py CONTROL_FD PATH PROGRAM [ARG...]\n")
+        os._exit(2)
+    control = int(arguments[0])
+    os.set_blocking(control, False)
+    with contextlib.suppress(BlockingIOError):
+        if not os.read(control, 512):  # groundstate is gone already: nothing to start, nothing to keep
+            os._exit(CANNOT_START)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    keeper = Keeper(control)
+    keeper.start(arguments[1], arguments[2:])
+    status = keeper.serve()
+    sys.stderr.flush()
+    exit_as(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,90 @@
+"""Each stdio server runs under a keeper (``providers/keeper.py``) that ends the server's whole tree with it: what
+the keeper changes must not show — the server's exit status, its environment, a program that cannot be started —
+and where there is no keeper (not Linux) a server is started directly and served the same."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from groundstate.config import McpServerConfig
+from groundstate.providers import connect
+
+from .test_upstream_wire import RAW
+
+EXITING = "import os, signal, sys; code = int(sys.argv[1]); os.kill(os.getpid(), -code) if code < 0 else sys.exit(code)"
+
+
+def left_out_reason(command: list[str], env: dict[str, str] | None = None) -> str:
+    """Why ``connect`` left out a server started as ``command`` (beside a working one, so the guard goes on)."""
+
+    async def connected() -> str:
+        async with contextlib.AsyncExitStack() as stack:
+            servers = {"probe": McpServerConfig(command=command, env=env or {}),
+                       "raw": McpServerConfig(command=[sys.executable, RAW])}  # fmt: skip
+            upstreams = await connect(servers, stack, 20, partial=True)
+            assert set(upstreams.sessions) == {"raw"}
+            return upstreams.failed["probe"]
+
+    return asyncio.run(connected())
+
+
+@pytest.mark.parametrize("code", [0, 3, -signal.SIGKILL, -signal.SIGTERM])
+def test_a_servers_exit_status_is_its_own_not_its_keepers(code: int) -> None:
+    """The keeper ends as its server ended: with its code, or by its signal (asyncio's negative status)."""
+    reason = left_out_reason([sys.executable, "-c", EXITING, str(code)])
+    assert reason.endswith(f"exited (status {code})"), reason
+
+
+@pytest.mark.parametrize("keeping", [True, False])
+def test_a_server_is_served_with_and_without_a_keeper(keeping: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a keeper (where the system has no child subreaper) the server is started directly, and the guard
+    speaks to it the same."""
+    from groundstate.providers import mcp_stdio
+
+    monkeypatch.setattr(mcp_stdio, "KEEPING", keeping)
+
+    async def listed() -> tuple[list[str], int, str]:
+        async with contextlib.AsyncExitStack() as stack:
+            upstreams = await connect({"raw": McpServerConfig(command=[sys.executable, RAW])}, stack, 20)
+            session = upstreams.sessions["raw"]
+            result = await session.call_tool("probe", {"act": "pid"})
+            parent = int(Path(f"/proc/{result.content[0].text}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+            return [tool.name for tool in upstreams.tools["raw"]], parent, Path(f"/proc/{parent}/cmdline").read_text()
+
+    tools, parent, command = asyncio.run(listed())
+    assert "probe" in tools
+    if keeping:
+        assert "keeper.py" in command and parent != os.getpid(), command
+    else:
+        assert parent == os.getpid(), "without a keeper the server is the caller's own child"
+
+
+def test_the_servers_python_settings_do_not_reach_its_keeper(tmp_path: Path) -> None:
+    """The keeper runs isolated (``-I -S``): ``PYTHONPATH`` in a server's environment is the server's — a module
+    placed there is not what the keeper imports, and the server still gets the variable."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    marker = tmp_path / "imported-by"
+    for module in ("select", "signal", "contextlib", "ctypes"):
+        (planted / f"{module}.py").write_text(f"import sys\nopen({str(marker)!r}, 'a').write(sys.argv[0] + '\\n')\n"
+                                              "raise SystemExit(9)\n")  # fmt: skip
+    reason = left_out_reason(["/bin/sh", "-c", "exit 4"], env={"PYTHONPATH": str(planted)})
+    assert reason.endswith("exited (status 4)"), reason
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_server_is_started_under_the_name_it_was_given(tmp_path: Path) -> None:
+    """The keeper finds the program on the server's ``PATH`` first, but the server's own name for itself
+    (``argv[0]``) is the one configured — a multi-call program (``busybox``) tells its roles apart by it."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "myserver").symlink_to(sys.executable)
+    named = "import sys; sys.exit(0 if sys.orig_argv[0] == 'myserver' else 7)"
+    reason = left_out_reason(["myserver", "-c", named], env={"PATH": str(tmp_path / "bin")})
+    assert reason.endswith("exited (status 0)"), reason
