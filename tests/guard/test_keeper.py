@@ -88,3 +88,34 @@ def test_a_server_is_started_under_the_name_it_was_given(tmp_path: Path) -> None
     named = "import sys; sys.exit(0 if sys.orig_argv[0] == 'myserver' else 7)"
     reason = left_out_reason(["myserver", "-c", named], env={"PATH": str(tmp_path / "bin")})
     assert reason.endswith("exited (status 0)"), reason
+
+
+def test_a_server_starts_with_the_signals_a_program_started_directly_has() -> None:
+    """Found by an attack: Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec — a
+    server under the keeper could not die of SIGPIPE (a pipeline's writer ran forever)."""
+    reason = left_out_reason(["/bin/sh", "-c", "kill -PIPE $$; exit 3"])
+    assert reason.endswith(f"exited (status {-signal.SIGPIPE})"), reason
+
+
+@pytest.mark.parametrize("given", [None, "POSIX", "de_DE.UTF-8"])
+def test_the_servers_locale_is_its_own(given: str | None) -> None:
+    """Found by an attack: Python's locale coercion set ``LC_CTYPE=C.UTF-8`` in the keeper, and every server got it.
+    A server has the ``LC_CTYPE`` its environment names, or none."""
+    check = 'test -z "${LC_CTYPE+x}"' if given is None else f'test "$LC_CTYPE" = "{given}"'
+    reason = left_out_reason(["/bin/sh", "-c", f"{check} && exit 6 || exit 5"],
+                             env={} if given is None else {"LC_CTYPE": given})  # fmt: skip
+    assert reason.endswith("exited (status 6)"), reason
+
+
+@pytest.mark.parametrize(("first_line", "error"), [
+    ("#!/nonexistent/interpreter\n", "FileNotFoundError: [Errno 2] No such file or directory"),
+    ("echo no interpreter named\n", "OSError: [Errno 8] Exec format error"),
+])  # fmt: skip
+def test_a_program_exec_refuses_is_named_with_execs_own_error(tmp_path: Path, first_line: str, error: str) -> None:
+    """Found by an attack: a script whose interpreter is missing, or a file no system can run, was reported as a
+    server that exited with status 127. The error ``exec`` gave is the start's error, as without a keeper."""
+    script = tmp_path / "server"
+    script.write_text(first_line)
+    script.chmod(0o755)
+    reason = left_out_reason([str(script)])
+    assert f"{error}: '{script}'" in reason, reason

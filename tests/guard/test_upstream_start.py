@@ -517,3 +517,40 @@ def test_a_server_that_cannot_be_started_is_named_as_before(tmp_path: Path) -> N
     assert ("left out mcp.servers.missing: cannot start or reach the server: FileNotFoundError: [Errno 2] No such "
             "file or directory: 'groundstate-no-such-program'") in stderr, stderr
     assert "left out mcp.servers.plain: cannot start or reach the server: PermissionError: [Errno 13]" in stderr
+
+
+HOPPER = ("import os, time\n"  # a daemon that hands itself on to a new pid without pause (for 60 s at most)
+          "if os.fork(): os._exit(0)\nos.setsid()\nopen({group!r}, 'w').write(str(os.getpgrp()))\n"
+          "end = time.monotonic() + 60\nwhile time.monotonic() < end:\n    if os.fork(): os._exit(0)\n")  # fmt: skip
+
+
+def group_alive(group: int) -> bool:
+    """Whether any process of the process group ``group`` still runs."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("end", ["eof", "kill"])
+def test_a_daemon_that_hands_itself_on_without_pause_does_not_outlive_the_guard(tmp_path: Path, end: str) -> None:
+    """Found by an attack: a daemon forking anew without pause is at another pid by the time any look at the tree
+    signals the one it saw — it outlived the guard's end (it did before the keeper) and a guard killed outright. Its
+    process group, which only processes below the keeper can be in, is now stopped whole."""
+    group_file = tmp_path / "group"
+    guard = served(tmp_path, raw_with_child(HOPPER.format(group=str(group_file))))
+    group = written_pid(group_file)
+    try:
+        assert guard.stdin is not None
+        if end == "eof":
+            guard.stdin.close()
+        else:
+            guard.kill()
+        guard.wait(timeout=60)
+        assert until(lambda: not group_alive(group), 15), "the daemon handing itself on outlived the guard"
+    finally:
+        guard.kill()
+        for _ in range(100):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)

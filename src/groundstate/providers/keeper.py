@@ -5,8 +5,8 @@ Without it, the server is groundstate's child and what the server starts is not:
 (``sh -c``, ``npx``, ``uvx``) or a daemon (forked twice, its parent gone) runs on as init's when groundstate is
 killed outright (SIGKILL, the out-of-memory killer: no handler runs, and ``PR_SET_PDEATHSIG`` reaches only the
 direct child), and a daemon of a server stopped early (one left out for a slow start) waits for groundstate's own
-end. The keeper is started in the server's place (``python -I -S keeper.py CONTROL_FD PATH PROGRAM ARG...``: the
-server is the program at ``PATH``, its arguments ``PROGRAM ARG...`` as it was named):
+end. The keeper is started in the server's place (``python -I -S keeper.py CONTROL_FD REPORT_FD LOCALE PATH PROGRAM
+ARG...``: see ``main``; the server is the program at ``PATH``, its arguments ``PROGRAM ARG...`` as it was named):
 
 - it becomes the subreaper of everything below it (Linux ``PR_SET_CHILD_SUBREAPER``): a process the server starts
   and leaves lands on the keeper, never on init;
@@ -32,7 +32,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -45,6 +45,10 @@ QUIET_LOOKS = 3  # looks in a row that find nothing below before the tree is tak
 EXITED = ("Z", "X")  # /proc's states of a process that has exited: a zombie, or dead
 STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 CANNOT_START = 127  # the keeper's status when the server's program could not be started (as a shell's)
+# what the server starts with as the default, as a program started by subprocess would: Python ignores these at
+# start-up, and an ignored signal stays ignored across exec (a pipeline's writer would never die of SIGPIPE)
+DEFAULT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, name))
+Seen = tuple[int, int, int]  # a process as seen: its start time (clock ticks since boot), process group, session
 
 
 def stat(pid: int | str) -> list[str] | None:
@@ -83,12 +87,12 @@ def descendants(root: int, table: dict[int, tuple[int, int]] | None = None, spar
     return found
 
 
-def still_running(pids: Iterable[int]) -> dict[int, int]:
-    """Those of ``pids`` that have not exited, with their start times (clock ticks since boot: with the pid, who the
-    process is), each from one read of its stat."""
+def running(pids: Iterable[int], exited: bool = False) -> dict[int, Seen]:
+    """Those of ``pids`` that have not exited (with ``exited``, those that have and wait to be reaped too), each as
+    seen (``Seen``) from one read of its stat."""
     found = {pid: stat(pid) for pid in pids}
-    return {pid: int(fields[19]) for pid, fields in found.items()
-            if fields is not None and len(fields) > 19 and fields[0] not in EXITED}  # fmt: skip
+    return {pid: (int(fields[19]), int(fields[2]), int(fields[3])) for pid, fields in found.items()
+            if fields is not None and len(fields) > 19 and (exited or fields[0] not in EXITED)}  # fmt: skip
 
 
 def signal_if_same(pid: int, started: int, signum: int) -> None:
@@ -97,6 +101,59 @@ def signal_if_same(pid: int, started: int, signum: int) -> None:
     if fields is not None and len(fields) > 19 and int(fields[19]) == started:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signum)
+
+
+def enclosed(group: int, session: int) -> bool:
+    """Whether every member of the process group ``group`` (in ``session``) is below this process, so that the
+    group may be signalled whole: a group of a session other than this process's own (a session begun below it,
+    which nothing from outside can join), or of this process's own session when it leads that session — never this
+    process's own group."""
+    mine = os.getsid(0)
+    return group != os.getpgrp() and (session != mine or mine == os.getpid())
+
+
+def hit(pid: int, seen: Seen, signum: int) -> None:
+    """Send ``signum`` to ``pid`` — and to its whole process group where that group is ``enclosed``: a process that
+    forks anew every moment keeps its group, so the signal reaches whatever pid it has moved on to — if it is still
+    the process seen (its start time), never one the system gave to another since."""
+    started, group, session = seen
+    fields = stat(pid)
+    if fields is None or len(fields) <= 19 or int(fields[19]) != started:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if enclosed(group, session):
+            os.killpg(group, signum)
+        else:
+            os.kill(pid, signum)
+
+
+def stop_tree(below: Callable[[], list[int]], reap: Callable[[], bool], grace: float) -> None:
+    """SIGTERM every process ``below()`` lists (with its group: ``hit``), give them ``grace`` seconds, then SIGKILL
+    what is below — again until ``QUIET_LOOKS`` looks in a row find nothing, not even a process that just exited: a
+    process that forks while it is stopped (on SIGTERM, or all along) leaves children no single look holds, and the
+    caller, their subreaper, is where they land. ``reap`` reaps the caller's exited children it may; True while some
+    wait to be."""
+    seen = running(below())
+    for pid, what in seen.items():
+        hit(pid, what, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+        reap()
+        seen = {pid: what for pid, what in running(seen).items() if seen[pid][0] == what[0]}
+    quiet = 0
+    for _ in range(KILL_ROUNDS):
+        listed = below()
+        alive = running(listed)
+        # an exited process not yet reaped still names its group: the group of a process that forks anew without
+        # pause is found through the links that just left it, as the live one is at another pid by any look
+        for pid, what in running(listed, exited=True).items():
+            hit(pid, what, signal.SIGKILL)
+        pending = reap()
+        quiet = 0 if alive or pending else quiet + 1
+        if quiet >= QUIET_LOOKS:
+            return
+        time.sleep(0.01)
 
 
 def prctl(option: int, value: int) -> bool:
@@ -113,8 +170,8 @@ class Keeper:
     """One server's keeper (see the module's docstring): the server's pid, its status once it exited, and the
     reasons to stop noted by the signal handlers and the control pipe."""
 
-    def __init__(self, control: int) -> None:
-        self.control = control
+    def __init__(self, control: int, report: int) -> None:
+        self.control, self.report = control, report
         self.server = 0
         self.status: int | None = None  # the server's wait status, once it exited
         self.told: list[int] = []  # signals that told the keeper to terminate
@@ -122,34 +179,47 @@ class Keeper:
         for end in (self.wake_read, self.wake_write):
             os.set_blocking(end, False)
 
-    def start(self, path: str, program: list[str]) -> None:
-        """Start the server (the program at ``path``, its arguments ``program``); the keeper keeps no end of its
-        input or output."""
+    def start(self, path: str, program: list[str], environment: dict[str, str]) -> None:
+        """Start the server (the program at ``path``, its arguments ``program``, its ``environment``); the keeper
+        keeps no end of its input or output. A server that cannot be started is reported on the report pipe (its
+        ``errno``) as ``exec`` failed, and the keeper exits ``CANNOT_START``."""
         signal.set_wakeup_fd(self.wake_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop (through the wake-up pipe)
         for number in STOPPING:
             signal.signal(number, lambda signum, _frame: self.told.append(signum))
-        self.server = os.fork()
+        try:
+            self.server = os.fork()
+        except OSError as exc:  # no process to be had (a limit reached): told as exec's failure would be
+            self._failed(exc.errno or 0)
         if self.server == 0:
-            self._become(path, program)
+            self._become(path, program, environment)
+        os.close(self.report)  # the child's copy closes on exec: the report's end says the server started
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)  # the server's output ends when the server (and what it left) closes it, not the keeper
         os.close(null)
 
-    def _become(self, path: str, program: list[str]) -> None:
-        """In the forked child: the server, with the signals as they were and nothing of the keeper's open."""
+    def _become(self, path: str, program: list[str], environment: dict[str, str]) -> None:
+        """In the forked child: the server, with the signals at their defaults, nothing of the keeper's open but the
+        report pipe (closed by exec), in a process group of its own (which the keeper may stop whole)."""
         try:
             signal.set_wakeup_fd(-1)
-            for number in (signal.SIGCHLD, *STOPPING):
+            for number in (signal.SIGCHLD, *STOPPING, *DEFAULT_SIGNALS):
                 signal.signal(number, signal.SIG_DFL)
             for end in (self.control, self.wake_read, self.wake_write):
                 os.close(end)
+            os.setpgid(0, 0)
             prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))  # the keeper killed outright takes the server with it
-            os.execv(path, program)
-        except BaseException as exc:  # whatever it was, the child must not return into the keeper
-            with contextlib.suppress(Exception):
-                os.write(2, f"groundstate: cannot start {program[0]}: {exc}\n".encode(errors="replace"))
+            os.execve(path, program, environment)
+        except OSError as exc:
+            self._failed(exc.errno or 0)
+        except BaseException:  # whatever it was, the child must not return into the keeper
+            self._failed(0)
+
+    def _failed(self, number: int) -> None:
+        """The server could not be started: its ``errno`` on the report pipe, and out."""
+        with contextlib.suppress(OSError):
+            os.write(self.report, str(number).encode())
         os._exit(CANNOT_START)
 
     def serve(self) -> int:
@@ -187,42 +257,25 @@ class Keeper:
             self._reap()
             time.sleep(0.02)
 
-    def _reap(self) -> None:
-        """Reap every child that exited (the keeper is the only one waiting for them); note the server's status."""
+    def _reap(self) -> bool:
+        """Reap every child that exited (the keeper is the only one waiting for them); note the server's status.
+        Whether any had: a process that just exited is not yet a quiet tree."""
+        reaped = False
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return reaped
             if pid == 0:
-                return
+                return reaped
+            reaped = True
             if pid == self.server:
                 self.status = status
 
     def _stop_tree(self, grace: float) -> None:
-        """SIGTERM everything below the keeper, ``grace`` seconds to leave, then SIGKILL what is below until
-        ``QUIET_LOOKS`` looks in a row find nothing (a process forking while it is stopped leaves children no single
-        look holds; they land on the keeper, its subreaper). A pid is signalled only while its start time says it
-        is still the process seen."""
+        """Everything below the keeper stopped (``stop_tree``)."""
         me = os.getpid()
-        seen = still_running(descendants(me))
-        for pid, started in seen.items():
-            signal_if_same(pid, started, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while seen and time.monotonic() < deadline:
-            time.sleep(0.02)
-            self._reap()
-            seen = {pid: started for pid, started in still_running(seen).items() if seen[pid] == started}
-        quiet = 0
-        for _ in range(KILL_ROUNDS):
-            below = still_running(descendants(me))
-            for pid, started in below.items():
-                signal_if_same(pid, started, signal.SIGKILL)
-            self._reap()
-            quiet = 0 if below else quiet + 1
-            if quiet >= QUIET_LOOKS:
-                return
-            time.sleep(0.01)
+        stop_tree(lambda: descendants(me), self._reap, grace)
 
 
 def exit_as(status: int) -> None:
@@ -237,17 +290,26 @@ def exit_as(status: int) -> None:
 
 
 def main(arguments: list[str]) -> None:
-    if len(arguments) < 3 or not arguments[0].isdigit():
-        sys.stderr.write("usage: keeper.py CONTROL_FD PATH PROGRAM [ARG...]\n")
+    """``keeper.py CONTROL_FD REPORT_FD LOCALE PATH PROGRAM [ARG...]``: ``REPORT_FD``, the write end of the pipe
+    where a start's failure is told (its ``errno``); ``LOCALE``, ``=VALUE`` the server's own ``LC_CTYPE``, ``-`` none:
+    Python's locale coercion (PEP 538), which ``-I`` does not stop, sets one in the keeper's environment."""
+    if len(arguments) < 5 or not (arguments[0].isdigit() and arguments[1].isdigit()):
+        sys.stderr.write("usage: keeper.py CONTROL_FD REPORT_FD LOCALE PATH PROGRAM [ARG...]\n")
         os._exit(2)
-    control = int(arguments[0])
+    control, report = int(arguments[0]), int(arguments[1])
     os.set_blocking(control, False)
+    os.set_inheritable(report, False)  # closed by the server's exec: the report's end is the start's success
     with contextlib.suppress(BlockingIOError):
         if not os.read(control, 512):  # groundstate is gone already: nothing to start, nothing to keep
             os._exit(CANNOT_START)
+    environment = dict(os.environ)
+    if arguments[2].startswith("="):
+        environment["LC_CTYPE"] = arguments[2][1:]
+    else:
+        environment.pop("LC_CTYPE", None)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
-    keeper = Keeper(control)
-    keeper.start(arguments[1], arguments[2:])
+    keeper = Keeper(control, report)
+    keeper.start(arguments[3], arguments[4:], environment)
     status = keeper.serve()
     sys.stderr.flush()
     exit_as(status)

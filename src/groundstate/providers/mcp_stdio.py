@@ -278,26 +278,49 @@ async def _started(command: list[str], environment: dict[str, str],
         return await asyncio.create_subprocess_exec(program, *arguments, preexec_fn=killed_with_parent(),
                                                     **pipes), None  # fmt: skip
     path = executable(program, environment)
-    control, held = os.pipe()  # both ends close on exec; the keeper is handed its end alone
+    control, held = os.pipe()  # both ends close on exec; the keeper is handed its ends alone
+    told, report = os.pipe()
+    locale = "=" + environment["LC_CTYPE"] if "LC_CTYPE" in environment else "-"  # see keeper.main
     try:
-        process = await asyncio.create_subprocess_exec(sys.executable, "-I", "-S", KEEPER, str(control), path,
-                                                       program, *arguments, pass_fds=(control,), **pipes)  # fmt: skip
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", KEEPER, str(control), str(report), locale, path, program, *arguments,
+            pass_fds=(control, report), **pipes)  # fmt: skip
     except BaseException:
         os.close(held)
         raise
     finally:
         os.close(control)
+        os.close(report)
+    try:
+        failed = await asyncio.to_thread(_read_to_end, told)  # its end: the server's exec succeeded
+    finally:
+        os.close(told)
+    if failed:  # the server could not be started: the error exec gave, as starting it directly would raise it
+        os.close(held)
+        await process.wait()
+        number = int(failed) if failed.isdigit() else errno.ENOEXEC
+        raise OSError(number, os.strerror(number), program)
     return process, held
 
 
+def _read_to_end(descriptor: int) -> str:
+    """What is written to the pipe ``descriptor`` until its write ends are all closed (a few bytes at most)."""
+    found = b""
+    while chunk := os.read(descriptor, 64):
+        found += chunk
+        if len(found) > 64:
+            break
+    return found.decode("ascii", errors="replace").strip()
+
+
 def executable(program: str, environment: dict[str, str]) -> str:
-    """Where ``program`` is, found as starting it would find it (on the server's ``PATH``), so that a server that
-    cannot be started fails here as it would without a keeper: ``FileNotFoundError``, ``PermissionError``."""
+    """Where ``program`` is: as named when it names a path, else found on the server's ``PATH`` as starting it
+    would find it (``FileNotFoundError`` when it is on none). Whether it can be run is for ``exec`` to say."""
+    if "\0" in program:
+        raise ValueError("embedded null byte")
     found = program if os.sep in program else shutil.which(program, path=environment.get("PATH", os.defpath))
-    if found is None or not os.path.exists(found):
+    if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
-    if os.path.isdir(found) or not os.access(found, os.X_OK):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
     return found
 
 

@@ -22,17 +22,14 @@ from types import FrameType
 
 from .keeper import (
     EXITED,
-    KILL_ROUNDS,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
-    QUIET_LOOKS,
     descendants,
     prctl,
-    signal_if_same,
+    stop_tree,
 )
 from .keeper import processes as _processes
 from .keeper import stat as _stat
-from .keeper import still_running as _still_running
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a service manager's stop, a closed terminal: servers stopped first
 PR_SET_DUMPABLE = 4
@@ -152,31 +149,19 @@ def ours(processes: dict[int, tuple[int, int]] | None = None) -> list[int]:
 
 
 def stop_descendants(grace: float = GRACE_SEC) -> None:
-    """SIGTERM every process below this one (``ours``), give them ``grace`` seconds, then SIGKILL what is below it —
-    again until several looks in a row find nothing, not even one that just exited: a process that forks while it is
-    being stopped (on SIGTERM, or all along) leaves children that no single look at the tree holds, and this
-    process, their subreaper, is where they land. A pid is signalled only while it is still the process that was
-    seen (its start time), never one the system gave to another since."""
-    seen = _still_running(ours())
-    for pid, started in seen.items():
-        signal_if_same(pid, started, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while seen and time.monotonic() < deadline:
-        time.sleep(0.02)
-        seen = {pid: started for pid, started in _still_running(list(seen)).items() if seen[pid] == started}
-    quiet, first_seen = 0, dict[int, float]()
-    for _ in range(KILL_ROUNDS):
-        below = _still_running(ours())
-        for pid, started in below.items():
-            signal_if_same(pid, started, signal.SIGKILL)
-        zombies, now = _zombie_children(), time.monotonic()
+    """SIGTERM every process below this one (``ours``), give them ``grace`` seconds, then SIGKILL what is below it
+    until several looks in a row find nothing, not even one that just exited (``keeper.stop_tree``: a process that
+    forks while it is stopped is caught, with its group where nothing outside can be in it)."""
+    first_seen: dict[int, float] = {}
+
+    def reap() -> bool:
         # reaped once it has stayed a zombie a while: a child someone waits for (asyncio's watcher, ``subprocess``)
         # is reaped by them at once, and taking it from them makes them report a status they never saw
+        zombies, now = _zombie_children(), time.monotonic()
         _reap(pid for pid in zombies if now - first_seen.setdefault(pid, now) >= LINGERING_ZOMBIE_SEC)
-        quiet = 0 if below or zombies else quiet + 1
-        if quiet >= QUIET_LOOKS:
-            return
-        time.sleep(0.01)
+        return bool(zombies)
+
+    stop_tree(ours, reap, grace)
 
 
 LINGERING_ZOMBIE_SEC = 0.05
