@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from groundstate.config import McpServerConfig
-from groundstate.providers import connect
+from groundstate.providers import McpServerError, connect
 
+from .test_upstream_start import ends_with_a_kill, served
 from .test_upstream_wire import RAW
 
 EXITING = "import os, signal, sys; code = int(sys.argv[1]); os.kill(os.getpid(), -code) if code < 0 else sys.exit(code)"
@@ -119,3 +122,59 @@ def test_a_program_exec_refuses_is_named_with_execs_own_error(tmp_path: Path, fi
     script.chmod(0o755)
     reason = left_out_reason([str(script)])
     assert f"{error}: '{script}'" in reason, reason
+
+
+def running_with_argument(argument: str) -> list[int]:
+    """The pids of the processes whose command line holds ``argument``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and argument.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_start_cancelled_while_the_keeper_starts_leaves_nothing() -> None:
+    """Found by an attack: a start cancelled while the guard waited for the keeper's report (a start timeout of a
+    few milliseconds, a guard stopping) left the keeper and its server running until the guard ended."""
+    marker = f"{os.getpid()}.25"  # a sleep no other process runs
+
+    async def started(timeout: float) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            with contextlib.suppress(McpServerError):
+                await connect({"slow": McpServerConfig(command=["sleep", marker])}, stack, timeout)
+
+    for timeout in (0.002, 0.005, 0.01, 0.02, 0.04, 0.08):
+        asyncio.run(started(timeout))
+    deadline = time.monotonic() + 10
+    while running_with_argument(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = running_with_argument(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "a cancelled start left its server running"
+
+
+CONTROL_HOLDER = (  # the server's child: opens its keeper's control pipe through /proc, then leaves as a daemon
+    "import os, signal, time\n"
+    "keeper = os.getppid()\n"
+    "while b'keeper.py' not in open(f'/proc/{{keeper}}/cmdline', 'rb').read():\n"
+    "    keeper = int(open(f'/proc/{{keeper}}/stat').read().rsplit(') ', 1)[1].split()[1])\n"
+    "control = open(f'/proc/{{keeper}}/cmdline', 'rb').read().split(b'\\0')[4].decode()\n"
+    "held = os.open(f'/proc/{{keeper}}/fd/{{control}}', os.O_WRONLY)\n"
+    "if os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nopen({pid!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+
+
+def test_a_server_holding_its_keepers_control_pipe_does_not_outlive_a_guard_killed_outright(tmp_path: Path) -> None:
+    """Found by an attack: a server's child that opened a write end of its keeper's control pipe through /proc kept
+    the keeper waiting after the guard was killed outright. The keeper is undumpable now (its descriptors are no
+    same-user process's to open) and learns of the guard's death by a signal as well (here, as root, the pipe can
+    still be opened: the signal is what ends it)."""
+    pid_file = tmp_path / "daemon.pid"
+    child = json.dumps(CONTROL_HOLDER.format(pid=str(pid_file)))
+    lasting = f"{sys.executable} {RAW}; exec sleep 600"  # the server outlives the end of its input
+    config = (f'[mcp.servers.raw]\ncommand = ["sh", "-c", {json.dumps(lasting)}]\n'
+              f"env = {{ RAW_UPSTREAM_CHILD = {child} }}\n")
+    guard = served(tmp_path, config)
+    assert ends_with_a_kill(guard, pid_file), "a server holding its keeper's control pipe outlived the guard"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -554,3 +555,33 @@ def test_a_daemon_that_hands_itself_on_without_pause_does_not_outlive_the_guard(
         for _ in range(100):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+
+
+SIDECAR = ("import os, time\n"  # inherited by the guard, in a session of its own; leaves an orphan it adopts
+           "os.setsid()\nopen(os.path.join({pids!r}, 'inherited'), 'w').write(str(os.getpid()))\ntime.sleep(3)\n"
+           "if os.fork() == 0:\n    if os.fork() == 0:\n"
+           "        open(os.path.join({pids!r}, 'orphan'), 'w').write(str(os.getpid())); time.sleep(600)\n"
+           "    os._exit(0)\nos.wait()\ntime.sleep(600)\n")  # fmt: skip
+
+
+def test_stopping_an_adopted_orphan_spares_the_inherited_process_in_its_session(tmp_path: Path) -> None:
+    """Found by an attack: a process the guard inherited (``sidecar & exec groundstate mcp serve``), in a session of
+    its own, left an orphan the guard adopted; stopping the orphan with its whole process group killed the
+    inherited sidecar too. A group is signalled whole only where its session holds nothing outside the tree."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{SERVER}"]\n')
+    sidecar = f"{sys.executable} -c {shlex.quote(SIDECAR.format(pids=str(pids)))}"
+    line = f"{sidecar} </dev/null >/dev/null 2>&1 & exec {sys.executable} -m groundstate mcp serve"
+    guard = subprocess.Popen(["sh", "-c", line], cwd=tmp_path, env=guard_env(tmp_path), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    inherited, orphan = pids / "inherited", pids / "orphan"
+    try:
+        assert until(orphan.exists, 30) and parent_of(written_pid(orphan)) == guard.pid, "the guard did not adopt"
+        _, stderr = guard.communicate(timeout=60)  # its client leaves: the guard stops what it adopted
+        assert b"Traceback" not in stderr, stderr
+        assert until(lambda: not alive(written_pid(orphan)), 5), "the adopted orphan outlived the guard"
+        assert alive(written_pid(inherited)), "the guard stopped a process it inherited"
+    finally:
+        guard.kill()
+        kill_left(pid_in(inherited) + pid_in(orphan))

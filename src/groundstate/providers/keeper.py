@@ -35,7 +35,9 @@ import time
 from collections.abc import Callable, Iterable
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+ORPHANED = signal.SIGUSR1  # the keeper's parent-death signal: groundstate is gone, whoever holds the control pipe
 LEFT_GRACE_SEC = 0.5  # what a server left behind gets to leave on SIGTERM once the server has exited
 TERM_GRACE_SEC = 1.5  # the server's time to leave once the keeper is told to terminate (groundstate waits 2 s)
 EXIT_GRACE_SEC = 2.0  # the server's time to leave on its own once groundstate is gone (its input closed with it)
@@ -49,6 +51,7 @@ CANNOT_START = 127  # the keeper's status when the server's program could not be
 # start-up, and an ignored signal stays ignored across exec (a pipeline's writer would never die of SIGPIPE)
 DEFAULT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, name))
 Seen = tuple[int, int, int]  # a process as seen: its start time (clock ticks since boot), process group, session
+Table = dict[int, tuple[int, int, int]]  # every process: pid -> (parent, process group, session)
 
 
 def stat(pid: int | str) -> list[str] | None:
@@ -61,22 +64,22 @@ def stat(pid: int | str) -> list[str] | None:
         return None
 
 
-def processes() -> dict[int, tuple[int, int]]:
-    """Every process on the machine: pid -> (parent pid, process group), read from /proc (empty where there is
-    none)."""
-    found: dict[int, tuple[int, int]] = {}
+def processes() -> Table:
+    """Every process on the machine: pid -> (parent pid, process group, session), read from /proc (empty where
+    there is none)."""
+    found: Table = {}
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
             if name.isdigit() and (fields := stat(name)) is not None:
-                found[int(name)] = (int(fields[1]), int(fields[2]))
+                found[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
     return found
 
 
-def descendants(root: int, table: dict[int, tuple[int, int]] | None = None, spared: Iterable[int] = ()) -> list[int]:
+def descendants(root: int, table: Table | None = None, spared: Iterable[int] = ()) -> list[int]:
     """The pids of every process below ``root`` — children, theirs, and so on, whatever session they moved to — but
     for the processes ``spared`` and what is below them."""
     below: dict[int, list[int]] = {}
-    for pid, (parent, _) in (processes() if table is None else table).items():
+    for pid, (parent, *_) in (processes() if table is None else table).items():
         below.setdefault(parent, []).append(pid)
     left_out = set(spared)
     found, pending = [], [pid for pid in below.get(root, []) if pid not in left_out]
@@ -103,39 +106,42 @@ def signal_if_same(pid: int, started: int, signum: int) -> None:
             os.kill(pid, signum)
 
 
-def enclosed(group: int, session: int) -> bool:
-    """Whether every member of the process group ``group`` (in ``session``) is below this process, so that the
-    group may be signalled whole: a group of a session other than this process's own (a session begun below it,
-    which nothing from outside can join), or of this process's own session when it leads that session — never this
-    process's own group."""
-    mine = os.getsid(0)
-    return group != os.getpgrp() and (session != mine or mine == os.getpid())
+def outside_sessions(table: Table, below: Iterable[int]) -> set[int]:
+    """The sessions that hold a process other than this one and those ``below`` it: a process group of any other
+    session holds only processes below this one, and no process from outside can ever join it (a session is joined
+    only by being born into it), so it may be signalled whole."""
+    inside, me = set(below), os.getpid()
+    return {session for pid, (_, _, session) in table.items() if pid != me and pid not in inside}
 
 
-def hit(pid: int, seen: Seen, signum: int) -> None:
-    """Send ``signum`` to ``pid`` — and to its whole process group where that group is ``enclosed``: a process that
-    forks anew every moment keeps its group, so the signal reaches whatever pid it has moved on to — if it is still
-    the process seen (its start time), never one the system gave to another since."""
+def hit(pid: int, seen: Seen, signum: int, outside: set[int]) -> None:
+    """Send ``signum`` to ``pid`` — and to its whole process group where that group's session is not ``outside``
+    (and the group is not this process's own): a process that forks anew every moment keeps its group, so the
+    signal reaches whatever pid it has moved on to — if it is still the process seen (its start time), never one the
+    system gave to another since."""
     started, group, session = seen
     fields = stat(pid)
     if fields is None or len(fields) <= 19 or int(fields[19]) != started:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        if enclosed(group, session):
+        if session not in outside and group != os.getpgrp():
             os.killpg(group, signum)
         else:
             os.kill(pid, signum)
 
 
-def stop_tree(below: Callable[[], list[int]], reap: Callable[[], bool], grace: float) -> None:
-    """SIGTERM every process ``below()`` lists (with its group: ``hit``), give them ``grace`` seconds, then SIGKILL
-    what is below — again until ``QUIET_LOOKS`` looks in a row find nothing, not even a process that just exited: a
-    process that forks while it is stopped (on SIGTERM, or all along) leaves children no single look holds, and the
-    caller, their subreaper, is where they land. ``reap`` reaps the caller's exited children it may; True while some
-    wait to be."""
-    seen = running(below())
+def stop_tree(below: Callable[[Table], list[int]], reap: Callable[[], bool], grace: float) -> None:
+    """SIGTERM every process ``below(table)`` lists (with its group: ``hit``), give them ``grace`` seconds, then
+    SIGKILL what is below — again until ``QUIET_LOOKS`` looks in a row find nothing, not even a process that just
+    exited: a process that forks while it is stopped (on SIGTERM, or all along) leaves children no single look
+    holds, and the caller, their subreaper, is where they land. ``reap`` reaps the caller's exited children it may;
+    True while some wait to be."""
+    table = processes()
+    listed = below(table)
+    outside = outside_sessions(table, listed)
+    seen = running(listed)
     for pid, what in seen.items():
-        hit(pid, what, signal.SIGTERM)
+        hit(pid, what, signal.SIGTERM, outside)
     deadline = time.monotonic() + grace
     while seen and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -143,12 +149,14 @@ def stop_tree(below: Callable[[], list[int]], reap: Callable[[], bool], grace: f
         seen = {pid: what for pid, what in running(seen).items() if seen[pid][0] == what[0]}
     quiet = 0
     for _ in range(KILL_ROUNDS):
-        listed = below()
+        table = processes()
+        listed = below(table)
+        outside = outside_sessions(table, listed)
         alive = running(listed)
         # an exited process not yet reaped still names its group: the group of a process that forks anew without
         # pause is found through the links that just left it, as the live one is at another pid by any look
         for pid, what in running(listed, exited=True).items():
-            hit(pid, what, signal.SIGKILL)
+            hit(pid, what, signal.SIGKILL, outside)
         pending = reap()
         quiet = 0 if alive or pending else quiet + 1
         if quiet >= QUIET_LOOKS:
@@ -175,6 +183,7 @@ class Keeper:
         self.server = 0
         self.status: int | None = None  # the server's wait status, once it exited
         self.told: list[int] = []  # signals that told the keeper to terminate
+        self.orphaned: list[int] = []  # the parent-death signal, once groundstate is gone
         self.wake_read, self.wake_write = os.pipe()
         for end in (self.wake_read, self.wake_write):
             os.set_blocking(end, False)
@@ -187,6 +196,7 @@ class Keeper:
         signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop (through the wake-up pipe)
         for number in STOPPING:
             signal.signal(number, lambda signum, _frame: self.told.append(signum))
+        signal.signal(ORPHANED, lambda signum, _frame: self.orphaned.append(signum))
         try:
             self.server = os.fork()
         except OSError as exc:  # no process to be had (a limit reached): told as exec's failure would be
@@ -204,7 +214,7 @@ class Keeper:
         report pipe (closed by exec), in a process group of its own (which the keeper may stop whole)."""
         try:
             signal.set_wakeup_fd(-1)
-            for number in (signal.SIGCHLD, *STOPPING, *DEFAULT_SIGNALS):
+            for number in (signal.SIGCHLD, *STOPPING, ORPHANED, *DEFAULT_SIGNALS):
                 signal.signal(number, signal.SIG_DFL)
             for end in (self.control, self.wake_read, self.wake_write):
                 os.close(end)
@@ -225,18 +235,17 @@ class Keeper:
     def serve(self) -> int:
         """Wait for the server to exit, for a signal to terminate, or for the control pipe's end; stop what is
         left; the server's wait status."""
-        control_open = True
+        gone = False
         while self.status is None and not self.told:
-            watched = [self.wake_read, self.control] if control_open else [self.wake_read]
+            if gone or self.orphaned:  # groundstate is gone (or done with the server): the server's input has closed
+                self._wait_for_server(EXIT_GRACE_SEC)
+                break
             with contextlib.suppress(InterruptedError):
-                ready, _, _ = select.select(watched, [], [], None)
+                ready, _, _ = select.select([self.wake_read, self.control], [], [], None)
                 if self.wake_read in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self.wake_read, 512)
-                if control_open and self.control in ready and not self._control_readable():
-                    control_open = False
-                    self._wait_for_server(EXIT_GRACE_SEC)
-                    break
+                gone = self.control in ready and not self._control_readable()
             self._reap()
         # told to terminate, or groundstate is gone and the server did not leave: it is terminated with the rest
         self._stop_tree(LEFT_GRACE_SEC if self.status is not None else TERM_GRACE_SEC)
@@ -275,7 +284,7 @@ class Keeper:
     def _stop_tree(self, grace: float) -> None:
         """Everything below the keeper stopped (``stop_tree``)."""
         me = os.getpid()
-        stop_tree(lambda: descendants(me), self._reap, grace)
+        stop_tree(lambda table: descendants(me, table), self._reap, grace)
 
 
 def exit_as(status: int) -> None:
@@ -308,7 +317,15 @@ def main(arguments: list[str]) -> None:
     else:
         environment.pop("LC_CTYPE", None)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # its descriptors (the control pipe's read end) are no other process's to open through /proc: a server of the
+    # same user that held a write end of its own would keep the keeper waiting after groundstate's end — and should
+    # it get one all the same, groundstate's death is also told by a signal
+    prctl(PR_SET_DUMPABLE, 0)
     keeper = Keeper(control, report)
+    parent = os.getppid()
+    prctl(PR_SET_PDEATHSIG, int(ORPHANED))
+    if os.getppid() != parent or parent == 1:  # gone already, before the signal could be asked for
+        keeper.orphaned.append(int(ORPHANED))
     keeper.start(arguments[3], arguments[4:], environment)
     status = keeper.serve()
     sys.stderr.flush()

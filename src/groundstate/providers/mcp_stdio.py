@@ -292,9 +292,11 @@ async def _started(command: list[str], environment: dict[str, str],
         os.close(control)
         os.close(report)
     try:
-        failed = await asyncio.to_thread(_read_to_end, told)  # its end: the server's exec succeeded
-    finally:
-        os.close(told)
+        failed = await _start_report(told)  # its end: the server's exec succeeded
+    except BaseException:  # cancelled meanwhile (the start timed out, the guard stops): stopped as any server is
+        with anyio.CancelScope(shield=True):
+            await StdioSession(process, command[0], held).stop()
+        raise
     if failed:  # the server could not be started: the error exec gave, as starting it directly would raise it
         os.close(held)
         await process.wait()
@@ -303,14 +305,22 @@ async def _started(command: list[str], environment: dict[str, str],
     return process, held
 
 
-def _read_to_end(descriptor: int) -> str:
-    """What is written to the pipe ``descriptor`` until its write ends are all closed (a few bytes at most)."""
-    found = b""
-    while chunk := os.read(descriptor, 64):
-        found += chunk
-        if len(found) > 64:
-            break
-    return found.decode("ascii", errors="replace").strip()
+async def _start_report(descriptor: int) -> str:
+    """What the keeper's report pipe ``descriptor`` says before its end (its write ends are closed by the server's
+    exec, or once the keeper wrote why the start failed): empty when the server started. Read on the loop, so that
+    whoever waits for the start can be cancelled; the descriptor is closed."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_SIZE)
+    try:
+        pipe = os.fdopen(descriptor, "rb", buffering=0)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        return (await reader.read(64)).decode("ascii", errors="replace").strip()
+    finally:
+        transport.close()
 
 
 def executable(program: str, environment: dict[str, str]) -> str:

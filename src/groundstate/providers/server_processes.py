@@ -24,6 +24,7 @@ from .keeper import (
     EXITED,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_PDEATHSIG,
+    Table,
     descendants,
     prctl,
     stop_tree,
@@ -137,10 +138,10 @@ def _children() -> list[int]:
         return [int(pid) for task in Path("/proc/self/task").iterdir()
                 for pid in (task / "children").read_text().split()]  # fmt: skip
     except OSError:
-        return [pid for pid, (parent, _) in _processes().items() if parent == os.getpid()]
+        return [pid for pid, (parent, *_) in _processes().items() if parent == os.getpid()]
 
 
-def ours(processes: dict[int, tuple[int, int]] | None = None) -> list[int]:
+def ours(processes: Table | None = None) -> list[int]:
     """The pids below this process but for the trees of the children it inherited (``_inherited``, each while it is
     still the process seen then)."""
     table = _processes() if processes is None else processes
@@ -187,7 +188,7 @@ def _reap(pids: Iterable[int]) -> None:
 def _zombie_children() -> list[int]:
     """This process's children that have exited and wait to be reaped."""
     me = os.getpid()
-    return [pid for pid, (parent, _) in _processes().items() if parent == me and _exited(pid)]
+    return [pid for pid, (parent, *_) in _processes().items() if parent == me and _exited(pid)]
 
 
 def _exited(pid: int) -> bool:
