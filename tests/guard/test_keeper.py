@@ -136,7 +136,8 @@ def running_with_argument(argument: str) -> list[int]:
 
 def test_a_start_cancelled_while_the_keeper_starts_leaves_nothing() -> None:
     """Found by an attack: a start cancelled while the guard waited for the keeper's report (a start timeout of a
-    few milliseconds, a guard stopping) left the keeper and its server running until the guard ended."""
+    few milliseconds, a guard stopping) left the keeper and its server running until the guard ended; and a keeper
+    killed between its fork and the server's request for a parent-death signal left the server running as init's."""
     marker = f"{os.getpid()}.25"  # a sleep no other process runs
 
     async def started(timeout: float) -> None:
@@ -144,8 +145,16 @@ def test_a_start_cancelled_while_the_keeper_starts_leaves_nothing() -> None:
             with contextlib.suppress(McpServerError):
                 await connect({"slow": McpServerConfig(command=["sleep", marker])}, stack, timeout)
 
+    async def many(timeout: float) -> None:  # started at once: some are cancelled between the keeper's fork and
+        async with contextlib.AsyncExitStack() as stack:  # the server's exec (found by the next attack: a keeper
+            with contextlib.suppress(McpServerError):  # killed then left its server running as init's)
+                servers = {f"slow{i}": McpServerConfig(command=["sleep", marker]) for i in range(40)}
+                await connect(servers, stack, timeout)
+
     for timeout in (0.002, 0.005, 0.01, 0.02, 0.04, 0.08):
         asyncio.run(started(timeout))
+    for timeout in (0.01, 0.03, 0.06, 0.1):
+        asyncio.run(many(timeout))
     deadline = time.monotonic() + 10
     while running_with_argument(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -17,8 +17,13 @@ ARG...``: see ``main``; the server is the program at ``PATH``, its arguments ``P
 - told to terminate (SIGTERM, SIGHUP, SIGINT: groundstate stopping the server's process group), it stops the whole
   tree the same way, with ``TERM_GRACE_SEC`` for the server to leave;
 - when ``CONTROL_FD`` (the read end of a pipe whose write end only groundstate holds) reaches its end — groundstate
-  closed it, or groundstate is gone, killed outright or not — the server gets ``EXIT_GRACE_SEC`` to leave on its own
-  (its input has closed too), then the tree is stopped.
+  closed it, or groundstate is gone, killed outright or not — or the parent-death signal (``ORPHANED``) says
+  groundstate's thread that started it ended, the server gets ``EXIT_GRACE_SEC`` to leave on its own (its input has
+  closed too), then the tree is stopped;
+- a server that cannot be started is told on ``REPORT_FD`` (the ``errno`` of ``exec``, or of ``fork``), whose end
+  without a word says it started; groundstate raises that error as starting the server directly would have.
+
+The keeper is undumpable: a server of the same user cannot open its descriptors through ``/proc``.
 
 It imports nothing of groundstate (it runs with ``-I -S``: no site, no environment variable of the server's
 changes the interpreter) and nothing slow; ``server_processes`` uses its ``/proc`` readers too.
@@ -180,6 +185,7 @@ class Keeper:
 
     def __init__(self, control: int, report: int) -> None:
         self.control, self.report = control, report
+        self.pid = os.getpid()
         self.server = 0
         self.status: int | None = None  # the server's wait status, once it exited
         self.told: list[int] = []  # signals that told the keeper to terminate
@@ -218,8 +224,11 @@ class Keeper:
                 signal.signal(number, signal.SIG_DFL)
             for end in (self.control, self.wake_read, self.wake_write):
                 os.close(end)
+            # the keeper killed outright takes the server with it — also if it was killed before the signal was
+            # asked for (between fork and here: the child would be init's), which the parent's pid tells
+            if not prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL)) or os.getppid() != self.pid:
+                os._exit(CANNOT_START)
             os.setpgid(0, 0)
-            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))  # the keeper killed outright takes the server with it
             os.execve(path, program, environment)
         except OSError as exc:
             self._failed(exc.errno or 0)
