@@ -178,6 +178,8 @@ INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
         "the compiled loop's own CRC (SSE 4.2's instruction where present) checked against its table and the package",
     ("tests/cli/test_options.py", "groundstate.wire.zmq_transport"):
         "publishes raw frames under a stream's ZMQ topic(), as a foreign publisher",
+    ("tests/guard/test_keeper.py", "groundstate.providers.mcp_stdio"):
+        "turns the keeper off (mcp_stdio.KEEPING), as a system without a child subreaper has it, to test that path",
     ("tests/guard/test_places.py", "groundstate.guard.places"):
         "unit test of the place facts a call's arguments become (place_facts)",
     ("tests/logic/reference.py", "groundstate.logic.builtins"):
