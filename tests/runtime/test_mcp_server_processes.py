@@ -125,6 +125,27 @@ def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_pa
         kill_left(pid_in(pid_file))
 
 
+def console_run_leaves_nothing(console: subprocess.Popen[str], port: int, tmp_path: Path, pid_file: Path,
+                               lasting: bool = False) -> bool:
+    """Whether, after a run started through ``console``'s API on ``port`` completed and the console was sent
+    SIGTERM (it ends without a traceback), the daemon that wrote ``pid_file`` ends within 5 s; with ``lasting``, it
+    is first checked to run on while the console does. Whatever is left is killed afterwards."""
+    try:
+        client = console_client(port, tmp_path / "home")
+        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
+        assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
+        pid = written_pid(pid_file)
+        if lasting:
+            assert alive(pid)  # the console runs on: so does what its runs' servers left, until it ends
+        console.send_signal(signal.SIGTERM)
+        _, stderr = console.communicate(timeout=60)
+        assert "Traceback" not in stderr, stderr
+        return until(lambda: not alive(pid), 5)
+    finally:
+        console.kill()
+        kill_left(pid_in(pid_file))
+
+
 def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Path, model: tuple[str, Script]) -> None:
     """And through ``groundstate serve``: a run started over the API starts the server; the daemon it leaves is
     the console's, and ends when the console is told to stop."""
@@ -136,19 +157,8 @@ def test_a_daemon_a_served_runs_server_left_behind_ends_with_serve(tmp_path: Pat
     port = free_port()
     served = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", str(port)], cwd=tmp_path,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        client = console_client(port, tmp_path / "home")
-        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
-        assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
-        pid = written_pid(pid_file)
-        assert alive(pid)  # the console runs on: so does what its runs' servers left, until it ends
-        served.send_signal(signal.SIGTERM)
-        _, stderr = served.communicate(timeout=60)
-        assert "Traceback" not in stderr, stderr
-        assert until(lambda: not alive(pid), 5), "a daemon a served run's server left behind outlived the console"
-    finally:
-        served.kill()
-        kill_left(pid_in(pid_file))
+    assert console_run_leaves_nothing(served, port, tmp_path, pid_file, lasting=True), \
+        "a daemon a served run's server left behind outlived the console"
 
 
 def test_a_daemon_of_a_run_started_from_demos_console_ends_with_demo(tmp_path: Path,
@@ -164,18 +174,8 @@ def test_a_daemon_of_a_run_started_from_demos_console_ends_with_demo(tmp_path: P
     demo = subprocess.Popen([sys.executable, "-m", "groundstate", "demo", "--port", str(port), "--model",
                              f"openai-chat:m@{url}"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        client = console_client(port, tmp_path / "home")
-        run_id = client.post("/api/runs", json={"workflow": FLOW}).json()["run_id"]
-        assert until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "completed", 60)
-        pid = written_pid(pid_file)
-        demo.send_signal(signal.SIGTERM)
-        _, stderr = demo.communicate(timeout=60)
-        assert "Traceback" not in stderr, stderr
-        assert until(lambda: not alive(pid), 5), "a daemon of a run started from demo's console outlived demo"
-    finally:
-        demo.kill()
-        kill_left(pid_in(pid_file))
+    assert console_run_leaves_nothing(demo, port, tmp_path, pid_file), \
+        "a daemon of a run started from demo's console outlived demo"
 
 
 def test_a_runs_servers_are_stopped_as_a_client_should_before_anything_harder(tmp_path: Path,
