@@ -100,6 +100,25 @@ def test_a_server_starts_with_the_signals_a_program_started_directly_has() -> No
     assert reason.endswith(f"exited (status {-signal.SIGPIPE})"), reason
 
 
+CLOSING_ITS_INPUT = """
+import os, sys, time
+sys.stdin.readline()
+os.close(0)
+print('{"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {}, '
+      '"serverInfo": {"name": "closing", "version": "1"}}}', flush=True)
+time.sleep(0.5)
+sys.exit(5)
+"""
+
+
+def test_a_server_that_exits_just_after_closing_its_input_is_reported_as_exited() -> None:
+    """Found in CI (a slow machine): a server that died before the guard wrote to it was reported as "no longer
+    reads its input" — its exit, the news, came second. A server that closes its input and then exits is
+    reported with its exit status, whichever the guard notices first."""
+    reason = left_out_reason([sys.executable, "-c", CLOSING_ITS_INPUT])
+    assert reason.endswith("exited (status 5)"), reason
+
+
 @pytest.mark.parametrize("given", [None, "POSIX", "de_DE.UTF-8"])
 def test_the_servers_locale_is_its_own(given: str | None) -> None:
     """Found by an attack: Python's locale coercion set ``LC_CTYPE=C.UTF-8`` in the keeper, and every server got it.

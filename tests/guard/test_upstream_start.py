@@ -35,11 +35,13 @@ def server(name: str, code: str) -> str:
 
 
 def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not); a process reaped between the two looks is gone (found in a run:
+    its ``/proc`` entry vanished after ``kill(pid, 0)`` found it)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
 
 
 def guard_env(tmp_path: Path) -> dict[str, str]:

@@ -95,7 +95,7 @@ class StdioSession:
         if version not in SPOKEN_VERSIONS:
             raise UpstreamRefused(-32602, f"the server {self.name} speaks MCP version {str(version)[:40]!r}, not one "
                                           f"of {', '.join(SPOKEN_VERSIONS)}")  # fmt: skip
-        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return dict(answer)
 
     async def list_tools(self) -> Any:
@@ -133,9 +133,7 @@ class StdioSession:
         waiting: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[number] = waiting
         try:
-            self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
-            assert self.process.stdin is not None
-            await self.process.stdin.drain()  # a server that stops reading holds this call, not the guard's memory
+            await self._write({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
             return await waiting
         except asyncio.CancelledError:
             answered = waiting.done() and not waiting.cancelled()  # (cancelling the caller cancels its future)
@@ -145,6 +143,28 @@ class StdioSession:
             raise
         finally:
             self._waiting.pop(number, None)
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        """Send one message, waiting while the server's input is full (a server that stops reading holds this
+        call, not the guard's memory)."""
+        try:
+            self._send(message)
+            assert self.process.stdin is not None
+            await self.process.stdin.drain()
+        except (UpstreamClosed, ConnectionError) as exc:
+            raise await self._why_unwritable(exc) from None
+
+    async def _why_unwritable(self, failed: BaseException) -> UpstreamClosed:
+        """Why a request could not be written: a server's input mostly closes as it exits, and then its exit is
+        the news (found in CI: a server that died at once was reported as "no longer reads its input" on a machine
+        slow enough for the write to come first)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.process.wait()), EXIT_NOTICE_SEC)
+        if self.process.returncode is not None:
+            return UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})")
+        if isinstance(failed, UpstreamClosed):
+            return failed
+        return UpstreamClosed(f"the server {self.name} no longer reads its input ({failed})")
 
     def _send(self, message: dict[str, Any]) -> None:
         stdin = self.process.stdin
