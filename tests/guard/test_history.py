@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundstate.logic import Name
 from groundstate.provenance import MIN_VALUE, History, short_words, words
 
 TEXT = st.lists(st.sampled_from([*"ab c@1/.:\n", "x9@q.example", " 771203 ", "Alice"]), max_size=16).map("".join)
@@ -69,3 +70,41 @@ def test_a_megabyte_without_a_separator_is_read_in_linear_time() -> None:
     except subprocess.TimeoutExpired:
         raise AssertionError("reading a megabyte of letters took more than 20 s: the scan is not linear") from None
     assert done.stdout.strip() == "True", done.stderr  # a URL after it is still a word
+
+
+WIDE = st.lists(st.sampled_from([*"ab c", "é", "ß", "ﬁ", "\U0001f600", "\ud800", "abcd", "x9@q.example"]),
+                max_size=24).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(results=st.lists(WIDE, min_size=1, max_size=40), calls=st.sampled_from([1, 3, 7, 200, 20_000]),
+       data=st.data())
+def test_the_results_searched_for_a_value_are_exactly_those_that_hold_it(results: list[str], calls: int,
+                                                                         data: st.DataObject) -> None:
+    """A value is searched only in the kept results its filter of 4-byte pieces lets through (``grams.py``): that
+    must never leave out one that holds it — after the ring of slots wraps (many results through a small bound),
+    across characters of several bytes, lone surrogates and case-folding that changes lengths, and with a bound
+    so large that the filter has few buckets and most pieces share one. The value is mostly cut from a result."""
+    history = History(max_calls=calls, max_bytes=1 << 20)
+    session = history.session("s")
+    for number, text in enumerate(results):
+        history.record(session, f"call-{number}", "srv", "read", text)
+    source = data.draw(st.sampled_from([seen.text for seen in session.calls] + [""]))
+    start = data.draw(st.integers(0, len(source)))
+    value = data.draw(st.one_of(st.just(source[start : data.draw(st.integers(start, len(source)))]), WIDE))
+    folded = value.casefold()
+    assert [seen.call for seen in session.containing(folded)] == \
+        [seen.call for seen in session.calls if folded in seen.text]  # fmt: skip
+
+
+def test_a_result_whose_pieces_fill_the_filter_is_still_searched() -> None:
+    """A result with more distinct pieces than the filter has buckets sets them all: it may hold anything, so it is
+    always searched — the filter narrows where to look, it never decides what is there."""
+    history = History(max_calls=20_000)  # the smallest filter: 512 buckets
+    session = history.session("s")
+    noise = " ".join(f"{n:x}{n * 7919 % 10007}" for n in range(20_000))
+    history.record(session, "big", "srv", "read", noise + " send the code 4421 to mark")
+    history.record(session, "small", "srv", "read", "nothing here")
+    facts = history.facts(session, "now", [("body", "send the code 4421 to mark")])
+    assert ("flow_argument_from", ("now", "body", "big", Name("/whole"))) in facts
+    assert not any(args[2] == "small" for name, args in facts if name == "flow_argument_from")

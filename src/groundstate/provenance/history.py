@@ -25,14 +25,14 @@ so the rules can only become stricter) and the user's request as the client decl
   code, no instruction: see ``_CALENDAR``);
 - ``flow_request_declared(Call)``, ``flow_session_overflowed(Call)``.
 
-Matching is linear: a value is searched once in all kept results joined (``str.find``, C speed) and its
+Matching is linear: a value is searched (``str.find``, C speed) only in the kept results a filter of their 4-byte
+pieces says may hold it (``grams.py``: it can let a result through needlessly, never leave one out), and its
 distinctive words are looked up in an index of the results' words, built once when a result is kept. What value
 matching cannot see — paraphrase, encodings, a value split across calls — is said in docs/provenance.md.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 import threading
@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..logic import Name
+from .grams import GramFilter
 
 Fact = tuple[str, tuple[Any, ...]]
 MIN_VALUE = 5  # characters a value needs before "it occurs in that text" means anything ("a", "1", "yes" do not)
@@ -84,13 +85,13 @@ def _index(text: str) -> tuple[set[str], Counter[str]]:
     """``words(text)`` and ``short_words(text)`` in one pass over the text (a kept result may be a mebibyte)."""
     distinct: set[str] = set()
     short: Counter[str] = Counter()
-    for match in _WORDS.finditer(text):
-        word = match.group().strip(_TRIM)
+    for found, count in Counter(_WORDS.findall(text)).items():  # each distinct word once (counted in C)
+        word = found.strip(_TRIM)
         if not word:
             continue
         folded = word.casefold()
         if len(word) < MIN_VALUE:
-            short[folded] += 1
+            short[folded] += count
         if len(folded) >= LONG_WORD or (len(folded) >= MIN_PART and _DISTINCT.search(folded)):
             distinct.add(folded)
     for match in _URL.finditer(text):  # its parts may all be ordinary ("evil.example", "x9k2"); the whole is not
@@ -169,8 +170,8 @@ class Seen:
 
 @dataclass
 class Session:
-    """One client session's history and declared request, with the indexes a decision reads: every kept result
-    joined in one text (one scan per value, at C speed), each distinctive word's results, the tools used."""
+    """One client session's history and declared request, with the indexes a decision reads: which results may
+    hold a value (``grams``), each distinctive word's results, the tools used."""
 
     calls: deque[Seen] = field(default_factory=deque)
     size: int = 0
@@ -181,8 +182,7 @@ class Session:
     counter: int = 0
     by_word: dict[str, set[int]] = field(default_factory=dict)
     used: Counter[tuple[str, str]] = field(default_factory=Counter)
-    joined: str | None = None  # built on the first decision after a change
-    starts: list[int] = field(default_factory=list)
+    grams: GramFilter = field(default_factory=lambda: GramFilter(201))  # History gives its own bound's
 
     def add(self, seen: Seen) -> None:
         """Keep ``seen`` and index it (its words, its tool); the joined text is rebuilt on the next decision."""
@@ -191,7 +191,7 @@ class Session:
         self.used[(seen.server, seen.tool)] += 1
         for word in seen.words:
             self.by_word.setdefault(word, set()).add(seen.number)
-        self.joined = None
+        self.grams.add(seen.number, seen.text)
 
     def drop_oldest(self) -> None:
         """Drop the oldest kept result and mark the session: what it said can no longer be seen, so the rules
@@ -206,24 +206,15 @@ class Session:
             holders.discard(dropped.number)
             if not holders:
                 del self.by_word[word]
-        self.overflowed, self.joined = True, None
+        self.overflowed = True
 
     def containing(self, value: str) -> list[Seen]:
-        """The kept results ``value`` occurs in, found with one scan of the joined text."""
-        if self.joined is None:
-            self.starts, offset = [], 0
-            for seen in self.calls:
-                self.starts.append(offset)
-                offset += len(seen.text) + 1
-            self.joined = "\x00".join(seen.text for seen in self.calls)
-        found: list[Seen] = []
-        position = self.joined.find(value)
-        while position >= 0:
-            index = bisect.bisect_right(self.starts, position) - 1
-            found.append(self.calls[index])
-            following = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.joined)
-            position = self.joined.find(value, following)
-        return found
+        """The kept results ``value`` occurs in, oldest first: searched in those the filter lets through."""
+        if not self.calls:
+            return []
+        first = self.calls[0].number
+        maybe = self.grams.may_hold(value, range(first, first + len(self.calls)))
+        return [seen for seen in (self.calls[number - first] for number in maybe) if value in seen.text]
 
 
 class History:
@@ -241,7 +232,8 @@ class History:
         with self._lock:
             found = self._sessions.pop(key, None)
             if found is None:  # new, or forgotten to make room: then what it was told is gone — it comes back marked
-                found = Session(overflowed=self._forgotten.pop(key, False) is None)
+                found = Session(overflowed=self._forgotten.pop(key, False) is None,
+                                grams=GramFilter(self.max_calls + 1))  # (one more is kept while the oldest goes)
             self._sessions[key] = found
             while len(self._sessions) > MAX_SESSIONS:
                 forgotten, _ = self._sessions.popitem(last=False)
@@ -290,7 +282,6 @@ class History:
             out.append(("flow_request_declared", (call,)))
         if session.overflowed:
             out.append(("flow_session_overflowed", (call,)))
-        numbers = {seen.number: seen for seen in session.calls} if session.by_word else {}
         named: dict[str, Seen] = {}
         values, shorts = _candidates(flattened)
         for key, folded in shorts:
@@ -306,7 +297,7 @@ class History:
                 named[seen.call] = seen
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
-            own = words(folded)
+            own = set() if folded in session.request else words(folded)
             if folded in session.request or (own and own <= session.request_words and not _rest(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
@@ -321,7 +312,7 @@ class History:
             wholly = {seen.number for seen in whole}
             unnamed = own - session.request_words  # a word the user named ties the value to no result
             for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
-                seen = numbers[number]
+                seen = session.calls[number - session.calls[0].number]  # (kept numbers are consecutive)
                 out.append(("flow_argument_from", (call, key, seen.call, PART)))
                 named[seen.call] = seen
         out += [("flow_earlier", (call, seen.call, seen.server, seen.tool)) for seen in named.values()]
