@@ -95,10 +95,31 @@ def fired_rules(kernel: Kernel) -> set[tuple[str, int]]:
     return fired
 
 
+_RULES_KEPT = 64  # programs whose rules-by-head are kept (a kernel's program changes rarely; tests make many)
+_rules_by_head: dict[int, tuple[Any, dict[str, list[tuple[Any, tuple[str, ...]]]]]] = {}
+
+
+def _deriving(analyzed: Any) -> dict[str, list[tuple[Any, tuple[str, ...]]]]:
+    """The program's rules (not aggregations) by the predicate they derive, each with its body's variables: worked
+    out once per program rather than at every node of every explanation (a refusal is explained on the guard's
+    path, and scanning every rule at each node was a fifth of it)."""
+    kept = _rules_by_head.get(id(analyzed))
+    if kept is not None and kept[0] is analyzed:
+        return kept[1]
+    by_head: dict[str, list[tuple[Any, tuple[str, ...]]]] = {}
+    for rule in analyzed.rules:
+        if rule.transform is None:
+            by_head.setdefault(rule.head.predicate, []).append((rule, tuple(_variables(rule.body))))
+    while len(_rules_by_head) >= _RULES_KEPT:
+        del _rules_by_head[next(iter(_rules_by_head))]
+    _rules_by_head[id(analyzed)] = (analyzed, by_head)
+    return by_head
+
+
 class _Explainer:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
-        self.rules = [r for r in kernel.engine.analyzed.rules if r.transform is None]
+        self.rules = _deriving(kernel.engine.analyzed)
 
     def explain(self, predicate: str, fact: tuple[Any, ...], depth: int, seen: set[str]) -> Explanation:
         shown = display_fact(predicate, fact)
@@ -106,8 +127,7 @@ class _Explainer:
             return Explanation(shown, "asserted")
         if shown in seen or depth <= 0:
             return Explanation(shown, "derived (not expanded further)")
-        for rule in (r for r in self.rules if r.head.predicate == predicate):
-            names = tuple(_variables(rule.body))
+        for rule, names in self.rules.get(predicate, ()):
             for row in self.kernel.engine.derivations(rule, fact, names)[:1]:
                 binding = dict(zip(names, row, strict=True))
                 where = f"{rule.head.pos.source}:{rule.head.pos.line}"
@@ -119,14 +139,14 @@ class _Explainer:
 
     def _literal(self, literal: Any, binding: dict[str, Any], depth: int, seen: set[str]) -> Explanation:
         if isinstance(literal, Atom) and not literal.predicate.startswith(":"):
-            pattern = _render(literal, binding)
             info = self.kernel.engine.predicates.get(literal.predicate)
             if info is not None and info.external:
-                return Explanation(pattern, "external predicate")
+                return Explanation(_render(literal, binding), "external predicate")
             values = {i: _computed(a, binding) for i, a in enumerate(literal.args)}  # functions evaluated on values
             bound = {i: value for i, value in values.items() if value is not _UNKNOWN}
             rows = sort_facts(self.kernel.engine.lookup(literal.predicate, bound))
-            return self.explain(literal.predicate, rows[0], depth, seen) if rows else Explanation(pattern, "?")
+            return self.explain(literal.predicate, rows[0], depth, seen) if rows else \
+                Explanation(_render(literal, binding), "?")  # fmt: skip
         if isinstance(literal, Negation):
             return Explanation("!" + _render(literal.atom, binding), "no such fact")
         if isinstance(literal, Comparison):
