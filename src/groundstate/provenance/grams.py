@@ -72,7 +72,7 @@ class GramFilter:
             return list(numbers)
         found = _buckets(data, self.bits)
         if len(found) > LOOKED_UP:
-            found = found[np.linspace(0, len(found) - 1, LOOKED_UP).astype(np.intp)]
+            found = found[:: -(-len(found) // LOOKED_UP)]  # spread over the value, at most LOOKED_UP of them
         every = np.bitwise_and.reduce(self._columns[found], axis=0)  # (a slot past the columns holds no result)
         slots = np.flatnonzero(np.unpackbits(every, bitorder="little"))
         base = numbers.start - numbers.start % self.capacity  # the number whose slot is 0, in the ring's turn
