@@ -124,7 +124,7 @@ def reading(result: Any) -> Reading:
     values: list[str] = []
     _scalars(structured, values, 0)
     prose = [block for block in blocks if not _serializes(block, structured)]
-    fields = Counter(value.casefold() for value in values if _datum(value))
+    fields = Counter(folded for folded in map(_folded, values) if _datum(folded))  # (a NUL makes two words)
     return Reading("\n".join(prose + values), fields)
 
 
@@ -210,6 +210,8 @@ class Session:
 
     def containing(self, value: str) -> list[Seen]:
         """The kept results ``value`` occurs in, oldest first: searched in those the filter lets through."""
+        if len(self.calls) > self.grams.capacity:  # a Session built with a filter smaller than its History's
+            return [seen for seen in self.calls if value in seen.text]  # bound (found by an attack): every one
         if not self.calls:
             return []
         first = self.calls[0].number
@@ -245,8 +247,8 @@ class History:
     def declare(self, session: Session, request: str) -> None:
         """The client's declaration of the user's request (each new one is added: a conversation has several)."""
         with self._lock:
-            if request and request.casefold() not in session.request:
-                kept = (session.request + "\n" + request.casefold())[-MAX_REQUEST_CHARS:]
+            if request and _folded(request) not in session.request:
+                kept = (session.request + "\n" + _folded(request))[-MAX_REQUEST_CHARS:]
                 request_words, request_short = _index(kept)
                 session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
 
@@ -254,7 +256,7 @@ class History:
         """A forwarded call's result (text, or as ``reading`` reads it), kept within the bounds (the oldest dropped
         first; then the session is marked)."""
         read = result if isinstance(result, Reading) else Reading(result)
-        text = read.text.casefold().replace("\x00", " ")
+        text = _folded(read.text)
         cut = len(text) > self.max_bytes
         if cut:
             text = text[: self.max_bytes]
@@ -331,8 +333,9 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
     the one an attacker wrote must be seen too."""
     found, short = [], []
     for key, value in flattened:
-        if isinstance(value, str):
-            text, trimmed = value, value.strip(_TRIM)
+        if isinstance(value, str):  # read as a kept result is read: a NUL is a space there (found by an attack:
+            text = value.replace("\x00", " ")  # a URL sent with a NUL after it was tied to no result)
+            trimmed = text.strip(_TRIM).strip().strip(_TRIM)  # " 13" is the id 13 as much as "13." is
         elif isinstance(value, int | float) and not isinstance(value, bool):
             text = str(value)
             trimmed = text if isinstance(value, int) else ""
@@ -340,13 +343,19 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             text = trimmed = ""
         measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa"
         if len(measured) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
-            found.append((key, text.casefold()))
+            found.append((key, _folded(text)))
         if 0 < len(trimmed) < MIN_VALUE and _WORDS.fullmatch(trimmed) is not None:
-            short.append((key, trimmed.casefold()))
+            short.append((key, _folded(trimmed)))
         for part in key.split("."):
             if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
-                found.append((key, part.casefold()))
+                found.append((key, _folded(part)))
     return found, short
+
+
+def _folded(text: str) -> str:
+    """Text as provenance compares it: case-folded, a NUL read as a space — the same for a kept result, a datum,
+    the user's request and an argument's value, so no character is one thing on one side and another on the other."""
+    return text.casefold().replace("\x00", " ")
 
 
 def _rest(folded: str, named: set[str]) -> str:
