@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 
 GRAM = 4  # bytes in a piece (a value reaches the filter with at least MIN_VALUE characters: 5 bytes or more)
-MAX_FILTER_BYTES = 512 * 1024  # the rows of one session's filter, at most
-MOST_BUCKETS = 1 << 14  # a row's bits for the default bound (200 results): 2 KiB a result
+MAX_FILTER_BYTES = 512 * 1024  # one full session's filter, at most (up to a bound of 65,536 results)
+MOST_BUCKETS = 1 << 14  # a result's bits at the default bound (200 results): 2 KiB a result
 FEWEST_BUCKETS = 1 << 6  # (a bound past 65,536 results outgrows the budget by 8 bytes a result)
 LOOKED_UP = 32  # a value's grams looked up, at most (spread over it): a subset can only let more results through
 _MULTIPLIER = np.uint32(0x9E3779B1)  # Fibonacci hashing: the top bits of x·φ·2³² spread consecutive inputs
 
 
 def buckets_for(capacity: int) -> int:
-    """The bits of a row for a session keeping ``capacity`` results: a power of two, as many as the budget gives."""
+    """The bits of each result for a session keeping ``capacity``: a power of two, as many as the budget gives."""
     fitting = MAX_FILTER_BYTES * 8 // max(capacity, 1)
     bits = FEWEST_BUCKETS
     while bits * 2 <= min(fitting, MOST_BUCKETS):
