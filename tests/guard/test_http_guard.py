@@ -203,3 +203,20 @@ def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> N
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_path: Path) -> None:
+    """The guard binds its socket before it says it serves (so the line means a client may connect); an address
+    that is taken is a configuration error naming it — exit 2, no traceback, its upstreams stopped."""
+    (tmp_path / "groundstate.toml").write_text(TIME)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
+                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
+                                                 "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"mcp serve --http 127.0.0.1:{port}: cannot listen there: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr and "upstream server(s)" not in done.stderr  # it never said it serves

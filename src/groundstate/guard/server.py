@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import AccessError, AuthenticationError, GroundstateError, http_problem
+from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, http_problem
 from ..provenance import ArgumentsRefused, History, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
@@ -482,14 +483,32 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     async with _guard(settings, store_url, "http", departures) as (server, upstreams, _):
         app = _bearer(server.streamable_http_app(host=host), operators, departures)
         settled()
+        listener = _listening(host, port)
         _started(upstreams, f"http://{host}:{port}/mcp")
         try:
             # stopped, it gives open requests (a call held for an operator) SHUTDOWN_GRACE_SEC, then closes them
             config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                                     timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)  # fmt: skip
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=[listener])
         finally:
+            listener.close()
             await asyncio.to_thread(tracing.flush)  # the last calls' spans, before the process ends
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening before the line that says the guard serves there: a client that
+    waits for that line and connects at once is queued, never refused (found in CI on a slow machine, when uvicorn
+    bound the socket itself after the line). An address that cannot be bound is named, without a traceback."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        raise ConfigurationError(f"mcp serve --http {host}:{port}: cannot listen there: {exc.strerror or exc}") \
+            from None  # fmt: skip
+    return listener
 
 
 def _bearer(app: Any, operators: Operators, departures: Departures | None = None) -> Any:
