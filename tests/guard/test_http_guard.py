@@ -144,20 +144,6 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
         server.wait(timeout=10)
 
 
-def listening(port: int, seconds: float = 30) -> None:
-    """Wait until the guard accepts connections on ``port``: its "serving" line is printed as the server starts, a
-    moment before the socket listens (found in CI on a slow machine: the first request was refused)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> None:
     """The client's connection closes while its call waits for the operator (here: its read timeout of 2 s, the
     guard set to wait 60): the call is withdrawn, and an approval is refused instead of running it for nobody."""
@@ -174,8 +160,7 @@ def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> N
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert server.stderr is not None
-        server.stderr.readline()  # started
-        listening(port)
+        server.stderr.readline()  # printed once the socket listens: a request at once is queued, never refused
         url = f"http://127.0.0.1:{port}/mcp"
         token = (tmp_path / "home" / "console.token").read_text().strip()
         headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
