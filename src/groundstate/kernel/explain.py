@@ -95,25 +95,16 @@ def fired_rules(kernel: Kernel) -> set[tuple[str, int]]:
     return fired
 
 
-_RULES_KEPT = 64  # programs whose rules-by-head are kept (a kernel's program changes rarely; tests make many)
-_rules_by_head: dict[int, tuple[Any, dict[str, list[tuple[Any, tuple[str, ...]]]]]] = {}
-
-
 def _deriving(analyzed: Any) -> dict[str, list[tuple[Any, tuple[str, ...]]]]:
     """The program's rules (not aggregations) by the predicate they derive, each with its body's variables: worked
-    out once per program rather than at every node of every explanation (a refusal is explained on the guard's
-    path, and scanning every rule at each node was a fifth of it)."""
-    kept = _rules_by_head.get(id(analyzed))
-    if kept is not None and kept[0] is analyzed:
-        return kept[1]
-    by_head: dict[str, list[tuple[Any, tuple[str, ...]]]] = {}
-    for rule in analyzed.rules:
-        if rule.transform is None:
-            by_head.setdefault(rule.head.predicate, []).append((rule, tuple(_variables(rule.body))))
-    while len(_rules_by_head) >= _RULES_KEPT:
-        del _rules_by_head[next(iter(_rules_by_head))]
-    _rules_by_head[id(analyzed)] = (analyzed, by_head)
-    return by_head
+    out once per program and kept with it (``AnalyzedProgram.deriving``, as its compiled plans are) rather than at
+    every node of every explanation (a refusal is explained on the guard's path; scanning every rule at each node
+    was a fifth of it)."""
+    if not analyzed.deriving:
+        for rule in analyzed.rules:
+            if rule.transform is None:
+                analyzed.deriving.setdefault(rule.head.predicate, []).append((rule, tuple(_variables(rule.body))))
+    return analyzed.deriving  # type: ignore[no-any-return]
 
 
 class _Explainer:

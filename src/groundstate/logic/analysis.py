@@ -103,6 +103,7 @@ class AnalyzedProgram:
     stratum_of: dict[str, int] = field(default_factory=dict)
     plans: dict[Any, Any] = field(default_factory=dict)  # compiled plans, shared by every engine of this program
     watched_plans: dict[Any, Any] = field(default_factory=dict)  # the same, watched (engines with a time limit)
+    deriving: dict[str, Any] = field(default_factory=dict)  # its rules by head, as explanations read them (explain.py)
 
 
 def _vars(term: Term) -> list[Var]:

@@ -69,9 +69,11 @@ class GramFilter:
             self._columns[_buckets(data, self.bits), column] |= bit  # (a bucket named twice: the same bit set)
 
     def may_hold(self, value: str, numbers: range) -> list[int]:
-        """Those of ``numbers`` (kept results, consecutive) whose bits have every looked-up gram of ``value``."""
+        """Those of ``numbers`` (kept results, consecutive) whose bits have every looked-up gram of ``value`` — all of
+        them when they are more than the ring holds (a Session built with a filter smaller than its History's bound,
+        found by an attack: the older ones' slots were taken by newer ones)."""
         data = value.encode("utf-8", "surrogatepass")
-        if len(data) < GRAM or not numbers:
+        if len(data) < GRAM or not numbers or len(numbers) > self.capacity:
             return list(numbers)
         found = _buckets(data, self.bits, LOOKED_UP)  # (a mebibyte's value: 32 pieces hashed, not a million)
         every = np.bitwise_and.reduce(self._columns[found], axis=0)  # (a slot past the columns holds no result)

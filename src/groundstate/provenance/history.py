@@ -185,7 +185,7 @@ class Session:
     grams: GramFilter = field(default_factory=lambda: GramFilter(201))  # History gives its own bound's
 
     def add(self, seen: Seen) -> None:
-        """Keep ``seen`` and index it (its words, its tool); the joined text is rebuilt on the next decision."""
+        """Keep ``seen`` and index it (its words, its tool, its pieces in ``grams``)."""
         self.calls.append(seen)
         self.size += len(seen.text)
         self.used[(seen.server, seen.tool)] += 1
@@ -210,8 +210,6 @@ class Session:
 
     def containing(self, value: str) -> list[Seen]:
         """The kept results ``value`` occurs in, oldest first: searched in those the filter lets through."""
-        if len(self.calls) > self.grams.capacity:  # a Session built with a filter smaller than its History's
-            return [seen for seen in self.calls if value in seen.text]  # bound (found by an attack): every one
         if not self.calls:
             return []
         first = self.calls[0].number
@@ -299,8 +297,9 @@ class History:
                 named[seen.call] = seen
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
-            own = set() if folded in session.request else words(folded)
-            if folded in session.request or (own and own <= session.request_words and not _rest(folded, own)):
+            said = folded in session.request
+            own = set() if said else words(folded)
+            if said or (own and own <= session.request_words and not _rest(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             whole = session.containing(folded)
