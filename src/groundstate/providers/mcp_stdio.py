@@ -155,16 +155,24 @@ class StdioSession:
             raise await self._why_unwritable(exc) from None
 
     async def _why_unwritable(self, failed: BaseException) -> UpstreamClosed:
-        """Why a request could not be written: a server's input mostly closes as it exits, and then its exit is
-        the news (found in CI: a server that died at once was reported as "no longer reads its input" on a machine
-        slow enough for the write to come first)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.process.wait()), EXIT_NOTICE_SEC)
-        if self.process.returncode is not None:
-            return UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})")
+        """Why a request could not be written: its exit, if the server is exiting (found in CI: a server that died
+        at once was reported as "no longer reads its input" on a machine slow enough for the write to come first)."""
+        exited = await self._exiting()
+        if exited is not None:
+            return exited
         if isinstance(failed, UpstreamClosed):
             return failed
         return UpstreamClosed(f"the server {self.name} no longer reads its input ({failed})")
+
+    async def _exiting(self) -> UpstreamClosed | None:
+        """The server's exit, if it comes within ``EXIT_NOTICE_SEC``: a server's output or input mostly ends as it
+        exits, and then its exit is the news."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.process.wait()), EXIT_NOTICE_SEC)
+        return None if self.process.returncode is None else self._exited()
+
+    def _exited(self) -> UpstreamClosed:
+        return UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})")
 
     def _send(self, message: dict[str, Any]) -> None:
         stdin = self.process.stdin
@@ -178,10 +186,7 @@ class StdioSession:
         try:
             async for line in pipe_lines(self.process.stdout):
                 self._take(line)
-            with contextlib.suppress(TimeoutError):  # output mostly ends as a server exits: then that is the news
-                await asyncio.wait_for(self.process.wait(), EXIT_NOTICE_SEC)
-            if self.process.returncode is not None:
-                reason = UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})")
+            reason = await self._exiting() or reason
         except LineTooLong as exc:
             reason = UpstreamClosed(f"the server {self.name} wrote {exc}: its output is no longer read")
         except (OSError, ValueError) as exc:
@@ -197,7 +202,7 @@ class StdioSession:
         while self.process.returncode is None:
             await asyncio.sleep(EXIT_POLL_SEC)
         await asyncio.sleep(EXIT_POLL_SEC)
-        self._fail(UpstreamClosed(f"the server {self.name} exited (status {self.process.returncode})"))
+        self._fail(self._exited())
 
     def _fail(self, reason: BaseException) -> None:
         """No more requests, and those waiting fail with ``reason`` (the first reason found stays)."""
