@@ -13,6 +13,10 @@ from ..runtime.test_configuration import with_usage
 from ..runtime.test_guards import FLOW as BRANCH
 from .conftest import Console, shot, sign_in
 
+# Playwright's default of 5 s per expectation judged the machine, not the console: on a loaded CI runner a page's
+# reload alone took longer. Each expectation still fails, with what it saw, when the page never shows what it must.
+expect.set_options(timeout=30_000)
+
 
 def start(console: Console, workflow: str, model: str) -> str:
     response = console.starter().post("/api/runs", json={"workflow": workflow, "model": model})
