@@ -180,6 +180,8 @@ INTERNALS_TESTS_MAY_IMPORT: dict[tuple[str, str], str] = {
         "publishes raw frames under a stream's ZMQ topic(), as a foreign publisher",
     ("tests/guard/test_keeper.py", "groundstate.providers.mcp_stdio"):
         "turns the keeper off (mcp_stdio.KEEPING), as a system without a child subreaper has it, to test that path",
+    ("tests/guard/test_history.py", "groundstate.provenance.history"):
+        "sets the slice a text is read in (history.SLICE_CHARS) to a few characters, to test the cuts between slices",
     ("tests/guard/test_places.py", "groundstate.guard.places"):
         "unit test of the place facts a call's arguments become (place_facts)",
     ("tests/logic/reference.py", "groundstate.logic.builtins"):

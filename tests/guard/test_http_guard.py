@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,38 @@ def approve_when_held(home: Path, token: str, caller: str, refused: list[str]) -
                            capture_output=True, timeout=60)  # fmt: skip
             return
         time.sleep(0.2)
+
+
+@contextmanager
+def http_guard(folder: Path) -> Iterator[tuple[str, str]]:
+    """``groundstate mcp serve --http`` on a free port, configured by ``folder``'s groundstate.toml: its URL and
+    the serving line it printed (once its socket listens: a request at once is queued, never refused); stopped
+    after."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
+                              cwd=folder, env={"GROUNDSTATE_HOME": str(folder / "home"),
+                                               "GROUNDSTATE_CONFIG": str(folder / "groundstate.toml")},
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert server.stderr is not None
+        yield f"http://127.0.0.1:{port}/mcp", server.stderr.readline()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def raw_session(url: str, token: str) -> dict[str, str]:
+    """A session opened with plain HTTP requests: the headers each of its requests carries."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
+               "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    opened = httpx.post(url, json=hello, headers=headers, timeout=30)
+    headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+    httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=30)
+    return headers
 
 
 def sessions_are_their_accounts(url: str, token: str, other: str) -> None:
@@ -82,18 +116,8 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
     )
     (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["mine.mg"]\napproval_timeout_sec = 60\n'
                                                'hold_wait_sec = 60\n')  # the client waits for the approval
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
-                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                                 "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert server.stderr is not None
-        started = server.stderr.readline()  # printed once the upstreams are connected
-        assert started.strip().endswith(f"on http://127.0.0.1:{port}/mcp"), started
-        url = f"http://127.0.0.1:{port}/mcp"
+    with http_guard(tmp_path) as (url, started):  # printed once the upstreams are connected
+        assert started.strip().endswith(f"on {url}"), started
         for _ in range(100):
             try:
                 refused = httpx.post(url, json={}, timeout=2)
@@ -139,9 +163,6 @@ def test_the_guard_serves_streamable_http_behind_the_token(tmp_path: Path) -> No
                                 timeout=60)  # fmt: skip
         assert '"client": "mcp over http as operator:admin"' in listed.stdout and '"status": "permit"' in listed.stdout
         assert '"status": "approved"' in listed.stdout and '"operator": "olga"' in listed.stdout
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> None:
@@ -151,25 +172,8 @@ def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> N
                                       'mcp_call(C, "time", "convert_time", _, _).\n')  # fmt: skip
     (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["hold.mg"]\napproval_timeout_sec = 60\n'
                                                'hold_wait_sec = 60\n')  # fmt: skip
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
-                              cwd=tmp_path, env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
-                                                 "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert server.stderr is not None
-        server.stderr.readline()  # printed once the socket listens: a request at once is queued, never refused
-        url = f"http://127.0.0.1:{port}/mcp"
-        token = (tmp_path / "home" / "console.token").read_text().strip()
-        headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
-                   "mcp-protocol-version": "2025-06-18"}  # fmt: skip
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
-        opened = httpx.post(url, json=hello, headers=headers, timeout=10)
-        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
-        httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
+    with http_guard(tmp_path) as (url, _):  # a request sent as soon as it says it serves is queued, never refused
+        headers = raw_session(url, (tmp_path / "home" / "console.token").read_text().strip())
         conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "time__convert_time", "arguments": conversion}}  # fmt: skip
@@ -185,9 +189,6 @@ def test_a_held_call_whose_http_client_hung_up_is_withdrawn(tmp_path: Path) -> N
         assert (entry.status, entry.ended) == ("withdrawn", "its client's connection closed")
         with pytest.raises(ApprovalRefused, match="is withdrawn"):
             ledger.decide(entry.id, True, "dana")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_path: Path) -> None:
@@ -205,3 +206,42 @@ def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_
     assert done.returncode == 2, done.stderr
     assert f"mcp serve --http 127.0.0.1:{port}: cannot listen there: Address already in use" in done.stderr
     assert "Traceback" not in done.stderr and "upstream server(s)" not in done.stderr  # it never said it serves
+
+
+def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path) -> None:
+    """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of arguments, whose words provenance reads
+    (a second or more on a busy machine); another session's small calls meanwhile must not wait for all of that —
+    the words are read in a worker thread, a slice at a time, before the one-at-a-time decision and its store
+    transaction, under the session's own lock. Before, they were read on the event loop inside the admission, and
+    the other session's call waited until they were done."""
+    import random
+    import string
+
+    (tmp_path / "groundstate.toml").write_text(TIME)
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+
+        def call(headers: dict[str, str], arguments: dict[str, str]) -> float:
+            started = time.perf_counter()
+            answer = httpx.post(url, headers=headers, timeout=120, json={
+                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "time__get_current_time", "arguments": arguments}})
+            assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
+            return time.perf_counter() - started
+
+        heavy, light = raw_session(url, token), raw_session(url, token)
+        rng = random.Random(7)
+        vocabulary = ["".join(rng.choices(string.ascii_lowercase + string.digits, k=rng.randint(3, 10)))
+                      for _ in range(50_000)]  # fmt: skip
+        megabytes = {f"k{n}": " ".join(rng.choices(vocabulary, k=36_000)) for n in range(14)}  # ~3.6 MiB in all
+        call(light, {"timezone": "UTC"})  # both paths warm
+        spent: list[float] = []
+        worker = threading.Thread(target=lambda: spent.append(call(heavy, {"timezone": "UTC", **megabytes})))
+        worker.start()
+        meanwhile = []
+        while worker.is_alive():
+            meanwhile.append(call(light, {"timezone": "UTC"}))
+        worker.join()
+        [whole] = spent
+        assert len(meanwhile) >= 2, (whole, meanwhile)  # the other session was served while the megabytes were read
+        assert max(meanwhile) < 0.6 * whole, (whole, meanwhile)  # and none of its calls waited for most of them

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from groundstate.runtime import EventStore, Piece, Runtime, make_backend
-from groundstate.runtime import deferred_starts
+from groundstate.runtime import EventStore, Piece, Runtime, deferred_starts, make_backend
 from groundstate.wire import ByteVocabulary, Vocabulary
 
 from .conftest import Script, envelope

@@ -55,6 +55,20 @@ class Verdict:
         return self.shadow is not None and self.shadow[0] != self.decision
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A call made into facts, not yet decided (``McpPolicy.prepare``): its name, digest and facts — everything a
+    decision needs that takes time in proportion to the arguments (the digest of their text, where each value came
+    from), so that the guard computes it before the one-at-a-time decision and its store transaction, not inside."""
+
+    call: str
+    server: str
+    tool: str
+    digest: str
+    facts: tuple[tuple[str, tuple[Any, ...]], ...]  # the call, its arguments; then the rest (see judge)
+    arguments: int  # how many of ``facts`` are the call and its arguments (whether it is in doubt goes after them)
+
+
 SHADOW_TIME_LIMIT_S = 0.25  # one shadow decision's limit (Engine's time_limit): a candidate never stalls a call
 
 
@@ -117,16 +131,31 @@ class McpPolicy:
         ``in_doubt``: the tool journal holds an identical call that never finished (``mcp_in_doubt``).
         ``provenance``: the session's facts about where each argument came from (``History.facts``).
         ``observe``: called with the kernel while the call's facts hold (a policy test's coverage reads it)."""
+        return self.judge(self.prepare(server, tool, arguments, client, provenance), in_doubt, observe)
+
+    def prepare(self, server: str, tool: str, arguments: dict[str, Any], client: str,
+                provenance: Provenance | None = None, flattened: list[tuple[str, Any]] | None = None
+                ) -> Prepared:  # fmt: skip
+        """The call's name, digest and facts, for ``judge`` (``flattened``: the arguments as ``flatten`` gave them,
+        when the caller already has them). Safe to run beside other calls' decisions: it reads no kernel."""
         # the ledger and the derivation name the call alike: 48 random bits, as many as uuid4's first twelve hex
         # digits carry, read straight from the system (building a UUID was 2 µs of a 40 µs decision)
         call = f"call-{os.urandom(6).hex()}"
-        flattened = flatten(arguments)  # first: refused arguments are never hashed
+        flattened = flatten(arguments) if flattened is None else flattened  # first: refused ones are never hashed
         digest = call_digest(server, tool, arguments)
         facts: list[tuple[str, tuple[Any, ...]]] = [("mcp_call", (call, server, tool, digest, client))]
         facts += [("mcp_argument", (call, key, value)) for key, value in flattened]
-        facts += [("mcp_in_doubt", (call,))] if in_doubt else []
+        given = len(facts)
         facts += place_facts(call, flattened)
         facts += provenance(call, flattened) if provenance is not None else []
+        return Prepared(call, server, tool, digest, tuple(facts), given)
+
+    def judge(self, prepared: Prepared, in_doubt: bool = False, observe: Callable[[Any], None] | None = None
+              ) -> Verdict:  # fmt: skip
+        """The verdict on a prepared call (see ``decide``)."""
+        call, server, tool, digest = prepared.call, prepared.server, prepared.tool, prepared.digest
+        facts = [*prepared.facts[: prepared.arguments], *([("mcp_in_doubt", (call,))] if in_doubt else []),
+                 *prepared.facts[prepared.arguments :]]  # fmt: skip
         verdict = replace(
             self._verdict(self._calls, call, server, tool, digest, facts, observe),
             facts=tuple(facts + self._context(server, tool, facts)),
@@ -210,7 +239,7 @@ def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def check_arguments(arguments: dict[str, Any]) -> None:
+def check_arguments(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
     """Refuse (ArgumentsRefused) arguments the policy could not judge whole, before anything hashes or stores
-    them."""
-    flatten(arguments)
+    them; else the arguments flattened, as the policy sees them (``McpPolicy.prepare`` takes them)."""
+    return flatten(arguments)

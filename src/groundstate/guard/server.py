@@ -43,7 +43,7 @@ from . import local_tools
 from .callers import OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
-from .policy import McpPolicy, Verdict, check_arguments
+from .policy import McpPolicy, Prepared, Verdict, check_arguments
 from .sdk_log import one_line_sdk_logs
 from .stdio import TOO_DEEP, claimed_stdio
 
@@ -53,6 +53,10 @@ IDEMPOTENCY_KEY = "groundstate/idempotency_key"
 REQUEST = "groundstate/request"  # _meta key: the user's request, as the client declares it (provenance)
 MAX_KEY_CHARS = 200
 MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as JSON), else only whether it failed
+# characters of a call's arguments (with its declared request), or of a result's text, that the event loop reads for
+# provenance itself; more goes to a worker thread, so that no session's megabytes stop the others' calls (a few
+# milliseconds of words on the loop; a thread's hop costs a tenth of a millisecond, too much for every small call)
+ON_LOOP_CHARS = 16_384
 
 
 class Approvals:
@@ -114,6 +118,7 @@ class _Call:
     key: str | None
     client: str  # who calls (see callers.client_name)
     session: Session  # the client session's history (provenance)
+    prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
 
     @property
@@ -200,13 +205,17 @@ class Guard:
             raise MCPError(UNKNOWN_TOOL, f"no upstream server lists the tool {params.name!r}")
         arguments = dict(params.arguments or {})
         try:  # judged whole or refused: before anything hashes, journals or decides on them
-            check_arguments(arguments)
+            flattened = check_arguments(arguments)
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(caller.session)
-        self.history.declare(session, _declared_request(params))
-        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, caller.account)
-        admitted = await in_store(self.ledger.engine, self._admit, call)
+        request = _declared_request(params)
+        prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
+        heavy = len(request) + sum(len(value) for _, value in flattened if isinstance(value, str)) > ON_LOOP_CHARS
+        prepared = await asyncio.to_thread(prepare) if heavy else prepare()
+        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
+        admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
+        admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
         verdict, entry = admitted.verdict, admitted.entry
         if verdict.decision == "approve":
             answer = await self._held(caller, call, admitted)
@@ -219,8 +228,21 @@ class Guard:
             result = await self._forward(call, entry, admitted.recorded)
         except _NotForwarded as exc:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
-        self.history.record(session, verdict.call, call.server, call.tool, reading(result))  # what the model read
-        return result
+        record = partial(self._record, session, verdict.call, call.server, call.tool, result)
+        await asyncio.to_thread(record) if _result_chars(result) > ON_LOOP_CHARS else record()  # before the model
+        return result  # reads it: a value it then sends is tied to this result
+
+    def _prepare(self, session: Session, request: str, server: str, tool: str, arguments: dict[str, Any],
+                 flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
+        """The client's declared request kept, then the call's facts with its provenance: the work that grows with
+        the arguments, done before the admission (which decides one call at a time, in the store's transaction)."""
+        self.history.declare(session, request)
+        provenance = partial(self.history.facts, session)
+        return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
+
+    def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult) -> None:
+        """A forwarded call's result kept in its session's history, as the model reads it."""
+        self.history.record(session, call, server, tool, reading(result))
 
     async def _held(self, caller: Caller, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
         """Wait for an operator's decision on a held call: None once approved (the call runs), else what the client
@@ -270,9 +292,7 @@ class Guard:
                                              f"({other} with other arguments): a key names one call")  # fmt: skip
             in_doubt = self.journal.doubts(call.scope, call.named, call.arguments, db=db)
             with self._deciding, tracing.span("decide", {"gen_ai.tool.name": call.named}) as deciding:
-                provenance = partial(self.history.facts, call.session)
-                verdict = self.policy.decide(call.server, call.tool, call.arguments, client=call.client,
-                                             in_doubt=in_doubt, provenance=provenance)  # fmt: skip
+                verdict = self.policy.judge(call.prepared, in_doubt=in_doubt)
                 tracing.note(deciding, groundstate__decision=verdict.decision, gen_ai__tool__call__id=verdict.call)
             joined = self.ledger.joined(verdict.digest, call.client, db) if verdict.decision == "approve" else None
             entry = joined or self.ledger.record(call.server, call.tool, call.arguments, call.client, verdict,
@@ -601,3 +621,10 @@ def _binding(send: Any, owners: dict[bytes, str], account: str) -> Any:
         await send(message)
 
     return sending
+
+
+def _result_chars(result: types.CallToolResult) -> int:
+    """About how much text provenance reads in a result: its text blocks' characters, or — for structured content
+    without text — more than ``ON_LOOP_CHARS`` (its size is not known without serializing it)."""
+    texts = sum(len(str(getattr(block, "text", "") or "")) for block in result.content or [])
+    return ON_LOOP_CHARS + 1 if texts == 0 and result.structured_content is not None else texts
