@@ -4,6 +4,7 @@ client with an operator's token lists and calls through it; without a token, a 4
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import socket
@@ -210,22 +211,26 @@ def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_
 
 def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path) -> None:
     """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of arguments, whose words provenance reads
-    (a second or more on a busy machine); another session's small calls meanwhile must not wait for all of that —
-    the words are read in a worker thread, a slice at a time, before the one-at-a-time decision and its store
-    transaction, under the session's own lock. Before, they were read on the event loop inside the admission, and
-    the other session's call waited until they were done."""
+    (a second or more on a busy machine), and then a small call; another session's small calls meanwhile must not
+    wait for all of that — the words are read in a worker thread, a slice at a time, before the one-at-a-time
+    decision and its store transaction, under the session's own lock, and the first session's small call waits for
+    that lock in a thread too, never on the event loop. Before, the words were read on the event loop inside the
+    admission, and the other session's call waited until they were done."""
     import random
     import string
 
-    (tmp_path / "groundstate.toml").write_text(TIME)
+    clock = TIME.replace("[mcp.servers.time]", "[mcp.servers.clock]")  # the megabytes' own upstream: one server
+    (tmp_path / "groundstate.toml").write_text(TIME + clock)  # reads one request at a time, and that is not the guard
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
 
-        def call(headers: dict[str, str], arguments: dict[str, str]) -> float:
+        ids = itertools.count(2)  # a request's id is its own among those in flight in its session
+
+        def call(headers: dict[str, str], arguments: dict[str, str], server: str = "time") -> float:
             started = time.perf_counter()
-            answer = httpx.post(url, headers=headers, timeout=120, json={
-                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "time__get_current_time", "arguments": arguments}})
+            answer = httpx.post(url, headers=headers, timeout=60, json={
+                "jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
+                "params": {"name": f"{server}__get_current_time", "arguments": arguments}})
             assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
             return time.perf_counter() - started
 
@@ -236,12 +241,17 @@ def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Pa
         megabytes = {f"k{n}": " ".join(rng.choices(vocabulary, k=36_000)) for n in range(14)}  # ~3.6 MiB in all
         call(light, {"timezone": "UTC"})  # both paths warm
         spent: list[float] = []
-        worker = threading.Thread(target=lambda: spent.append(call(heavy, {"timezone": "UTC", **megabytes})))
+        worker = threading.Thread(target=lambda: spent.append(call(heavy, {"timezone": "UTC", **megabytes}, "clock")))
         worker.start()
+        time.sleep(0.2)  # a small call of the same session: it waits for the megabytes, but never on the event loop
+        own = threading.Thread(target=call, args=(heavy, {"timezone": "UTC"}, "clock"))
+        own.start()
         meanwhile = []
-        while worker.is_alive():
+        deadline = time.monotonic() + 90
+        while worker.is_alive() and time.monotonic() < deadline:
             meanwhile.append(call(light, {"timezone": "UTC"}))
         worker.join()
+        own.join()
         [whole] = spent
         assert len(meanwhile) >= 2, (whole, meanwhile)  # the other session was served while the megabytes were read
         assert max(meanwhile) < 0.6 * whole, (whole, meanwhile)  # and none of its calls waited for most of them

@@ -21,11 +21,13 @@ import json
 import socket
 import sys
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -57,6 +59,8 @@ MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as
 # provenance itself; more goes to a worker thread, so that no session's megabytes stop the others' calls (a few
 # milliseconds of words on the loop; a thread's hop costs a tenth of a millisecond, too much for every small call)
 ON_LOOP_CHARS = 16_384
+_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groundstate-provenance")  # sessions' large texts
+_T = TypeVar("_T")
 
 
 class Approvals:
@@ -166,6 +170,7 @@ class Guard:
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
+        self._sessions_away: Counter[int] = Counter()  # id(session): its history's work in worker threads now
         self.client = client  # the transport: stdio, or http (where each request names its operator account)
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
@@ -212,7 +217,7 @@ class Guard:
         request = _declared_request(params)
         prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
         heavy = len(request) + sum(len(value) for _, value in flattened if isinstance(value, str)) > ON_LOOP_CHARS
-        prepared = await asyncio.to_thread(prepare) if heavy else prepare()
+        prepared = await self._in_session(session, heavy, prepare)
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
         admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
@@ -229,8 +234,32 @@ class Guard:
         except _NotForwarded as exc:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
         record = partial(self._record, session, verdict.call, call.server, call.tool, result)
-        await asyncio.to_thread(record) if _result_chars(result) > ON_LOOP_CHARS else record()  # before the model
-        return result  # reads it: a value it then sends is tied to this result
+        await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model reads
+        return result  # it: a value it then sends is tied to this result
+
+    async def _in_session(self, session: Session, heavy: bool, work: Callable[[], _T]) -> _T:
+        """``work``, which takes ``session``'s history lock: on the event loop when it is light and none of the
+        session's work is in a worker thread (then nothing holds that lock: only such work takes it off the loop),
+        else in a worker thread — the loop never waits for a session's lock, which would stop every session. A
+        thread's work counts as away until it ends, even when the call that sent it was cancelled meanwhile."""
+        key = id(session)
+        if not heavy and not self._sessions_away[key]:
+            return work()
+        loop = asyncio.get_running_loop()
+        self._sessions_away[key] += 1
+
+        def back(_: object) -> None:
+            self._sessions_away[key] -= 1
+            if not self._sessions_away[key]:
+                del self._sessions_away[key]
+
+        def ended(done: object) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed first (the guard stopped): nothing to count
+                loop.call_soon_threadsafe(back, done)
+
+        running = _THREADS.submit(work)
+        running.add_done_callback(ended)
+        return await asyncio.wrap_future(running)
 
     def _prepare(self, session: Session, request: str, server: str, tool: str, arguments: dict[str, Any],
                  flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
