@@ -5,7 +5,8 @@ appended to the file named by ``RAW_UPSTREAM_LOG`` (one JSON line each), so a te
 
 Acts: ``echo`` (answers ``text``), ``structured`` (answers it as text and as ``structuredContent``), ``env``
 (answers its environment's names), ``slow`` (answers after 30 s unless cancelled), ``not-a-result`` (a result
-that is no tool result), ``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
+that is no tool result), ``listing`` (a text of two characters beside structured content of ``count`` items),
+``error`` (a JSON-RPC error), ``die`` (exits without answering), ``surrogate`` (text with
 a lone surrogate), ``endless`` (``megabytes`` of a line that never ends), ``brackets`` (text of ``count`` opening
 brackets), ``flood`` (``count`` pings of its own, each id ``size`` characters long, then the answer, then reads
 nothing more for ``seconds``). ``tools/list`` answers in two pages (one tool whose description is a lone surrogate
@@ -84,11 +85,19 @@ def call(number: object, arguments: dict[str, Any]) -> None:
     if act == "not-a-result":
         write({"jsonrpc": "2.0", "id": number, "result": {"content": "not a list"}})
         return
+    write({"jsonrpc": "2.0", "id": number, "result": answer(act, arguments)})
+
+
+def answer(act: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool result of an act that answers."""
+    if act == "listing":  # a short text beside a large structured content
+        return {"content": [{"type": "text", "text": "ok"}],
+                "structuredContent": {"items": [f"item-{n:08d}" for n in range(int(arguments.get("count", 0)))]}}
     text = " ".join(sorted(os.environ)) if act == "env" else str(arguments.get("text", ""))
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if act == "structured":
         result["structuredContent"] = {"text": text}
-    write({"jsonrpc": "2.0", "id": number, "result": result})
+    return result
 
 
 if os.environ.get("RAW_UPSTREAM_CHILD"):  # a process of its own to start (and maybe lose track of)

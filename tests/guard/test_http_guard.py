@@ -209,28 +209,34 @@ def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_
     assert "Traceback" not in done.stderr and "upstream server(s)" not in done.stderr  # it never said it serves
 
 
-def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path) -> None:
-    """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of arguments, whose words provenance reads
-    (a second or more on a busy machine), and then a small call; another session's small calls meanwhile must not
-    wait for all of that — the words are read in a worker thread, a slice at a time, before the one-at-a-time
-    decision and its store transaction, under the session's own lock, and the first session's small call waits for
-    that lock in a thread too, never on the event loop. Before, the words were read on the event loop inside the
-    admission, and the other session's call waited until they were done."""
+RAW = str(Path(__file__).with_name("raw_upstream.py"))
+
+
+@pytest.mark.parametrize("megabytes", ["values", "keys", "structured result"])
+def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path, megabytes: str) -> None:
+    """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of argument values (or of argument keys,
+    or one whose result is a two-character text beside 4 MiB of structured content — both found by an attack), whose
+    words provenance reads (a second or more on a busy machine), and then a small call; another session's small
+    calls meanwhile must not wait for all of that — the words are read in a worker thread, a slice at a time, before
+    the one-at-a-time decision and its store transaction, under the session's own lock, and the first session's small
+    call waits for that lock in a thread too, never on the event loop. Before, the words were read on the event loop
+    inside the admission, and the other session's call waited until they were done."""
     import random
     import string
 
     clock = TIME.replace("[mcp.servers.time]", "[mcp.servers.clock]")  # the megabytes' own upstream: one server
-    (tmp_path / "groundstate.toml").write_text(TIME + clock)  # reads one request at a time, and that is not the guard
+    raw = f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'  # reads one request at a time
+    (tmp_path / "groundstate.toml").write_text(TIME + clock + raw)
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
 
         ids = itertools.count(2)  # a request's id is its own among those in flight in its session
 
-        def call(headers: dict[str, str], arguments: dict[str, str], server: str = "time") -> float:
+        def call(headers: dict[str, str], arguments: dict[str, Any], tool: str = "time__get_current_time") -> float:
             started = time.perf_counter()
             answer = httpx.post(url, headers=headers, timeout=60, json={
                 "jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
-                "params": {"name": f"{server}__get_current_time", "arguments": arguments}})
+                "params": {"name": tool, "arguments": arguments}})
             assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
             return time.perf_counter() - started
 
@@ -238,13 +244,20 @@ def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Pa
         rng = random.Random(7)
         vocabulary = ["".join(rng.choices(string.ascii_lowercase + string.digits, k=rng.randint(3, 10)))
                       for _ in range(50_000)]  # fmt: skip
-        megabytes = {f"k{n}": " ".join(rng.choices(vocabulary, k=36_000)) for n in range(14)}  # ~3.6 MiB in all
+        if megabytes == "values":
+            arguments: dict[str, Any] = {f"k{n}": " ".join(rng.choices(vocabulary, k=36_000)) for n in range(14)}
+            tool = "clock__get_current_time"
+        elif megabytes == "keys":
+            arguments = {" ".join(rng.choices(vocabulary, k=2_000)): None for _ in range(255)}
+            tool = "clock__get_current_time"
+        else:
+            arguments, tool = {"act": "listing", "count": 300_000}, "raw__probe"
         call(light, {"timezone": "UTC"})  # both paths warm
         spent: list[float] = []
-        worker = threading.Thread(target=lambda: spent.append(call(heavy, {"timezone": "UTC", **megabytes}, "clock")))
+        worker = threading.Thread(target=lambda: spent.append(call(heavy, {"timezone": "UTC", **arguments}, tool)))
         worker.start()
         time.sleep(0.2)  # a small call of the same session: it waits for the megabytes, but never on the event loop
-        own = threading.Thread(target=call, args=(heavy, {"timezone": "UTC"}, "clock"))
+        own = threading.Thread(target=call, args=(heavy, {"timezone": "UTC"}, "clock__get_current_time"))
         own.start()
         meanwhile = []
         deadline = time.monotonic() + 90

@@ -216,7 +216,7 @@ class Guard:
         session = self.history.session(caller.session)
         request = _declared_request(params)
         prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
-        heavy = len(request) + sum(len(value) for _, value in flattened if isinstance(value, str)) > ON_LOOP_CHARS
+        heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
@@ -652,8 +652,36 @@ def _binding(send: Any, owners: dict[bytes, str], account: str) -> Any:
     return sending
 
 
+def _arguments_chars(flattened: list[tuple[str, Any]]) -> int:
+    """About how much text provenance reads in a call's arguments: every key (its parts are candidate values) and
+    every value as text — an integer's digits too (found by an attack: 255 keys of 14,000 characters, or integers of
+    4,000 digits, were read on the event loop, which counted only string values)."""
+    return sum(len(key) + (len(value) if isinstance(value, str) else
+                           value.bit_length() // 3 if isinstance(value, int) else 8) for key, value in flattened)
+
+
 def _result_chars(result: types.CallToolResult) -> int:
-    """About how much text provenance reads in a result: its text blocks' characters, or — for structured content
-    without text — more than ``ON_LOOP_CHARS`` (its size is not known without serializing it)."""
+    """About how much text provenance reads in a result: its text blocks' characters and its structured content's,
+    the latter counted only up to ``ON_LOOP_CHARS`` (an attack sent a two-character text block beside megabytes of
+    structured content, which were then read on the event loop)."""
     texts = sum(len(str(getattr(block, "text", "") or "")) for block in result.content or [])
-    return ON_LOOP_CHARS + 1 if texts == 0 and result.structured_content is not None else texts
+    if texts > ON_LOOP_CHARS or result.structured_content is None:
+        return texts
+    return texts + _structured_chars(result.structured_content, ON_LOOP_CHARS + 1 - texts)
+
+
+def _structured_chars(structured: Any, limit: int) -> int:
+    """The characters of a structured result's keys and scalars, counted until they pass ``limit`` (a bounded walk:
+    on the loop it costs at most ``limit`` steps, however large the content)."""
+    pending, counted = [structured], 0
+    while pending and counted <= limit:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value)  # its keys, counted as strings
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            counted += 1
+            pending.extend(value)
+        else:
+            counted += len(value) if isinstance(value, str) else 8
+    return counted
