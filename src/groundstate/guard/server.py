@@ -248,14 +248,14 @@ class Guard:
         loop = asyncio.get_running_loop()
         self._sessions_away[key] += 1
 
-        def back(_: object) -> None:
+        def back() -> None:
             self._sessions_away[key] -= 1
             if not self._sessions_away[key]:
                 del self._sessions_away[key]
 
-        def ended(done: object) -> None:
+        def ended(_: object) -> None:
             with contextlib.suppress(RuntimeError):  # the loop closed first (the guard stopped): nothing to count
-                loop.call_soon_threadsafe(back, done)
+                loop.call_soon_threadsafe(back)
 
         running = _THREADS.submit(work)
         running.add_done_callback(ended)
