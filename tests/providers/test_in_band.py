@@ -70,3 +70,15 @@ def test_an_error_after_an_event_given_on_unfinished_is_an_event_of_its_own() ->
         assert aligned.error(error) == fresh + in_band_error(api, error)
         assert aligned.take(b"A" * 10) == b""  # more of it, held: what was given still ends mid-event
         assert aligned.error(error) == fresh + in_band_error(api, error)
+
+
+BLANK_LINES = (b"\n\n", b"\r\r", b"\r\n\r\n", b"\n\r", b"\r\n\n", b"\r\n\r")  # written out here, not imported
+
+
+@given(st.lists(ALPHABET, max_size=40).map(b"".join))
+def test_where_the_whole_events_end_is_the_last_blank_lines_end(data: bytes) -> None:
+    """Checked against the definition, one prefix at a time: the fast answer for bytes that end on a blank line
+    (no search) must be the one the search gives."""
+    last = max((i for i in range(len(data) + 1) if data[:i].endswith(BLANK_LINES)), default=0)
+    assert event_end("openai-chat", data) == last
+    assert event_end("ollama", data) == data.rfind(b"\n") + 1

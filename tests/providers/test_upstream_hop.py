@@ -72,6 +72,82 @@ def test_a_stalled_reply_times_out() -> None:
         asyncio.run(read_all(url))  # "timed out", not "broke off": the timeout ended it before the hang-up
 
 
+def never_answers(connection: socket.socket) -> None:
+    time.sleep(3)
+
+
+def trickles(connection: socket.socket) -> None:
+    """Twelve chunks, one every 0.15 s: 1.8 s in all, never 0.5 s without a byte."""
+    connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    for number in range(12):
+        time.sleep(0.15)
+        piece = f"data: {number}\n\n".encode()
+        connection.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+    connection.sendall(b"0\r\n\r\n")
+
+
+def at_once(connection: socket.socket) -> None:
+    pieces = b"".join(f"data: {number}\n\n".encode() for number in range(12))
+    connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: "
+                       + str(len(pieces)).encode() + b"\r\n\r\n" + pieces)  # fmt: skip
+    time.sleep(5)
+
+
+def stalls_after_two(connection: socket.socket) -> None:
+    connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    for number in range(2):
+        piece = f"data: {number}\n\n".encode()
+        connection.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+    time.sleep(3)
+
+
+async def read_with_timeout(url: str, read_seconds: float, pause: float = 0.0) -> tuple[list[bytes], float]:
+    """The body's pieces read through ``Upstream`` with a read timeout of ``read_seconds`` (``pause``: how long the
+    reader spends on each piece before asking for the next, as the gateway relaying to a slow client), and how
+    long it took."""
+    upstream = Upstream(read_seconds=read_seconds)
+    started = time.monotonic()
+    pieces: list[bytes] = []
+    try:
+        async with upstream.request("POST", url, b"{}", {}) as reply:
+            async for piece in reply.chunks():
+                pieces.append(piece)
+                await asyncio.sleep(pause)
+    finally:
+        await upstream.close()
+    return pieces, time.monotonic() - started
+
+
+def test_a_reply_whose_head_never_comes_times_out() -> None:
+    with raw_loopback(never_answers) as url, pytest.raises(UpstreamFailure, match="timed out"):
+        asyncio.run(read_with_timeout(url, 0.5))
+
+
+def test_the_read_timeout_is_between_reads_not_for_the_whole_reply() -> None:
+    """1.8 s of reply under a 0.5 s timeout: each wait is short, so it is read whole."""
+    with raw_loopback(trickles) as url:
+        pieces, took = asyncio.run(read_with_timeout(url, 0.5))
+    assert b"".join(pieces) == b"".join(f"data: {number}\n\n".encode() for number in range(12))
+    assert took > 1.5
+
+
+def test_a_reply_that_stalls_midway_times_out_after_its_last_read() -> None:
+    with raw_loopback(stalls_after_two) as url:
+        started = time.monotonic()
+        with pytest.raises(UpstreamFailure, match="timed out"):
+            asyncio.run(read_with_timeout(url, 0.5))
+        assert time.monotonic() - started < 2.5  # the upstream hangs up after 3 s: the timeout came first
+
+
+def test_time_the_reader_spends_elsewhere_is_not_the_upstreams() -> None:
+    """The reader takes 0.3 s per piece with a 0.2 s timeout: nothing times out, as nothing waited on the upstream
+    that long (the reply arrived at once, or a piece every 0.15 s)."""
+    for answer in (at_once, trickles):
+        with raw_loopback(answer) as url:
+            pieces, _ = asyncio.run(read_with_timeout(url, 0.2, pause=0.3))
+        assert b"".join(pieces).count(b"data: ") == 12
+
+
 def test_bytes_are_relayed_as_sent_and_identity_is_asked_for(gateway_for: GatewayFor) -> None:
     seen: list[dict[str, str]] = []
     packed = gzip.compress(b'data: {"choices": []}\n\ndata: [DONE]\n\n')

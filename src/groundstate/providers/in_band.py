@@ -29,6 +29,8 @@ def event_end(api: str, data: bytes) -> int:
     line (SSE, whatever line endings it mixes) or its last line (Ollama's NDJSON); 0 when none ends in it."""
     if api == "ollama":
         return data.rfind(b"\n") + 1
+    if data.endswith(_SSE_ENDS):  # the common arrival, events whole: no end can lie past the last byte
+        return len(data)
     return max((found + len(end) for end in _SSE_ENDS if (found := data.rfind(end)) >= 0), default=0)
 
 
@@ -63,7 +65,7 @@ class WholeEvents:
         """The bytes to give on now (empty: all of ``data`` is held)."""
         end = event_end(self.api, data)
         before, tail = self._last, _LONGEST_END - 1
-        if before:  # an end ("\r\n\r\n", 4 bytes) may begin in the stream's last bytes before these
+        if before and end < len(data):  # an end ("\r\n\r\n", 4 bytes) may begin in the last bytes before these
             end = max(end, event_end(self.api, before + data[:tail]) - len(before))
         self._last = data[-tail:] if len(data) >= tail else (before + data)[-tail:]
         if not end:

@@ -16,8 +16,9 @@ read that stalls past the timeout — is one ``UpstreamFailure`` naming the caus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
+from typing import TypeVar
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -29,6 +30,7 @@ from .client import tls_context
 
 CONNECT_SECONDS = 30.0  # as the providers' client: a host that does not answer in this long is unreachable
 READ_SECONDS = 300.0  # between two reads of one reply: a local model may think that long before its first token
+T = TypeVar("T")
 
 
 class UpstreamFailure(UpstreamFailed):
@@ -41,24 +43,85 @@ class ReplyTooLarge(UpstreamFailure):
     """A reply that had to be read whole (to be judged) was larger than the gateway reads."""
 
 
+class ReadWatch:
+    """A reply's read timeout, kept by one timer per reply instead of the client library's ``sock_read``, which
+    cancels and re-arms a timer on every piece received (about a twentieth of the gateway's CPU for a stream that
+    arrives a chunk at a time). When the timer fires it looks whether a read has been waited on for ``seconds``:
+    then the reading task is cancelled and the wait raises ``TimeoutError``; otherwise the timer is set again for
+    the first moment that could be so (never, while nothing is waited on). Only time spent waiting for the upstream
+    counts: the time its reader spends elsewhere (relaying to a slow client) does not."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._since: float | None = None  # when the read waited on now began
+        self._timer: asyncio.TimerHandle | None = None
+        self._expired = False
+
+    def __enter__(self) -> ReadWatch:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def waiting(self, read: Awaitable[T]) -> T:
+        """``read``'s result, or ``TimeoutError`` once it has been waited on for the watch's seconds."""
+        self._since = self._loop.time()
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._since + self._seconds, self._check)
+        try:
+            return await read
+        except asyncio.CancelledError:
+            if not self._expired:
+                raise
+            self._expired = False
+            if self._task is not None:
+                self._task.uncancel()  # the cancellation was this watch's own: not the caller's to see
+            raise TimeoutError from None
+        finally:
+            self._since = None
+
+    def _check(self) -> None:
+        self._timer = None
+        if self._since is None or self._task is None:
+            return  # nothing waited on: the next read sets the timer again
+        due = self._since + self._seconds
+        if self._loop.time() >= due:
+            self._expired = True
+            self._task.cancel()
+        else:
+            self._timer = self._loop.call_at(due, self._check)
+
+
 class UpstreamReply:
     """A reply being received: status, headers (repeated ones kept), and its body as it arrives."""
 
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, read_seconds: float = READ_SECONDS) -> None:
         if not 200 <= response.status <= 599:  # a final 1xx (a 101 switch) or a status HTTP has no class for
             raise UpstreamFailure(f"sent a malformed reply (status {response.status})")
         self._response = response
+        self._read_seconds = read_seconds
         self.status_code = response.status
         self.headers: list[tuple[str, str]] = list(response.headers.items())
         self.raw_headers: list[tuple[bytes, bytes]] = list(response.raw_headers)  # as sent: any byte a value holds
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive (each piece whatever the socket had: chunks that came together are one)."""
-        try:
-            async for data in self._response.content.iter_any():
+        """The body's bytes as they arrive (each piece whatever the socket had: chunks that came together are one);
+        ``UpstreamFailure`` ("timed out") once the upstream sends nothing for ``read_seconds`` while it is waited
+        for — the time a slow client takes to accept what was relayed is not the upstream's (``ReadWatch``)."""
+        pieces = self._response.content.iter_any().__aiter__()
+        with ReadWatch(self._read_seconds) as watch:
+            while True:
+                try:
+                    data = await watch.waiting(pieces.__anext__())
+                except StopAsyncIteration:
+                    return
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    raise _failure(exc) from exc
                 yield data
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise _failure(exc) from exc
 
     async def read(self, limit: int) -> bytes:
         """The whole body, refused past ``limit`` bytes (``ReplyTooLarge``): the upstream decides how much it
@@ -75,7 +138,9 @@ class Upstream:
     """Requests to one upstream over a pool of kept-alive connections, created in the loop that first uses it."""
 
     def __init__(self, connect_seconds: float = CONNECT_SECONDS, read_seconds: float = READ_SECONDS) -> None:
-        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_seconds, sock_read=read_seconds)
+        # each read of a reply's body is timed by its ReadWatch, the wait for its head here (request)
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_seconds, sock_read=None)
+        self._read_seconds = read_seconds
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
@@ -104,10 +169,11 @@ class Upstream:
         encoded, a string is normalised by the HTTP library)."""
         sent = {**headers, "Accept-Encoding": "identity"}
         try:
-            async with self._open().request(
+            async with asyncio.timeout(self._read_seconds) as head_due, self._open().request(
                 method, url, data=body, headers=sent, allow_redirects=False, proxy=self._proxy_for(str(url))
             ) as response:
-                yield UpstreamReply(response)
+                head_due.reschedule(None)  # the head came in time; each read of the body is timed on its own
+                yield UpstreamReply(response, self._read_seconds)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _failure(exc) from exc
 
