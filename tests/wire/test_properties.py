@@ -373,3 +373,24 @@ def test_work_is_linear_in_the_input(repeats: int, filler: bytes, piece: int) ->
     # each candidate is parsed once, plus one retry per feed while it waits for more bytes, plus once at close
     assert CountingScanner.attempts <= 2 * starts + feeds + 1
     assert sum(getattr(f, "skipped", 0) + getattr(f, "size", 0) for f in frames) == len(data)
+
+
+def tables_with_a_plain_start() -> st.SearchStrategy[list[int]]:
+    """Hot tables (127 distinct ids) whose first ``k`` entries are their own index, then any order of the rest."""
+    return st.tuples(st.integers(min_value=0, max_value=127), st.permutations(list(range(127, 300)))).map(
+        lambda pair: list(range(pair[0])) + pair[1][: 127 - pair[0]])
+
+
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=40), st.one_of(
+    st.none(), tables_with_a_plain_start(), st.permutations(list(range(200))).map(lambda p: p[:127])))
+def test_a_run_of_plain_tokens_is_encoded_as_token_by_token(ids: list[int], hot: list[int] | None) -> None:
+    """The whole-run shortcut (tokens that are their own hot form, taken as bytes at once) gives exactly what the
+    token-by-token encoding gives, for any table — the default, one whose first entries are their own index, or
+    any other — and any tokens."""
+    table = tuple(hot) if hot is not None else tuple(range(127))
+    encoder = Encoder(1, hot_table=table)
+    index = {token: i for i, token in enumerate(table)}
+    one_by_one = b"".join(encode_tokens((token,), index) for token in ids)
+    assert encode_tokens(ids, index, encoder._plain_below) == one_by_one
+    assert encode_tokens(bytes(i for i in ids if i < 256), index, encoder._plain_below) == b"".join(
+        encode_tokens((token,), index) for token in ids if token < 256)
