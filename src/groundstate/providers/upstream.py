@@ -16,7 +16,7 @@ read that stalls past the timeout — is one ``UpstreamFailure`` naming the caus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -27,6 +27,7 @@ from yarl import URL
 
 from ..errors import UpstreamFailed
 from .client import tls_context
+from .http_wire import Exchange, WireFailure, WirePool, address
 
 CONNECT_SECONDS = 30.0  # as the providers' client: a host that does not answer in this long is unreachable
 READ_SECONDS = 300.0  # between two reads of one reply: a local model may think that long before its first token
@@ -97,30 +98,38 @@ class ReadWatch:
 
 
 class UpstreamReply:
-    """A reply being received: status, headers (repeated ones kept), and its body as it arrives."""
+    """A reply being received: status, headers (repeated ones kept), and its body as it arrives (``take``: the
+    bytes that arrived since the last take, waiting for some; b"" at the body's end)."""
 
-    def __init__(self, response: aiohttp.ClientResponse, read_seconds: float = READ_SECONDS) -> None:
-        if not 200 <= response.status <= 599:  # a final 1xx (a 101 switch) or a status HTTP has no class for
-            raise UpstreamFailure(f"sent a malformed reply (status {response.status})")
-        self._response = response
+    def __init__(
+        self, status: int, raw_headers: list[tuple[bytes, bytes]], take: Callable[[], Awaitable[bytes]],
+        read_seconds: float = READ_SECONDS,
+    ) -> None:  # fmt: skip
+        if not 200 <= status <= 599:  # a final 1xx (a 101 switch) or a status HTTP has no class for
+            raise UpstreamFailure(f"sent a malformed reply (status {status})")
+        self._take = take
         self._read_seconds = read_seconds
-        self.status_code = response.status
-        self.headers: list[tuple[str, str]] = list(response.headers.items())
-        self.raw_headers: list[tuple[bytes, bytes]] = list(response.raw_headers)  # as sent: any byte a value holds
+        self.status_code = status
+        self.raw_headers = raw_headers  # as sent: any byte a value holds
+        self.headers: list[tuple[str, str]] = [(name.decode("utf-8", "surrogateescape"),
+                                                value.decode("utf-8", "surrogateescape"))
+                                               for name, value in raw_headers]  # fmt: skip
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's bytes as they arrive (each piece whatever the socket had: chunks that came together are one);
-        ``UpstreamFailure`` ("timed out") once the upstream sends nothing for ``read_seconds`` while it is waited
-        for — the time a slow client takes to accept what was relayed is not the upstream's (``ReadWatch``)."""
-        pieces = self._response.content.iter_any().__aiter__()
+        """The body's bytes as they arrive (each piece whatever arrived since the last: chunks that came together
+        are one); ``UpstreamFailure`` ("timed out") once the upstream sends nothing for ``read_seconds`` while it
+        is waited for — the time a slow client takes to accept what was relayed is not the upstream's
+        (``ReadWatch``)."""
         with ReadWatch(self._read_seconds) as watch:
             while True:
                 try:
-                    data = await watch.waiting(pieces.__anext__())
-                except StopAsyncIteration:
-                    return
+                    data = await watch.waiting(self._take())
+                except WireFailure as exc:
+                    raise UpstreamFailure(str(exc)) from exc
                 except (TimeoutError, aiohttp.ClientError) as exc:
                     raise _failure(exc) from exc
+                if not data:
+                    return
                 yield data
 
     async def read(self, limit: int) -> bytes:
@@ -141,6 +150,9 @@ class Upstream:
         # each read of a reply's body is timed by its ReadWatch, the wait for its head here (request)
         self._timeout = aiohttp.ClientTimeout(total=None, connect=connect_seconds, sock_read=None)
         self._read_seconds = read_seconds
+        self._connect_seconds = connect_seconds
+        self._wire: WirePool | None = None
+        self._wire_loop: asyncio.AbstractEventLoop | None = None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
@@ -168,14 +180,57 @@ class Upstream:
         """An ``UpstreamReply`` for the request, open while the block runs (``url``: a ``URL`` is sent as it is
         encoded, a string is normalised by the HTTP library)."""
         sent = {**headers, "Accept-Encoding": "identity"}
+        proxy = self._proxy_for(str(url))
+        if proxy is None:
+            async with self._on_the_wire(method, URL(url) if isinstance(url, str) else url, body, sent) as reply:
+                yield reply
+            return
         try:
             async with asyncio.timeout(self._read_seconds) as head_due, self._open().request(
-                method, url, data=body, headers=sent, allow_redirects=False, proxy=self._proxy_for(str(url))
+                method, url, data=body, headers=sent, allow_redirects=False, proxy=proxy
             ) as response:
                 head_due.reschedule(None)  # the head came in time; each read of the body is timed on its own
-                yield UpstreamReply(response, self._read_seconds)
+                raw = list(response.raw_headers)
+                yield UpstreamReply(response.status, raw, response.content.readany, self._read_seconds)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _failure(exc) from exc
+
+    @asynccontextmanager
+    async def _on_the_wire(
+        self, method: str, url: URL, body: bytes, headers: Mapping[str, str]
+    ) -> AsyncIterator[UpstreamReply]:
+        """The exchange without a proxy, on the gateway's own HTTP/1.1 hop (``http_wire``): the connection goes
+        back to the pool after a complete reply that keeps it alive, and is closed on any other way out."""
+        pool = self._pool()
+        exchange: Exchange | None = None
+        try:
+            async with asyncio.timeout(self._connect_seconds):
+                exchange = await pool.exchange(method, url, body, headers)
+            async with asyncio.timeout(self._read_seconds):
+                await exchange.head
+            if method == "HEAD":
+                exchange.bodiless()
+            yield UpstreamReply(exchange.status, exchange.raw_headers, exchange.take, self._read_seconds)
+        except WireFailure as exc:
+            raise UpstreamFailure(str(exc)) from exc
+        except TimeoutError as exc:
+            raise _failure(exc) from exc
+        except BaseException:
+            if exchange is not None:
+                exchange.close()
+            raise
+        else:
+            pool.release(exchange, address(url))
+        finally:
+            if exchange is not None and not exchange.reusable():
+                exchange.close()
+
+    def _pool(self) -> WirePool:
+        """The pool of this loop (a connection belongs to the loop that opened it)."""
+        loop = asyncio.get_running_loop()
+        if self._wire is None or self._wire_loop is not loop:
+            self._wire, self._wire_loop = WirePool(tls_context()), loop
+        return self._wire
 
     def _proxy_for(self, url: str) -> str | None:
         """The proxy the environment names for ``url``'s scheme (``HTTP_PROXY``, ``HTTPS_PROXY``), unless ``NO_PROXY``
@@ -192,6 +247,9 @@ class Upstream:
 
     async def close(self) -> None:
         """Close the pooled connections."""
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -1,0 +1,189 @@
+"""The gateway's own HTTP/1.1 hop to its upstream (``http_wire``), against upstreams that write raw bytes: every
+byte of the head, the framing and the timing is the upstream's. The effects checked, through ``Upstream``: the
+reply's body arrives exactly as framed, nothing after a reply is read as part of it or of the next, a connection is
+reused only after a complete reply that keeps it alive, and whatever the upstream breaks is one
+``UpstreamFailure`` naming it — quickly, never a hang until the read timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from groundstate.providers import Upstream, UpstreamFailure
+
+from ..loopback import raw_loopback
+
+Exchange = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+def requests(url: str, count: int, method: str = "POST", pause: float = 0.0) -> list[Exchange]:
+    """``count`` requests one after the other through one ``Upstream`` (its pool kept between them): each reply's
+    status, headers and whole body."""
+
+    async def run() -> list[Exchange]:
+        upstream = Upstream(read_seconds=5)
+        seen: list[Exchange] = []
+        try:
+            for _ in range(count):
+                async with upstream.request(method, url + "/v1/chat/completions", b"{}", {}) as reply:
+                    body = b""
+                    async for piece in reply.chunks():
+                        body += piece
+                        await asyncio.sleep(pause)
+                    seen.append((reply.status_code, reply.raw_headers, body))
+        finally:
+            await upstream.close()
+        return seen
+
+    return asyncio.run(run())
+
+
+def next_request(connection: socket.socket) -> bool:
+    """Read one more request (head and its declared body) from a kept-alive connection; False if it closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = connection.recv(65536)
+        if not piece:
+            return False
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+    while len(body) < length:
+        body += connection.recv(65536)
+    return True
+
+
+def test_a_kept_alive_connection_carries_the_next_request() -> None:
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        for number in range(3):
+            if number and not next_request(connection):
+                return
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nreply")
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 3)
+    assert [body for _, _, body in seen] == [b"reply"] * 3
+    assert len(connections) == 1
+
+
+def test_bytes_after_a_reply_are_not_read_and_its_connection_is_not_reused() -> None:
+    """An upstream that sends a second reply nobody asked for (response smuggling): the first reply is exactly its
+    declared body, and the next request goes on a new connection, so it gets its own answer, not the smuggled one."""
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        if len(connections) == 1:
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"
+                               b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nevil")  # fmt: skip
+            time.sleep(1)
+        else:
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfresh")
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 2)
+    assert [body for _, _, body in seen] == [b"hello", b"fresh"]
+    assert len(connections) == 2
+
+
+def test_interim_replies_are_passed_over() -> None:
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n"
+                           b"HTTP/1.1 200 OK\r\nx-final: 1\r\ncontent-length: 2\r\n\r\nok")  # fmt: skip
+
+    with raw_loopback(answer) as url:
+        [(status, headers, body)] = requests(url, 1)
+    assert (status, body) == (200, b"ok")
+    assert (b"x-final", b"1") in headers and not any(name == b"link" for name, _ in headers)
+
+
+@pytest.mark.parametrize("endless", [b"x-long: " + b"a" * 1000, b"HTTP/1.1 100 Continue\r\n\r\n"],
+                         ids=["a header", "interim replies"])
+def test_a_head_that_never_ends_is_refused_once_past_its_bound(endless: bytes) -> None:
+    def answer(connection: socket.socket) -> None:
+        start = b"" if endless.startswith(b"HTTP/") else b"HTTP/1.1 200 OK\r\n"
+        connection.sendall(start)
+        line = endless if start == b"" else endless + b"\r\n"
+        for _ in range(200_000 // len(line)):  # 200 KB, never the end of a head
+            connection.sendall(line)
+
+    with raw_loopback(answer) as url:
+        started = time.monotonic()
+        with pytest.raises(UpstreamFailure, match="malformed reply"):
+            requests(url, 1)
+        assert time.monotonic() - started < 4  # refused on the bytes, not by the read timeout (5 s)
+
+
+def test_a_reply_to_head_has_no_body_to_wait_for() -> None:
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n")
+        time.sleep(3)
+
+    with raw_loopback(answer) as url:
+        started = time.monotonic()
+        [(status, _, body)] = requests(url, 1, method="HEAD")
+        took = time.monotonic() - started
+    assert (status, body) == (200, b"") and took < 2.5
+
+
+def test_a_body_without_a_length_ends_with_its_connection() -> None:
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: 1\n\n")
+        time.sleep(0.2)
+        connection.sendall(b"data: 2\n\n")
+
+    with raw_loopback(answer) as url:
+        [(_, _, body)] = requests(url, 1)
+    assert body == b"data: 1\n\ndata: 2\n\n"
+
+
+@pytest.mark.parametrize(("sent", "named"), [
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n", "broke off"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort", "broke off"),
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n", "malformed reply"),
+    (b"HTTP/1.1 2x0 OK\r\n\r\n", "malformed reply"),
+    (b"HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\nconnection: upgrade\r\n\r\nbinary", "malformed reply"),
+    (b"", "broke off"),
+], ids=["a chunk cut short", "a length not met", "a chunk size that is no number", "a status that is no number",
+        "a switch of protocols", "nothing at all"])  # fmt: skip
+def test_what_the_upstream_breaks_is_named(sent: bytes, named: str) -> None:
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(sent)
+
+    with raw_loopback(answer) as url:
+        started = time.monotonic()
+        with pytest.raises(UpstreamFailure, match=named):
+            requests(url, 1)
+        assert time.monotonic() - started < 4
+
+
+def test_a_connection_the_upstream_closed_while_idle_is_not_reused() -> None:
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")  # then closed: kept alive by nobody
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 2, pause=0.2)
+    assert [body for _, _, body in seen] == [b"ok", b"ok"] and len(connections) == 2
+
+
+def test_a_large_reply_read_slowly_arrives_whole() -> None:
+    """Megabytes sent at once to a reader that takes its time: the socket is no longer read while a quarter of a
+    mebibyte waits, and every byte still arrives in order."""
+    body = bytes(range(256)) * 16384  # 4 MiB
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    with raw_loopback(answer) as url:
+        [(_, _, received)] = requests(url, 1, pause=0.001)
+    assert received == body
