@@ -83,6 +83,8 @@ class Exchange(asyncio.Protocol):
         else:
             if not self.head.done() and self._head_bytes > MAX_HEAD:
                 self._fail(WireFailure(f"sent a malformed reply (a head longer than {MAX_HEAD} bytes)"))
+            elif self._pieces:
+                self._wake()
         if self._buffered > BUFFERED and not self._paused and self.transport is not None:
             self._paused = True
             self.transport.pause_reading()
@@ -124,9 +126,8 @@ class Exchange(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         if self.complete:
             return
-        self._pieces.append(body)
+        self._pieces.append(body)  # the reader is woken once per read of the socket (data_received), not per chunk
         self._buffered += len(body)
-        self._wake()
 
     def on_message_complete(self) -> None:
         if not self.head.done() or self.complete:  # the end of an interim reply, or of a second one

@@ -204,9 +204,9 @@ class Upstream:
         pool = self._pool()
         exchange: Exchange | None = None
         try:
-            async with asyncio.timeout(self._connect_seconds):
+            async with asyncio.timeout(self._connect_seconds) as due:
                 exchange = await pool.exchange(method, url, body, headers)
-            async with asyncio.timeout(self._read_seconds):
+                due.reschedule(asyncio.get_running_loop().time() + self._read_seconds)  # then the head's wait
                 await exchange.head
             if method == "HEAD":
                 exchange.bodiless()
