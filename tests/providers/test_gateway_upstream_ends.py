@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from groundstate.wire import Content, Mode, Reset, StreamEnd, UpstreamError
 
@@ -161,3 +162,79 @@ def test_a_whole_reply_to_be_gated_is_refused_past_its_bound(gateway_for: Gatewa
     assert reply.status_code == 502
     assert "larger than 8388608 bytes" in reply.json()["error"]["message"]
     assert peak_mib < 200, peak_mib
+
+
+def _stderr(gateway_for: GatewayFor) -> str:
+    process = gateway_for.processes[-1]  # type: ignore[attr-defined]
+    process.terminate()
+    return str(process.communicate(timeout=10)[1].decode(errors="replace"))
+
+
+def _rss_kib(pid: int) -> int:
+    line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmRSS:"))
+    return int(line.split()[1])
+
+
+def test_an_event_that_never_ends_is_refused_before_it_fills_the_gateways_memory(gateway_for: GatewayFor) -> None:
+    """An attack found the metrics' parser holding every byte of a line that never ended (and of an event whose
+    lines never met a blank one): the gateway grew by a megabyte for each relayed one. Now an event past
+    ``MAX_EVENT`` bytes ends the stream with an in-band error, and the gateway's memory stays put."""
+    from groundstate.providers.gateway import MAX_EVENT
+
+    endless = b"data: " + b"x" * 65536  # then more of the same line, never ended
+
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(stream_head())
+        with contextlib.suppress(OSError):
+            for _ in range(40 * 1024 * 1024 // len(endless)):  # 40 MiB, ten times the bound
+                conn.sendall(endless)
+
+    for name, shape in (("one line", endless), ("lines, no blank one", b"data: " + b"y" * 65530 + b"\n")):
+        endless = shape
+        with raw_loopback(serve) as upstream:
+            base_url, _ = gateway_for(upstream)
+            pid = gateway_for.processes[-1].pid  # type: ignore[attr-defined]
+            chat(base_url)  # warmed up: what the first request loads is not counted
+            before = _rss_kib(pid)
+            received = bytearray()
+            with contextlib.suppress(httpx.HTTPError), httpx.stream(
+                "POST", f"{base_url}/chat/completions", timeout=60,
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True},
+            ) as reply:  # fmt: skip
+                for piece in reply.iter_raw():
+                    received += piece
+            grown = _rss_kib(pid) - before
+        assert len(received) < 2 * MAX_EVENT, name
+        assert b"longer than" in received[-2000:], name  # told in band, an event of its own
+        assert grown < 3 * MAX_EVENT // 1024, f"{name}: the gateway grew by {grown} KiB"
+        assert "Traceback" not in _stderr(gateway_for)
+
+
+def test_a_whole_reply_cut_short_is_not_passed_off_as_complete(gateway_for: GatewayFor) -> None:
+    """A JSON reply (or an error body) has no framing to tell a break in: the gateway ended its own reply
+    cleanly, and the client read two bytes of a hundred as the whole answer. Now the client's reply is left
+    unended, so the client sees it cut short."""
+    for status in (200, 500):
+        def serve(conn: socket.socket, status: int = status) -> None:
+            conn.sendall(f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{}}"
+                         .encode())  # fmt: skip
+
+        with raw_loopback(serve) as upstream:
+            base_url, _ = gateway_for(upstream)
+            with pytest.raises(httpx.RemoteProtocolError):
+                httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": []}, timeout=30)
+            assert "Traceback" not in _stderr(gateway_for)
+
+
+def test_a_reply_that_cannot_have_a_body_is_relayed_as_it_is(gateway_for: GatewayFor) -> None:
+    """A 204 or 304 to a chat request: the gateway told it in band that the stream had ended without its end
+    marker, which no server may send in such a reply — a traceback in the gateway's log."""
+    for status in (204, 304):
+        def serve(conn: socket.socket, status: int = status) -> None:
+            conn.sendall(f"HTTP/1.1 {status} X\r\n\r\n".encode())
+
+        with raw_loopback(serve) as upstream:
+            base_url, _ = gateway_for(upstream)
+            reply = chat(base_url)
+            assert reply.status_code == status and reply.content == b""
+            assert "Traceback" not in _stderr(gateway_for)

@@ -7,8 +7,12 @@ reused only after a complete reply that keeps it alive, and whatever the upstrea
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 
 import pytest
 
@@ -19,9 +23,9 @@ from ..loopback import raw_loopback
 Exchange = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-def requests(url: str, count: int, method: str = "POST", pause: float = 0.0) -> list[Exchange]:
+def requests(url: str, count: int, method: str = "POST", pause: float = 0.0, between: float = 0.0) -> list[Exchange]:
     """``count`` requests one after the other through one ``Upstream`` (its pool kept between them): each reply's
-    status, headers and whole body."""
+    status, headers and whole body (``pause``: after each piece read; ``between``: after each reply is done)."""
 
     async def run() -> list[Exchange]:
         upstream = Upstream(read_seconds=5)
@@ -34,6 +38,7 @@ def requests(url: str, count: int, method: str = "POST", pause: float = 0.0) -> 
                         body += piece
                         await asyncio.sleep(pause)
                     seen.append((reply.status_code, reply.raw_headers, body))
+                await asyncio.sleep(between)
         finally:
             await upstream.close()
         return seen
@@ -187,3 +192,138 @@ def test_a_large_reply_read_slowly_arrives_whole() -> None:
     with raw_loopback(answer) as url:
         [(_, _, received)] = requests(url, 1, pause=0.001)
     assert received == body
+
+
+def test_a_head_that_arrives_whole_in_one_read_is_bounded_too() -> None:
+    """An attack found the bound counted only across reads: 100 KB of headers in one write were taken whole."""
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n" + b"a:b\r\n" * 20_000 + b"\r\n")
+
+    with raw_loopback(answer) as url, pytest.raises(UpstreamFailure, match="a head longer than"):
+        requests(url, 1)
+
+
+def test_a_reply_followed_in_its_read_by_bytes_that_do_not_parse_stands() -> None:
+    """A complete reply is the reply, whatever follows it (that is only never read, and its connection not reused):
+    it was reported broken, and the gateway then told a 204 that it had ended badly."""
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        if len(connections) == 1:
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 2x0 junk\r\n\r\n")
+            time.sleep(0.5)
+        else:
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfresh")
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 2)
+    assert [body for _, _, body in seen] == [b"ok", b"fresh"] and len(connections) == 2
+
+
+def test_bytes_that_arrive_while_a_connection_idles_keep_it_from_reuse() -> None:
+    """The attack's late second reply: 0.2 s after a complete reply, the upstream sends another. The kept
+    connection was reused for the next two requests; it is closed instead, and they go on a new one."""
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst")
+        if len(connections) == 1:
+            time.sleep(0.2)
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\nLEFTOVER")
+            time.sleep(1)
+            return
+        while next_request(connection):
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst")
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 3, between=0.4)
+    assert [body for _, _, body in seen] == [b"first"] * 3 and len(connections) == 2
+
+
+def test_a_length_header_read_leniently_still_frames_the_body() -> None:
+    """``Content-Length : 100`` (a space before the colon), which the parser takes as the length: a body cut short
+    of it was read as complete, since the framing check compared names exactly."""
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length : 100\r\n\r\nabc")
+
+    with raw_loopback(answer) as url, pytest.raises(UpstreamFailure, match="broke off"):
+        requests(url, 1)
+
+
+def test_idle_connections_are_closed_while_other_traffic_flows() -> None:
+    """After a burst of concurrent requests, the connections left idle are closed after ``IDLE_SECONDS`` even
+    though requests keep coming (the pool looked at idle time only when it took a connection, so a burst's sockets
+    stayed open for good)."""
+    from groundstate.providers.http_wire import IDLE_SECONDS
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        while next_request(connection):
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+
+    async def run(url: str) -> tuple[int, int]:
+        upstream = Upstream(read_seconds=5)
+
+        async def one() -> None:
+            async with upstream.request("POST", url + "/x", b"{}", {}) as reply:
+                async for _ in reply.chunks():
+                    pass
+
+        try:
+            await asyncio.gather(*(one() for _ in range(20)))
+            burst = open_sockets()
+            for _ in range(int(IDLE_SECONDS * 2 / 0.5) + 2):  # a request every 0.5 s, for twice the idle time
+                await one()
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(0.3)  # the server's threads see the closed ones
+            return burst, open_sockets()
+        finally:
+            await upstream.close()
+
+    with concurrent_loopback(answer) as url:
+        before = open_sockets()
+        burst, later = asyncio.run(run(url))
+    assert burst - before >= 20  # the burst's connections, both ends, kept
+    assert later - before <= 4  # one in use (both ends), and perhaps one more on its way out
+
+
+def open_sockets() -> int:
+    """Sockets this process holds (both ends of the loopback's connections are here)."""
+    return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}"))  # fmt: skip
+
+
+@contextmanager
+def concurrent_loopback(answer: Callable[[socket.socket], None]) -> Iterator[str]:
+    """Like ``raw_loopback``, each connection served at once in a thread of its own (the answer reads the
+    requests itself)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve_one(connection: socket.socket) -> None:
+        with connection, suppress(OSError):
+            connection.settimeout(10)
+            if next_request(connection):
+                answer(connection)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=serve_one, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()

@@ -31,7 +31,7 @@ from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge, checked_hold
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import REQUEST, SERVER, ErrorRecord, classify
-from .in_band import WholeEvents
+from .in_band import WholeEvents, event_end
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
 from .openai_wire import (
@@ -65,6 +65,9 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # no control byte but a tab
 METRICS_PATH = "/metrics"
 MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client gets them all, as they come)
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
+MAX_EVENT = 4 << 20  # bytes of one stream event (or one NDJSON line): no model's stream sends one longer, and the
+# metrics' parser holds an event until it ends — an upstream that never ended one held the gateway's memory at will
+NO_BODY = (204, 304)  # statuses whose reply has no body: nothing can be told in it
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
 PUBLISH_HOLD_SEC = 0.005  # a published frame's text may wait this long for more (bridge.py; --publish-hold-ms):
@@ -314,9 +317,10 @@ class Gateway:
                 self.metrics.failed(model, None, "transport")
             if not relayed.started:
                 await send_error(send, failure)
-            else:  # said in the stream's own framing where it has one: a part of an answer is never passed for all
-                told = relayed.in_band(failure) if relayed.in_band is not None else b""
-                await send({"type": "http.response.body", "body": told})
+            elif relayed.in_band is not None:  # said in the stream's own framing: part of an answer is never
+                await send({"type": "http.response.body", "body": relayed.in_band(failure)})  # passed for all
+            # else the reply has no framing to say it in (a whole JSON body, an error body): it is left unended, and
+            # the server closes the connection without its end — a client reading it sees it cut short
             broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
             self.publish(bridge.push(ErrorEvent(broke)) + bridge.end())  # subscribers see it fail, not end well
         finally:
@@ -366,6 +370,12 @@ class Gateway:
                 self.publish(bridge.push(ErrorEvent(record)))
                 self.publish(bridge.end())
                 return
+            if response.status_code in NO_BODY:  # no answer to count, and no body to tell anything in
+                await send({"type": "http.response.body", "body": b""})
+                self.metrics.called(model, ok=False)
+                self.metrics.failed(model, None, "server")
+                self.publish(bridge.end())
+                return
             if _whole(response) and provider != "ollama":  # not a stream: its usage is in the one JSON body
                 await self._relay_whole(response, send, model)
                 self.publish(bridge.end())
@@ -386,7 +396,13 @@ class Gateway:
         # (relayed undecoded, as the client asked): its events cannot be seen, so it is relayed as it comes
         aligned = WholeEvents(api) if _identity(response) else None
         send.in_band = aligned.error if aligned is not None else None  # a stream can say it broke off
+        unended = 0  # bytes since the last end of an event
         async for data in response.chunks():
+            end = event_end(api, data)
+            unended = len(data) - end if end else unended + len(data)
+            if unended > MAX_EVENT:
+                raise UpstreamFailure(f"sent an event longer than {MAX_EVENT} bytes, which no model's stream sends; "
+                                      "the gateway does not read further")  # fmt: skip
             if aligned is None:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             elif whole := aligned.take(data):

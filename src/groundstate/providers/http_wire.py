@@ -29,6 +29,7 @@ from ..errors import UpstreamFailed
 MAX_HEAD = 64 * 1024  # bytes of status line and headers (aiohttp allowed 8,190 per line)
 BUFFERED = 256 * 1024  # bytes received and not yet taken before the socket is no longer read
 IDLE_SECONDS = 4.0  # a pooled connection idle longer is closed, not reused: servers close theirs (uvicorn after 5 s)
+MAX_IDLE = 64  # kept-alive connections kept per upstream; past them a finished one is closed
 
 
 class WireFailure(UpstreamFailed):
@@ -51,7 +52,8 @@ class Exchange(asyncio.Protocol):
         self.head: asyncio.Future[None] = self._loop.create_future()
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self.status = 0
-        self._head_bytes = 0
+        self._head_bytes = 0  # bytes read while no head was complete, over all reads
+        self._head_size = 0  # bytes of status texts and headers parsed before the head, counted as they are
         self._pieces: list[bytes] = []
         self._buffered = 0
         self._paused = False
@@ -76,10 +78,17 @@ class Exchange(asyncio.Protocol):
             self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail(WireFailure("sent a malformed reply (it switched protocols)"))
         except httptools.HttpParserError as exc:
-            self._fail(WireFailure(f"sent a malformed reply ({exc})"))
+            if self.complete:  # bytes after a complete reply that do not parse: the reply stands, the connection
+                self._after_end = True  # is not reused
+                self.close()
+                return
+            if isinstance(exc, httptools.HttpParserUpgrade):
+                self._fail(WireFailure("sent a malformed reply (it switched protocols)"))
+            elif isinstance(exc.__context__, WireFailure):  # raised by a callback below
+                self._fail(exc.__context__)
+            else:
+                self._fail(WireFailure(f"sent a malformed reply ({exc})"))
         else:
             if not self.head.done() and self._head_bytes > MAX_HEAD:
                 self._fail(WireFailure(f"sent a malformed reply (a head longer than {MAX_HEAD} bytes)"))
@@ -108,10 +117,22 @@ class Exchange(asyncio.Protocol):
             self._after_end = True
             return
         self.raw_headers = []
+        self._counted(16)  # a status line's own bytes, at least (interim replies count too)
+
+    def on_status(self, text: bytes) -> None:
+        if not self.head.done():
+            self._counted(len(text))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self.head.done():
+            self._counted(len(name) + len(value) + 4)
             self.raw_headers.append((name, value))
+
+    def _counted(self, size: int) -> None:
+        """A head's bytes as the parser reads them: a head that arrives whole in one read is bounded too."""
+        self._head_size += size
+        if self._head_size > MAX_HEAD:
+            raise WireFailure(f"sent a malformed reply (a head longer than {MAX_HEAD} bytes)")
 
     def on_headers_complete(self) -> None:
         if self.head.done():  # a second reply's head
@@ -176,12 +197,13 @@ class Exchange(asyncio.Protocol):
 
     def _framed(self) -> bool:
         """Whether the reply says where its body ends (a length or chunks); otherwise the connection's end does."""
-        names = {name.lower() for name, _ in self.raw_headers}
+        names = {name.rstrip(b" \t").lower() for name, _ in self.raw_headers}  # as the lenient parser reads them
         return b"content-length" in names or b"transfer-encoding" in names or self.status in (204, 304)
 
     def _fail(self, failure: WireFailure) -> None:
         if self._failure is None:
             self._failure = failure
+        self._pieces.clear()  # nothing parsed in the read that failed is given on
         if not self.head.done():
             self.head.set_exception(failure)
         self._wake()
@@ -198,6 +220,7 @@ class WirePool:
     def __init__(self, tls: ssl.SSLContext) -> None:
         self._tls = tls
         self._idle: dict[tuple[str, str, int], list[Exchange]] = {}
+        self._sweep: asyncio.TimerHandle | None = None  # closes what has been idle too long, while any is kept
 
     async def exchange(self, method: str, url: URL, body: bytes, headers: Mapping[str, str]) -> Exchange:
         """A connection with the request written on it (a fresh ``Exchange`` reading its reply)."""
@@ -223,7 +246,7 @@ class WirePool:
         idle = self._idle.get(key)
         while idle:
             kept = idle.pop()
-            if kept.transport is not None and not kept.transport.is_closing() and now - kept.idle_since < IDLE_SECONDS:
+            if kept.reusable() and kept.transport is not None and now - kept.idle_since < IDLE_SECONDS:
                 fresh = Exchange()  # a new reply on the kept socket: the protocol object is the reply's reader
                 fresh.transport = kept.transport
                 kept.transport.set_protocol(fresh)
@@ -242,14 +265,37 @@ class WirePool:
         return protocol
 
     def release(self, exchange: Exchange, key: tuple[str, str, int]) -> None:
-        """The exchange is over: its connection kept for the next request if it may be, closed otherwise."""
-        if exchange.reusable():
-            exchange.idle_since = time.monotonic()
-            self._idle.setdefault(key, []).append(exchange)
-        else:
+        """The exchange is over: its connection kept for the next request if it may be (at most ``MAX_IDLE`` per
+        upstream), closed otherwise."""
+        idle = self._idle.setdefault(key, [])
+        if not exchange.reusable() or len(idle) >= MAX_IDLE:
             exchange.close()
+            return
+        exchange.idle_since = time.monotonic()
+        idle.append(exchange)
+        if self._sweep is None:
+            self._sweep = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._swept)
+
+    def _swept(self) -> None:
+        """Close the connections idle for ``IDLE_SECONDS`` (or broken meanwhile); look again while any is kept."""
+        self._sweep = None
+        now = time.monotonic()
+        for key, idle in list(self._idle.items()):
+            kept = [exchange for exchange in idle if exchange.reusable() and now - exchange.idle_since < IDLE_SECONDS]
+            for exchange in idle:
+                if exchange not in kept:
+                    exchange.close()
+            if kept:
+                self._idle[key] = kept
+            else:
+                del self._idle[key]
+        if self._idle:
+            self._sweep = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._swept)
 
     def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         for idle in self._idle.values():
             for exchange in idle:
                 exchange.close()
