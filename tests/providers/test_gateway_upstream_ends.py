@@ -170,6 +170,9 @@ def _stderr(gateway_for: GatewayFor) -> str:
     return str(process.communicate(timeout=10)[1].decode(errors="replace"))
 
 
+MAX_EVENT = 4 << 20  # bytes of one event without its end: the bound docs/providers.md states
+
+
 def _rss_kib(pid: int) -> int:
     line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmRSS:"))
     return int(line.split()[1])
@@ -179,8 +182,6 @@ def test_an_event_that_never_ends_is_refused_before_it_fills_the_gateways_memory
     """An attack found the metrics' parser holding every byte of a line that never ended (and of an event whose
     lines never met a blank one): the gateway grew by a megabyte for each relayed one. Now an event past
     ``MAX_EVENT`` bytes ends the stream with an in-band error, and the gateway's memory stays put."""
-    from groundstate.providers.gateway import MAX_EVENT
-
     endless = b"data: " + b"x" * 65536  # then more of the same line, never ended
 
     def serve(conn: socket.socket) -> None:

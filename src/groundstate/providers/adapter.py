@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import safejson
 from .errors import AMBIGUOUS, ErrorRecord, classify
+from .in_band import event_end
 from .normalized import (
     ErrorEvent,
     Event,
@@ -39,6 +40,9 @@ def whole(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+MAX_EVENT = 4 << 20  # bytes of one stream event (an NDJSON line for Ollama): no model's stream sends one longer
+
+
 @dataclass
 class OpenCall:
     """A tool call whose argument fragments are still arriving."""
@@ -54,6 +58,7 @@ class StreamAdapter(ABC):
     """Subclasses implement ``_event`` (one SSE event), keying open tool calls as their provider does."""
 
     end_marker = "its end marker"
+    line_framed = False  # True: an event ends with its line (NDJSON); False: with a blank line (SSE)
     incomplete_call = "the stream ended before the tool call was complete"
     text_only: re.Pattern[bytes] | None = None
     """An event (its bytes between two blank lines) that matches this whole can yield nothing but text and changes
@@ -66,9 +71,30 @@ class StreamAdapter(ABC):
         self._call_count = 0
         self._split: dict[tuple[type[TextDelta | ThinkDelta | Refusal], int], str] = {}  # a high surrogate per kind
         self.done = False
+        self._unended = 0  # bytes since the last end of an event
+        self.overlong = False  # an event ran past MAX_EVENT: the stream was refused, nothing more is read
+
+    def _refused(self, data: bytes) -> list[Event] | None:
+        """The error that ends a stream once an event runs past ``MAX_EVENT`` bytes without its end (None while
+        none does): the parser holds an event until it ends, and an upstream that never ended one held the reader's
+        memory at its will (an attack grew the gateway by a megabyte per relayed megabyte). Past it nothing more is
+        read; the caller gets one error, not a truncated event."""
+        end = event_end("ollama" if self.line_framed else "sse", data)
+        self._unended = len(data) - end if end else self._unended + len(data)
+        if self._unended <= MAX_EVENT:
+            return None
+        self.overlong = True
+        record = classify(self.provider, None, {"error": {"message": "a stream event longer than the bound"}})
+        record.message = (f"the stream sent an event longer than {MAX_EVENT} bytes, which no model's stream sends; "
+                          "it was not read further")  # fmt: skip
+        return [ErrorEvent(record)]
 
     def feed(self, data: bytes) -> list[Event]:
         """The normalized events this chunk of the provider's bytes completes."""
+        if self.overlong:
+            return []
+        if (refused := self._refused(data)) is not None:
+            return refused
         out: list[Event] = []
         for event in self._sse.feed(data):
             if not self.done:
@@ -147,6 +173,8 @@ class StreamAdapter(ABC):
 
     def close(self) -> list[Event]:
         """The end of the stream: what was held back, and Truncated if the provider's end marker never came."""
+        if self.overlong:
+            return []  # refused already, with its error
         out: list[Event] = []
         truncated: list[Event] = []
         for event in self._sse.close():

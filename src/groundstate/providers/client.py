@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from .apis import provider_api
-from .errors import SERVER, ErrorRecord, classify
+from .errors import MAX_ERROR_BODY, SERVER, ErrorRecord, classify
 from .normalized import ErrorEvent, Event, Finish, Usage
 
 
@@ -75,7 +75,7 @@ class StreamClient:
                     async with http.stream("POST", path, json=body, headers=self._headers()) as response:
                         if response.status_code >= 400:
                             gate.failure = classify(
-                                provider, response.status_code, await response.aread(), response.headers
+                                provider, response.status_code, await _first_bytes(response), response.headers
                             )
                         else:
                             adapter = adapter_type(provider)
@@ -148,6 +148,17 @@ class _Gate:
         self.content = True
         released, self.held = [*self.held, event], []
         return released
+
+
+async def _first_bytes(response: httpx.Response) -> bytes:
+    """An error reply's first ``MAX_ERROR_BODY`` bytes, all that is classified: the provider decides how long its
+    error body is, and reading it whole let it hold the run's memory at its will."""
+    held = bytearray()
+    async for data in response.aiter_bytes():
+        held += data[: MAX_ERROR_BODY - len(held)]
+        if len(held) >= MAX_ERROR_BODY:
+            break
+    return bytes(held)
 
 
 def _retryable(record: ErrorRecord) -> bool:

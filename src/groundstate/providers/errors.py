@@ -18,6 +18,8 @@ from typing import Any
 
 from .. import safejson
 
+MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (a gateway's client gets them all, as they come)
+
 AUTH, QUOTA, RATE, OVERLOAD, REQUEST, SERVER, CONTENT_FILTER, AMBIGUOUS = (
     "auth", "quota", "rate", "overload", "request", "server", "content_filter", "ambiguous",
 )  # fmt: skip

@@ -27,10 +27,11 @@ from .. import safejson, tracing
 from ..errors import AuthenticationError, GroundstateError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
+from .adapter import MAX_EVENT
 from .apis import UnknownAPI, provider_api
 from .bridge import SigilBridge, checked_hold
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
-from .errors import REQUEST, SERVER, ErrorRecord, classify
+from .errors import MAX_ERROR_BODY, REQUEST, SERVER, ErrorRecord, classify
 from .in_band import WholeEvents, event_end
 from .metrics import ProviderMetrics
 from .normalized import ErrorEvent, Usage
@@ -63,10 +64,7 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # no control byte but a tab
 
 
 METRICS_PATH = "/metrics"
-MAX_ERROR_BODY = 1 << 20  # of an error reply, the bytes classified (the client gets them all, as they come)
 HELD_FOR_METRICS = 1 << 20  # a reply's bytes kept to parse after it was relayed (beyond: parsed as they pass)
-MAX_EVENT = 4 << 20  # bytes of one stream event (or one NDJSON line): no model's stream sends one longer, and the
-# metrics' parser holds an event until it ends — an upstream that never ended one held the gateway's memory at will
 NO_BODY = (204, 304)  # statuses whose reply has no body: nothing can be told in it
 METRICS_BATCH = 32  # events of a relayed reply read for the metrics between two turns of the event loop
 MAX_MODEL_LABELS = 64  # distinct model names a client may add to the metrics; later ones are counted as "other"
@@ -400,7 +398,7 @@ class Gateway:
         async for data in response.chunks():
             end = event_end(api, data)
             unended = len(data) - end if end else unended + len(data)
-            if unended > MAX_EVENT:
+            if unended > MAX_EVENT:  # as the adapter refuses it (its parser would hold it): the relay ends too
                 raise UpstreamFailure(f"sent an event longer than {MAX_EVENT} bytes, which no model's stream sends; "
                                       "the gateway does not read further")  # fmt: skip
             if aligned is None:

@@ -23,6 +23,7 @@ class OllamaAdapter(StreamAdapter):
     """Ollama's chat stream (NDJSON: a JSON object per line, the last with ``"done": true``), normalized."""
 
     end_marker = 'a line with "done": true'
+    line_framed = True
 
     def __init__(self, provider: str = "ollama") -> None:
         super().__init__(provider)
@@ -34,6 +35,10 @@ class OllamaAdapter(StreamAdapter):
 
     def feed(self, data: bytes) -> list[Event]:
         """The events of the lines ``data`` ends; a line not yet ended waits for the bytes that end it."""
+        if self.overlong:
+            return []
+        if (refused := self._refused(data)) is not None:
+            return refused
         out: list[Event] = []
         if b"\n" not in data:
             if data:
@@ -50,6 +55,8 @@ class OllamaAdapter(StreamAdapter):
     def close(self) -> list[Event]:
         """The end of the stream: what was held back, and Truncated if no line said it was done."""
         out: list[Event] = []
+        if self.overlong:
+            return out  # refused already, with its error
         if self.done:
             return self._whole(out, final=True)
         self._finish_calls(out, complete=False)
