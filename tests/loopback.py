@@ -78,13 +78,42 @@ def loopback(respond: Respond) -> Iterator[str]:
 Answer = Callable[[socket.socket], None]  # writes what the upstream sends to one connection
 
 
+def read_request(connection: socket.socket) -> bytes | None:
+    """One request read whole from ``connection`` (its head, and the body its Content-Length declares): its head,
+    or None if the connection closed before it began."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += (piece := connection.recv(65536))
+        if not piece:
+            if not data:
+                return None
+            raise ConnectionAbortedError("the client closed before its request was whole")
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+    while len(body) < length:
+        body += connection.recv(65536)
+    return head
+
+
 @contextmanager
-def raw_loopback(answer: Answer, received: list[bytes] | None = None) -> Iterator[str]:
+def raw_loopback(answer: Answer, received: list[bytes] | None = None, concurrent: bool = False) -> Iterator[str]:
     """A TCP server on loopback for what an HTTP library would not send (a reset mid-body, a malformed head, a
-    stall): it reads each request whole (head, and the body its Content-Length declares; each head added to
-    ``received``), then hands the socket to ``answer``, one connection at a time; yields the base URL."""
+    stall): it reads each request whole (``read_request``; each head added to ``received``), then hands the socket
+    to ``answer``, one connection at a time — or, ``concurrent``, each connection in a thread of its own; yields the
+    base URL."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
+
+    def serve_one(connection: socket.socket) -> None:
+        with connection, suppress(OSError):  # the client went away first, or sent too little in 5 s
+            connection.settimeout(5)
+            head = read_request(connection)
+            if head is None:
+                raise ConnectionAbortedError("the client closed before its request was whole")
+            if received is not None:
+                received.append(head)
+            answer(connection)
 
     def serve() -> None:
         listener.settimeout(0.2)
@@ -93,21 +122,10 @@ def raw_loopback(answer: Answer, received: list[bytes] | None = None) -> Iterato
                 connection, _ = listener.accept()
             except TimeoutError:
                 continue
-            with connection, suppress(OSError):  # the client went away first, or sent too little in 5 s
-                connection.settimeout(5)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += (piece := connection.recv(65536))
-                    if not piece:
-                        raise ConnectionAbortedError("the client closed before its request was whole")
-                head, _, body = data.partition(b"\r\n\r\n")
-                if received is not None:
-                    received.append(head)
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
-                while len(body) < length:
-                    body += connection.recv(65536)
-                answer(connection)
+            if concurrent:
+                threading.Thread(target=serve_one, args=(connection,), daemon=True).start()
+            else:
+                serve_one(connection)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()

@@ -9,16 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
 
 import pytest
 
 from groundstate.providers import Upstream, UpstreamFailure
 
-from ..loopback import raw_loopback
+from ..loopback import raw_loopback, read_request
 
 Exchange = tuple[int, list[tuple[bytes, bytes]], bytes]
 IDLE_SECONDS = 4.0  # how long a kept-alive connection may idle, as docs/security.md states
@@ -48,19 +45,8 @@ def requests(url: str, count: int, method: str = "POST", pause: float = 0.0, bet
 
 
 def next_request(connection: socket.socket) -> bool:
-    """Read one more request (head and its declared body) from a kept-alive connection; False if it closed."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        piece = connection.recv(65536)
-        if not piece:
-            return False
-        data += piece
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
-    while len(body) < length:
-        body += connection.recv(65536)
-    return True
+    """Read one more request from a kept-alive connection; False if it closed."""
+    return read_request(connection) is not None
 
 
 def test_a_kept_alive_connection_carries_the_next_request() -> None:
@@ -283,7 +269,7 @@ def test_idle_connections_are_closed_while_other_traffic_flows() -> None:
         finally:
             await upstream.close()
 
-    with concurrent_loopback(answer) as url:
+    with raw_loopback(answer, concurrent=True) as url:
         before = open_sockets()
         burst, later = asyncio.run(run(url))
     assert burst - before >= 20  # the burst's connections, both ends, kept
@@ -294,35 +280,3 @@ def open_sockets() -> int:
     """Sockets this process holds (both ends of the loopback's connections are here)."""
     return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd")
                if os.path.exists(f"/proc/self/fd/{fd}"))  # fmt: skip
-
-
-@contextmanager
-def concurrent_loopback(answer: Callable[[socket.socket], None]) -> Iterator[str]:
-    """Like ``raw_loopback``, each connection served at once in a thread of its own (the answer reads the
-    requests itself)."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve_one(connection: socket.socket) -> None:
-        with connection, suppress(OSError):
-            connection.settimeout(10)
-            if next_request(connection):
-                answer(connection)
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=serve_one, args=(connection,), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
