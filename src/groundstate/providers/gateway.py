@@ -295,7 +295,6 @@ class Gateway:
         watch = ClientWatch(receive)
         try:
             await self._relay(scope, url, body, headers, relayed, bridge, model, provider, adapter_type)
-            watch.left()
         except asyncio.CancelledError:
             if not watch.left():  # the server gave up on this request (its shutdown grace ran out): the upstream
                 await self._stopped(relayed, bridge, provider)  # is let go, a stream already begun is told why in
