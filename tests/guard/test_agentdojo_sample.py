@@ -1,6 +1,7 @@
-"""A fixed sample of AgentDojo's workspace suite, replayed by the worst-case agent (bench/agentdojo/run.py): pairs
-whose attack succeeds without the guard, and fails behind it, with the user task still done where the policy lets
-it. Something real nobody here wrote: the suite's own environments, injection vectors and checks."""
+"""A fixed sample of AgentDojo's workspace suite (and one pair of the travel suite), replayed by the worst-case
+agent (bench/agentdojo/run.py): pairs whose attack succeeds without the guard, and fails behind it, with the user
+task still done where the policy lets it. Something real nobody here wrote: the suite's own environments, injection
+vectors and checks."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ if not os.environ.get("CI"):  # under CI the dev extra installed it: a missing o
 sys.path.insert(0, str(BENCH))
 import run as dojo  # type: ignore[import-not-found]  # noqa: E402 - bench/agentdojo/run.py
 
-SAMPLE = [("user_task_25", "injection_task_5"), ("user_task_12", "injection_task_4")]
+SAMPLE = [("workspace", "user_task_25", "injection_task_5"), ("workspace", "user_task_12", "injection_task_4"),
+          # the injection names a city; the agent lists its hotels (a trusted listing) and books the one it asks
+          # for: no value is copied from the review, the listing was chosen by it (flows.mg's flow_steered)
+          ("travel", "user_task_15", "injection_task_4")]
 
 
 def replay(suite: Any, user: str, injection: str, folder: Path, direct: bool) -> Any:
@@ -27,8 +31,8 @@ def replay(suite: Any, user: str, injection: str, folder: Path, direct: bool) ->
 
 
 def test_injected_goals_succeed_without_the_guard_and_fail_behind_it(tmp_path: Path) -> None:
-    suite = dojo.get_suite(dojo.VERSION, "workspace")
-    for number, (user, injection) in enumerate(SAMPLE):
+    for number, (name, user, injection) in enumerate(SAMPLE):
+        suite = dojo.get_suite(dojo.VERSION, name)
         direct = replay(suite, user, injection, tmp_path / f"direct{number}", direct=True)
         assert direct.security, f"{user} + {injection}: the attack should succeed without the guard"
         guarded = replay(suite, user, injection, tmp_path / f"guarded{number}", direct=False)

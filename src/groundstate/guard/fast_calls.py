@@ -141,6 +141,7 @@ class FastCalls:
     async def _run(self, number: str | int, caller: Caller, params: types.CallToolRequestParams) -> None:
         reply: dict[str, Any]
         this = asyncio.current_task()
+        wait = True
         try:
             result = await self._answer(caller, params)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -152,13 +153,16 @@ class FastCalls:
             if this in self._withdrawn:  # the client cancelled it: the spec forbids an answer
                 return
             reply = {"error": {"code": CONNECTION_CLOSED, "message": "Connection closed"}}
+            # cancelled because the session ends (close): written without waiting, as close() writes its own —
+            # waiting would hold the guard open for a client that stopped reading (nothing cancels it again)
+            wait = False
         except Exception as exc:  # a fault of the guard's: this call's error, one line on stderr, never a traceback
             print(f"groundstate mcp guard: tools/call {params.name[:200]!r} failed: {type(exc).__name__}: {exc}",
                   file=sys.stderr, flush=True)  # fmt: skip
             reply = {"error": {"code": INTERNAL_ERROR, "message": f"the guard failed: {type(exc).__name__}: {exc}"}}
         if this is not None:
             self._answering.add(this)
-        await self._send({"jsonrpc": "2.0", "id": number, **reply})
+        await self._send({"jsonrpc": "2.0", "id": number, **reply}, wait)
 
     def _progress(self, token: str | int) -> Callable[[float, str], Awaitable[None]]:
         async def report(waited: float, message: str) -> None:

@@ -52,6 +52,7 @@ class _Earlier(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     call: str = Field(pattern=r"^[^/\s]+/[^/\s]+$")  # SERVER/TOOL
+    arguments: dict[str, Any] = Field(default_factory=dict)  # what it was called with (flows.mg's flow_steered)
     result: str = Field(max_length=1_000_000)
 
 
@@ -126,7 +127,7 @@ class Case:
     reasons: list[str] | None
     line: int
     request: str = ""
-    earlier: tuple[tuple[str, str, str], ...] = ()  # (server, tool, result) of the session's earlier calls
+    earlier: tuple[tuple[str, str, str, dict[str, Any]], ...] = ()  # (server, tool, result, arguments), in order
     checkpoint: Any = None  # a runtime case: its Checkpoint (runtime_cases.py)
 
 
@@ -196,7 +197,8 @@ def _mcp_case(path: Path, text: str, case: _Case, tools: dict[str, dict[str, dic
     if tool not in tools.get(server, {}):
         raise PolicyTestError(f"{path}:{_case_line(text, case.name)}: case {case.name!r}: {case.call} is not among "
                               f"the file's [servers.{server}] tools")  # fmt: skip
-    earlier = tuple((made.call.split("/")[0], made.call.split("/")[1], made.result) for made in case.earlier)
+    earlier = tuple((made.call.split("/")[0], made.call.split("/")[1], made.result, made.arguments)
+                    for made in case.earlier)  # fmt: skip
     return Case(case.name, server, tool, case.arguments, case.client, case.in_doubt, case.expect, case.reasons,
                 _case_line(text, case.name), case.request, earlier)  # fmt: skip
 

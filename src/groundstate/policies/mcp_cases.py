@@ -13,6 +13,7 @@ from mcp_types import Tool, ToolAnnotations
 
 from ..guard import History, McpPolicy
 from ..kernel import fired_rules
+from ..provenance import flatten
 from .cases import Case, CaseFile
 
 
@@ -68,8 +69,8 @@ def run_mcp_cases(cases: CaseFile, coverage: Coverage | None = None) -> list[Cas
         history = History()  # each case its own client session: what it was told before, the user's request
         session = history.session(case.name)
         history.declare(session, case.request)
-        for number, (server, tool, result) in enumerate(case.earlier):
-            history.record(session, f"earlier-{number}", server, tool, result)
+        for number, (server, tool, result, arguments) in enumerate(case.earlier):
+            history.record(session, f"earlier-{number}", server, tool, result, arguments=flatten(arguments))
         verdict = policy.decide(case.server, case.tool, case.arguments, client=case.client, in_doubt=case.in_doubt,
                                 provenance=partial(history.facts, session),
                                 observe=observe if coverage is not None else None)  # fmt: skip

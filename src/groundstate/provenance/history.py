@@ -18,6 +18,9 @@ so the rules can only become stricter) and the user's request as the client decl
 - a short value (fewer than ``MIN_VALUE`` characters: an id such as ``13``) is tied only where it is a word of its
   own (``13`` in "delete file 13", not in "2024-05-13"): ``/field`` where a result holds it as a datum, else
   ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
+- ``flow_argument_echoes(Call, Key, Earlier)``: the value was one of ``Earlier``'s own arguments — a result that
+  holds it may only be echoing what it was asked (reviews keyed by the names the agent sent), which says nothing
+  about who wrote it;
 - ``flow_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
 - ``flow_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
@@ -38,7 +41,7 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +56,8 @@ MAX_REQUEST_CHARS = 100_000  # of the user's request kept per session
 MAX_SESSIONS = 256  # sessions kept at once (HTTP clients come and go); a forgotten one comes back marked
 MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come back marked
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
+MAX_ORIGINS = 64  # facts kept about where one call's arguments came from; past it the call counts as steered
+MAX_STEERING_FACTS = 512  # earlier calls' origins told with one decision; past it, those left count as steered
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _BETWEEN_WORDS = re.compile(r"[\s\"'<>()\[\]{},;?&=#/\\|]")  # a character no word holds (the complement of _WORDS)
 _SPACE = re.compile(r"\s")
@@ -193,6 +198,8 @@ class Seen:
     words: set[str]
     fields: Counter[str]  # its structured data, case-folded (see Reading)
     short: Counter[str]  # its short words (see short_words), case-folded
+    origins: tuple[Fact, ...] = ()  # where its own arguments' values came from, as reported when it was decided
+    sent: frozenset[str] = frozenset()  # its own arguments' candidate values, case-folded: what its result may echo
 
 
 @dataclass
@@ -210,6 +217,7 @@ class Session:
     by_word: dict[str, set[int]] = field(default_factory=dict)
     used: Counter[tuple[str, str]] = field(default_factory=Counter)
     grams: GramFilter = field(default_factory=lambda: GramFilter(201))  # History gives its own bound's
+    by_call: dict[str, Seen] = field(default_factory=dict)  # the kept results by their call's name
     # one session's reads and writes wait for each other, never another session's: a client that sends megabytes
     # of arguments or a server that answers with a mebibyte keeps its own session busy, not every other
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -217,6 +225,7 @@ class Session:
     def add(self, seen: Seen) -> None:
         """Keep ``seen`` and index it (its words, its tool, its pieces in ``grams``)."""
         self.calls.append(seen)
+        self.by_call[seen.call] = seen
         self.size += len(seen.text)
         self.used[(seen.server, seen.tool)] += 1
         for word in seen.words:
@@ -227,6 +236,8 @@ class Session:
         """Drop the oldest kept result and mark the session: what it said can no longer be seen, so the rules
         read the session as one that may hold content written by others."""
         dropped = self.calls.popleft()
+        if self.by_call.get(dropped.call) is dropped:
+            del self.by_call[dropped.call]
         self.size -= len(dropped.text)
         self.used[(dropped.server, dropped.tool)] -= 1
         if not self.used[(dropped.server, dropped.tool)]:
@@ -280,9 +291,12 @@ class History:
                 request_words, request_short = _index(kept)
                 session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
 
-    def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading) -> None:
+    def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading, *,
+               decided: Sequence[Fact] = (), arguments: list[tuple[str, Any]] | None = None) -> None:  # fmt: skip
         """A forwarded call's result (text, or as ``reading`` reads it), kept within the bounds (the oldest dropped
-        first; then the session is marked)."""
+        first; then the session is marked) with where the call's own arguments came from: from the facts it was
+        ``decided`` with (the guard's), or else worked out now from ``arguments`` (flattened) against what the
+        session holds before this result (a run rebuilding an agent's session from its log, in order)."""
         read = result if isinstance(result, Reading) else Reading(result)
         text = _folded(read.text)
         cut = len(text) > self.max_bytes
@@ -290,6 +304,11 @@ class History:
             text = text[: self.max_bytes]
         found, short = _index(text)
         with session.lock:
+            origins = _origins(call, decided or (self._facts(session, call, arguments) if arguments else ()))
+            if len(origins) > MAX_ORIGINS:  # more than a bounded report: flows.mg reads the call as steered
+                origins = (("flow_origins_cut", (call,)),)
+            values, shorts = _candidates(arguments or [])
+            sent = frozenset(folded for _, folded in (*values, *shorts))
             new = found - session.by_word.keys()
             room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
             if len(new) > room:  # the index is full: words past it go unseen, so the session is marked
@@ -297,14 +316,15 @@ class History:
                 cut = True
             session.counter += 1
             session.overflowed = session.overflowed or cut
-            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short))
+            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short, origins, sent))
             while len(session.calls) > self.max_calls or session.size > self.max_bytes:
                 session.drop_oldest()
 
     def facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
         """The provenance facts of ``call`` (its arguments flattened as the policy sees them)."""
         with session.lock:
-            return self._facts(session, call, flattened)
+            out = self._facts(session, call, flattened)
+            return out + _steering(session, out)
 
     def _facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
         out: list[Fact] = [("flow_session_used", (call, server, tool)) for server, tool in session.used]
@@ -314,17 +334,7 @@ class History:
             out.append(("flow_session_overflowed", (call,)))
         named: dict[str, Seen] = {}
         values, shorts = _candidates(flattened)
-        for key, folded in shorts:
-            if folded in session.request_short:
-                out.append(("flow_argument_in_request", (call, key)))
-                continue
-            # A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
-            # a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some
-            # result holds as a datum is not also tied to every prose that happens to hold the word.
-            holding = [seen for seen in session.calls if seen.fields.get(folded)]
-            for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
-                out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
-                named[seen.call] = seen
+        _short_facts(session, call, shorts, out, named)
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
             said = folded in session.request
@@ -339,6 +349,8 @@ class History:
                     out.append(("flow_argument_from", (call, key, seen.call, FIELD)))
                 if not data or seen.text.count(folded) > data:  # also in its prose
                     out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
+                if folded in seen.sent:
+                    out.append(("flow_argument_echoes", (call, key, seen.call)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
             unnamed = own - session.request_words  # a word the user named ties the value to no result
@@ -351,6 +363,52 @@ class History:
 
 
 WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
+
+
+def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out: list[Fact],
+                 named: dict[str, Seen]) -> None:  # fmt: skip
+    """The facts of the short values (see ``_candidates``), added to ``out``; the results they occur in to
+    ``named``. A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
+    a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some result
+    holds as a datum is not also tied to every prose that happens to hold the word."""
+    for key, folded in shorts:
+        if folded in session.request_short:
+            out.append(("flow_argument_in_request", (call, key)))
+            continue
+        holding = [seen for seen in session.calls if seen.fields.get(folded)]
+        for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
+            out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
+            if folded in seen.sent:
+                out.append(("flow_argument_echoes", (call, key, seen.call)))
+            named[seen.call] = seen
+_ORIGIN_FACTS = frozenset({"flow_argument_from", "flow_earlier", "flow_argument_in_request", "flow_text_argument",
+                           "flow_argument_echoes"})  # fmt: skip
+
+
+def _origins(call: str, facts: Sequence[Fact]) -> tuple[Fact, ...]:
+    """Of a call's facts, those saying where its own arguments' values came from."""
+    return tuple(fact for fact in facts if fact[0] in _ORIGIN_FACTS and fact[1][0] == call)
+
+
+def _steering(session: Session, facts: list[Fact]) -> list[Fact]:
+    """The origins of every kept call a value of this call came from, and of theirs in turn: flows.mg asks whether
+    such a call's own arguments came from content written by others — then what its result holds was chosen by that
+    content (a listing of the city an email named), and a value taken from it is as tainted as the email."""
+    out: list[Fact] = []
+    pending = [args[1] for name, args in facts if name == "flow_earlier"]
+    visited: set[str] = set()
+    while pending:
+        earlier = pending.pop()
+        seen = session.by_call.get(earlier)
+        if earlier in visited or seen is None:
+            continue
+        visited.add(earlier)
+        if len(out) + len(seen.origins) > MAX_STEERING_FACTS:  # bounded per decision: past it, stricter
+            out.append(("flow_origins_cut", (earlier,)))
+            continue
+        out += seen.origins
+        pending += [args[1] for name, args in seen.origins if name == "flow_earlier"]
+    return out
 _LIST = re.compile(r"[,;]")
 
 
@@ -366,7 +424,9 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             text = value.replace("\x00", " ")  # a URL sent with a NUL after it was tied to no result)
             trimmed = text.strip(_TRIM).strip().strip(_TRIM)  # " 13" is the id 13 as much as "13." is
         elif isinstance(value, int | float) and not isinstance(value, bool):
-            text = str(value)
+            # A float as JSON writes it ("200.29"): str() of the logic's Float is its repr, "Float(200.29)", which
+            # no result holds, so every float was an unmatched value (found by the held-out AgentDojo suites).
+            text = float.__repr__(value) if isinstance(value, float) else int.__repr__(value)
             trimmed = text if isinstance(value, int) else ""
         else:
             text = trimmed = ""

@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import tools as python_tools
 from ..logic import Name
-from ..provenance import History, Session, flatten
+from ..provenance import ArgumentsRefused, History, Session, flatten
 from ..providers import tool_hints
 from .state import RunState
 from .workflow import TOOLS, AgentSpec, Workflow, agent_tool_name, is_mcp_tool
@@ -168,16 +168,17 @@ class RunFlows:
 
     def _session(self, state: RunState, agent: str, seq: int, remembered: Sequence[tuple[str, str]]) -> _Kept:
         """The agent's session before call ``seq``: the kept one with what is new recorded, or a new one."""
-        seen = [(f"memory#{key}", MEMORY, value) for key, value in remembered if value]
+        seen: list[tuple[str, Nature, str, Any]] = [(f"memory#{key}", MEMORY, value, None) for key, value in remembered
+                                                    if value]  # fmt: skip
         seen += list(self._seen(state, agent, seq))
         request = self._request(state)
         kept = self._kept.get(agent)
-        if kept is None or kept.request != request or [e for e, _, _ in seen[: len(kept.recorded)]] != kept.recorded:
+        if kept is None or kept.request != request or [e[0] for e in seen[: len(kept.recorded)]] != kept.recorded:
             history = History(self.max_calls, self.max_bytes)
             kept = self._kept[agent] = _Kept(history, history.session(agent), request, [])
             history.declare(kept.session, request)
-        for earlier, source, text in seen[len(kept.recorded) :]:
-            kept.history.record(kept.session, earlier, source.server, source.tool, text)
+        for earlier, source, text, arguments in seen[len(kept.recorded) :]:
+            kept.history.record(kept.session, earlier, source.server, source.tool, text, arguments=arguments)
             kept.recorded.append(earlier)
         return kept
 
@@ -187,24 +188,31 @@ class RunFlows:
         texts += [node.instructions for node in state.nodes.values() if node.instructions]
         return "\n".join(texts)
 
-    def _seen(self, state: RunState, agent: str, seq: int) -> Iterator[tuple[str, Nature, str]]:
-        """(earlier call, its tool, what it returned) for everything the agent's context held before call ``seq``:
-        each upstream agent's tool results and output (upstream first, each once), then its own results."""
+    def _seen(self, state: RunState, agent: str, seq: int) -> Iterator[tuple[str, Nature, str, Any]]:
+        """(earlier call, its tool, what it returned, its arguments flattened or None) for everything the agent's
+        context held before call ``seq``: each upstream agent's tool results and output (upstream first, each once),
+        then its own results."""
         for upstream in self._lineage(agent):
             node = state.nodes.get(upstream)
             if node is None:
                 continue
             yield from self._results(upstream, node.tools)
             if node.output:
-                yield f"{upstream}#output", Nature(AGENT, upstream, True, False), node.output
+                yield f"{upstream}#output", Nature(AGENT, upstream, True, False), node.output, None
         node = state.nodes.get(agent)
         if node is not None:
             yield from self._results(agent, [call for call in node.tools if call["seq"] != seq])
 
-    def _results(self, agent: str, calls: list[dict[str, Any]]) -> Iterator[tuple[str, Nature, str]]:
+    def _results(self, agent: str, calls: list[dict[str, Any]]) -> Iterator[tuple[str, Nature, str, Any]]:
         for call in calls:
             if call.get("output"):
-                yield f"{agent}#{call['seq']}", self.nature(str(call["tool"])), str(call["output"])
+                nature = self.nature(str(call["tool"]))
+                try:  # where its own arguments came from: flows.mg asks whether content written by others chose them
+                    arguments = flatten(self._arguments(nature, str(call.get("target", "")),
+                                                        str(call.get("payload", ""))))  # fmt: skip
+                except ArgumentsRefused:  # (it would not have run)
+                    arguments = None
+                yield f"{agent}#{call['seq']}", nature, str(call["output"]), arguments
 
     def _lineage(self, agent: str) -> list[str]:
         """The agents upstream of ``agent``, transitively, each before the agents that depend on it."""

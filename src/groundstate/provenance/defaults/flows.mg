@@ -39,6 +39,9 @@ Decl flow_session_used(Call, Server, Tool)
 Decl flow_argument_from(Call, Key, Earlier, How)
   descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id) or /field (it is one whole datum of the result's structured content, and nowhere in its prose).")]
   bound [/string, /string, /string, /name].
+Decl flow_argument_echoes(Call, Key, Earlier)
+  descr [doc("The argument's value was one of the earlier call's own arguments: its result holding the value may only echo what it was asked (reviews keyed by the names sent), which says nothing about who wrote it.")]
+  bound [/string, /string, /string].
 Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
@@ -81,11 +84,32 @@ Decl flow_tainted(Call, Key, Earlier, Server, Tool)
   descr [doc("The argument's value came from content written by others (the earlier call's result) and the user's request does not name it.")]
   bound [/string, /string, /string, /string, /string].
 flow_tainted(C, K, E, S, T) :-
-  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_untrusted_source(S, T), !flow_argument_in_request(C, K).
+  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_untrusted_source(S, T), !flow_argument_in_request(C, K),
+  !flow_argument_echoes(C, K, E).
 
 # Copied out of what others wrote: out of a result's prose, as it is or a distinctive word of it. A value that is one
 # whole datum of a result's structured content (an address in a list of participants, a channel in a list of
 # channels) is data the source structured, not words an author slipped into text; it taints nothing by itself.
+# A result that content written by others chose is that content's: a call whose argument was tainted (a city, a
+# name, an id copied out of an email) returns what the email asked for — the hotels of the city it named, the
+# record it pointed at — so a value taken from that result, even a whole datum of it (one of at least 5 characters:
+# short ids recur in any listing by chance), is tainted as the email is. The guard reports, for each earlier call a
+# value came from, that call's own facts about its arguments as they were when it was decided (and theirs in turn).
+Decl flow_steered(Call)
+  descr [doc("An earlier call one of whose arguments was tainted: what its result holds was chosen by content written by others.")]
+  bound [/string].
+flow_steered(E) :- flow_tainted(E, _, _, _, _).
+Decl flow_origins_cut(Call)
+  descr [doc("An earlier call whose origins were more than the guard reports (64 facts for one call, 512 for one decision): read as steered, stricter, never looser.")]
+  bound [/string].
+flow_steered(E) :- flow_origins_cut(E).
+flow_tainted(C, K, E, S, T) :-
+  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_steered(E), !flow_argument_in_request(C, K),
+  !flow_argument_echoes(C, K, E).
+flow_tainted(C, K, E, S, T) :-
+  flow_argument_from(C, K, E, /field), flow_text_argument(C, K), flow_earlier(C, E, S, T), flow_steered(E),
+  !flow_argument_in_request(C, K), !flow_argument_echoes(C, K, E).
+
 Decl flow_argument_copied(Call, Key, Earlier)
   descr [doc("The argument's value was copied out of the earlier call's prose (/whole or /part).")]
   bound [/string, /string, /string].
