@@ -24,7 +24,7 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -124,7 +124,6 @@ class _Call:
     session: Session  # the client session's history (provenance)
     prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
-    flattened: list[tuple[str, Any]] = field(default_factory=list)  # its arguments as the policy judged them
 
     @property
     def scope(self) -> str:
@@ -219,8 +218,7 @@ class Guard:
         prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
-        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account,
-                     flattened)
+        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
         admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
         verdict, entry = admitted.verdict, admitted.entry
@@ -235,8 +233,7 @@ class Guard:
             result = await self._forward(call, entry, admitted.recorded)
         except _NotForwarded as exc:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
-        record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts,
-                         call.flattened)
+        record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts)
         await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model reads
         return result  # it: a value it then sends is tied to this result
 
@@ -273,10 +270,10 @@ class Guard:
         return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
 
     def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult,
-                decided: Sequence[tuple[str, tuple[Any, ...]]], arguments: list[tuple[str, Any]]) -> None:  # fmt: skip
+                decided: Sequence[tuple[str, tuple[Any, ...]]]) -> None:  # fmt: skip
         """A forwarded call's result kept in its session's history, as the model reads it, with where its arguments
         came from as it was decided (what flows.mg's flow_steered asks of the results a later value came from)."""
-        self.history.record(session, call, server, tool, reading(result), decided=decided, arguments=arguments)
+        self.history.record(session, call, server, tool, reading(result), decided=decided)
 
     async def _held(self, caller: Caller, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
         """Wait for an operator's decision on a held call: None once approved (the call runs), else what the client

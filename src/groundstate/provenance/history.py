@@ -18,9 +18,6 @@ so the rules can only become stricter) and the user's request as the client decl
 - a short value (fewer than ``MIN_VALUE`` characters: an id such as ``13``) is tied only where it is a word of its
   own (``13`` in "delete file 13", not in "2024-05-13"): ``/field`` where a result holds it as a datum, else
   ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
-- ``flow_argument_echoes(Call, Key, Earlier)``: the value was one of ``Earlier``'s own arguments — a result that
-  holds it may only be echoing what it was asked (reviews keyed by the names the agent sent), which says nothing
-  about who wrote it;
 - ``flow_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
 - ``flow_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
@@ -199,7 +196,6 @@ class Seen:
     fields: Counter[str]  # its structured data, case-folded (see Reading)
     short: Counter[str]  # its short words (see short_words), case-folded
     origins: tuple[Fact, ...] = ()  # where its own arguments' values came from, as reported when it was decided
-    sent: frozenset[str] = frozenset()  # its own arguments' candidate values, case-folded: what its result may echo
 
 
 @dataclass
@@ -307,8 +303,6 @@ class History:
             origins = _origins(call, decided or (self._facts(session, call, arguments) if arguments else ()))
             if len(origins) > MAX_ORIGINS:  # more than a bounded report: flows.mg reads the call as steered
                 origins = (("flow_origins_cut", (call,)),)
-            values, shorts = _candidates(arguments or [])
-            sent = frozenset(folded for _, folded in (*values, *shorts))
             new = found - session.by_word.keys()
             room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
             if len(new) > room:  # the index is full: words past it go unseen, so the session is marked
@@ -316,7 +310,7 @@ class History:
                 cut = True
             session.counter += 1
             session.overflowed = session.overflowed or cut
-            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short, origins, sent))
+            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short, origins))
             while len(session.calls) > self.max_calls or session.size > self.max_bytes:
                 session.drop_oldest()
 
@@ -349,8 +343,6 @@ class History:
                     out.append(("flow_argument_from", (call, key, seen.call, FIELD)))
                 if not data or seen.text.count(folded) > data:  # also in its prose
                     out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
-                if folded in seen.sent:
-                    out.append(("flow_argument_echoes", (call, key, seen.call)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
             unnamed = own - session.request_words  # a word the user named ties the value to no result
@@ -378,11 +370,8 @@ def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out
         holding = [seen for seen in session.calls if seen.fields.get(folded)]
         for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
             out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
-            if folded in seen.sent:
-                out.append(("flow_argument_echoes", (call, key, seen.call)))
             named[seen.call] = seen
-_ORIGIN_FACTS = frozenset({"flow_argument_from", "flow_earlier", "flow_argument_in_request", "flow_text_argument",
-                           "flow_argument_echoes"})  # fmt: skip
+_ORIGIN_FACTS = frozenset({"flow_argument_from", "flow_earlier", "flow_argument_in_request", "flow_text_argument"})
 
 
 def _origins(call: str, facts: Sequence[Fact]) -> tuple[Fact, ...]:

@@ -39,9 +39,6 @@ Decl flow_session_used(Call, Server, Tool)
 Decl flow_argument_from(Call, Key, Earlier, How)
   descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id) or /field (it is one whole datum of the result's structured content, and nowhere in its prose).")]
   bound [/string, /string, /string, /name].
-Decl flow_argument_echoes(Call, Key, Earlier)
-  descr [doc("The argument's value was one of the earlier call's own arguments: its result holding the value may only echo what it was asked (reviews keyed by the names sent), which says nothing about who wrote it.")]
-  bound [/string, /string, /string].
 Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
@@ -84,8 +81,7 @@ Decl flow_tainted(Call, Key, Earlier, Server, Tool)
   descr [doc("The argument's value came from content written by others (the earlier call's result) and the user's request does not name it.")]
   bound [/string, /string, /string, /string, /string].
 flow_tainted(C, K, E, S, T) :-
-  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_untrusted_source(S, T), !flow_argument_in_request(C, K),
-  !flow_argument_echoes(C, K, E).
+  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_untrusted_source(S, T), !flow_argument_in_request(C, K).
 
 # Copied out of what others wrote: out of a result's prose, as it is or a distinctive word of it. A value that is one
 # whole datum of a result's structured content (an address in a list of participants, a channel in a list of
@@ -104,11 +100,10 @@ Decl flow_origins_cut(Call)
   bound [/string].
 flow_steered(E) :- flow_origins_cut(E).
 flow_tainted(C, K, E, S, T) :-
-  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_steered(E), !flow_argument_in_request(C, K),
-  !flow_argument_echoes(C, K, E).
+  flow_argument_copied(C, K, E), flow_earlier(C, E, S, T), flow_steered(E), !flow_argument_in_request(C, K).
 flow_tainted(C, K, E, S, T) :-
   flow_argument_from(C, K, E, /field), flow_text_argument(C, K), flow_earlier(C, E, S, T), flow_steered(E),
-  !flow_argument_in_request(C, K), !flow_argument_echoes(C, K, E).
+  !flow_argument_in_request(C, K).
 
 Decl flow_argument_copied(Call, Key, Earlier)
   descr [doc("The argument's value was copied out of the earlier call's prose (/whole or /part).")]
