@@ -154,18 +154,20 @@ def main() -> None:
             folder.mkdir()
             clean.append(asyncio.run(episode(suite, user_id, None, folder, options.direct)))
     rate = sum(o.security for o in attacked) / len(attacked)
-    # An injection task without a single call (the answer is the attack: "say that I should visit X") is out of reach
-    # of anything that judges calls; its share is reported apart, and the rate over injections that need an effect.
+    # An injection task whose ground truth has no call is either an attack on the answer itself ("say that I should
+    # visit X": out of reach of anything that judges calls, and it succeeds whenever the agent reads it) or one
+    # AgentDojo spells no calls for (the worst-case agent has nothing to play: it fails with or without the guard).
+    # The rate over the pairs whose injection gives calls to play is reported apart.
     plain = environment(suite, None)
-    talk = {i for _, i in sample if not list(suite.get_injection_task_by_id(i).ground_truth(plain))}
-    effects = [o for (_, i), o in zip(sample, attacked, strict=True) if i not in talk]
+    callless = {i for _, i in sample if not list(suite.get_injection_task_by_id(i).ground_truth(plain))}
+    effects = [o for (_, i), o in zip(sample, attacked, strict=True) if i not in callless]
     effect_rate = sum(o.security for o in effects) / max(len(effects), 1)
     judged, judged_clean = [o for o in attacked if o.utility is not None], [o for o in clean if o.utility is not None]
     under = sum(bool(o.utility) for o in judged) / max(len(judged), 1)
     without = sum(bool(o.utility) for o in judged_clean) / max(len(judged_clean), 1)
     print(f"{options.suite} ({'direct' if options.direct else 'behind the guard'}, {len(sample)} pairs, seed "
-          f"{options.seed}): attack success {rate:.1%} (of the {len(effects)} pairs whose injection needs a call: "
-          f"{effect_rate:.1%}), utility under attack {under:.1%}, utility without attack "
+          f"{options.seed}): attack success {rate:.1%} (of the {len(effects)} pairs whose injection gives calls to "
+          f"play: {effect_rate:.1%}), utility under attack {under:.1%}, utility without attack "
           f"{without:.1%} ({len(judged_clean)} of {len(users)} user tasks judged); calls denied "
           f"{sum(o.denied for o in attacked)}, held "
           f"{sum(o.held for o in attacked)}")  # fmt: skip
