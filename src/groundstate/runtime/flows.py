@@ -177,7 +177,8 @@ class RunFlows:
             history = History(self.max_calls, self.max_bytes)
             kept = self._kept[agent] = _Kept(history, history.session(agent), request, [])
             history.declare(kept.session, request)
-        for earlier, source, text, arguments in seen[len(kept.recorded) :]:
+        for earlier, source, text, sent in seen[len(kept.recorded) :]:  # only what is new: its arguments flattened
+            arguments = self._flattened(source, *sent) if sent is not None else None
             kept.history.record(kept.session, earlier, source.server, source.tool, text, arguments=arguments)
             kept.recorded.append(earlier)
         return kept
@@ -189,7 +190,7 @@ class RunFlows:
         return "\n".join(texts)
 
     def _seen(self, state: RunState, agent: str, seq: int) -> Iterator[tuple[str, Nature, str, Any]]:
-        """(earlier call, its tool, what it returned, its arguments flattened or None) for everything the agent's
+        """(earlier call, its tool, what it returned, its (target, payload) or None) for everything the agent's
         context held before call ``seq``: each upstream agent's tool results and output (upstream first, each once),
         then its own results."""
         for upstream in self._lineage(agent):
@@ -206,13 +207,16 @@ class RunFlows:
     def _results(self, agent: str, calls: list[dict[str, Any]]) -> Iterator[tuple[str, Nature, str, Any]]:
         for call in calls:
             if call.get("output"):
-                nature = self.nature(str(call["tool"]))
-                try:  # where its own arguments came from: flows.mg asks whether content written by others chose them
-                    arguments = flatten(self._arguments(nature, str(call.get("target", "")),
-                                                        str(call.get("payload", ""))))  # fmt: skip
-                except ArgumentsRefused:  # (it would not have run)
-                    arguments = None
-                yield f"{agent}#{call['seq']}", nature, str(call["output"]), arguments
+                sent = (str(call.get("target", "")), str(call.get("payload", "")))
+                yield f"{agent}#{call['seq']}", self.nature(str(call["tool"])), str(call["output"]), sent
+
+    def _flattened(self, nature: Nature, target: str, payload: str) -> list[tuple[str, Any]] | None:
+        """An earlier call's arguments as the policy judged them: flows.mg asks whether content written by others
+        chose them (None for arguments that could not be judged whole: such a call did not run)."""
+        try:
+            return flatten(self._arguments(nature, target, payload))
+        except ArgumentsRefused:
+            return None
 
     def _lineage(self, agent: str) -> list[str]:
         """The agents upstream of ``agent``, transitively, each before the agents that depend on it."""
