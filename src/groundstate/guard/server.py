@@ -59,6 +59,7 @@ MAX_JOURNALED_RESULT = 65_536  # a result is journaled whole up to this size (as
 # provenance itself; more goes to a worker thread, so that no session's megabytes stop the others' calls (a few
 # milliseconds of words on the loop; a thread's hop costs a tenth of a millisecond, too much for every small call)
 ON_LOOP_CHARS = 16_384
+SWITCH_INTERVAL_SEC = 0.0005  # how long a busy thread keeps Python's lock from the event loop (_loop_first)
 _THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="groundstate-provenance")  # sessions' large texts
 _T = TypeVar("_T")
 
@@ -503,6 +504,15 @@ def settled() -> None:
     gc.freeze()
 
 
+def _loop_first() -> None:
+    """The event loop given Python's lock within ``SWITCH_INTERVAL_SEC`` of asking for it while a worker thread
+    reads a session's megabytes (its provenance, ``Guard._in_session``). At CPython's 5 ms, each of the loop's
+    system calls handed the lock to that thread for up to 5 ms more, and another session's small call, which makes
+    dozens, waited 0.4–1.2 s behind a 5 MB result; at 0.5 ms, 0.1–0.4 s (tests/guard/test_http_guard.py). The
+    guard owns its process, so the setting is its own."""
+    sys.setswitchinterval(SWITCH_INTERVAL_SEC)
+
+
 def _started(upstreams: Upstreams, where: str) -> None:
     for full, shown in upstreams.shortened():
         print(f"groundstate mcp guard: the tool {full} is listed as {shown} (OpenAI's and Anthropic's APIs refuse "
@@ -517,6 +527,7 @@ async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     database at ``store_url``)."""
     async with _guard(settings, store_url, "stdio") as (server, upstreams, guard):
         settled()
+        _loop_first()
         _started(upstreams, "stdio")
         # every line measured before the SDK's recursive parser sees it
         async with claimed_stdio() as (bounded, wire):
@@ -534,6 +545,7 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     async with _guard(settings, store_url, "http", departures) as (server, upstreams, _):
         app = _bearer(server.streamable_http_app(host=host), operators, departures)
         settled()
+        _loop_first()
         listener = _listening(host, port)
         _started(upstreams, f"http://{host}:{port}/mcp")
         try:

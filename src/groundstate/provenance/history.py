@@ -38,12 +38,14 @@ import re
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..logic import Name
 from .grams import GramFilter
+
+_T = TypeVar("_T")
 
 Fact = tuple[str, tuple[Any, ...]]
 MIN_VALUE = 5  # characters a value needs before "it occurs in that text" means anything ("a", "1", "yes" do not)
@@ -128,6 +130,18 @@ def _slices(text: str, between: re.Pattern[str]) -> Iterator[tuple[int, int]]:
             time.sleep(0)  # the lock let go between slices: a thread waiting for it runs now, not after 5 ms
 
 
+LET_GO_EVERY = 4096  # values handled between two lettings-go of Python's lock when a result is read
+
+
+def _letting_go(items: Iterable[_T]) -> Iterator[_T]:
+    """``items``, letting Python's lock go every ``LET_GO_EVERY`` of them (as ``_slices`` does between slices):
+    the event loop waiting for it runs then, not after the 5 ms a busy thread keeps it."""
+    for count, item in enumerate(items, 1):
+        if count % LET_GO_EVERY == 0:
+            time.sleep(0)
+        yield item
+
+
 @dataclass(frozen=True)
 class Reading:
     """What one result says, as provenance reads it: ``text``, everything the model reads as prose (the text blocks,
@@ -153,7 +167,7 @@ def reading(result: Any) -> Reading:
     values: list[str] = []
     _scalars(structured, values, 0)
     prose = [block for block in blocks if not _serializes(block, structured)]
-    fields = Counter(folded for folded in map(_folded, values) if _datum(folded))  # (a NUL makes two words)
+    fields = Counter(folded for folded in map(_folded, _letting_go(values)) if _datum(folded))  # (NUL: two words)
     return Reading("\n".join(prose + values), fields)
 
 
@@ -170,10 +184,15 @@ def _scalars(value: Any, into: list[str], depth: int) -> None:
             _scalars(item, into, depth + 1)
     elif value is not None and not isinstance(value, bool):
         into.append(str(value))
+        if len(into) % LET_GO_EVERY == 0:
+            time.sleep(0)  # as in _slices: a structured result may hold 300,000 values
+
+
+_SPACE = re.compile(r"\s")  # what str.isspace calls a space, searched for in C (a listing holds 300,000 values)
 
 
 def _datum(value: str) -> bool:
-    return 0 < len(value) <= MAX_DATUM and not any(c.isspace() for c in value)
+    return 0 < len(value) <= MAX_DATUM and _SPACE.search(value) is None
 
 
 def _serializes(block: str, structured: Any) -> bool:
