@@ -177,7 +177,10 @@ class RunFlows:
             history = History(self.max_calls, self.max_bytes)
             kept = self._kept[agent] = _Kept(history, history.session(agent), request, [])
             history.declare(kept.session, request)
-        for earlier, source, text, sent in seen[len(kept.recorded) :]:  # only what is new: its arguments flattened
+        # only what is new, each call's origins worked out again from its arguments, never kept from its decision:
+        # a round's calls are all decided before any runs, so call 4's decision did not see call 3's result, while
+        # a driver resuming the run elsewhere rebuilds the session from the log, where it did — both must agree
+        for earlier, source, text, sent in seen[len(kept.recorded) :]:
             arguments = self._flattened(source, *sent) if sent is not None else None
             kept.history.record(kept.session, earlier, source.server, source.tool, text, arguments=arguments)
             kept.recorded.append(earlier)

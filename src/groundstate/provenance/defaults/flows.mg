@@ -86,6 +86,12 @@ flow_tainted(C, K, E, S, T) :-
 # Copied out of what others wrote: out of a result's prose, as it is or a distinctive word of it. A value that is one
 # whole datum of a result's structured content (an address in a list of participants, a channel in a list of
 # channels) is data the source structured, not words an author slipped into text; it taints nothing by itself.
+Decl flow_argument_copied(Call, Key, Earlier)
+  descr [doc("The argument's value was copied out of the earlier call's prose (/whole or /part).")]
+  bound [/string, /string, /string].
+flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /whole).
+flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /part).
+
 # A result that content written by others chose is that content's: a call whose argument was tainted (a city, a
 # name, an id copied out of an email) returns what the email asked for — the hotels of the city it named, the
 # record it pointed at — so a value taken from that result, even a whole datum of it (one of at least 5 characters:
@@ -104,12 +110,6 @@ flow_tainted(C, K, E, S, T) :-
 flow_tainted(C, K, E, S, T) :-
   flow_argument_from(C, K, E, /field), flow_text_argument(C, K), flow_earlier(C, E, S, T), flow_steered(E),
   !flow_argument_in_request(C, K).
-
-Decl flow_argument_copied(Call, Key, Earlier)
-  descr [doc("The argument's value was copied out of the earlier call's prose (/whole or /part).")]
-  bound [/string, /string, /string].
-flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /whole).
-flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /part).
 
 Decl flow_session_untrusted(Call) descr [doc("Content written by others is in the session (or may be: it overflowed).")]
   bound [/string].
