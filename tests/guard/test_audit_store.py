@@ -7,13 +7,16 @@ recomputed — is caught by the head's signature, which needs the operator's key
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,11 +35,21 @@ async def three_calls(client: ClientSession) -> None:
         await client.call_tool("time__get_current_time", {"timezone": zone})
 
 
+_WRITTEN: dict[tuple[str, tuple[tuple[str, str], ...]], Path] = {}  # each store a real guard wrote, once per module
+
+
 def written(tmp_path: Path, config: str = "", env: dict[str, str] | None = None) -> Path:
-    """A store with three decisions of a real guard (the second denied by the operator's rule)."""
-    tmp_path.mkdir(exist_ok=True)
-    (tmp_path / "mine.mg").write_text(DENY_TOKYO)
-    guarded(tmp_path, TIME + '[mcp]\npolicy = ["mine.mg"]\n' + config, three_calls, env=env)
+    """A store with three decisions of a real guard (the second denied by the operator's rule), in ``tmp_path``: a
+    copy of the one the guard wrote for this configuration and environment — each test edits its own copy, and the
+    guard, its upstream and its client start three times in this module instead of twenty."""
+    key = (config, tuple(sorted((env or {}).items())))
+    if key not in _WRITTEN:
+        original = Path(tempfile.mkdtemp(prefix="audit-store-"))
+        atexit.register(shutil.rmtree, original, True)
+        (original / "mine.mg").write_text(DENY_TOKYO)
+        guarded(original, TIME + '[mcp]\npolicy = ["mine.mg"]\n' + config, three_calls, env=env)
+        _WRITTEN[key] = original
+    shutil.copytree(_WRITTEN[key], tmp_path, dirs_exist_ok=True)
     return tmp_path / "home" / "groundstate.db"
 
 
