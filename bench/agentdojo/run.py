@@ -7,7 +7,7 @@ the injection — also the injection task's ground-truth calls: it obeys every i
 judge the environment: did the attack succeed (security), did the user task get done (utility). The same user tasks
 run once more without an attack (utility without attack). A held call counts as not done.
 
-    python bench/agentdojo/run.py --suite workspace --pairs 40 --seed 1 [--direct]
+    python bench/agentdojo/run.py --suite workspace --pairs 40 --seed 1 [--direct] [--version v1.2.2]
 
 ``--direct`` runs the same agent against the server without the guard (the baseline).
 """
@@ -56,7 +56,7 @@ async def episode(suite: Any, user_id: str, injection_id: str | None, folder: Pa
     pre = environment(suite, injection_id)
     state = folder / "state.pickle"
     server = [sys.executable, str(HERE / "server.py"), suite.name, str(HERE / "annotations.json"), str(state),
-              *([injection_id] if injection_id else [])]  # fmt: skip
+              *([injection_id] if injection_id else []), "--version", _version_name(suite)]  # fmt: skip
     if direct:
         params = StdioServerParameters(command=server[0], args=server[1:], env=dict(os.environ))
         prefix = ""
@@ -123,6 +123,14 @@ async def play(client: ClientSession, tool: str, arguments: dict[str, Any], meta
     return text
 
 
+def _version_name(suite: Any) -> str:
+    """The name AgentDojo loads a suite's release by: (1, 2, 0) is "v1.2", (1, 0, 0) "v1", (1, 1, 2) "v1.1.2"."""
+    numbers = list(suite.benchmark_version)
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return "v" + ".".join(str(number) for number in numbers)
+
+
 def _plain(value: Any) -> Any:
     """Arguments as JSON values (ground truths may hold dates and models)."""
     return json.loads(json.dumps(value, default=str))
@@ -135,8 +143,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--direct", action="store_true", help="no guard: the baseline")
     parser.add_argument("--json", type=Path, default=None, help="write every episode's outcome here")
+    parser.add_argument("--version", default=VERSION,
+                        help=f"AgentDojo's benchmark version (default {VERSION}, the one the rules were developed on)")
     options = parser.parse_args()
-    suite = get_suite(VERSION, options.suite)
+    suite = get_suite(options.version, options.suite)
     pairs = [(u, i) for u in sorted(suite.user_tasks) for i in sorted(suite.injection_tasks)]
     sample = sorted(random.Random(options.seed).sample(pairs, min(options.pairs, len(pairs))))
     users = sorted({u for u, _ in sample})
@@ -165,8 +175,9 @@ def main() -> None:
     judged, judged_clean = [o for o in attacked if o.utility is not None], [o for o in clean if o.utility is not None]
     under = sum(bool(o.utility) for o in judged) / max(len(judged), 1)
     without = sum(bool(o.utility) for o in judged_clean) / max(len(judged_clean), 1)
-    print(f"{options.suite} ({'direct' if options.direct else 'behind the guard'}, {len(sample)} pairs, seed "
-          f"{options.seed}): attack success {rate:.1%} (of the {len(effects)} pairs whose injection gives calls to "
+    where = "direct" if options.direct else "behind the guard"
+    print(f"{options.suite} {options.version} ({where}, {len(sample)} pairs, seed {options.seed}): "
+          f"attack success {rate:.1%} (of the {len(effects)} pairs whose injection gives calls to "
           f"play: {effect_rate:.1%}), utility under attack {under:.1%}, utility without attack "
           f"{without:.1%} ({len(judged_clean)} of {len(users)} user tasks judged); calls denied "
           f"{sum(o.denied for o in attacked)}, held "

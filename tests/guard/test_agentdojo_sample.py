@@ -38,3 +38,19 @@ def test_injected_goals_succeed_without_the_guard_and_fail_behind_it(tmp_path: P
         guarded = replay(suite, user, injection, tmp_path / f"guarded{number}", direct=False)
         assert not guarded.security, f"{user} + {injection}: the attack succeeded behind the guard: {guarded.calls}"
         assert guarded.denied > 0  # refused, each with a derivation naming where the value came from
+
+
+def test_the_benchmark_runs_the_version_it_is_given(tmp_path: Path) -> None:
+    """``run.py --version`` measures another release of AgentDojo than the one the rules were developed on (v1.2):
+    v1's workspace suite has 6 injection tasks where v1.2 has 14, so the same seed samples another pair from it."""
+    import json
+    import subprocess
+
+    out = tmp_path / "outcomes.json"
+    done = subprocess.run([sys.executable, str(BENCH / "run.py"), "--suite", "workspace", "--pairs", "1", "--seed", "1",
+                           "--direct", "--version", "v1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    [row] = json.loads(out.read_text())["attacked"]
+    assert (row["user"], row["injection"]) == ("user_task_13", "injection_task_4"), row  # v1.2's: 17 and 7
+    assert "workspace v1 (direct, 1 pairs, seed 1)" in done.stdout, done.stdout

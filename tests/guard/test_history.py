@@ -3,6 +3,7 @@ the provenance facts exactly what the texts say — checked against a direct sca
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,7 @@ def test_a_value_the_user_named_is_reported_as_named() -> None:
     assert ("flow_session_used", ("now", "mail", "read")) in facts and ("flow_request_declared", ("now",)) in facts
 
 
+@pytest.mark.alone
 def test_a_value_made_of_the_users_own_words_is_read_once() -> None:
     """A client declares a request of thousands of distinctive words and sends a value of a million characters made
     of them: whether the value is the user's is one pass over it (it took each named word out of the value in turn —

@@ -212,6 +212,7 @@ def test_an_address_the_guard_cannot_listen_on_is_named_without_a_traceback(tmp_
 RAW = str(Path(__file__).with_name("raw_upstream.py"))
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("megabytes", ["values", "keys", "structured result"])
 def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path, megabytes: str) -> None:
     """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of argument values (or of argument keys,

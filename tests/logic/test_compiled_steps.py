@@ -218,6 +218,7 @@ def test_a_supposition_is_counted_once_and_none_turns_compiled_steps_off() -> No
     assert calls == [], "steps_after None: the generic loop alone"
 
 
+@pytest.mark.alone
 def test_ever_new_sets_of_predicates_do_not_make_every_evaluation_compile() -> None:
     """400 sets of predicates, each supposed twice: the steps are kept least recently used first, at most 256, and
     compiling takes at most 50 ms plus a tenth of the time spent evaluating — not a compilation per supposition."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ def test_a_bypass_counts_only_at_the_start() -> None:
     assert answer_tags("[BYPASS:]").bypass == ""
 
 
+@pytest.mark.alone
 def test_hostile_answers_are_read_in_linear_time() -> None:
     """A megabyte of near-tags (what a model could be talked into writing) is read at once, not backtracked over."""
     for hostile in ("[STATUS:" + " " * 1_000_000, "[BYPASS:" + "[" * 1_000_000, "[STATUS: SUCCES" * 70_000):

@@ -217,6 +217,7 @@ def test_an_error_record_past_a_frame_is_published_cut_and_the_stream_goes_on() 
         assert by_mode(chunks)[Mode.TEXT] == "before after" and isinstance(chunks[-1], StreamEnd)
 
 
+@pytest.mark.alone
 def test_a_huge_text_event_is_framed_in_linear_time() -> None:
     """push_many cut a long event by copying the rest of it at every frame (quadratic: 8 MB took 47 s and held up
     the gateway's loop); later its frames were joined by adding bytes to bytes (32 MiB: 90 s). Sixteen times the
@@ -377,6 +378,7 @@ def test_holding_equals_push_on_any_events_reads_and_timing(
     assert _decoded(decode(wire + held.end())) == _decoded(expected)
 
 
+@pytest.mark.alone
 def test_holding_on_many_completions_stays_linear() -> None:
     """An upstream may number its completions as it likes: held_for after every read looked at every stream the
     response had opened (20,000 of them: minutes). Four times the completions take about four times as long."""

@@ -185,6 +185,7 @@ def _published(gateway_for: GatewayFor, respond: Respond, *options: str) -> tupl
     return text, [c for c in chunks if isinstance(c, Content)]
 
 
+@pytest.mark.alone
 def test_a_fast_stream_of_one_event_per_read_is_published_in_held_frames(gateway_for: GatewayFor) -> None:
     """An upstream whose every event arrives in a write of its own, a millisecond apart: with --publish-hold-ms 0
     the subscribers get about a frame per event; with the default hold (5 ms) fewer; with 20 ms a frame per twenty
@@ -199,6 +200,7 @@ def test_a_fast_stream_of_one_event_per_read_is_published_in_held_frames(gateway
     assert default < each and held <= 30, (each, default, held)
 
 
+@pytest.mark.alone
 def test_held_text_is_published_when_due_while_the_stream_pauses(gateway_for: GatewayFor) -> None:
     """The hold is a bound, not a wait for the next event: a stream that pauses for a second after its first words
     has them published within the hold (here 50 ms), long before the pause ends."""

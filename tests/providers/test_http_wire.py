@@ -113,6 +113,7 @@ def test_a_head_that_never_ends_is_refused_once_past_its_bound(endless: bytes) -
         assert time.monotonic() - started < 4  # refused on the bytes, not by the read timeout (5 s)
 
 
+@pytest.mark.alone
 def test_a_reply_to_head_has_no_body_to_wait_for() -> None:
     def answer(connection: socket.socket) -> None:
         connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n")

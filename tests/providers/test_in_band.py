@@ -32,6 +32,7 @@ def test_pieces_given_on_are_the_stream_unchanged_and_end_where_events_end(piece
     assert b"".join(given_on) + aligned.rest() == b"".join(pieces)
 
 
+@pytest.mark.alone
 def test_a_stream_that_never_ends_an_event_costs_what_it_sends() -> None:
     aligned = WholeEvents("openai-chat")
     piece = b"data: x" * 5 + b"\n"  # lines, never a blank one

@@ -52,6 +52,7 @@ def test_events_of_any_length_under_the_bound_are_read_as_before() -> None:
     assert not any(isinstance(e, ErrorEvent) for e in events + adapter.close())
 
 
+@pytest.mark.alone
 def test_a_models_error_body_is_read_for_its_first_mebibyte_only() -> None:
     """A 429 whose body is 64 MiB: the run's client classified it after reading it all; now it reads the first
     mebibyte (the class comes from the status), and gives the error at once."""

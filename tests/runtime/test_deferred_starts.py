@@ -110,6 +110,7 @@ def test_a_slow_answers_start_is_seen_by_other_processes_while_it_thinks(
     assert runtime.store.state(run_id).status == "completed"
 
 
+@pytest.mark.alone
 def test_a_driver_stopped_inside_the_window_leaves_the_attempt_unwritten(
     tmp_path: Path, model: tuple[str, Script], monkeypatch: pytest.MonkeyPatch
 ) -> None:

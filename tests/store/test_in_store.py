@@ -68,6 +68,7 @@ def test_with_the_lock_free_the_work_runs_on_the_loop_once(tmp_path: Path) -> No
     assert threads == [threading.get_ident()] and count(engine) == 1
 
 
+@pytest.mark.alone
 def test_with_the_lock_taken_the_loop_goes_on_and_the_work_waits_in_a_thread(tmp_path: Path) -> None:
     """The lock is held for 0.5 s: the work is done once, after it, in a worker thread, while the loop keeps turning
     (a ticker every 10 ms goes on all along)."""
