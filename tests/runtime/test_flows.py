@@ -416,3 +416,28 @@ def test_a_runs_decisions_name_the_digest_of_its_pinned_policy(tmp_path: Path, m
     asked = [e.payload for e in runtime.store.events(run_id) if e.type == APPROVAL_REQUESTED]
     assert refused and all(r["policy"] == pinned for r in refused)  # the refusal
     assert asked and all(a["policy"] == pinned for a in asked)  # and the pause
+
+
+def test_the_runtime_tells_the_rules_which_tools_destroy_what_they_name() -> None:
+    """flows.mg holds a destructive call on a short id that content written by others spelled out; the runtime
+    reports the same flow_destructive facts the guard does: its own delete_file, and an MCP tool by its annotations."""
+    from mcp_types import Tool, ToolAnnotations
+
+    from groundstate.runtime import RunFlows, natures, parse_workflow
+
+    flow = parse_workflow("""
+name: tidy
+agents:
+  - id: coder_tidy
+    instructions: Tidy the drive.
+    tools: [list_files, delete_file, write_file, execute_python, "mcp:drive/remove", "mcp:drive/rename"]
+""")
+    def tool(name: str, destructive: bool) -> Any:
+        hints = ToolAnnotations(read_only_hint=False, destructive_hint=destructive)
+        return Tool(name=name, input_schema={"type": "object"}, annotations=hints)
+
+    tools = {"drive__remove": ("drive", tool("remove", True)), "drive__rename": ("drive", tool("rename", False))}
+    found = natures(flow, tools, {})
+    facts = RunFlows(flow, found).tool_facts()
+    destructive = sorted(args for name, args in facts if name == "flow_destructive")
+    assert destructive == [("drive", "remove"), ("groundstate", "delete_file")], (sorted(found), destructive)

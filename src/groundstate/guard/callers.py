@@ -24,7 +24,7 @@ MAX_CLIENT_NAME = 80
 class Caller:
     """A call's sender, as the guard sees it."""
 
-    session: str  # the client session: "stdio", or "http:<mcp-session-id>"
+    session: str  # the client session: "stdio", "http:<mcp-session-id>", or "http:stateless:<account>" without one
     client: str  # the ledger's name for the client: "NAME over TRANSPORT [as operator:ACCOUNT]"
     account: str | None = None  # the operator account whose token made the call (HTTP)
     progress: Callable[[float, str], Awaitable[None]] | None = None  # tells a waiting client how long it has waited
@@ -47,7 +47,9 @@ def caller_of(ctx: Any, transport: str, departures: Any = None) -> Caller:
     account = str(found) if found else None
     if headers is not None:
         opened = headers.get("mcp-session-id")
-        session = f"http:{opened}" if opened else f"http:request-{id(request)}"  # no session: each request its own
+        # No session (a stateless client, MCP's 2026 protocol): the account's requests share one history, never a
+        # fresh one per request — an attack's read and its send came as two requests, each judged with nothing before.
+        session = f"http:{opened}" if opened else f"http:stateless:{account or ''}"
     else:
         session = "stdio"
     info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)

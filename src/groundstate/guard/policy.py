@@ -110,7 +110,7 @@ class McpPolicy:
             if hints.read_only:
                 found.append(("mcp_read_only", (server, tool.name)))
             if hints.destructive:
-                found.append(("mcp_destructive", (server, tool.name)))
+                found += [("mcp_destructive", (server, tool.name)), ("flow_destructive", (server, tool.name))]
             if hints.open_world:
                 found.append(("flow_open_world", (server, tool.name)))
             given = (labels or {}).get(tool.name, [])

@@ -234,6 +234,11 @@ class Guard:
             result = await self._forward(call, entry, admitted.recorded)
         except _NotForwarded as exc:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
+        except MCPError as exc:  # the upstream's error message reaches the model: it is that tool's result too (an
+            said = types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+            record = partial(self._record, session, verdict.call, call.server, call.tool, said, call.prepared.facts)
+            await self._in_session(session, False, record)  # attack wrote its instructions into one)
+            raise
         record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts)
         await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model reads
         return result  # it: a value it then sends is tied to this result

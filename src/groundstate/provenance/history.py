@@ -65,6 +65,7 @@ _TRIM = ".:!?*`"
 # of any length, tried from every letter of a long word, would make a megabyte of letters take hours)
 _URL = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}://[^\s\"'<>()\[\]{}|\\]+", re.IGNORECASE)
 _DISTINCT = re.compile(r"[0-9@]")
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]+")  # a (case-folded) URL's scheme and host, with any port
 # A calendar date, a time of day, or both (ISO 8601's forms and the common "2024-05-19 13:00"): what a model computes
 # from a request ("an hour after noon") rather than copies. Such a value names no one and carries a few bits at
 # most, so it is not a candidate value: no provenance is reported for it and it is not a text argument.
@@ -108,7 +109,11 @@ def _index(text: str) -> tuple[set[str], Counter[str]]:
             distinct.add(folded)
     for start, end in _slices(text, _SPACE):  # its parts may all be ordinary ("evil.example", "x9k2"); the whole
         for match in _URL.finditer(text, start, end):  # is not (a URL holds no space: no slice cuts one)
-            distinct.add(match.group().strip(_TRIM + ",;").casefold())
+            url = match.group().strip(_TRIM + ",;").casefold()
+            distinct.add(url)
+            distinct.add(url.split("?", 1)[0].split("#", 1)[0])  # the same address with a query of the model's
+            if (host := _ORIGIN.match(url)) is not None:  # own (found by an attack: "append ?k=<token>"), and its
+                distinct.add(host.group())  # origin: a URL is a message to whoever serves its host
     return distinct, short
 
 
@@ -160,7 +165,7 @@ def reading(result: Any) -> Reading:
     """A ``tools/call`` result as provenance reads it (see ``Reading``). Without structured content it is all
     prose. A text block is left out only when it parses to exactly the structured content (MCP's advice for servers
     that return both): a server cannot hide prose from the index by sending it in a block that merely resembles it."""
-    blocks = [str(getattr(block, "text", "") or "") for block in getattr(result, "content", None) or []]
+    blocks = [_block_text(block) for block in getattr(result, "content", None) or []]
     structured = getattr(result, "structured_content", None)
     if structured is None:
         return Reading("\n".join(blocks))
@@ -169,6 +174,17 @@ def reading(result: Any) -> Reading:
     prose = [block for block in blocks if not _serializes(block, structured)]
     fields = Counter(folded for folded in map(_folded, _letting_go(values)) if _datum(folded))  # (NUL: two words)
     return Reading("\n".join(prose + values), fields)
+
+
+def _block_text(block: Any) -> str:
+    """What a model reads of one content block: a text block's text; an embedded resource's address and text; a
+    resource link's name, title, address and description (an attack wrote its instructions into both, which were
+    read as nothing). Images and audio carry no text the index could read."""
+    resource = getattr(block, "resource", None)
+    parts = [getattr(block, "text", None), getattr(resource, "uri", None), getattr(resource, "text", None)]
+    if getattr(block, "type", None) == "resource_link":
+        parts += [getattr(block, name, None) for name in ("name", "title", "uri", "description")]
+    return "\n".join(str(part) for part in parts if part)
 
 
 def _scalars(value: Any, into: list[str], depth: int) -> None:
@@ -381,14 +397,22 @@ def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out
     """The facts of the short values (see ``_candidates``), added to ``out``; the results they occur in to
     ``named``. A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
     a result's prose ("delete file 13"). Short words recur by chance (a recipe's step 11), so a value some result
-    holds as a datum is not also tied to every prose that happens to hold the word."""
+    holds as a datum, or that the user's request names ("June 13"), is not also tied to every prose that happens to
+    hold the word: that prose is reported apart (``flow_argument_mentioned``), which only an irreversible effect is
+    held for."""
     for key, folded in shorts:
-        if folded in session.request_short:
+        in_prose = [seen for seen in session.calls  # a datum is a word of the text too: a word beyond the data's
+                    if seen.short.get(folded, 0) > seen.fields.get(folded, 0)]  # own is in prose  # fmt: skip
+        named_by_user = folded in session.request_short
+        holding = [] if named_by_user else [seen for seen in session.calls if seen.fields.get(folded)]
+        if named_by_user:
             out.append(("flow_argument_in_request", (call, key)))
-            continue
-        holding = [seen for seen in session.calls if seen.fields.get(folded)]
-        for seen in holding or [seen for seen in session.calls if seen.short.get(folded)]:
-            out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
+        else:
+            for seen in holding or in_prose:
+                out.append(("flow_argument_from", (call, key, seen.call, FIELD if holding else PART)))
+                named[seen.call] = seen
+        for seen in in_prose if named_by_user or holding else ():  # short words recur: in the request too
+            out.append(("flow_argument_mentioned", (call, key, seen.call)))
             named[seen.call] = seen
 _ORIGIN_FACTS = frozenset({"flow_argument_from", "flow_earlier", "flow_argument_in_request", "flow_text_argument"})
 
@@ -434,8 +458,10 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
         elif isinstance(value, int | float) and not isinstance(value, bool):
             # A float as JSON writes it ("200.29"): str() of the logic's Float is its repr, "Float(200.29)", which
             # no result holds, so every float was an unmatched value (found by the held-out AgentDojo suites).
-            text = float.__repr__(value) if isinstance(value, float) else int.__repr__(value)
-            trimmed = text if isinstance(value, int) else ""
+            # A whole float is its integer (found by an attack: 25000.0 was tied to no text saying 25000).
+            whole = isinstance(value, int) or (value.is_integer() and abs(value) < 2**53)
+            text = int.__repr__(int(value)) if whole else float.__repr__(value)
+            trimmed = text if whole else ""
         else:
             text = trimmed = ""
         measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa"
@@ -445,14 +471,17 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             short.append((key, _folded(trimmed)))
         for part in key.split("."):
             if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
-                found.append((key, _folded(part)))
+                # under a key of its own: a value the user named must not vouch for a key an attacker wrote
+                found.append((f"{key} (a key)", _folded(part)))
     return found, short
 
 
 def _folded(text: str) -> str:
-    """Text as provenance compares it: case-folded, a NUL read as a space — the same for a kept result, a datum,
-    the user's request and an argument's value, so no character is one thing on one side and another on the other."""
-    return text.casefold().replace("\x00", " ")
+    """Text as provenance compares it: case-folded, a NUL read as a space, every run of spaces, line breaks and
+    tabs as one space and none at either end — the same for a kept result, a datum, the user's request and an
+    argument's value, so no character is one thing on one side and another on the other (found by an attack:
+    "Mallory\nReyes" in the mail was not "Mallory Reyes" in the call)."""
+    return " ".join(text.casefold().replace("\x00", " ").split())
 
 
 def _only_named(folded: str, named: set[str]) -> bool:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import errno
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -219,6 +220,7 @@ class StdioSession:
         try:
             message = safejson.loads(line)
         except (ValueError, RecursionError):
+            self._unreadable(line)
             return
         if not isinstance(message, dict):
             return
@@ -247,6 +249,29 @@ class StdioSession:
             waiting.set_exception(UpstreamRefused(code, str(error.get("message", "no message"))[:2000]))
         elif "result" in message:
             waiting.set_result(message["result"])
+
+    def _unreadable(self, line: str) -> None:
+        """A line ``safejson`` will not read whole (nested too deep, a number of a thousand digits): if it is an
+        answer, the request it answers fails saying why — found by an attack, where a result nested 64 levels deep
+        was skipped and its call waited for ever. Its id is looked for with the standard parser (which reads deeper);
+        a line that parser cannot read either names no request, so every request waiting on this server fails:
+        one of them may be waiting for it, and none may wait for ever."""
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        number = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message, dict) and isinstance(message.get("method"), str):
+            return  # a request or a notification from the server: nothing of ours waits for it
+        error = UpstreamRefused(-32603, f"the server {self.name} answered with a message that cannot be read whole "
+                                         "(nested too deep, or a number too long): it is not passed on")  # fmt: skip
+        if isinstance(number, int) and not isinstance(number, bool):
+            waiting = [self._waiting.get(number)]
+        else:
+            waiting = list(self._waiting.values())
+        for pending in waiting:
+            if pending is not None and not pending.done():
+                pending.set_exception(error)
 
     def _answer(self, message: dict[str, Any]) -> None:
         """Send what nobody waits on (an answer to the server, a cancellation): a server gone meanwhile is no error,

@@ -43,14 +43,14 @@ Fact = tuple[str, tuple[Any, ...]]
 SERVER = "groundstate"  # the runtime's own tools and your Python tools
 AGENT = "agent"  # an upstream agent's output, by the agent's id
 COMPUTES = ("execute_python",)  # built-in tools whose result is computed from their arguments (your Python tools too)
-# the runtime's own tools: (read-only, open world)
-BUILTIN: dict[str, tuple[bool, bool]] = {
-    "web_search": (True, True),
-    "read_file": (True, False),
-    "list_files": (True, False),
-    "write_file": (False, False),
-    "delete_file": (False, False),
-    "execute_python": (False, False),
+# the runtime's own tools: (read-only, open world, destructive)
+BUILTIN: dict[str, tuple[bool, bool, bool]] = {
+    "web_search": (True, True, False),
+    "read_file": (True, False, False),
+    "list_files": (True, False, False),
+    "write_file": (False, False, False),
+    "delete_file": (False, False, True),
+    "execute_python": (False, False, False),
 }
 assert set(BUILTIN) == set(TOOLS), "every built-in tool has its nature here"
 
@@ -67,6 +67,7 @@ class Nature:
     labels: tuple[str, ...] = ()
     is_mcp: bool = False
     computes: bool = False  # its result is computed from its arguments (code): it carries what the session held
+    destructive: bool = False  # a call may destroy what it names
 
 
 # what the agent's memory gave its prompt (the run's notes, long-term and similar entries): written by agents whose
@@ -83,12 +84,15 @@ def natures(workflow: Workflow, mcp: Mapping[str, tuple[str, Any]],
         for ref in spec.tools:
             name = agent_tool_name(ref)
             if name in BUILTIN:
-                found[name] = Nature(SERVER, name, *BUILTIN[name], computes=name in COMPUTES)
+                read_only, open_world, destructive = BUILTIN[name]
+                found[name] = Nature(SERVER, name, read_only, open_world, computes=name in COMPUTES,
+                                     destructive=destructive)  # fmt: skip
             elif is_mcp_tool(ref) and name in mcp:
                 server, tool = mcp[name]
                 hints = tool_hints(tool)
                 own = tuple(dict.fromkeys(["untrusted", *labels.get(server, {}).get(tool.name, [])]))
-                found[name] = Nature(server, tool.name, hints.read_only, hints.open_world, own, is_mcp=True)
+                found[name] = Nature(server, tool.name, hints.read_only, hints.open_world, own, is_mcp=True,
+                                     destructive=hints.destructive)  # fmt: skip
             elif name in python_tools.REGISTRY:
                 registered = python_tools.REGISTRY[name]
                 found[name] = Nature(SERVER, name, registered.read_only, not registered.sandboxed, computes=True)
@@ -129,6 +133,8 @@ class RunFlows:
                 out.append(("flow_read_only", (nature.server, nature.tool)))
             if nature.open_world:
                 out.append(("flow_open_world", (nature.server, nature.tool)))
+            if nature.destructive:
+                out.append(("flow_destructive", (nature.server, nature.tool)))
             out += [("flow_label", (nature.server, nature.tool, Name.of(label))) for label in nature.labels]
             if nature.computes:  # code computes from what it is given: a value it prints may be anything it read
                 out += [("flow_carries", (nature.server, nature.tool, *source)) for source in sources

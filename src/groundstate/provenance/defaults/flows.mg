@@ -39,6 +39,9 @@ Decl flow_session_used(Call, Server, Tool)
 Decl flow_argument_from(Call, Key, Earlier, How)
   descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id) or /field (it is one whole datum of the result's structured content, and nowhere in its prose).")]
   bound [/string, /string, /string, /name].
+Decl flow_argument_mentioned(Call, Key, Earlier)
+  descr [doc("The argument is a short value (an id such as 13) that stands alone as a word in the earlier call's prose, and some result holds it as a datum or the user's request names it (reported only then: otherwise it is /part of that prose).")]
+  bound [/string, /string, /string].
 Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
@@ -73,6 +76,9 @@ Decl flow_way_out(Server, Tool)
 flow_way_out(S, T) :- flow_open_world(S, T), !flow_loosened(S, T, /internal).
 flow_way_out(S, T) :- flow_label(S, T, /outbound).
 
+Decl flow_destructive(Server, Tool)
+  descr [doc("A call to the tool may destroy what it names (its destructiveHint annotation; the runtime's delete_file).")]
+  bound [/string, /string].
 Decl flow_effectful(Server, Tool) descr [doc("The tool changes something (it is not read-only).")] bound [/string, /string].
 flow_effectful(S, T) :- flow_tool(S, T), !flow_read_only(S, T).
 
@@ -139,6 +145,16 @@ flow_needs_approval(C, Reason) :-
   flow_call(C, S, T), flow_way_out(S, T), !flow_effectful(S, T), flow_session_untrusted(C), flow_request_declared(C),
   flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_seen(C, K),
   Reason = fn:string:concat(S, "/", T, " reaches the open world with '", K, "', which neither the user's request nor any result holds, after content written by others entered the session: an operator approves it first").
+
+# An irreversible effect on a short id that content written by others spells out as a word ("delete the file with
+# ID '13'"), though a listing also holds the id as data or the user's request has the same word ("on June 13"):
+# short words recur by chance, so it is not refused as copied — it waits for an operator. Only destructive tools: an
+# id in an append or a share recurs in ordinary prose far too often to hold them all, and what they carry is judged
+# by the rules above.
+flow_needs_approval(C, Reason) :-
+  flow_call(C, S, T), flow_destructive(S, T), flow_argument_mentioned(C, K, E), flow_earlier(C, E, ES, ET),
+  flow_untrusted_source(ES, ET),
+  Reason = fn:string:concat(S, "/", T, " would destroy what '", K, "' names, an id that content written by others spells out (", ES, "/", ET, ", ", E, "): an operator approves it first").
 
 # Private data never leaves by a way out without an operator.
 flow_needs_approval(C, Reason) :-
