@@ -477,11 +477,12 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
 
 
 def _folded(text: str) -> str:
-    """Text as provenance compares it: case-folded, a NUL read as a space, every run of spaces, line breaks and
-    tabs as one space and none at either end — the same for a kept result, a datum, the user's request and an
-    argument's value, so no character is one thing on one side and another on the other (found by an attack:
-    "Mallory\nReyes" in the mail was not "Mallory Reyes" in the call)."""
-    return " ".join(text.casefold().replace("\x00", " ").split())
+    """Text as provenance compares it: case-folded, a NUL read as a space — the same for a kept result, a datum,
+    the user's request and an argument's value, so no character is one thing on one side and another on the other.
+    White space is compared as written: folding it (tried after an attack wrote "Mallory\nReyes" for a call's
+    "Mallory Reyes") tied every list a user asked to copy out of a document to that document, so copying it was
+    refused — a third of AgentDojo's workspace tasks without an attack."""
+    return text.casefold().replace("\x00", " ")
 
 
 def _only_named(folded: str, named: set[str]) -> bool:
