@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.logic import Engine, FactError, Float, List, Name, Program
+from groundstate.logic import AnalysisError, Engine, FactError, Float, List, Name, Program
 from groundstate.logic.type_bounds import fits_any, matches
 
 TYPES = ["/any", "/number", "/float64", "/string", "/bytes", "/name", "/colour", "/colour/warm",
@@ -56,3 +56,11 @@ def test_a_name_bound_is_a_prefix_with_its_slash() -> None:
     assert not fits((Name("/colourful"), 1))
     assert not fits((Name("/colour"), 1))
     assert not fits(("/colour/warm", 1))
+
+
+def test_a_variable_where_a_type_goes_is_a_positioned_error_and_no_fact_is_judged_by_it() -> None:
+    """Found by fuzzing the parser: ``bound [/number, Anumber]`` was reported at the Decl, and then the fact under
+    it was judged by the ill-formed bound and failed an assertion instead of the analysis error."""
+    with pytest.raises(AnalysisError) as raised:
+        Engine(Program.parse("Decl p(A, B) bound [/number, Anumber].\np(1, 2).\n"))
+    assert "1:30: error: in bound of p: Anumber is not a type" in str(raised.value)
