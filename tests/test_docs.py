@@ -7,10 +7,12 @@ Each ```mangle block runs against the ```text block after it; each ```python and
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
@@ -84,7 +86,17 @@ CONSOLE = "127.0.0.1:8765"  # the port the docs' examples talk to
 
 @contextlib.contextmanager
 def console_on_8765(home: Path, env: dict[str, str]) -> Iterator[None]:
-    """``groundstate serve`` on the docs' port, for the blocks that talk to a console."""
+    """``groundstate serve`` on the docs' port, for the blocks that talk to a console — one at a time on this
+    machine (a file lock): the tests run two at a time, and a second console on the port failed to start while the
+    first answered its readiness check, so the block ran against another home's console."""
+    with open(Path(tempfile.gettempdir()) / "groundstate-docs-8765.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _console(home, env):
+            yield
+
+
+@contextlib.contextmanager
+def _console(home: Path, env: dict[str, str]) -> Iterator[None]:
     server = subprocess.Popen([sys.executable, "-m", "groundstate", "serve", "--port", "8765"], env=env, cwd=home,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:

@@ -29,6 +29,7 @@ import errno
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -54,6 +55,7 @@ METHOD_NOT_FOUND = -32601
 EXIT_NOTICE_SEC = 1.0  # how long a server whose output ended is given to exit, so its waiting calls say it did
 EXIT_POLL_SEC = 0.2  # how often a server is looked at for having exited (while its output may stay open)
 MAX_UNREAD = 1 << 20  # bytes of answers to the server's own requests left unread, past which it is answered no more
+_LEADING_ID = re.compile(r'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d{1,18})\s*,')  # an id written first
 CLIENT_INFO = {"name": "groundstate", "version": "1"}
 
 
@@ -254,24 +256,23 @@ class StdioSession:
         """A line ``safejson`` will not read whole (nested too deep, a number of a thousand digits): if it is an
         answer, the request it answers fails saying why — found by an attack, where a result nested 64 levels deep
         was skipped and its call waited for ever. Its id is looked for with the standard parser (which reads deeper);
-        a line that parser cannot read either names no request, so every request waiting on this server fails:
-        one of them may be waiting for it, and none may wait for ever."""
+        a line nested deeper than even that parser reads is answered by its id when the id leads the line (as
+        JSON-RPC libraries write it). A line that is not JSON, or names no request of ours, is skipped."""
         try:
             message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
+        except ValueError:  # not JSON at all (a stray print): skipped, as the server's other output is
+            return
+        except RecursionError:  # nested deeper than even the standard parser reads: the id, if it leads
+            leading = _LEADING_ID.match(line[:200])
+            message = {"id": int(leading.group(1))} if leading else None
         number = message.get("id") if isinstance(message, dict) else None
-        if isinstance(message, dict) and isinstance(message.get("method"), str):
-            return  # a request or a notification from the server: nothing of ours waits for it
-        error = UpstreamRefused(-32603, f"the server {self.name} answered with a message that cannot be read whole "
-                                         "(nested too deep, or a number too long): it is not passed on")  # fmt: skip
-        if isinstance(number, int) and not isinstance(number, bool):
-            waiting = [self._waiting.get(number)]
-        else:
-            waiting = list(self._waiting.values())
-        for pending in waiting:
-            if pending is not None and not pending.done():
-                pending.set_exception(error)
+        if not isinstance(number, int) or isinstance(number, bool) or isinstance(message.get("method"), str):
+            return  # no answer of ours (noise, a request or a notification from the server): skipped
+        waiting = self._waiting.get(number)
+        if waiting is not None and not waiting.done():
+            waiting.set_exception(UpstreamRefused(-32603, f"the server {self.name} answered with a message that "
+                                                          "cannot be read whole (nested too deep, or a number too "
+                                                          "long): it is not passed on"))  # fmt: skip
 
     def _answer(self, message: dict[str, Any]) -> None:
         """Send what nobody waits on (an answer to the server, a cancellation): a server gone meanwhile is no error,
