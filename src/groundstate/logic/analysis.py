@@ -162,7 +162,7 @@ class Analyzer:
     def __init__(self, units: list[SourceUnit], check_bounds: bool = True) -> None:
         self.units = [prefix_package(u) for u in units]
         self.check_bounds = check_bounds
-        self._well_formed: dict[int, bool] = {}  # per Decl (by id: the analysis holds them all while it runs)
+        self.malformed_bounds: set[str] = set()  # predicates whose Decl has a bound that is not a type (reported)
         self.diagnostics: list[Diagnostic] = []
         self.predicates: dict[str, PredicateInfo] = {}
         self.defined: set[str] = set()
@@ -296,6 +296,7 @@ class Analyzer:
                 problem = type_bounds.type_problem(term)
                 if problem:
                     self.error(term.pos, f"in bound of {info.name}: {problem}")
+                    self.malformed_bounds.add(info.name)
 
     def note_arity(self, atom: Atom, defining: bool = False) -> bool:
         """Whether the atom's arity is its predicate's (the first definition sets it); reported when not."""
@@ -425,21 +426,11 @@ class Analyzer:
         """Report a fact whose values are outside its predicate's declared bounds (when bounds are checked)."""
         info = self.predicates.get(predicate)
         if self.check_bounds and info is not None and info.decl is not None and info.decl.bounds:
-            if not self._bounds_well_formed(info.decl):  # reported at the Decl; a fact is not judged by them
-                return
+            if predicate in self.malformed_bounds:  # reported at the Decl (found by fuzzing: a fact judged by
+                return  # ``bound [/number, Anumber]`` failed an assertion); a fact is not judged by them
             problem = bounds_problem(info, fact)
             if problem:
                 self.error(pos, problem)
-
-    def _bounds_well_formed(self, decl: Decl) -> bool:
-        """Whether every bound of ``decl`` is a type (found by fuzzing: ``bound [/number, Anumber]`` — a variable
-        where a type goes — was reported at the Decl, and then a fact of it was judged by it and failed an
-        assertion). Worked out once per Decl."""
-        known = self._well_formed.get(id(decl))
-        if known is None:
-            known = not any(type_bounds.type_problem(term) for block in decl.bounds for term in block)
-            self._well_formed[id(decl)] = known
-        return known
 
     def check_rule(self, clause: Clause) -> None:
         head = clause.head

@@ -256,14 +256,12 @@ class StdioSession:
         """A line ``safejson`` will not read whole (nested too deep, a number of a thousand digits): if it is an
         answer, the request it answers fails saying why — found by an attack, where a result nested 64 levels deep
         was skipped and its call waited for ever. Its id is looked for with the standard parser (which reads deeper);
-        a line nested deeper than even that parser reads is answered by its id when the id leads the line (as
-        JSON-RPC libraries write it). A line that is not JSON, or names no request of ours, is skipped."""
+        a line even that parser cannot read is answered by its id when the id leads the line (as JSON-RPC libraries
+        write it). A line that names no request of ours (a stray print, the server's own requests) is skipped."""
         try:
             message = json.loads(line)
-        except ValueError:  # not JSON at all (a stray print): skipped, as the server's other output is
-            return
-        except RecursionError:  # nested deeper than even the standard parser reads: the id, if it leads
-            leading = _LEADING_ID.match(line[:200])
+        except (ValueError, RecursionError):  # past even the standard parser (thousands of levels, a number of
+            leading = _LEADING_ID.match(line[:200])  # thousands of digits), or not JSON at all: the id, if it leads
             message = {"id": int(leading.group(1))} if leading else None
         number = message.get("id") if isinstance(message, dict) else None
         if not isinstance(number, int) or isinstance(number, bool) or isinstance(message.get("method"), str):
