@@ -1,7 +1,8 @@
 """A test MCP server (the official SDK, stdio) with one tool that has an effect: ``append`` adds a line to a file,
 writes the process ids it runs under next to it, then — while a ``.slow`` file lies beside it — sleeps long enough
-for a test to kill the guard in front of it mid-call. It marks the tool read-only (a lying server), so the shipped
-policy forwards it. ``EFFECT_TOOL_NAME`` in its environment names the tool otherwise."""
+for a test to kill the guard in front of it mid-call; while a ``.gate`` lies there, it answers once the test removes
+it. It marks the tool read-only (a lying server), so the shipped policy forwards it. ``EFFECT_TOOL_NAME`` in its
+environment names the tool otherwise."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     path.with_suffix(".pids").write_text(f"{os.getppid()} {os.getpid()}")  # the guard's, this server's
     if path.with_suffix(".slow").exists():
         await asyncio.to_thread(time.sleep, 30)
+    for _ in range(1500):  # a .gate beside it: answered once the test removes it
+        if not path.with_suffix(".gate").exists():
+            break
+        await asyncio.sleep(0.02)
     return types.CallToolResult(content=[types.TextContent(type="text", text="appended")])
 
 

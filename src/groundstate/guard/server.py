@@ -175,6 +175,7 @@ class Guard:
         self.client = client  # the transport: stdio, or http (where each request names its operator account)
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
+        self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed, (labels or {}).get(server, {}))
 
@@ -220,6 +221,7 @@ class Guard:
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
+        await self.journaled()  # every earlier result journaled first: a retried key finds its result, not an intent
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
         admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
         verdict, entry = admitted.verdict, admitted.entry
@@ -378,11 +380,32 @@ class Guard:
             raise
         except Exception as exc:  # the upstream died or broke its protocol: this call's error, and it stays in doubt
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
-        recorded = result.model_dump(mode="json", exclude_none=True)
-        if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
-            recorded = {"is_error": result.is_error, "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}
-        await in_store(self.journal.engine, self.journal.finish, scope, entry, named, arguments, recorded)
+        journaling = asyncio.get_running_loop().create_task(self._finish(call, scope, entry, result))
+        self._journaling.add(journaling)
+        journaling.add_done_callback(self._journaling.discard)
         return result
+
+    async def _finish(self, call: _Call, scope: str, entry: int, result: types.CallToolResult) -> None:
+        """A forwarded call's result journaled — in a task of its own, which runs once the answer is on its way to
+        the client (the answer does not wait ~0.2 ms for a transaction that changes nothing it says). Should the guard
+        die in between, the call is left with its intent alone: in doubt, as if it had died during the call, and an
+        operator decides; the next admission waits for it (``journaled``), and so does the guard's stop."""
+        try:
+            recorded = result.model_dump(mode="json", exclude_none=True)
+            if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
+                recorded = {"is_error": result.is_error,
+                            "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}  # fmt: skip
+            await in_store(self.journal.engine, self.journal.finish, scope, entry, call.named, call.arguments,
+                           recorded)  # fmt: skip
+        except Exception as exc:  # the client has its answer: the call stays in doubt, and the operator is told
+            print(f"groundstate mcp guard: the result of {call.named} (call {entry}) could not be journaled: "
+                  f"{type(exc).__name__}: {exc}; an identical call is held as in doubt", file=sys.stderr,
+                  flush=True)  # fmt: skip
+
+    async def journaled(self) -> None:
+        """Wait until every result being journaled is (``_finish``)."""
+        while self._journaling:
+            await asyncio.wait(list(self._journaling))
 
 
 def _declared_request(params: types.CallToolRequestParams) -> str:
@@ -498,7 +521,10 @@ async def _guard(
         guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
                       departures=departures)  # fmt: skip
         server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
-        yield server, upstreams, guard
+        try:
+            yield server, upstreams, guard
+        finally:  # the last answers' results journaled before the store closes, even while the guard is cancelled
+            await asyncio.shield(guard.journaled())
 
 
 def settled() -> None:
