@@ -3,6 +3,7 @@ runs them). The options of run, serve and the configuration are in their own pac
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import zmq
 
 from groundstate import __version__
@@ -157,6 +159,39 @@ def test_serve_host(tmp_path: Path) -> None:
             raise AssertionError("the console answered on 127.0.0.1 too")
         except httpx.TransportError:
             pass  # bound to the given address only
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.mark.parametrize("command", [["serve"], ["gateway", "--upstream", "https://api.example", "--listen"]])
+def test_the_console_and_the_gateway_run_on_asyncios_loop_even_with_uvloop_installed(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """uvicorn runs on uvloop whenever it is installed (``uvicorn[standard]`` installs it); the console and the
+    gateway ask for asyncio's loop, the one their tests and the runtime's run on — uvloop's transports are not
+    asyncio's (the gateway's upstream hop once failed every request on them). Read from the running process: uvloop
+    was never loaded into it."""
+    assert importlib.util.find_spec("uvloop") is not None  # installed here (the dev extra): else nothing to tell
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    where = ["--port", str(port)] if command == ["serve"] else [f"127.0.0.1:{port}"]
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"} | {"GROUNDSTATE_HOME": str(tmp_path)}
+    server = subprocess.Popen([sys.executable, "-m", "groundstate", *command, *where], env=env, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError(f"{command[0]} did not start")
+        mapped = Path(f"/proc/{server.pid}/maps").read_text()
+        assert "asyncio" in mapped or "_asyncio" in mapped  # the check reads what the process loaded
+        assert "uvloop" not in mapped
     finally:
         server.terminate()
         server.wait(timeout=10)

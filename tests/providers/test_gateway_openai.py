@@ -4,6 +4,7 @@ every error an OpenAI-shaped body the SDK raises as its typed exception, and a s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -108,6 +109,9 @@ def test_tools_pass_through_to_the_upstream_and_back(server: tuple[str, Script],
 
 
 def test_an_unreachable_upstream_is_a_502_with_the_reason(gateway_for: GatewayFor) -> None:
+    """The reason in asyncio's words: the gateway runs on asyncio's loop even though uvloop is installed here (the
+    dev extra), which uvicorn would pick otherwise — it words a refused connection as "Connection refused"."""
+    assert importlib.util.find_spec("uvloop") is not None  # else this could not tell the loops apart
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"

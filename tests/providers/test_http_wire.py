@@ -10,8 +10,10 @@ import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
+import uvloop
 
 from groundstate.providers import Upstream, UpstreamFailure
 
@@ -21,9 +23,11 @@ Exchange = tuple[int, list[tuple[bytes, bytes]], bytes]
 IDLE_SECONDS = 4.0  # how long a kept-alive connection may idle, as docs/security.md states
 
 
-def requests(url: str, count: int, method: str = "POST", pause: float = 0.0, between: float = 0.0) -> list[Exchange]:
+def requests(url: str, count: int, method: str = "POST", pause: float = 0.0, between: float = 0.0,
+             loop: Callable[[], asyncio.AbstractEventLoop] | None = None) -> list[Exchange]:  # fmt: skip
     """``count`` requests one after the other through one ``Upstream`` (its pool kept between them): each reply's
-    status, headers and whole body (``pause``: after each piece read; ``between``: after each reply is done)."""
+    status, headers and whole body (``pause``: after each piece read; ``between``: after each reply is done;
+    ``loop``: the event loop's factory, asyncio's by default)."""
 
     async def run() -> list[Exchange]:
         upstream = Upstream(read_seconds=5)
@@ -41,7 +45,8 @@ def requests(url: str, count: int, method: str = "POST", pause: float = 0.0, bet
             await upstream.close()
         return seen
 
-    return asyncio.run(run())
+    with asyncio.Runner(loop_factory=loop) as runner:
+        return runner.run(run())
 
 
 def next_request(connection: socket.socket) -> bool:
@@ -281,3 +286,26 @@ def open_sockets() -> int:
     """Sockets this process holds (both ends of the loopback's connections are here)."""
     return sum(os.readlink(f"/proc/self/fd/{fd}").startswith("socket:") for fd in os.listdir("/proc/self/fd")
                if os.path.exists(f"/proc/self/fd/{fd}"))  # fmt: skip
+
+
+def test_the_hop_works_on_uvloop_which_uvicorn_runs_the_gateway_on_when_it_is_installed() -> None:
+    """uvicorn runs on uvloop whenever it is installed (``uvicorn[standard]`` installs it), and uvloop's transports
+    subclass none of asyncio's: the hop's check that they did failed every relayed request with a 500. On uvloop's
+    loop: a kept-alive connection carries the next request, a chunked reply arrives whole, and a large one read
+    slowly (the socket paused and resumed) arrives in order."""
+    large = bytes(range(256)) * 4096  # 1 MiB
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nreply")
+        if next_request(connection):
+            connection.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+                               b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")  # fmt: skip
+        if next_request(connection):
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: " + str(len(large)).encode() + b"\r\n\r\n" + large)
+
+    with raw_loopback(answer) as url:
+        seen = requests(url, 3, pause=0.0005, loop=uvloop.new_event_loop)
+    assert [body for _, _, body in seen] == [b"reply", b"hello world", large]
+    assert len(connections) == 1

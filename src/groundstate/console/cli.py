@@ -61,8 +61,9 @@ def _server(runtime: Runtime, host: str, port: int, executor: Executor) -> tuple
         if shown:
             console.print(token, markup=False, highlight=False, soft_wrap=True)
     # stopped, it gives open requests SHUTDOWN_GRACE_SEC (a browser following a run's event stream held it open)
+    # asyncio's event loop even where uvloop is installed (uvicorn would pick it): the loop the runtime is tested on
     config = uvicorn.Config(create_app(runtime, token, executor), host=host, port=port, log_level="warning",
-                            timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC)  # fmt: skip
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC, loop="asyncio")  # fmt: skip
     return uvicorn.Server(config), token
 
 

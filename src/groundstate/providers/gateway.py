@@ -750,9 +750,11 @@ def serve(
 
     hold = PUBLISH_HOLD_SEC if publish_hold is None else publish_hold
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body, hold)
-    # no Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were)
+    # No Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were).
+    # asyncio's event loop even where uvloop is installed (uvicorn's own choice then): the loop the tests run on.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
-                                           date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC))
+                                           date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC,
+                                           loop="asyncio"))  # fmt: skip
     server.run()  # not uvicorn.run, which swallows the Ctrl+C it re-raises: the gateway exits 130 like serve
     if not server.started:  # the address was taken, or could not be bound
         raise SystemExit(STARTUP_FAILURE)

@@ -20,6 +20,7 @@ import asyncio
 import ssl
 import time
 from collections.abc import Mapping
+from typing import cast
 
 import httptools
 from yarl import URL
@@ -67,8 +68,9 @@ class Exchange(asyncio.Protocol):
 
     # -- the socket ------------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport, though not always asyncio's class: uvloop's (which uvicorn runs on when it is
+        # installed) subclasses none of them — an isinstance check here failed every request with a 500
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.complete:  # nothing belongs after a reply: an upstream that sends it is not spoken to again
