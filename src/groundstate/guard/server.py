@@ -37,18 +37,21 @@ from mcp.shared.exceptions import MCPError
 from .. import safejson, tools, tracing
 from ..config import ProjectConfig, home
 from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, http_problem
-from ..provenance import ArgumentsRefused, History, Session, reading
+from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
-from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store
+from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, parent_process
 from . import local_tools
 from .callers import OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
+from .kept_history import PREFIX as KEPT_PREFIX
+from .kept_history import KeptHistory
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Prepared, Verdict, check_arguments
 from .sdk_log import one_line_sdk_logs
 from .stdio import TOO_DEEP, claimed_stdio
 
+STDIO = "stdio"  # the session key and the client of the guard on stdio
 DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
@@ -125,6 +128,8 @@ class _Call:
     session: Session  # the client session's history (provenance)
     prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
+    kept: str | None = None  # where the store keeps its session for the client's next guard (stdio), if it does
+    new_request: str = ""  # the request its client declared, when it was new to the session (kept with it)
 
     @property
     def scope(self) -> str:
@@ -167,7 +172,10 @@ class Guard:
         history: History | None = None,
         labels: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         departures: Departures | None = None,
+        kept: KeptHistory | None = None,
     ) -> None:
+        """``kept``: where the stdio session's history is kept for the client's next guard process (kept_history.py);
+        it is resumed from there now."""
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
@@ -176,6 +184,12 @@ class Guard:
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
         self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
+        self.kept = kept
+        self._kept_key = f"{KEPT_PREFIX}{parent_process()}"  # the client process that started this guard (stdio)
+        if kept is not None:
+            requests, parts, unreadable = kept.load(self._kept_key)
+            resumed = self.history.resume(STDIO, requests, parts)
+            resumed.overflowed = resumed.overflowed or unreadable  # a row left out: what it said is unseen
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed, (labels or {}).get(server, {}))
 
@@ -219,8 +233,10 @@ class Guard:
         request = _declared_request(params)
         prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
-        prepared = await self._in_session(session, heavy, prepare)
-        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account)
+        prepared, declared = await self._in_session(session, heavy, prepare)
+        kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
+        call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account,
+                     kept, request if declared and kept else "")  # fmt: skip
         await self.journaled()  # every earlier result journaled first: a retried key finds its result, not an intent
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
         admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
@@ -233,17 +249,19 @@ class Guard:
         if verdict.decision == "deny":
             return refused(f"denied by policy: {'; '.join(verdict.reasons)}", _details(verdict, entry, "the policy"))
         try:
-            result = await self._forward(call, entry, admitted.recorded)
+            result, fresh = await self._forward(call, entry, admitted.recorded)
         except _NotForwarded as exc:
             return refused(f"denied: {exc}", _details(verdict, entry, "the guard's journal", "deny", [str(exc)]))
         except MCPError as exc:  # the upstream's error message reaches the model: it is that tool's result too (an
             said = types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
             record = partial(self._record, session, verdict.call, call.server, call.tool, said, call.prepared.facts)
-            await self._in_session(session, False, record)  # attack wrote its instructions into one)
+            seen = await self._in_session(session, False, record)  # attack wrote its instructions into one)
+            self._settle(call, entry, None, Kept.of(seen, session.overflowed))
             raise
         record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts)
-        await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model reads
-        return result  # it: a value it then sends is tied to this result
+        seen = await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model
+        self._settle(call, entry, result if fresh else None, Kept.of(seen, session.overflowed))  # reads it: a
+        return result  # value it then sends is tied to this result
 
     async def _in_session(self, session: Session, heavy: bool, work: Callable[[], _T]) -> _T:
         """``work``, which takes ``session``'s history lock: on the event loop when it is light and none of the
@@ -270,18 +288,19 @@ class Guard:
         return await asyncio.wrap_future(running)
 
     def _prepare(self, session: Session, request: str, server: str, tool: str, arguments: dict[str, Any],
-                 flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
-        """The client's declared request kept, then the call's facts with its provenance: the work that grows with
-        the arguments, done before the admission (which decides one call at a time, in the store's transaction)."""
-        self.history.declare(session, request)
+                 flattened: list[tuple[str, Any]], client: str) -> tuple[Prepared, bool]:  # fmt: skip
+        """The client's declared request kept (and whether it was new), then the call's facts with its provenance:
+        the work that grows with the arguments, done before the admission (which decides one call at a time, in the
+        store's transaction)."""
+        declared = self.history.declare(session, request)
         provenance = partial(self.history.facts, session)
-        return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
+        return self.policy.prepare(server, tool, arguments, client, provenance, flattened), declared
 
     def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult,
-                decided: Sequence[tuple[str, tuple[Any, ...]]]) -> None:  # fmt: skip
+                decided: Sequence[tuple[str, tuple[Any, ...]]]) -> Seen:  # fmt: skip
         """A forwarded call's result kept in its session's history, as the model reads it, with where its arguments
         came from as it was decided (what flows.mg's flow_steered asks of the results a later value came from)."""
-        self.history.record(session, call, server, tool, reading(result), decided=decided)
+        return self.history.record(session, call, server, tool, reading(result), decided=decided)
 
     async def _held(self, caller: Caller, call: _Call, admitted: _Admitted) -> types.CallToolResult | None:
         """Wait for an operator's decision on a held call: None once approved (the call runs), else what the client
@@ -343,6 +362,8 @@ class Guard:
                       file=sys.stderr, flush=True)  # fmt: skip
             if verdict.decision == "permit":
                 admitted.recorded = self._begin(call, entry, db)
+            if call.new_request and call.kept is not None and self.kept is not None:  # for the client's next guard
+                self.kept.request(call.kept, call.new_request, db)
         return admitted
 
     def _begin(self, call: _Call, entry: int, db: Any = None) -> dict[str, Any] | CallInDoubt | None:
@@ -357,10 +378,11 @@ class Guard:
 
     async def _forward(
         self, call: _Call, entry: int, recorded: dict[str, Any] | CallInDoubt | None
-    ) -> types.CallToolResult:
-        """Forward a permitted call whose intent is journaled, and journal its result: if the guard dies in between,
-        an identical call later is held for an operator instead of being run again unasked. A call whose
-        idempotency key already has a result gets that result back, and nothing is forwarded."""
+    ) -> tuple[types.CallToolResult, bool]:
+        """Forward a permitted call whose intent is journaled; its result, and whether it is fresh (its journal row
+        is written by ``_settle``): if the guard dies in between, an identical call later is held for an operator
+        instead of being run again unasked. A call whose idempotency key already has a result gets that result back
+        (not fresh), and nothing is forwarded."""
         server, tool, arguments, named = call.server, call.tool, call.arguments, call.named
         scope, entry = call.where(entry)
         if isinstance(recorded, CallInDoubt):  # the same key, in flight when a guard died, and nobody decided
@@ -368,7 +390,7 @@ class Guard:
         if recorded is not None:
             if "cut" in recorded:
                 raise _NotForwarded(f"this call ({named}) already ran; its result was too large to keep")
-            return types.CallToolResult.model_validate(recorded)
+            return types.CallToolResult.model_validate(recorded), False
         await asyncio.to_thread(self.journal.durable)  # the intent on the disk before the effect (power loss)
         try:
             result: types.CallToolResult = await self.upstreams.sessions[server].call_tool(tool, arguments)
@@ -380,27 +402,40 @@ class Guard:
             raise
         except Exception as exc:  # the upstream died or broke its protocol: this call's error, and it stays in doubt
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
-        journaling = asyncio.get_running_loop().create_task(self._finish(call, scope, entry, result))
-        self._journaling.add(journaling)
-        journaling.add_done_callback(self._journaling.discard)
-        return result
+        return result, True
 
-    async def _finish(self, call: _Call, scope: str, entry: int, result: types.CallToolResult) -> None:
-        """A forwarded call's result journaled — in a task of its own, which runs once the answer is on its way to
-        the client (the answer does not wait ~0.2 ms for a transaction that changes nothing it says). Should the guard
-        die in between, the call is left with its intent alone: in doubt, as if it had died during the call, and an
-        operator decides; the next admission waits for it (``journaled``), and so does the guard's stop."""
+    def _settle(self, call: _Call, entry: int, result: types.CallToolResult | None, part: Kept) -> None:
+        """In a task of its own, which runs once the answer is on its way to the client: a fresh ``result``
+        journaled, and the session's new ``part`` kept for the client's next guard (stdio). The answer does not wait
+        ~0.2 ms for a transaction that changes nothing it says; should the guard die in between, the call is left
+        with its intent alone — in doubt, as if it had died during the call, and an operator decides. The next
+        admission waits for it (``journaled``), and so does the guard's stop."""
+        if result is None and call.kept is None:
+            return
+        settling = asyncio.get_running_loop().create_task(self._settled(call, entry, result, part))
+        self._journaling.add(settling)
+        settling.add_done_callback(self._journaling.discard)
+
+    async def _settled(self, call: _Call, entry: int, result: types.CallToolResult | None, part: Kept) -> None:
         try:
-            recorded = result.model_dump(mode="json", exclude_none=True)
-            if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
-                recorded = {"is_error": result.is_error,
-                            "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}  # fmt: skip
-            await in_store(self.journal.engine, self.journal.finish, scope, entry, call.named, call.arguments,
-                           recorded)  # fmt: skip
+            recorded = None
+            if result is not None:
+                recorded = result.model_dump(mode="json", exclude_none=True)
+                if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
+                    recorded = {"is_error": result.is_error,
+                                "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}  # fmt: skip
+            await in_store(self.journal.engine, self._write_settled, call, entry, recorded, part)
         except Exception as exc:  # the client has its answer: the call stays in doubt, and the operator is told
             print(f"groundstate mcp guard: the result of {call.named} (call {entry}) could not be journaled: "
                   f"{type(exc).__name__}: {exc}; an identical call is held as in doubt", file=sys.stderr,
                   flush=True)  # fmt: skip
+
+    def _write_settled(self, call: _Call, entry: int, recorded: dict[str, Any] | None, part: Kept) -> None:
+        with hot_transaction(self.journal.engine) as db:
+            if recorded is not None:
+                self.journal.finish(*call.where(entry), call.named, call.arguments, recorded, db=db)
+            if call.kept is not None and self.kept is not None:
+                self.kept.result(call.kept, part, db)
 
     async def journaled(self) -> None:
         """Wait until every result being journaled is (``_finish``)."""
@@ -516,10 +551,14 @@ async def _guard(
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
                            shadow=list(config.shadow) or None)  # fmt: skip
         history = History(config.history_calls, config.history_bytes)
+        kept = None
+        if client == STDIO:  # the client may start a guard per call: its session continues in the next (kept_history)
+            kept = KeptHistory(ledger.engine, config.history_calls, config.history_bytes)
+            kept.forget_gone()
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
         guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
-                      departures=departures)  # fmt: skip
+                      departures=departures, kept=kept)  # fmt: skip
         server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
         try:
             yield server, upstreams, guard

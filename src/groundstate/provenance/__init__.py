@@ -18,7 +18,7 @@ from .arguments import (
     NotJsonNumber,
     flatten,
 )
-from .history import MAX_SESSIONS, MIN_VALUE, History, Reading, Session, reading, short_words, words
+from .history import MAX_SESSIONS, MIN_VALUE, History, Kept, Reading, Seen, Session, reading, short_words, words
 
 
 def shared_rules() -> list[Path]:
@@ -38,8 +38,10 @@ __all__ = [
     "ArgumentsRefused",
     "ArgumentsTooLarge",
     "History",
+    "Kept",
     "NotJsonNumber",
     "Reading",
+    "Seen",
     "Session",
     "flatten",
     "reading",

@@ -233,6 +233,26 @@ class Seen:
     origins: tuple[Fact, ...] = ()  # where its own arguments' values came from, as reported when it was decided
 
 
+@dataclass(frozen=True)
+class Kept:
+    """One kept result as a process writes it down for the next to ``resume``: its place, the call, the text
+    as kept (case-folded), the structured data, where the call's own arguments came from, and whether the session
+    was marked by then."""
+
+    number: int
+    call: str
+    server: str
+    tool: str
+    text: str
+    fields: dict[str, int]
+    origins: tuple[Fact, ...]
+    marked: bool
+
+    @staticmethod
+    def of(seen: Seen, marked: bool) -> Kept:
+        return Kept(seen.number, seen.call, seen.server, seen.tool, seen.text, dict(seen.fields), seen.origins, marked)
+
+
 @dataclass
 class Session:
     """One client session's history and declared request, with the indexes a decision reads: which results may
@@ -314,40 +334,66 @@ class History:
                     self._forgotten.popitem(last=False)
             return found
 
-    def declare(self, session: Session, request: str) -> None:
-        """The client's declaration of the user's request (each new one is added: a conversation has several)."""
+    def declare(self, session: Session, request: str) -> bool:
+        """The client's declaration of the user's request (each new one is added: a conversation has several);
+        whether it was new to the session."""
         with session.lock:
             if request and _folded(request) not in session.request:
                 kept = (session.request + "\n" + _folded(request))[-MAX_REQUEST_CHARS:]
                 request_words, request_short = _index(kept)
                 session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
+                return True
+            return False
+
+    def resume(self, key: str, requests: Iterable[str], kept: Iterable[Kept]) -> Session:
+        """The session ``key`` continued from what an earlier process kept of it (``Kept``, oldest first), within
+        this history's bounds: a client that starts a guard process per call (``langchain-mcp-adapters`` without a
+        session) is still one conversation. Numbered afresh, consecutively; marked when any part was marked, or when
+        parts are missing between them or before them (a part whose write failed: what it said is unseen)."""
+        session = self.session(key)
+        for request in requests:
+            self.declare(session, request)
+        expected = 1
+        for part in kept:
+            with session.lock:
+                session.overflowed = session.overflowed or part.marked or part.number != expected
+                self._keep(session, part.call, part.server, part.tool, part.text, Counter(part.fields),
+                           tuple(part.origins), cut=False)  # fmt: skip
+            expected = part.number + 1
+        return session
 
     def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading, *,
-               decided: Sequence[Fact] = (), arguments: list[tuple[str, Any]] | None = None) -> None:  # fmt: skip
+               decided: Sequence[Fact] = (), arguments: list[tuple[str, Any]] | None = None) -> Seen:  # fmt: skip
         """A forwarded call's result (text, or as ``reading`` reads it), kept within the bounds (the oldest dropped
         first; then the session is marked) with where the call's own arguments came from: from the facts it was
         ``decided`` with (the guard's), or else worked out now from ``arguments`` (flattened) against what the
-        session holds before this result (a run rebuilding an agent's session from its log, in order)."""
+        session holds before this result (a run rebuilding an agent's session from its log, in order). What was
+        kept is returned."""
         read = result if isinstance(result, Reading) else Reading(result)
-        text = _folded(read.text)
-        cut = len(text) > self.max_bytes
-        if cut:
-            text = text[: self.max_bytes]
-        found, short = _index(text)
         with session.lock:
             origins = _origins(call, decided or (self._facts(session, call, arguments) if arguments else ()))
             if len(origins) > MAX_ORIGINS:  # more than a bounded report: flows.mg reads the call as steered
                 origins = (("flow_origins_cut", (call,)),)
-            new = found - session.by_word.keys()
-            room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
-            if len(new) > room:  # the index is full: words past it go unseen, so the session is marked
-                found = (found - new) | set(sorted(new)[:room])
-                cut = True
-            session.counter += 1
-            session.overflowed = session.overflowed or cut
-            session.add(Seen(session.counter, call, server, tool, text, found, read.fields, short, origins))
-            while len(session.calls) > self.max_calls or session.size > self.max_bytes:
-                session.drop_oldest()
+            return self._keep(session, call, server, tool, _folded(read.text), read.fields, origins)
+
+    def _keep(self, session: Session, call: str, server: str, tool: str, text: str, fields: Counter[str],
+              origins: tuple[Fact, ...], cut: bool = False) -> Seen:  # fmt: skip
+        """A result (its text case-folded) kept and indexed, within the bounds; ``session.lock`` held."""
+        if len(text) > self.max_bytes:
+            text, cut = text[: self.max_bytes], True
+        found, short = _index(text)
+        new = found - session.by_word.keys()
+        room = max(MAX_INDEXED_WORDS - len(session.by_word), 0)
+        if len(new) > room:  # the index is full: words past it go unseen, so the session is marked
+            found = (found - new) | set(sorted(new)[:room])
+            cut = True
+        session.counter += 1
+        session.overflowed = session.overflowed or cut
+        seen = Seen(session.counter, call, server, tool, text, found, fields, short, origins)
+        session.add(seen)
+        while len(session.calls) > self.max_calls or session.size > self.max_bytes:
+            session.drop_oldest()
+        return seen
 
     def facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
         """The provenance facts of ``call`` (its arguments flattened as the policy sees them)."""

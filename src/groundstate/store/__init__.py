@@ -25,7 +25,7 @@ from .database import (
     rows_apart,
     within,
 )
-from .holders import gone_here, this_process
+from .holders import gone_here, parent_process, this_process
 from .journal import CallInDoubt, JournalEntry, ToolJournal, call_digest
 from .operators import (
     FIRST_ADMIN,
@@ -79,6 +79,7 @@ __all__ = [
     "in_store",
     "may",
     "open_engine",
+    "parent_process",
     "printable",
     "private_sqlite_file",
     "reading",

@@ -34,6 +34,12 @@ def this_process() -> str:
     return _described(os.getpid())
 
 
+def parent_process() -> str:
+    """The process that started this one, as a holder (``host:pid:start``): an MCP client that started the guard
+    over stdio."""
+    return _described(os.getppid())
+
+
 @functools.cache
 def _described(pid: int) -> str:
     return f"{socket.gethostname()}:{pid}:{_start_of(pid) or '?'}"
@@ -62,4 +68,4 @@ def gone_here(holder: str) -> bool:
     return _start_of(int(pid)) != start
 
 
-__all__ = ["alive", "gone_here", "this_process"]
+__all__ = ["alive", "gone_here", "parent_process", "this_process"]
