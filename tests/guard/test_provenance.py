@@ -4,11 +4,16 @@ supplied the value — while the same tools used with values the user named are 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import signal
 import socket
 import sqlite3
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -546,6 +551,48 @@ def test_a_kept_result_that_cannot_be_read_marks_the_session_it_is_resumed_into(
             assert store.execute("UPDATE mcp_history SET fields = 'not json' WHERE kind = 'result'").rowcount == 1
     finally:
         store.close()
+    guarded(tmp_path, settings, send)
+    send_entry = next(e for e in Ledger(default_db_url(tmp_path / "home")).entries() if e.tool == "send_email")
+    assert any("after content written by others entered the session" in reason for reason in send_entry.reasons)
+
+
+def test_a_guard_that_dies_before_keeping_a_result_leaves_the_next_one_marked(tmp_path: Path) -> None:
+    """The client may have read a result its guard never kept (killed between answering and keeping it, or during
+    the call): the call's place was written with its intent, so the next guard of the same client resumes the
+    session marked — the send is held as after content written by others, not judged as in a fresh session."""
+    effect_server = Path(__file__).with_name("effect_server.py")
+    effects, pids, gate = tmp_path / "effects.txt", tmp_path / "effects.pids", tmp_path / "effects.gate"
+    settings = config(tmp_path) + f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{effect_server}"]\n'
+    gate.touch()  # the call waits upstream until the guard is gone
+
+    def kill_the_guard() -> None:  # the guard itself (the upstream's parent may be its keeper), then the upstream
+        for _ in range(600):
+            if pids.exists() and pids.read_text():
+                server = int(pids.read_text().split()[1])
+                guard = server
+                while b"mcp\x00serve" not in Path(f"/proc/{guard}/cmdline").read_bytes():
+                    guard = int(Path(f"/proc/{guard}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                os.kill(guard, signal.SIGKILL)
+                time.sleep(0.3)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(server, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    async def call_and_die(client: ClientSession) -> None:
+        killer = threading.Thread(target=kill_the_guard, daemon=True)
+        killer.start()
+        with pytest.raises(Exception):  # noqa: B017 - the guard died mid-call: the client's transport fails
+            await asyncio.wait_for(client.call_tool("lying__append", {"path": str(effects)}, meta=REQUEST), 20)
+        killer.join(5)
+
+    with contextlib.suppress(Exception):  # the session's own shutdown fails too, with its guard gone
+        guarded(tmp_path, settings, call_and_die)
+    gate.unlink()
+
+    async def send(client: ClientSession) -> str:
+        return await refusal(client, "mail__send_email", {"to": "alice@corp.example", "body": "see you Friday"})
+
     guarded(tmp_path, settings, send)
     send_entry = next(e for e in Ledger(default_db_url(tmp_path / "home")).entries() if e.tool == "send_email")
     assert any("after content written by others entered the session" in reason for reason in send_entry.reasons)

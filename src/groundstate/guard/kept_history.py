@@ -37,7 +37,8 @@ kept_rows = Table(
     "mcp_history", _TABLES,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("session", String(200), nullable=False, index=True),
-    Column("kind", String(8), nullable=False),  # "result", or "request" (a declared request: its text in ``text``)
+    Column("kind", String(8), nullable=False),  # "result"; "request" (a declared request, in ``text``); "pending"
+    # (a forwarded call whose result is to come: its ledger entry in ``number``)
     Column("number", Integer, nullable=False),  # a result's place in the session that kept it
     Column("call", String(40), nullable=False),
     Column("server", String(200), nullable=False),
@@ -65,13 +66,14 @@ class KeptHistory:
         # the oldest results past either bound, as the session in memory drops them (the newest counted first)
         self._trim = sql("DELETE FROM mcp_history WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER "
                          "BY id DESC) AS place, SUM(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total "
-                         "FROM mcp_history WHERE session = ? AND kind = 'result') AS newest WHERE place > ? OR "
+                         "FROM mcp_history WHERE session = ? AND kind <> 'request') AS newest WHERE place > ? OR "
                          "total > ?) RETURNING id")  # fmt: skip
         self._trim_requests = sql("DELETE FROM mcp_history WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() "
                                   "OVER (ORDER BY id DESC) AS place FROM mcp_history WHERE session = ? AND kind = "
                                   "'request') AS newest WHERE place > ?)")  # fmt: skip
         self._load = sql("SELECT kind, number, call, server, tool, text, fields, origins, marked FROM mcp_history "
                          "WHERE session = ? ORDER BY id")  # fmt: skip
+        self._settled = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'pending' AND number = ?")
         self._sessions = sql("SELECT DISTINCT session FROM mcp_history")
         self._forget = sql("DELETE FROM mcp_history WHERE session = ?")
 
@@ -88,6 +90,9 @@ class KeptHistory:
                 if kind == "request" and isinstance(text, str):
                     requests.append(text)
                     continue
+                if kind == "pending":  # a result the client read and no guard kept: unseen
+                    unreadable = True
+                    continue
                 parts.append(Kept(int(number), str(call), str(server), str(tool), _text(text), _fields(fields),
                                   tuple(decode_facts(origins)), bool(marked)))  # fmt: skip
             except (TypeError, ValueError, RecordedFactsError):
@@ -100,13 +105,23 @@ class KeptHistory:
             db.exec_driver_sql(self._insert, (session, "request", 0, "", "", "", text, len(text), "{}", "[]", 0))
             db.exec_driver_sql(self._trim_requests, (session, MAX_REQUESTS))
 
-    def result(self, session: str, part: Kept, db: Executes | None = None) -> None:
-        """A result the session kept, kept here too, and the oldest past the bounds removed."""
+    def pending(self, session: str, entry: int, db: Executes | None = None) -> None:
+        """A call is forwarded (the guard's ledger entry ``entry``): its result is to come (``result``). Written
+        with the call's intent, before the effect: a guard that dies before it keeps the result leaves this row,
+        and the session resumed from it is marked — the client's model read a result the next guard cannot see."""
+        with within(self.engine, db) as db:
+            db.exec_driver_sql(self._insert, (session, "pending", entry, "", "", "", "", 0, "{}", "[]", 0))
+
+    def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> None:
+        """A result the session kept, kept here too (in place of its call's ``pending`` row, when ``entry``
+        names one), and the oldest past the bounds removed."""
         row = (session, "result", part.number, part.call, part.server, part.tool, part.text, len(part.text),
                json.dumps(part.fields, ensure_ascii=False), encode_facts(list(part.origins)), int(part.marked))
         calls, size = self._untrimmed.get(session, (0, 0))
         calls, size = calls + 1, size + len(part.text)
         with within(self.engine, db) as db:
+            if entry is not None:
+                db.exec_driver_sql(self._settled, (session, entry))
             db.exec_driver_sql(self._insert, row)
             if calls >= self.TRIM_EVERY or size > self.max_bytes // 4:
                 db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))

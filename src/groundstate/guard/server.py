@@ -40,7 +40,7 @@ from ..errors import AccessError, AuthenticationError, ConfigurationError, Groun
 from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
-from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, parent_process
+from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, parent_process, within
 from . import local_tools
 from .callers import OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
@@ -371,10 +371,15 @@ class Guard:
         recorded result (an idempotency key seen before), or the doubt about it (that key's call was in flight when
         a guard died)."""
         scope, position = call.where(entry)
-        try:
-            return self.journal.begin(scope, position, call.named, call.arguments, db=db)
-        except CallInDoubt as exc:
-            return exc
+        with within(self.ledger.engine, db) as db:
+            try:
+                recorded = self.journal.begin(scope, position, call.named, call.arguments, db=db)
+            except CallInDoubt as exc:
+                return exc
+            if recorded is None and call.kept is not None and self.kept is not None:
+                # its result is on its way: should this guard die before keeping it, the next finds the gap
+                self.kept.pending(call.kept, entry, db)
+            return recorded
 
     async def _forward(
         self, call: _Call, entry: int, recorded: dict[str, Any] | CallInDoubt | None
@@ -435,7 +440,7 @@ class Guard:
             if recorded is not None:
                 self.journal.finish(*call.where(entry), call.named, call.arguments, recorded, db=db)
             if call.kept is not None and self.kept is not None:
-                self.kept.result(call.kept, part, db)
+                self.kept.result(call.kept, part, db, entry)
 
     async def journaled(self) -> None:
         """Wait until every result being journaled is (``_finish``)."""
