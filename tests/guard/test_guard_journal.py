@@ -170,7 +170,9 @@ def test_an_identical_call_while_another_guard_forwards_one_is_not_in_doubt(tmp_
 
 def test_the_answer_does_not_wait_for_its_result_to_be_journaled_and_a_retry_waits_for_it(tmp_path: Path) -> None:
     """A forwarded call's result is journaled after its answer went out (bench/mcp: ~0.2 ms less per call): while
-    another connection holds the store's write lock, the client still has its answer at once. The same call sent
+    another connection holds the store's write lock, the client still has its answer at once. (The guard runs as its
+    PID namespace's first process, so it keeps no history for a next guard: a kept result is written before the
+    answer, and would wait for the lock — docs/provenance.md.) The same call sent
     again with its idempotency key waits until that result is journaled, and gets it — not the intent alone, which
     would read as a call in doubt — and nothing runs twice."""
     effects, pids, gate = tmp_path / "effects.txt", tmp_path / "effects.pids", tmp_path / "effects.gate"
@@ -199,7 +201,8 @@ def test_the_answer_does_not_wait_for_its_result_to_be_journaled_and_a_retry_wai
         retried = await asyncio.wait_for(again, 20)
         return [answered.content[0].text, waiting, retried.content[0].text]  # type: ignore[union-attr]
 
-    assert guarded(tmp_path, config, use) == ["appended", True, "appended"]
+    unshared = ["unshare", "--pid", "--fork", "--mount-proc"]
+    assert guarded(tmp_path, config, use, wrapper=unshared) == ["appended", True, "appended"]
     assert effects.read_text() == "ran\n"  # the retry got the recorded result: nothing ran twice
     entries = ToolJournal(default_db_url(tmp_path / "home")).entries("mcp:")
     assert [(entry.tool, entry.state) for entry in entries] == [("lying/append", "done")]

@@ -1,11 +1,14 @@
 """What a stdio guard keeps of its session for the client's next guard process, on SQLite and on PostgreSQL: read
-back in order, within the bounds (the oldest results removed first, counted by number and by characters; then the
-session resumes marked), the declared requests beside them, and removed once the client process that kept them is
-gone."""
+back in order, within the bounds (the oldest results removed first, counted by number and by characters of text and
+data; then the session resumes marked), a forwarded call's empty place read as something unseen, and removed once
+the client process that kept it is gone — or, when no guard here can tell, after a week without a write."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
+import uuid
 
 from sqlalchemy import create_engine, text
 
@@ -17,54 +20,81 @@ from groundstate.store import parent_process, this_process
 from ..postgres import postgres  # noqa: F401 (the PostgreSQL fixture)
 
 
-def part(number: int, text: str) -> Kept:
+def part(number: int, said: str, fields: dict[str, int] | None = None) -> Kept:
     origins = (("flow_argument_from", (f"call-{number}", "to", f"call-{number - 1}", Name("/whole"))),)
-    return Kept(number, f"call-{number}", "mail", "read_inbox", text, {"bob@x.example": 1}, origins, False)
+    data = {"bob@x.example": 1} if fields is None else fields
+    return Kept(number, f"call-{number}", "mail", "read_inbox", said, data, origins, False)
+
+
+def namespace() -> str:
+    return str(os.stat("/proc/self/ns/pid").st_ino)
 
 
 def test_results_come_back_in_order_within_both_bounds(store_url: str) -> None:
     engine = create_engine(store_url)
     writer = KeptHistory(engine, max_calls=100, max_bytes=10_000)  # trims nothing of these
-    session = f"stdio:{this_process()}"
-    writer.request(session, "Summarise my mail")
+    session = f"stdio:{namespace()}:{this_process()}:{uuid.uuid4().hex}"
     for number, said in enumerate(["a" * 10, "b" * 10, "c" * 10, "d" * 10], 1):
-        writer.result(session, part(number, said))
+        writer.result(session, part(number, said, {}))
     kept = KeptHistory(engine, max_calls=3, max_bytes=25)  # a guard started with smaller bounds
-    requests, parts, unseen = kept.load(session)
-    assert requests == ["Summarise my mail"] and unseen  # two results removed: the session resumes marked
+    parts, unseen = kept.load(session)
+    assert unseen  # two results removed: the session resumes marked
     assert [(p.number, p.text) for p in parts] == [(3, "c" * 10), (4, "d" * 10)]  # 4 > 3 calls; 30 > 25 characters
-    assert kept.load(session)[1:] == (parts, False)  # removed from the store: nothing more is missing now
-    assert parts[1] == part(4, "d" * 10)  # read back whole: the data and the origins with their names
-    assert kept.load("stdio:another-client") == ([], [], False)
+    assert parts[1] == part(4, "d" * 10, {})  # read back whole: the data and the origins with their names
+    assert kept.load(session) == (parts, False)  # removed from the store: nothing more is missing now
+    assert kept.load("stdio:another-client") == ([], False)
 
 
-def test_what_a_gone_client_process_kept_is_removed(store_url: str) -> None:
-    kept = KeptHistory(create_engine(store_url), max_calls=10, max_bytes=1000)
+def test_a_call_whose_result_no_guard_kept_is_unseen(store_url: str) -> None:
+    kept = KeptHistory(create_engine(store_url), max_calls=10, max_bytes=10_000)
+    session = f"stdio:{namespace()}:{this_process()}:{uuid.uuid4().hex}"
+    kept.pending(session, 7)
+    kept.result(session, part(1, "kept"), entry=7)  # its place taken by its result
+    assert kept.load(session) == ([part(1, "kept")], False)
+    kept.pending(session, 8)  # forwarded, and its guard died before keeping what came back
+    assert kept.load(session) == ([part(1, "kept")], True)
+
+
+def test_what_a_gone_client_process_kept_is_removed_and_what_no_guard_here_can_check_ages_out(
+    store_url: str,
+) -> None:
+    engine = create_engine(store_url)
+    kept = KeptHistory(engine, max_calls=10, max_bytes=1000)
     ended = subprocess.run(["/bin/sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
-    gone = f"stdio:{this_process().split(':')[0]}:{ended.stdout.strip()}:1"  # a process that ran, and no longer does
-    here = f"stdio:{parent_process()}"  # the process that started this one: running
-    for session in (gone, here):
+    host = this_process().split(":")[0]
+    gone = f"stdio:{namespace()}:{host}:{ended.stdout.strip()}:1"  # a process that ran, and no longer does
+    here = f"stdio:{namespace()}:{parent_process()}"  # the process that started this one: running
+    elsewhere = f"stdio:4026531999:other-host-{uuid.uuid4().hex}:4242:99"  # another namespace and host: unknowable
+    for session in (gone, here, elsewhere):
         kept.result(session, part(1, "hello there"))
     assert kept.forget_gone() == 1
-    assert kept.load(gone) == ([], [], False)
-    assert [p.number for p in kept.load(here)[1]] == [1]
+    assert kept.load(gone) == ([], False)
+    assert [p.number for p in kept.load(here)[0]] == [1]
+    assert [p.number for p in kept.load(elsewhere)[0]] == [1]  # a live client in another container is not erased
+    with engine.begin() as db:
+        db.execute(text("UPDATE mcp_history SET at = :old WHERE session = :s"),
+                   {"old": int(time.time()) - 8 * 24 * 3600, "s": elsewhere})  # fmt: skip
+    assert kept.forget_gone() == 1  # a week without a write: removed
+    assert kept.load(elsewhere) == ([], False)
+    assert [p.number for p in kept.load(here)[0]] == [1]
 
 
 def test_a_long_session_keeps_the_store_near_its_bounds_as_it_goes(store_url: str) -> None:
     """Between loads, the oldest results are removed as results are added (every ``KeptHistory.TRIM_EVERY``, or
-    sooner once a quarter of the bytes' bound came in): a guard serving one session for days does not fill the
-    store."""
+    sooner once a quarter of the bytes' bound came in — its structured data counted too): a guard serving one
+    session for days does not fill the store."""
     engine = create_engine(store_url)
     kept = KeptHistory(engine, max_calls=2, max_bytes=1_000_000)
-    session = f"stdio:{this_process()}"
+    session = f"stdio:{namespace()}:{this_process()}:{uuid.uuid4().hex}"
     for number in range(1, 41):
         kept.result(session, part(number, f"result {number}"))
-    with engine.connect() as db:
-        count = db.execute(text("SELECT COUNT(*) FROM mcp_history WHERE session = :s"), {"s": session}).scalar_one()
-    assert count <= 2 + KeptHistory.TRIM_EVERY
+    assert _count(engine, session) <= 2 + KeptHistory.TRIM_EVERY
     kept = KeptHistory(engine, max_calls=100, max_bytes=100)  # the bytes' bound: each result removes the older
     for number in range(41, 61):
-        kept.result(session, part(number, "x" * 40))
-    with engine.connect() as db:
-        count = db.execute(text("SELECT COUNT(*) FROM mcp_history WHERE session = :s"), {"s": session}).scalar_one()
-    assert count <= 3  # 40 characters each, more than a quarter of 100: trimmed at every one
+        kept.result(session, part(number, "x", {f"datum-{n}": 1 for n in range(4)}))  # 51 characters of data
+    assert _count(engine, session) <= 2
+
+
+def _count(engine: object, session: str) -> int:
+    with engine.connect() as db:  # type: ignore[attr-defined]
+        return int(db.execute(text("SELECT COUNT(*) FROM mcp_history WHERE session = :s"), {"s": session}).scalar_one())

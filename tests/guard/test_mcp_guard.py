@@ -51,15 +51,18 @@ def _search_path() -> dict[str, str]:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
 
 
-def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False,
-            env: dict[str, str] | None = None, shell: bool = False) -> Any:  # fmt: skip
+def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False, env: dict[str, str] | None = None,
+            shell: bool = False, wrapper: list[str] | None = None) -> Any:  # fmt: skip
     """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml and ``env``
     added to its environment); with ``stderr``, (what ``use`` returned, what the guard wrote on its stderr); with
-    ``shell``, the guard started by a shell that waits for it (another client process than this one)."""
+    ``shell``, the guard started by a shell that waits for it (another client process than this one); ``wrapper``:
+    a command the guard's command line is given to (``unshare …``)."""
     (tmp_path / "groundstate.toml").write_text(config)
     command, arguments = sys.executable, ["-m", "groundstate", "mcp", "serve"]
     if shell:
         command, arguments = "/bin/sh", ["-c", f'"{sys.executable}" -m groundstate mcp serve; exit $?']
+    if wrapper:
+        command, arguments = wrapper[0], [*wrapper[1:], command, *arguments]
     params = StdioServerParameters(command=command, args=arguments,
                                    cwd=str(tmp_path), env={"GROUNDSTATE_HOME": str(tmp_path / "home"),
                                                            "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml"),

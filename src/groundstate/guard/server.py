@@ -40,12 +40,11 @@ from ..errors import AccessError, AuthenticationError, ConfigurationError, Groun
 from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
-from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, parent_process, within
+from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, within
 from . import local_tools
 from .callers import OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
-from .kept_history import PREFIX as KEPT_PREFIX
-from .kept_history import KeptHistory
+from .kept_history import KeptHistory, client_key
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Prepared, Verdict, check_arguments
 from .sdk_log import one_line_sdk_logs
@@ -129,7 +128,6 @@ class _Call:
     prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
     kept: str | None = None  # where the store keeps its session for the client's next guard (stdio), if it does
-    new_request: str = ""  # the request its client declared, when it was new to the session (kept with it)
 
     @property
     def scope(self) -> str:
@@ -184,12 +182,12 @@ class Guard:
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
         self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
-        self.kept = kept
-        self._kept_key = f"{KEPT_PREFIX}{parent_process()}"  # the client process that started this guard (stdio)
-        if kept is not None:
-            requests, parts, unreadable = kept.load(self._kept_key)
-            resumed = self.history.resume(STDIO, requests, parts)
-            resumed.overflowed = resumed.overflowed or unreadable  # a row left out: what it said is unseen
+        self._kept_key = client_key()  # the client process that started this guard (stdio), if it can be told
+        self.kept = kept if self._kept_key is not None else None
+        if self.kept is not None and self._kept_key is not None:
+            parts, unseen = self.kept.load(self._kept_key)
+            resumed = self.history.resume(STDIO, parts)
+            resumed.overflowed = resumed.overflowed or unseen  # something the client read is not there
         for server, listed in upstreams.tools.items():
             policy.add_tools(server, listed, (labels or {}).get(server, {}))
 
@@ -233,10 +231,10 @@ class Guard:
         request = _declared_request(params)
         prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
-        prepared, declared = await self._in_session(session, heavy, prepare)
+        prepared = await self._in_session(session, heavy, prepare)
         kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account,
-                     kept, request if declared and kept else "")  # fmt: skip
+                     kept)  # fmt: skip
         await self.journaled()  # every earlier result journaled first: a retried key finds its result, not an intent
         admitting = asyncio.to_thread if heavy else partial(in_store, self.ledger.engine)  # megabytes of arguments
         admitted = await admitting(self._admit, call)  # are written to the ledger and the journal off the loop too
@@ -256,12 +254,14 @@ class Guard:
             said = types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
             record = partial(self._record, session, verdict.call, call.server, call.tool, said, call.prepared.facts)
             seen = await self._in_session(session, False, record)  # attack wrote its instructions into one)
-            self._settle(call, entry, None, Kept.of(seen, session.overflowed))
+            await self._keep(call, entry, Kept.of(seen, session.overflowed))
             raise
         record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts)
         seen = await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model
-        self._settle(call, entry, result if fresh else None, Kept.of(seen, session.overflowed))  # reads it: a
-        return result  # value it then sends is tied to this result
+        await self._keep(call, entry, Kept.of(seen, session.overflowed))  # reads it: a value it then sends is tied
+        if fresh:  # to this result, by this guard and by the client's next
+            self._settle(call, entry, result)
+        return result
 
     async def _in_session(self, session: Session, heavy: bool, work: Callable[[], _T]) -> _T:
         """``work``, which takes ``session``'s history lock: on the event loop when it is light and none of the
@@ -288,13 +288,12 @@ class Guard:
         return await asyncio.wrap_future(running)
 
     def _prepare(self, session: Session, request: str, server: str, tool: str, arguments: dict[str, Any],
-                 flattened: list[tuple[str, Any]], client: str) -> tuple[Prepared, bool]:  # fmt: skip
-        """The client's declared request kept (and whether it was new), then the call's facts with its provenance:
-        the work that grows with the arguments, done before the admission (which decides one call at a time, in the
-        store's transaction)."""
-        declared = self.history.declare(session, request)
+                 flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
+        """The client's declared request kept, then the call's facts with its provenance: the work that grows with
+        the arguments, done before the admission (which decides one call at a time, in the store's transaction)."""
+        self.history.declare(session, request)
         provenance = partial(self.history.facts, session)
-        return self.policy.prepare(server, tool, arguments, client, provenance, flattened), declared
+        return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
 
     def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult,
                 decided: Sequence[tuple[str, tuple[Any, ...]]]) -> Seen:  # fmt: skip
@@ -362,8 +361,6 @@ class Guard:
                       file=sys.stderr, flush=True)  # fmt: skip
             if verdict.decision == "permit":
                 admitted.recorded = self._begin(call, entry, db)
-            if call.new_request and call.kept is not None and self.kept is not None:  # for the client's next guard
-                self.kept.request(call.kept, call.new_request, db)
         return admitted
 
     def _begin(self, call: _Call, entry: int, db: Any = None) -> dict[str, Any] | CallInDoubt | None:
@@ -409,38 +406,39 @@ class Guard:
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
         return result, True
 
-    def _settle(self, call: _Call, entry: int, result: types.CallToolResult | None, part: Kept) -> None:
-        """In a task of its own, which runs once the answer is on its way to the client: a fresh ``result``
-        journaled, and the session's new ``part`` kept for the client's next guard (stdio). The answer does not wait
-        ~0.2 ms for a transaction that changes nothing it says; should the guard die in between, the call is left
-        with its intent alone — in doubt, as if it had died during the call, and an operator decides. The next
-        admission waits for it (``journaled``), and so does the guard's stop."""
-        if result is None and call.kept is None:
+    async def _keep(self, call: _Call, entry: int, part: Kept) -> None:
+        """A result the client is about to read, kept for the client's next guard process (stdio), before it reads
+        it: kept afterwards, a guard stopped in between (its client's SIGTERM) left the next one blind to it. A
+        write that fails leaves the call's place empty: the next guard resumes the session marked."""
+        if call.kept is None or self.kept is None:
             return
-        settling = asyncio.get_running_loop().create_task(self._settled(call, entry, result, part))
+        try:
+            await in_store(self.ledger.engine, self.kept.result, call.kept, part, None, entry)
+        except Exception as exc:  # the client still gets its answer; the next guard finds the place empty
+            print(f"groundstate mcp guard: the result of {call.named} (call {entry}) could not be kept for the "
+                  f"client's next guard: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)  # fmt: skip
+
+    def _settle(self, call: _Call, entry: int, result: types.CallToolResult) -> None:
+        """A fresh result journaled, in a task of its own, which runs once the answer is on its way to the client:
+        the answer does not wait ~0.2 ms for a transaction that changes nothing it says. Should the guard die in
+        between, the call is left with its intent alone — in doubt, as if it had died during the call, and an
+        operator decides. The next admission waits for it (``journaled``), and so does the guard's stop."""
+        settling = asyncio.get_running_loop().create_task(self._finish(call, entry, result))
         self._journaling.add(settling)
         settling.add_done_callback(self._journaling.discard)
 
-    async def _settled(self, call: _Call, entry: int, result: types.CallToolResult | None, part: Kept) -> None:
+    async def _finish(self, call: _Call, entry: int, result: types.CallToolResult) -> None:
         try:
-            recorded = None
-            if result is not None:
-                recorded = result.model_dump(mode="json", exclude_none=True)
-                if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
-                    recorded = {"is_error": result.is_error,
-                                "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}  # fmt: skip
-            await in_store(self.journal.engine, self._write_settled, call, entry, recorded, part)
+            recorded = result.model_dump(mode="json", exclude_none=True)
+            if len(json.dumps(recorded)) > MAX_JOURNALED_RESULT:
+                recorded = {"is_error": result.is_error,
+                            "cut": f"the result was longer than {MAX_JOURNALED_RESULT} bytes"}  # fmt: skip
+            await in_store(self.journal.engine, self.journal.finish, *call.where(entry), call.named, call.arguments,
+                           recorded)  # fmt: skip
         except Exception as exc:  # the client has its answer: the call stays in doubt, and the operator is told
             print(f"groundstate mcp guard: the result of {call.named} (call {entry}) could not be journaled: "
                   f"{type(exc).__name__}: {exc}; an identical call is held as in doubt", file=sys.stderr,
                   flush=True)  # fmt: skip
-
-    def _write_settled(self, call: _Call, entry: int, recorded: dict[str, Any] | None, part: Kept) -> None:
-        with hot_transaction(self.journal.engine) as db:
-            if recorded is not None:
-                self.journal.finish(*call.where(entry), call.named, call.arguments, recorded, db=db)
-            if call.kept is not None and self.kept is not None:
-                self.kept.result(call.kept, part, db, entry)
 
     async def journaled(self) -> None:
         """Wait until every result being journaled is (``_finish``)."""

@@ -345,20 +345,20 @@ class History:
                 return True
             return False
 
-    def resume(self, key: str, requests: Iterable[str], kept: Iterable[Kept]) -> Session:
+    def resume(self, key: str, kept: Iterable[Kept]) -> Session:
         """The session ``key`` continued from what an earlier process kept of it (``Kept``, oldest first), within
         this history's bounds: a client that starts a guard process per call (``langchain-mcp-adapters`` without a
-        session) is still one conversation. Numbered afresh, consecutively; marked when any part was marked, or when
-        parts are missing between them or before them (a part whose write failed: what it said is unseen)."""
+        session) is still one conversation. Numbered afresh, consecutively; marked when any part was marked, when
+        parts are missing between them or before them (a part whose write failed: what it said is unseen), or when a
+        part's origins say anything but where its own call's arguments came from (edited: left out)."""
         session = self.session(key)
-        for request in requests:
-            self.declare(session, request)
         expected = 1
         for part in kept:
+            origins = tuple(fact for fact in part.origins if _origin_of(part.call, fact))
             with session.lock:
-                session.overflowed = session.overflowed or part.marked or part.number != expected
-                self._keep(session, part.call, part.server, part.tool, part.text, Counter(part.fields),
-                           tuple(part.origins), cut=False)  # fmt: skip
+                session.overflowed = (session.overflowed or part.marked or part.number != expected
+                                      or len(origins) != len(part.origins))  # fmt: skip
+                self._keep(session, part.call, part.server, part.tool, part.text, Counter(part.fields), origins)
             expected = part.number + 1
         return session
 
@@ -461,6 +461,12 @@ def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out
             out.append(("flow_argument_mentioned", (call, key, seen.call)))
             named[seen.call] = seen
 _ORIGIN_FACTS = frozenset({"flow_argument_from", "flow_earlier", "flow_argument_in_request", "flow_text_argument"})
+
+
+def _origin_of(call: str, fact: Fact) -> bool:
+    """Whether ``fact`` says where ``call``'s own arguments came from (or that it said too much to tell)."""
+    name, args = fact
+    return (name in _ORIGIN_FACTS or name == "flow_origins_cut") and bool(args) and args[0] == call
 
 
 def _origins(call: str, facts: Sequence[Fact]) -> tuple[Fact, ...]:
