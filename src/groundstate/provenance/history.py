@@ -250,6 +250,7 @@ class Kept:
 
     @staticmethod
     def of(seen: Seen, marked: bool) -> Kept:
+        """What a process writes down of ``seen``; ``marked``: its session was marked by then."""
         return Kept(seen.number, seen.call, seen.server, seen.tool, seen.text, dict(seen.fields), seen.origins, marked)
 
 
