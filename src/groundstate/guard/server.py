@@ -541,7 +541,7 @@ async def _guard(
     async with contextlib.AsyncExitStack() as stack:
         logs = home() / "logs"  # the upstreams' stderr: a client shows the guard's own as its log
         upstreams = await connect(config.servers, stack, config.start_timeout_sec, partial=True, logs=logs)
-        for failure in upstreams.failed.values():  # one line each; the guard serves the servers that started
+        for failure in [*upstreams.failed.values(), *upstreams.left_out]:  # one line each; the guard serves the rest
             print(f"groundstate mcp guard: left out {failure}", file=sys.stderr, flush=True)
         if tools.REGISTRY:
             upstreams.tools[local_tools.SERVER] = local_tools.listed()

@@ -20,6 +20,9 @@ from .mcp_stdio import stdio_session
 
 SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # characters of a function name OpenAI's and Anthropic's APIs accept
+# characters of an upstream's own tool name: MCP's tool names are at most 128 (SEP-986); a longer one is left out,
+# and said so, rather than recorded cut short or failing every call to it (PostgreSQL's ledger column held 200)
+MAX_UPSTREAM_TOOL_NAME = 128
 
 
 class McpServerError(ConfigurationError):
@@ -41,6 +44,7 @@ class Upstreams:
     sessions: dict[str, ToolCaller] = field(default_factory=dict)
     tools: dict[str, list[Any]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # servers left out (``connect(partial=True)``), and why
+    left_out: list[str] = field(default_factory=list)  # tools of the servers that started, left out, and why
     _routes: dict[str, tuple[str, str]] | None = field(default=None, repr=False)  # exposed name -> (server, tool)
 
     def exposed(self) -> list[Any]:
@@ -109,7 +113,11 @@ async def connect(
         elif slot.error is not None:
             upstreams.failed[name] = slot.error
         else:
-            upstreams.sessions[name], upstreams.tools[name] = slot.session, slot.tools
+            upstreams.sessions[name] = slot.session
+            upstreams.tools[name] = [tool for tool in slot.tools if len(tool.name) <= MAX_UPSTREAM_TOOL_NAME]
+            upstreams.left_out += [f"mcp.servers.{name}: the tool {tool.name[:60]!r}… (its name is {len(tool.name)} "
+                                   f"characters; MCP's are at most {MAX_UPSTREAM_TOOL_NAME})"
+                                   for tool in slot.tools if len(tool.name) > MAX_UPSTREAM_TOOL_NAME]  # fmt: skip
     if upstreams.failed and (not partial or not upstreams.sessions):
         raise McpServerError("; ".join(upstreams.failed.values()))
     return upstreams
