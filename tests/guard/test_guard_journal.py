@@ -24,7 +24,7 @@ from groundstate.config import default_db_url
 from groundstate.guard import Ledger
 from groundstate.store import ToolJournal
 
-from .test_mcp_guard import guarded, refusal
+from .test_mcp_guard import guarded, kill_the_guard_mid_call, refusal
 
 SERVER = Path(__file__).with_name("effect_server.py")
 
@@ -35,19 +35,8 @@ def test_a_call_in_flight_when_the_guard_dies_is_held_not_repeated(tmp_path: Pat
     arguments = {"path": str(effects)}
     (tmp_path / "effects.slow").touch()  # the first call sleeps long enough to be killed mid-call
 
-    def kill_the_guard() -> None:
-        for _ in range(600):
-            if pids.exists() and pids.read_text():
-                guard, server = (int(pid) for pid in pids.read_text().split())
-                os.kill(guard, signal.SIGKILL)
-                time.sleep(0.5)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(server, signal.SIGKILL)  # the upstream the dead guard left behind
-                return
-            time.sleep(0.05)
-
     async def first(client: ClientSession) -> Any:
-        killer = threading.Thread(target=kill_the_guard, daemon=True)
+        killer = threading.Thread(target=kill_the_guard_mid_call, args=(pids,), daemon=True)
         killer.start()
         with pytest.raises(Exception):  # noqa: B017 - the guard died mid-call: the client's transport fails
             await asyncio.wait_for(client.call_tool("lying__append", arguments), 20)

@@ -6,8 +6,10 @@ and denied when nobody approves in time — and the repository untouched."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -78,6 +80,23 @@ def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False, env
 
     used = asyncio.run(asyncio.wait_for(session(), 120))
     return (used, errors.read_text()) if stderr else used
+
+
+def kill_the_guard_mid_call(pids: Path) -> None:
+    """Once ``effect_server.py`` wrote its ``.pids`` (it has the call: the guard is forwarding it), SIGKILL the guard
+    itself — found from the upstream up its ancestors, since the upstream's parent may be its keeper — then the
+    upstream the dead guard left behind."""
+    for _ in range(600):
+        if pids.exists() and pids.read_text():
+            server = guard = int(pids.read_text().split()[1])
+            while b"mcp\x00serve" not in Path(f"/proc/{guard}/cmdline").read_bytes():
+                guard = int(Path(f"/proc/{guard}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            os.kill(guard, signal.SIGKILL)
+            time.sleep(0.5)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGKILL)
+            return
+        time.sleep(0.05)
 
 
 TIME = f'[mcp.servers.time]\ncommand = ["{sys.executable}", "-m", "mcp_server_time", "--local-timezone", "UTC"]\n'

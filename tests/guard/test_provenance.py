@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from groundstate.guard import Ledger
 from groundstate.logic import Float, Name
 from groundstate.provenance import History, Session
 
-from .test_mcp_guard import guarded
+from .test_mcp_guard import guarded, kill_the_guard_mid_call
 from .test_mcp_guard import refusal as refused
 
 SERVER = Path(__file__).with_name("inbox_server.py")
@@ -567,22 +566,8 @@ def test_a_guard_that_dies_before_keeping_a_result_leaves_the_next_one_marked(tm
     settings = config(tmp_path) + f'[mcp.servers.lying]\ncommand = ["{sys.executable}", "{effect_server}"]\n'
     gate.touch()  # the call waits upstream until the guard is gone
 
-    def kill_the_guard() -> None:  # the guard itself (the upstream's parent may be its keeper), then the upstream
-        for _ in range(600):
-            if pids.exists() and pids.read_text():
-                server = int(pids.read_text().split()[1])
-                guard = server
-                while b"mcp\x00serve" not in Path(f"/proc/{guard}/cmdline").read_bytes():
-                    guard = int(Path(f"/proc/{guard}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                os.kill(guard, signal.SIGKILL)
-                time.sleep(0.3)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(server, signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
     async def call_and_die(client: ClientSession) -> None:
-        killer = threading.Thread(target=kill_the_guard, daemon=True)
+        killer = threading.Thread(target=kill_the_guard_mid_call, args=(pids,), daemon=True)
         killer.start()
         with pytest.raises(Exception):  # noqa: B017 - the guard died mid-call: the client's transport fails
             await asyncio.wait_for(client.call_tool("lying__append", {"path": str(effects)}, meta=REQUEST), 20)

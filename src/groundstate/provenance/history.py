@@ -335,16 +335,13 @@ class History:
                     self._forgotten.popitem(last=False)
             return found
 
-    def declare(self, session: Session, request: str) -> bool:
-        """The client's declaration of the user's request (each new one is added: a conversation has several);
-        whether it was new to the session."""
+    def declare(self, session: Session, request: str) -> None:
+        """The client's declaration of the user's request (each new one is added: a conversation has several)."""
         with session.lock:
             if request and _folded(request) not in session.request:
                 kept = (session.request + "\n" + _folded(request))[-MAX_REQUEST_CHARS:]
                 request_words, request_short = _index(kept)
                 session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
-                return True
-            return False
 
     def resume(self, key: str, kept: Iterable[Kept]) -> Session:
         """The session ``key`` continued from what an earlier process kept of it (``Kept``, oldest first), within

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Engine
 
 from ..errors import ConflictError
 from .audit import JOURNAL, StoreChain
-from .database import DriverSQL, Executes, aware, create_tables, open_engine, reading, within
+from .database import DriverSQL, Executes, aware, create_tables, hot_transaction, open_engine, reading, within
 from .holders import alive, this_process
 
 INTENT, DONE, RESOLVED = "intent", "done", "resolved"
@@ -157,13 +157,11 @@ class ToolJournal:
             finally:
                 os.close(descriptor)
 
-    def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any],
-               db: Executes | None = None) -> None:  # fmt: skip
-        """Journal the result of a call begun with the same scope, position, tool and arguments (in ``db``, the
-        caller's transaction, when given)."""
+    def finish(self, scope: str, position: int, tool: str, arguments: Any, result: dict[str, Any]) -> None:
+        """Journal the result of a call begun with the same scope, position, tool and arguments."""
         hot, key = self._hot, (scope, position, call_digest(tool, arguments))
         values = (DONE, json.dumps(result, ensure_ascii=False), hot.moment(datetime.now(UTC)))
-        with within(self.engine, db) as db:
+        with hot_transaction(self.engine) as db:
             db.exec_driver_sql(hot.finished, (*values, *key))
             self.chain.touch(db, JOURNAL, key, "done")
 
