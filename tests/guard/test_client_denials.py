@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from .test_client_snippets import clients_python  # noqa: F401 - the fixture: the clients' own environment
+from .test_http_guard import http_guard
 from .test_mcp_guard import TIME
 
 AGENT = """
@@ -106,15 +107,17 @@ class ScriptedModel(BaseHTTPRequestHandler):
         pass
 
 
-def drive(python: Path, where: Path, model: type[ScriptedModel] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``where/agent.py`` in the clients' environment against the scripted model (``model``: another script)."""
+def drive(python: Path, where: Path, model: type[ScriptedModel] | None = None,
+          more: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run ``where/agent.py`` in the clients' environment against the scripted model (``model``: another script;
+    ``more``: more environment)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), model or ScriptedModel)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     ScriptedModel.seen = []
     try:
         env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
                "GROUNDSTATE_HOME": str(where / "home"), "OPENAI_AGENTS_DISABLE_TRACING": "1",
-               "MODEL_URL": f"http://127.0.0.1:{server.server_address[1]}/v1"}  # fmt: skip
+               "MODEL_URL": f"http://127.0.0.1:{server.server_address[1]}/v1", **(more or {})}  # fmt: skip
         return subprocess.run([str(python), "agent.py"], cwd=where, env=env, capture_output=True, text=True,
                               timeout=180)  # fmt: skip
     finally:
@@ -167,21 +170,50 @@ class SteppedModel(ScriptedModel):
         self.wfile.write(reply)
 
 
+def mail_agent(where: Path, script: str) -> None:
+    """``script`` as ``where/agent.py``, asking for a summary of the mail, and a configuration whose one upstream is
+    the inbox (``inbox_server.py``: one mail dictates a send)."""
+    inbox = Path(__file__).with_name("inbox_server.py")
+    (where / "groundstate.toml").write_text(
+        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+        f'env = {{ INBOX_SENT = "{where / "sent.txt"}" }}\n[store]\nurl = "sqlite:///{where / "guard.db"}"\n')
+    (where / "agent.py").write_text(script.replace("What time is it in Pyongyang?", "Summarise my unread mail."))
+
+
+def refused_the_send(done: subprocess.CompletedProcess[str], where: Path) -> None:
+    """The agent ended cleanly, the model was told the send was denied because the read's result dictated it, and
+    nothing was sent."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    said = json.dumps([m for m in ScriptedModel.seen[-1]["messages"] if m.get("role") == "tool"][-1])
+    assert "denied by policy: mail/send_email: its argument " in said
+    assert "came from the result of mail/read_inbox (call-" in said
+    assert not (where / "sent.txt").exists()  # nothing went out
+
+
 def test_langgraph_with_a_guard_per_call_cannot_send_what_a_mail_dictated(clients_python: Path,  # noqa: F811
                                                                             tmp_path: Path) -> None:  # fmt: skip
     """LangGraph's ``create_react_agent`` with ``client.get_tools()`` as its docs show it: no session, so every call
     starts its own guard process over stdio. The model reads the mail, then sends the code the mail carries to the
     address the mail names: the send is refused, and the denial names the read — made by another guard process."""
-    inbox = Path(__file__).with_name("inbox_server.py")
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
-        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n[store]\nurl = "sqlite:///{tmp_path / "guard.db"}"\n')
-    (tmp_path / "agent.py").write_text(GRAPH.replace("What time is it in Pyongyang?", "Summarise my unread mail."))
-    done = drive(clients_python, tmp_path, SteppedModel)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    sent = [m for m in ScriptedModel.seen[-1]["messages"] if m.get("role") == "tool"][-1]
-    said = json.dumps(sent)
-    assert "denied by policy: mail/send_email: its argument " in said
-    assert "came from the result of mail/read_inbox (call-" in said
-    assert not (tmp_path / "sent.txt").exists()  # nothing went out
+    mail_agent(tmp_path, GRAPH)
+    refused_the_send(drive(clients_python, tmp_path, SteppedModel), tmp_path)
+
+
+GRAPH_OVER_HTTP = GRAPH.replace(
+    '{"command": "groundstate", "transport": "stdio",\n'
+    '                                                   "args": ["mcp", "serve", "--config", "groundstate.toml"]}',
+    '{"transport": "streamable_http", "url": os.environ["GUARD_URL"],\n'
+    '                                                   "headers": {"Authorization": "Bearer " + os.environ["TOKEN"]}}')
+
+
+def test_langgraph_over_http_with_a_session_per_call_cannot_send_what_a_mail_dictated(
+        clients_python: Path, tmp_path: Path) -> None:  # noqa: F811  # fmt: skip
+    """The same agent against ``groundstate mcp serve --http``: ``get_tools()`` opens a new MCP session for every
+    call, so the send comes in a session that read nothing — the account's earlier sessions read the mail, and the
+    send is refused naming that read."""
+    assert "streamable_http" in GRAPH_OVER_HTTP
+    mail_agent(tmp_path, GRAPH_OVER_HTTP)
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        refused_the_send(drive(clients_python, tmp_path, SteppedModel, {"GUARD_URL": url, "TOKEN": token}), tmp_path)

@@ -38,7 +38,7 @@ def test_facts_match_a_direct_scan_within_the_bounds(results: list[str], value: 
     for seen in kept:
         if folded in seen.text:
             expected.add((seen.call, "/whole"))
-        elif (words(folded) - session.request_words) & words(seen.text):
+        elif (words(folded) - session.asked.words) & words(seen.text):
             expected.add((seen.call, "/part"))
     assert found == expected
     earlier = {args[1] for name, args in facts if name == "flow_earlier"}
@@ -69,7 +69,7 @@ def test_a_value_made_of_the_users_own_words_is_read_once() -> None:
     history = History()
     session = history.session("s")
     history.declare(session, " ".join(named)[:99_000])
-    kept = session.request.split()[:-1]  # the last may be cut
+    kept = session.asked.text.split()[:-1]  # the last may be cut
     value = " ".join(rng.choice(kept) for _ in range(140_000))[:999_000].rsplit(" ", 1)[0]
     started = time.perf_counter()
     facts = history.facts(session, "now", [("body", value)])

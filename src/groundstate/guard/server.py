@@ -227,9 +227,10 @@ class Guard:
             flattened = check_arguments(arguments)
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
-        session = self.history.session(caller.session)
+        session = self.history.session(caller.history)
+        conversation = session if caller.history == caller.session else self.history.session(caller.session)
         request = _declared_request(params)
-        prepare = partial(self._prepare, session, request, *route, arguments, flattened, caller.client)
+        prepare = partial(self._prepare, session, conversation, request, *route, arguments, flattened, caller.client)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
         kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
@@ -287,12 +288,13 @@ class Guard:
         running.add_done_callback(ended)
         return await asyncio.wrap_future(running)
 
-    def _prepare(self, session: Session, request: str, server: str, tool: str, arguments: dict[str, Any],
-                 flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
-        """The client's declared request kept, then the call's facts with its provenance: the work that grows with
-        the arguments, done before the admission (which decides one call at a time, in the store's transaction)."""
-        self.history.declare(session, request)
-        provenance = partial(self.history.facts, session)
+    def _prepare(self, session: Session, conversation: Session, request: str, server: str, tool: str,
+                 arguments: dict[str, Any], flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
+        """The client's declared request kept in its ``conversation``, then the call's facts with its provenance
+        (what ``session`` was told, what the conversation asked): the work that grows with the arguments, done
+        before the admission (which decides one call at a time, in the store's transaction)."""
+        asked = self.history.declare(conversation, request)
+        provenance = partial(self.history.facts, session, asked=asked)
         return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
 
     def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult,

@@ -254,17 +254,37 @@ class Kept:
         return Kept(seen.number, seen.call, seen.server, seen.tool, seen.text, dict(seen.fields), seen.origins, marked)
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the user asked in one conversation: the requests its client declared, case-folded and joined, with
+    their words. Replaced whole when a request is added, so a decision reading it in another thread sees one."""
+
+    text: str = ""
+    words: frozenset[str] = frozenset()
+    short: frozenset[str] = frozenset()
+
+    def adding(self, request: str) -> Asked:
+        """These requests and ``request`` (one already among them is not added again), the oldest text dropped
+        past ``MAX_REQUEST_CHARS``."""
+        folded = _folded(request)
+        if not request or folded in self.text:
+            return self
+        kept = (self.text + "\n" + folded)[-MAX_REQUEST_CHARS:]
+        found, short = _index(kept)
+        return Asked(kept, frozenset(found), frozenset(short))
+
+
 @dataclass
 class Session:
     """One client session's history and declared request, with the indexes a decision reads: which results may
-    hold a value (``grams``), each distinctive word's results, the tools used."""
+    hold a value (``grams``), each distinctive word's results, the tools used. A decision may read another
+    conversation's request against these results (an HTTP account's sessions share what they were told: see
+    ``History.facts``)."""
 
     calls: deque[Seen] = field(default_factory=deque)
     size: int = 0
     overflowed: bool = False
-    request: str = ""  # case-folded
-    request_words: set[str] = field(default_factory=set)
-    request_short: set[str] = field(default_factory=set)
+    asked: Asked = Asked()
     counter: int = 0
     by_word: dict[str, set[int]] = field(default_factory=dict)
     used: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -335,13 +355,12 @@ class History:
                     self._forgotten.popitem(last=False)
             return found
 
-    def declare(self, session: Session, request: str) -> None:
-        """The client's declaration of the user's request (each new one is added: a conversation has several)."""
+    def declare(self, session: Session, request: str) -> Asked:
+        """The client's declaration of the user's request (each new one is added: a conversation has several);
+        what the conversation has asked since."""
         with session.lock:
-            if request and _folded(request) not in session.request:
-                kept = (session.request + "\n" + _folded(request))[-MAX_REQUEST_CHARS:]
-                request_words, request_short = _index(kept)
-                session.request, session.request_words, session.request_short = kept, request_words, set(request_short)
+            session.asked = session.asked.adding(request)
+            return session.asked
 
     def resume(self, key: str, kept: Iterable[Kept]) -> Session:
         """The session ``key`` continued from what an earlier process kept of it (``Kept``, oldest first), within
@@ -369,7 +388,8 @@ class History:
         kept is returned."""
         read = result if isinstance(result, Reading) else Reading(result)
         with session.lock:
-            origins = _origins(call, decided or (self._facts(session, call, arguments) if arguments else ()))
+            origins = _origins(call, decided or (self._facts(session, session.asked, call, arguments)
+                                                 if arguments else ()))  # fmt: skip
             if len(origins) > MAX_ORIGINS:  # more than a bounded report: flows.mg reads the call as steered
                 origins = (("flow_origins_cut", (call,)),)
             return self._keep(session, call, server, tool, _folded(read.text), read.fields, origins)
@@ -393,26 +413,29 @@ class History:
             session.drop_oldest()
         return seen
 
-    def facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
-        """The provenance facts of ``call`` (its arguments flattened as the policy sees them)."""
+    def facts(self, session: Session, call: str, flattened: list[tuple[str, Any]],
+              asked: Asked | None = None) -> list[Fact]:  # fmt: skip
+        """The provenance facts of ``call`` (its arguments flattened as the policy sees them) against what
+        ``session`` was told and what its conversation asked — ``asked``, when the conversation is not the session
+        whose results are read (over HTTP, an account's sessions share their results, never their requests)."""
         with session.lock:
-            out = self._facts(session, call, flattened)
+            out = self._facts(session, session.asked if asked is None else asked, call, flattened)
             return out + _steering(session, out)
 
-    def _facts(self, session: Session, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
+    def _facts(self, session: Session, asked: Asked, call: str, flattened: list[tuple[str, Any]]) -> list[Fact]:
         out: list[Fact] = [("flow_session_used", (call, server, tool)) for server, tool in session.used]
-        if session.request:
+        if asked.text:
             out.append(("flow_request_declared", (call,)))
         if session.overflowed:
             out.append(("flow_session_overflowed", (call,)))
         named: dict[str, Seen] = {}
         values, shorts = _candidates(flattened)
-        _short_facts(session, call, shorts, out, named)
+        _short_facts(session, asked, call, shorts, out, named)
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
-            said = folded in session.request
+            said = folded in asked.text
             own = set() if said else words(folded)
-            if said or (own and own <= session.request_words and _only_named(folded, own)):
+            if said or (own and own <= asked.words and _only_named(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             whole = session.containing(folded)
@@ -424,7 +447,7 @@ class History:
                     out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
                 named[seen.call] = seen
             wholly = {seen.number for seen in whole}
-            unnamed = own - session.request_words  # a word the user named ties the value to no result
+            unnamed = own - asked.words  # a word the user named ties the value to no result
             for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
                 seen = session.calls[number - session.calls[0].number]  # (kept numbers are consecutive)
                 out.append(("flow_argument_from", (call, key, seen.call, PART)))
@@ -436,7 +459,7 @@ class History:
 WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
 
 
-def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out: list[Fact],
+def _short_facts(session: Session, asked: Asked, call: str, shorts: list[tuple[str, str]], out: list[Fact],
                  named: dict[str, Seen]) -> None:  # fmt: skip
     """The facts of the short values (see ``_candidates``), added to ``out``; the results they occur in to
     ``named``. A short value is one datum of a result ("11", a file's id in a listing), or else a word of its own in
@@ -447,7 +470,7 @@ def _short_facts(session: Session, call: str, shorts: list[tuple[str, str]], out
     for key, folded in shorts:
         in_prose = [seen for seen in session.calls  # a datum is a word of the text too: a word beyond the data's
                     if seen.short.get(folded, 0) > seen.fields.get(folded, 0)]  # own is in prose  # fmt: skip
-        named_by_user = folded in session.request_short
+        named_by_user = folded in asked.short
         holding = [] if named_by_user else [seen for seen in session.calls if seen.fields.get(folded)]
         if named_by_user:
             out.append(("flow_argument_in_request", (call, key)))
