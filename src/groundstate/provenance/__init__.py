@@ -18,7 +18,7 @@ from .arguments import (
     NotJsonNumber,
     flatten,
 )
-from .history import MAX_SESSIONS, MIN_VALUE, History, Kept, Reading, Seen, Session, reading, short_words, words
+from .history import MAX_SESSIONS, MIN_VALUE, Asked, History, Kept, Reading, Seen, Session, reading, short_words, words
 
 
 def shared_rules() -> list[Path]:
@@ -37,6 +37,7 @@ __all__ = [
     "ArgumentKeysCollide",
     "ArgumentsRefused",
     "ArgumentsTooLarge",
+    "Asked",
     "History",
     "Kept",
     "NotJsonNumber",

@@ -338,6 +338,7 @@ class History:
         self.max_calls, self.max_bytes = max_calls, max_bytes
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._forgotten: OrderedDict[str, None] = OrderedDict()
+        self._asked: dict[str, OrderedDict[str, Asked]] = {}  # by history: its conversations' requests (declare_in)
         self._lock = threading.Lock()  # for the sessions' table; each session has its own (Session.lock)
 
     def session(self, key: str) -> Session:
@@ -351,6 +352,7 @@ class History:
             while len(self._sessions) > MAX_SESSIONS:
                 forgotten, _ = self._sessions.popitem(last=False)
                 self._forgotten[forgotten] = None
+                self._asked.pop(forgotten, None)  # its conversations' requests go with it (less vouched for)
                 while len(self._forgotten) > MAX_FORGOTTEN:
                     self._forgotten.popitem(last=False)
             return found
@@ -361,6 +363,24 @@ class History:
         with session.lock:
             session.asked = session.asked.adding(request)
             return session.asked
+
+    def declare_in(self, conversation: str, request: str, history: str) -> Asked:
+        """What the conversation ``conversation`` has asked, with ``request`` added, when it is not a session of its
+        own: it reads the results of the history ``history`` (an HTTP account's, shared by its sessions). Each
+        history keeps at most ``MAX_SESSIONS`` conversations' requests, the least recently used forgotten first — so
+        one account's conversations never push out another's, and a forgotten request only vouches for less. Two
+        declarations at once in one conversation may keep only one (less vouched for, never more)."""
+        with self._lock:
+            held = self._asked.setdefault(history, OrderedDict())
+            asked = held.pop(conversation, None) or Asked()
+            held[conversation] = asked
+            while len(held) > MAX_SESSIONS:
+                held.popitem(last=False)
+        grown = asked.adding(request)  # reading a long request's words: outside the lock every session takes
+        if grown is not asked:
+            with self._lock:
+                self._asked.setdefault(history, OrderedDict())[conversation] = grown
+        return grown
 
     def resume(self, key: str, kept: Iterable[Kept]) -> Session:
         """The session ``key`` continued from what an earlier process kept of it (``Kept``, oldest first), within

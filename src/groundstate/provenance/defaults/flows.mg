@@ -146,6 +146,15 @@ flow_needs_approval(C, Reason) :-
   flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_seen(C, K),
   Reason = fn:string:concat(S, "/", T, " reaches the open world with '", K, "', which neither the user's request nor any result holds, after content written by others entered the session: an operator approves it first").
 
+# A session past its bounds may have held anything, and what it dropped can no longer tie a value to it: a way out
+# that only reads, fed a value the user never named and no kept result vouches for, waits for an operator — with or
+# without a declared request (a client that declares none would otherwise fetch, unattended, a URL the dropped mail
+# dictated). Rare, unlike content written by others entering a session, so the novel values it holds stay few.
+flow_needs_approval(C, Reason) :-
+  flow_call(C, S, T), flow_way_out(S, T), !flow_effectful(S, T), flow_session_overflowed(C),
+  flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_vouched(C, K),
+  Reason = fn:string:concat(S, "/", T, " reaches the open world with '", K, "', which the user's request does not name, after the session passed its bounds (what it held before can no longer be seen): an operator approves it first").
+
 # An irreversible effect on a short id that content written by others spells out as a word ("delete the file with
 # ID '13'"), though a listing also holds the id as data or the user's request has the same word ("on June 13"):
 # short words recur by chance, so it is not refused as copied — it waits for an operator. Only destructive tools: an
