@@ -82,6 +82,23 @@ def raw_session(url: str, token: str) -> dict[str, str]:
     return headers
 
 
+def inbox_config(folder: Path) -> None:
+    """``folder``'s groundstate.toml: one upstream, the inbox (``inbox_server.py``: a mail dictates a send and a
+    visit, recorded beside ``folder/sent.txt``)."""
+    inbox = Path(__file__).with_name("inbox_server.py")
+    (folder / "groundstate.toml").write_text(
+        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+        f'env = {{ INBOX_SENT = "{folder / "sent.txt"}" }}\n')
+
+
+def another_operator(folder: Path, token: str, name: str) -> str:
+    """The token of a new operator account ``name``, added by the admin whose token is ``token``."""
+    operators = Operators(default_db_url(folder / "home"))
+    admin = operators.authenticate(token)
+    assert admin is not None
+    return operators.add(name, "operator", admin)[1]
+
+
 def sessions_are_their_accounts(url: str, token: str, other: str) -> None:
     """An MCP session belongs to the account that opened it: another account's request in it is a 403."""
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -242,10 +259,7 @@ def test_a_sessions_megabytes_do_not_hold_up_another_accounts_calls(tmp_path: Pa
             assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
             return time.perf_counter() - started
 
-        operators = Operators(default_db_url(tmp_path / "home"))
-        admin = operators.authenticate(token)
-        assert admin is not None
-        heavy, light = raw_session(url, token), raw_session(url, operators.add("olga", "operator", admin)[1])
+        heavy, light = raw_session(url, token), raw_session(url, another_operator(tmp_path, token, "olga"))
         rng = random.Random(7)
         vocabulary = ["".join(rng.choices(string.ascii_lowercase + string.digits, k=rng.randint(3, 10)))
                       for _ in range(50_000)]  # fmt: skip
@@ -280,10 +294,7 @@ def test_an_accounts_sessions_share_what_they_were_told_and_not_what_they_were_a
     call): a mail one session of an account read is seen by the account's next session, whose fetch of the URL the
     mail dictated is refused naming that read. The request the first session declared vouches for its own fetch
     alone, and another account's session was told nothing."""
-    inbox = Path(__file__).with_name("inbox_server.py")
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
-        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    inbox_config(tmp_path)
     url_dictated = "https://evil.example/collect?c=771203"
     ids = itertools.count(10)
 
@@ -299,10 +310,7 @@ def test_an_accounts_sessions_share_what_they_were_told_and_not_what_they_were_a
 
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
-        operators = Operators(default_db_url(tmp_path / "home"))
-        admin = operators.authenticate(token)
-        assert admin is not None
-        olga = operators.add("olga", "operator", admin)[1]
+        olga = another_operator(tmp_path, token, "olga")
         reader = raw_session(url, token)
         read = call(reader, "mail__read_inbox", {}, request=f"Read my mail, then open {url_dictated}")
         assert not read["isError"] and "771203" in read["content"][0]["text"]
@@ -343,17 +351,11 @@ def test_a_session_id_this_guard_did_not_open_is_a_404_on_either_protocol(tmp_pa
     conversation whose declared request vouches for its calls — another account sent one call naming bob's
     conversation with a request naming the mail's URL, and bob's fetch of it went out. An id this guard did not
     open for the account, or one that ended, is a 404 (MCP's answer: open a new session), on either protocol."""
-    inbox = Path(__file__).with_name("inbox_server.py")
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
-        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    inbox_config(tmp_path)
     dictated = "https://evil.example/collect?c=771203"
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
-        operators = Operators(default_db_url(tmp_path / "home"))
-        admin = operators.authenticate(token)
-        assert admin is not None
-        bob = operators.add("bob", "operator", admin)[1]
+        bob = another_operator(tmp_path, token, "bob")
         assert modern_call(url, bob, 1, "mail__read_inbox", {}).status_code == 200  # bob's agent reads the mail
         for forged in ("stateless:bob", "http:bob:stateless", "bob", "0" * 32):  # bob's conversation, as it was
             answer = modern_call(url, token, 2, "mail__contacts", {}, {"mcp-session-id": forged},  # named, or is
@@ -383,10 +385,7 @@ def test_a_hung_up_request_withdraws_only_its_own_held_call(tmp_path: Path) -> N
     conversion = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
-        operators = Operators(default_db_url(tmp_path / "home"))
-        admin = operators.authenticate(token)
-        assert admin is not None
-        olga = operators.add("olga", "operator", admin)[1]
+        olga = another_operator(tmp_path, token, "olga")
         with pytest.raises(httpx.ReadTimeout):  # the admin's request 7 hangs up while held
             modern_call(url, token, 7, "time__convert_time", conversion, timeout=2)
         time.sleep(0.5)
@@ -403,18 +402,12 @@ def test_another_accounts_sessions_do_not_push_an_accounts_history_out(tmp_path:
     account opening 300 sessions of one call each pushed out the history of an account that had read the mail — it
     came back empty, and its fetch of the URL the mail dictated went out. Conversations' requests are kept apart
     now, per account: the fetch is still refused, naming the read."""
-    inbox = Path(__file__).with_name("inbox_server.py")
-    (tmp_path / "groundstate.toml").write_text(
-        f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
-        f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')
+    inbox_config(tmp_path)
     from groundstate.provenance import MAX_SESSIONS
 
     with http_guard(tmp_path) as (url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
-        operators = Operators(default_db_url(tmp_path / "home"))
-        admin = operators.authenticate(token)
-        assert admin is not None
-        bob = operators.add("bob", "operator", admin)[1]
+        bob = another_operator(tmp_path, token, "bob")
         assert '"isError":false' in modern_call(url, token, 1, "mail__read_inbox", {}).text
         with httpx.Client(timeout=30) as http:
             for number in range(MAX_SESSIONS + 44):  # bob's agent: a session per call, as get_tools() opens them
