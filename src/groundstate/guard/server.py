@@ -664,7 +664,7 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
     """``app`` behind an operator account's bearer token; lifespan events pass. An MCP session belongs to the account
     that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
     history is provenance, and its cancellations withdraw its calls."""
-    owners: dict[bytes, str] = {}  # session id -> the account that opened it (the newest MAX_SESSIONS kept)
+    owners: dict[bytes, str] = {}  # session id -> the account that opened it (the MAX_SESSIONS last used kept)
     exchanges = itertools.count(1)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
@@ -686,6 +686,8 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
                 refused = UnknownSession("no MCP session with this id is open here: open a new one")
             elif session is not None and owners[session] != who.name:
                 refused = AccessError("this MCP session was opened by another account: open your own")
+            elif session is not None:  # in use: the last to be forgotten (a client connected all day stays known)
+                owners[session] = owners.pop(session)
             if refused is not None:
                 problem = http_problem(refused)
                 headers_out = [(b"content-type", b"application/json")]
