@@ -3,6 +3,7 @@ runs them). The options of run, serve and the configuration are in their own pac
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -195,3 +196,49 @@ def test_the_console_and_the_gateway_run_on_asyncios_loop_even_with_uvloop_insta
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+FREEZE_PROBE = """
+import os
+import sys
+from pathlib import Path
+
+import groundstate.long_lived as long_lived
+
+MARKER = Path(sys.argv[1])
+
+def started() -> None:  # the command reached the point where it owns its process: say so, and stop there
+    MARKER.write_text("started")
+    os._exit(0)  # (a SystemExit in the gateway's lifespan is the server's to swallow)
+
+long_lived.started = started
+sys.argv = ["groundstate", *sys.argv[2:]]
+from groundstate.cli import main
+
+main()
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "serve", "demo", "gateway", "mcp serve"])
+def test_each_command_that_owns_its_process_freezes_what_it_started_with(tmp_path: Path, command: str) -> None:
+    """``long_lived.started`` (``gc.freeze`` of what the start built: a quarter of the gateway's CPU per stream, a
+    sixth of a workflow node's time) is called by every command that owns its process, once it has started — read
+    through a probe that replaces it and stops the command there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    (tmp_path / "flow.yaml").write_text("name: m\nagents:\n  - id: writer_a\n    instructions: Write.\n")
+    inbox = Path(__file__).parent.parent / "guard" / "inbox_server.py"
+    (tmp_path / "groundstate.toml").write_text(f'[mcp.servers.mail]\ncommand = ["{sys.executable}", "{inbox}"]\n'
+                                               f'env = {{ INBOX_SENT = "{tmp_path / "sent.txt"}" }}\n')  # fmt: skip
+    arguments = {"run": ["run", "flow.yaml", "--model", "openai-chat:m@http://127.0.0.1:9"],
+                 "serve": ["serve", "--port", port],
+                 "demo": ["demo", "--port", port, "--decide", "abort", "--model", "openai-chat:m@http://127.0.0.1:9"],
+                 "gateway": ["gateway", "--upstream", "https://api.example", "--listen", f"127.0.0.1:{port}"],
+                 "mcp serve": ["mcp", "serve", "--config", "groundstate.toml"]}[command]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDSTATE_CONFIG"} | {"GROUNDSTATE_HOME": str(tmp_path)}
+    marker = tmp_path / "started.txt"
+    with contextlib.suppress(subprocess.TimeoutExpired):  # a command that never calls it serves on: stopped
+        subprocess.run([sys.executable, "-c", FREEZE_PROBE, str(marker), *arguments], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.PIPE)  # fmt: skip
+    assert marker.exists() and marker.read_text() == "started", f"{command} never called long_lived.started"

@@ -249,3 +249,34 @@ def test_the_gateway_refuses_a_hold_it_is_given_in_code_once() -> None:
         with pytest.raises(HoldRefused, match="publish hold is 0 to 1 seconds"):
             Gateway("http://127.0.0.1:9", publish_hold=hold)
     assert Gateway("http://127.0.0.1:9", publish_hold=1.0).publish_hold == 1.0
+
+
+def test_what_the_gateway_started_with_is_out_of_the_collectors_reach_once_it_serves() -> None:
+    """The gateway's start (its imports) is frozen out of the garbage collector (``gc.freeze``) before it serves:
+    each full collection walked it all again, a quarter of the gateway's CPU per stream (docs/benchmarks.md)."""
+    import asyncio
+    import gc
+    from collections.abc import MutableMapping
+    from typing import Any
+
+    from groundstate.providers import Gateway
+
+    gateway = Gateway("http://127.0.0.1:9")
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[str] = []
+    frozen_before = gc.get_freeze_count()
+
+    async def receive() -> dict[str, str]:
+        return next(messages)
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message["type"])
+        if message["type"] == "lifespan.startup.complete":
+            sent.append(f"frozen {gc.get_freeze_count()}")
+
+    try:
+        asyncio.run(gateway({"type": "lifespan"}, receive, send))
+    finally:
+        gc.unfreeze()
+    assert sent[0] == "lifespan.startup.complete" and sent[-1] == "lifespan.shutdown.complete"
+    assert int(sent[1].split()[1]) > max(frozen_before, 10_000)  # its modules' objects, not a handful

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 import uvicorn
 
-from .. import tracing
+from .. import long_lived, tracing
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION, default_db_url, load_config
 from ..errors import GroundstateError
 from ..providers import SHUTDOWN_GRACE_SEC
@@ -79,6 +79,7 @@ def serve(
     driving = _executor(runtime, executor)
     server, _ = _server(runtime, host, port, driving)
     say(console, f"console: http://{host}:{port}/  (API docs: /api/docs); runs are driven {_where(driving)}")
+    long_lived.started()
     try:
         server.run()
     finally:
@@ -103,6 +104,7 @@ def demo(
     runtime = configured_runtime(db, config)
     driving = _executor(runtime, None)
     server, token = _server(runtime, "127.0.0.1", port, driving)
+    long_lived.started()
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

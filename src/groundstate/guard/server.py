@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import itertools
 import json
 import socket
@@ -35,7 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .. import tools, tracing
+from .. import long_lived, tools, tracing
 from ..config import ProjectConfig, home
 from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, NotFoundError, http_problem
 from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
@@ -582,14 +581,6 @@ async def _guard(
             await asyncio.shield(guard.journaled())
 
 
-def settled() -> None:
-    """What the guard built to start — the policy's engine, the upstreams' tool schemas, the SDK's models — lives
-    as long as it does: moved out of the collector's reach (``gc.freeze``), every collection stops scanning it again.
-    Measured in-process, a forwarded call took 2.9 ms instead of 3.9 (docs/benchmarks.md, "The MCP guard")."""
-    gc.collect()
-    gc.freeze()
-
-
 def _loop_first() -> None:
     """The event loop given Python's lock within ``SWITCH_INTERVAL_SEC`` of asking for it while a worker thread
     reads a session's megabytes (its provenance, ``Guard._in_session``). At CPython's 5 ms, each of the loop's
@@ -612,7 +603,7 @@ async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
     """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
     database at ``store_url``)."""
     async with _guard(settings, store_url, "stdio") as (server, upstreams, guard):
-        settled()
+        long_lived.started()
         _loop_first()
         _started(upstreams, "stdio")
         # every line measured before the SDK's recursive parser sees it
@@ -630,7 +621,7 @@ async def serve_http(settings: ProjectConfig, store_url: str, host: str, port: i
     departures = Departures()
     async with _guard(settings, store_url, "http", departures) as (server, upstreams, _):
         app = _bearer(server.streamable_http_app(host=host), operators, departures)
-        settled()
+        long_lived.started()
         _loop_first()
         listener = _listening(host, port)
         _started(upstreams, f"http://{host}:{port}/mcp")

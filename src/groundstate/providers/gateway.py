@@ -23,7 +23,7 @@ from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from yarl import URL
 
-from .. import safejson, tracing
+from .. import long_lived, safejson, tracing
 from ..errors import AuthenticationError, GroundstateError, http_problem
 from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
@@ -180,6 +180,7 @@ class Gateway:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    long_lived.started()  # what the gateway started with: out of the collector's reach
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.close()

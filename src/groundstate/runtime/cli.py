@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from .. import long_lived
 from ..config import CONFIG_OPTION, DB_OPTION, EXECUTOR_OPTION
 from ..errors import GroundstateError, exit_code
 from ..store import ACT, ADMINISTER, NotAuthenticated, NotPermitted, command_line_operator, verify_store
@@ -82,6 +83,7 @@ def _drive(
         driver = TerminalDriver(runtime, run_id, console, lambda: command_line_operator(runtime.store.url, ACT).actor,
                                 executor)  # fmt: skip
         autopilot = Autopilot(decide, instructions, max_decisions) if decide is not None else None
+        long_lived.started()  # the command owns its process, and what it built to start lives as long as it does
         state = driver.drive(autopilot, ask_in_terminal(console), resume_failed)
     except (LeaseHeld, NotAuthenticated, NotPermitted) as exc:
         return _failed(exc)
