@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from groundstate import long_lived
 from groundstate.runtime import AgentStarted, NodeCreated, RunStarted, ToolCall, ToolResult
 from groundstate.runtime.backends import Piece
 from groundstate.runtime.runner import Runtime
@@ -171,11 +172,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of groundstate and LangGraph")
+    parser.add_argument("--no-freeze", action="store_true", help="leave the garbage collector as Python starts it")
     args = parser.parse_args()
     nodes = 100 if args.quick else 1000
     print(f"python {sys.version.split()[0]} on {platform.machine()}, {nodes}-node layered DAG (10 wide)")
     import langgraph.checkpoint.sqlite  # the peer's imports, before anything is timed
     import langgraph.graph  # noqa: F401
+
+    if not args.no_freeze:  # as `groundstate run` does once started: for every row, the peers' too (one process)
+        long_lived.started()
 
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder)
