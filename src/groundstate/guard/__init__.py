@@ -4,6 +4,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, McpServerError, Upstreams, connect
+from .http_sessions import SessionOwners
 from .kept_history import KeptHistory
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, RowChanged, UnknownCall
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
@@ -31,6 +32,7 @@ __all__ = [
     "ReplyPolicy",
     "RowChanged",
     "RuledGate",
+    "SessionOwners",
     "UnknownCall",
     "Upstreams",
     "Verdict",

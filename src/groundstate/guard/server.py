@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import long_lived, tools, tracing
 from ..config import ProjectConfig, home
-from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, NotFoundError, http_problem
+from ..errors import AccessError, AuthenticationError, ConfigurationError, GroundstateError, http_problem
 from ..provenance import ArgumentsRefused, History, Kept, Seen, Session, reading
 from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, UpstreamRefused, Upstreams, connect
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
@@ -44,6 +44,7 @@ from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, i
 from . import local_tools
 from .callers import EXCHANGE_STATE, OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
+from .http_sessions import SessionOwners, TwoSessionIds
 from .kept_history import KeptHistory, client_key
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Prepared, Verdict, check_arguments
@@ -495,10 +496,6 @@ class Departures:
         return exchange in self._gone
 
 
-class UnknownSession(NotFoundError):
-    """A request names an MCP session this guard did not open, or one that ended (MCP: the client opens another)."""
-
-
 class _NotForwarded(GroundstateError):
     """A permitted call the journal will not let run (in doubt, or already run with a result too large to keep)."""
 
@@ -655,7 +652,7 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
     """``app`` behind an operator account's bearer token; lifespan events pass. An MCP session belongs to the account
     that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
     history is provenance, and its cancellations withdraw its calls."""
-    owners: dict[bytes, str] = {}  # session id -> the account that opened it (the MAX_SESSIONS last used kept)
+    owners = SessionOwners()
     exchanges = itertools.count(1)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
@@ -663,22 +660,21 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
             headers = dict(scope["headers"])
             sent = headers.get(b"authorization", b"").decode("latin-1")
             who = operators.authenticate(sent.removeprefix("Bearer ").strip()) if sent.startswith("Bearer ") else None
-            session = headers.get(b"mcp-session-id")
             refused: GroundstateError | None = None
+            session: bytes | None = None
             if who is None:
                 refused = AuthenticationError("missing or wrong token (Authorization: Bearer <an operator's token>)")
             elif not who.may(ACT):
                 refused = AccessError(f"operator {who.name!r} is a {who.role}, who may not act")
             elif scope["path"].rstrip("/") != MCP_PATH:  # the SDK's own 404 was plain text, with no code
                 refused = UnknownPath(f"the guard serves MCP at {MCP_PATH}, not at {scope['path'][:200]!r}")
-            elif session is not None and session not in owners:  # never opened here, or ended: MCP's answer is a
-                # 404 (the client opens a new one). The SDK checks only on the older protocol's path; MCP's 2026
-                # requests took a made-up id as theirs, and the id named the conversation whose request vouches
-                refused = UnknownSession("no MCP session with this id is open here: open a new one")
-            elif session is not None and owners[session] != who.name:
-                refused = AccessError("this MCP session was opened by another account: open your own")
-            elif session is not None:  # in use: the last to be forgotten (a client connected all day stays known)
-                owners[session] = owners.pop(session)
+            else:
+                try:
+                    session = owners.session_of(scope["headers"])
+                except TwoSessionIds as exc:
+                    refused = exc
+                else:
+                    refused = None if session is None else owners.check(session, who.name)
             if refused is not None:
                 problem = http_problem(refused)
                 headers_out = [(b"content-type", b"application/json")]
@@ -700,7 +696,6 @@ def _bearer(app: Any, operators: Operators, departures: Departures | None = None
     return guarded
 
 
-MAX_SESSIONS = 10_000
 MCP_PATH = "/mcp"  # where the SDK's streamable HTTP app serves
 
 
@@ -717,19 +712,13 @@ def _watching(receive: Any, exchange: int, departures: Departures) -> Any:
     return receiving
 
 
-def _binding(send: Any, owners: dict[bytes, str], account: str, ending: bytes | None) -> Any:
-    """``send``, noting the session id a response assigns as ``account``'s, and forgetting the session ``ending``
-    (a DELETE's) once the server agreed to end it."""
+def _binding(send: Any, owners: SessionOwners, account: str, ending: bytes | None) -> Any:
+    """``send``, telling ``owners`` of the head of the SDK's answer: the session it opens for ``account``, the
+    session ``ending`` (a DELETE's) it agreed to end."""
 
     async def sending(message: Any) -> None:
         if message["type"] == "http.response.start":
-            if ending is not None and 200 <= message.get("status", 0) < 300:
-                owners.pop(ending, None)
-            for name, value in message.get("headers", []):
-                if name.lower() == b"mcp-session-id" and value not in owners:
-                    if len(owners) >= MAX_SESSIONS:
-                        owners.pop(next(iter(owners)))
-                    owners[value] = account
+            owners.answered(message, account, ending)
         await send(message)
 
     return sending
