@@ -25,7 +25,7 @@ MAX_CLIENT_NAME = 80
 class Caller:
     """A call's sender, as the guard sees it."""
 
-    session: str  # the client session: "stdio", "http:<mcp-session-id>", or "http:stateless:<account>" without one
+    session: str  # its conversation: "stdio", "http:<account>:session:<mcp-session-id>", or "http:<account>:stateless"
     client: str  # the ledger's name for the client: "NAME over TRANSPORT [as operator:ACCOUNT]"
     account: str | None = None  # the operator account whose token made the call (HTTP)
     progress: Callable[[float, str], Awaitable[None]] | None = None  # tells a waiting client how long it has waited

@@ -331,8 +331,10 @@ class Session:
 
 
 class History:
-    """The client sessions' histories, by session key (stdio: the one client; HTTP: its ``mcp-session-id``); at most
-    ``MAX_SESSIONS``, the least recently used forgotten first."""
+    """The histories of what clients were told, by key (stdio: the one client; HTTP: the operator account, whose
+    sessions share one; a run: its agent), with the requests of the conversations that read them (``declare``, or
+    ``declare_in`` for an HTTP account's sessions); at most ``MAX_SESSIONS``, the least recently used forgotten
+    first."""
 
     def __init__(self, max_calls: int = 200, max_bytes: int = 1 << 20) -> None:
         self.max_calls, self.max_bytes = max_calls, max_bytes
