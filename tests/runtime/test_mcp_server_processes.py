@@ -116,6 +116,10 @@ def test_a_daemon_a_resumed_runs_server_left_behind_ends_with_runs_resume(tmp_pa
     resumed = subprocess.Popen([*groundstate, "resume", run_id], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
+        if not until(pid_file.exists, 60):  # (once, on CI's loaded machine, not within 30 s: say what it did)
+            resumed.kill()
+            said = resumed.communicate(timeout=10)
+            raise AssertionError(f"the resumed run's server wrote no pid within 60 s: {said}")
         pid = written_pid(pid_file)
         stdout, stderr = resumed.communicate(timeout=120)
         assert resumed.returncode == 0 and "Traceback" not in stderr, stdout + stderr
