@@ -229,10 +229,8 @@ class Guard:
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(caller.history)
-        conversation = None if caller.history == caller.session else caller.session
         request = _declared_request(params)
-        prepare = partial(self._prepare, session, (conversation, caller.history), request, *route, arguments,
-                          flattened, caller.client)  # fmt: skip
+        prepare = partial(self._prepare, session, caller, request, *route, arguments, flattened)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
         kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
@@ -290,18 +288,18 @@ class Guard:
         running.add_done_callback(ended)
         return await asyncio.wrap_future(running)
 
-    def _prepare(self, session: Session, conversation: tuple[str | None, str], request: str, server: str,
-                 tool: str, arguments: dict[str, Any], flattened: list[tuple[str, Any]],
-                 client: str) -> Prepared:  # fmt: skip
-        """The client's declared request kept for its conversation — ``session``'s own, or (over HTTP) the one its
-        ``conversation`` key names within its account's history — then the call's facts with its provenance (what
-        ``session`` was told, what the conversation asked): the work that grows with the arguments, done before the
-        admission (which decides one call at a time, in the store's transaction)."""
-        key, history = conversation
-        asked = self.history.declare(session, request) if key is None else self.history.declare_in(key, request,
-                                                                                                    history)
+    def _prepare(self, session: Session, caller: Caller, request: str, server: str, tool: str,
+                 arguments: dict[str, Any], flattened: list[tuple[str, Any]]) -> Prepared:  # fmt: skip
+        """The client's declared request kept for its conversation — ``session``'s own, or (over HTTP, where
+        ``session`` is the account's) the caller's session within it — then the call's facts with its provenance
+        (what ``session`` was told, what the conversation asked): the work that grows with the arguments, done
+        before the admission (which decides one call at a time, in the store's transaction)."""
+        if caller.told is None:
+            asked = self.history.declare(session, request)
+        else:
+            asked = self.history.declare_in(caller.session, request, caller.told)
         provenance = partial(self.history.facts, session, asked=asked)
-        return self.policy.prepare(server, tool, arguments, client, provenance, flattened)
+        return self.policy.prepare(server, tool, arguments, caller.client, provenance, flattened)
 
     def _record(self, session: Session, call: str, server: str, tool: str, result: types.CallToolResult,
                 decided: Sequence[tuple[str, tuple[Any, ...]]]) -> Seen:  # fmt: skip
@@ -650,8 +648,9 @@ def _listening(host: str, port: int) -> socket.socket:
 
 def _bearer(app: Any, operators: Operators, departures: Departures | None = None) -> Any:
     """``app`` behind an operator account's bearer token; lifespan events pass. An MCP session belongs to the account
-    that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403 — a session's
-    history is provenance, and its cancellations withdraw its calls."""
+    that opened it: a request naming another account's session (its ``mcp-session-id``) is a 403, one naming a
+    session this guard did not open (or that ended) a 404, one naming two a 400 (http_sessions.py) — a session's
+    request vouches for its calls, and its cancellations withdraw them."""
     owners = SessionOwners()
     exchanges = itertools.count(1)
 
