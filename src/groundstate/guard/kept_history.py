@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text
@@ -40,6 +42,15 @@ PREFIX = "stdio:"  # a kept session's key: this, the client's PID namespace, the
 TRIM_EVERY = 16
 MAX_IDLE_SEC = 7 * 24 * 3600  # a kept session no guard here can check is removed after a week without a write
 RESULT, PENDING = "result", "pending"
+
+@dataclass(frozen=True)
+class Held:
+    """The kept rows of a session a guard holds: on SQLite those up to ``after`` (rows commit in the order of their
+    ids), on PostgreSQL the result rows ``ids``."""
+
+    after: int
+    ids: frozenset[int]
+
 
 _TABLES = MetaData()
 kept_rows = Table(
@@ -90,13 +101,20 @@ class KeptHistory:
         create_tables(engine, kept_rows)
         sql = DriverSQL(engine).sql
         self._insert = sql("INSERT INTO mcp_history (session, kind, number, call, server, tool, text, size, fields, "
-                           "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
+                           "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")  # fmt: skip
         # the oldest past either bound, as the session in memory drops them (the newest counted first)
         self._trim = sql("DELETE FROM mcp_history WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER "
                          "BY id DESC) AS place, SUM(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total "
                          "FROM mcp_history WHERE session = ?) AS newest WHERE place > ? OR total > ?) RETURNING id")
         self._load = sql("SELECT kind, number, call, server, tool, text, fields, origins, marked FROM mcp_history "
                          "WHERE session = ? ORDER BY id")  # fmt: skip
+        self._ids = sql("SELECT id, kind, call FROM mcp_history WHERE session = ? AND id > ? ORDER BY id")
+        self._since = sql("SELECT id, kind, number, call, server, tool, text, fields, origins, marked FROM "
+                          "mcp_history WHERE session = ? AND kind = 'result' AND id >= ? ORDER BY id")  # fmt: skip
+        # SQLite commits one writer at a time, so a row committed later has a larger id: a guard reads only the
+        # ids past the last it read. PostgreSQL takes ids before commits, which may then come in another order: a
+        # guard reads all of a session's ids (a few hundred small rows) and compares them with those it holds.
+        self._in_order = engine.dialect.name == "sqlite"
         self._settled = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'pending' AND number = ?")
         self._sessions = sql("SELECT session, MAX(at) FROM mcp_history GROUP BY session")
         self._forget = sql("DELETE FROM mcp_history WHERE session = ?")
@@ -109,15 +127,41 @@ class KeptHistory:
         with within(self.engine, None) as db:
             unseen = bool(list(db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))))
             rows = list(db.exec_driver_sql(self._load, (session,)))
-        for kind, number, call, server, tool, text, fields, origins, marked in rows:
-            try:
-                if kind != RESULT:  # a forwarded call's place whose result no guard kept: the client may have read it
-                    raise ValueError(f"a {kind!r} row")
-                parts.append(Kept(int(number), _text(call), _text(server), _text(tool), _text(text), _fields(fields),
-                                  tuple(decode_facts(_text(origins))), bool(marked)))  # fmt: skip
-            except (TypeError, ValueError, OverflowError, RecursionError, RecordedFactsError):
+        for row in rows:
+            part = _part(*row)
+            if part is None:
                 unseen = True
+            else:
+                parts.append(part)
         return parts, unseen
+
+    def catch_up(self, session: str, held: Held | None, own: Callable[[str], bool]) -> tuple[list[Kept], Held, bool]:
+        """What ``session`` kept that a guard which holds ``held`` of its rows (None: none yet) lacks — kept by
+        another guard on this store, or by an earlier process: the new results, oldest first (those of calls ``own``
+        says the guard kept itself left out); what the guard then holds; whether something is unseen. On a first
+        read that is what ``load`` says (results past the bounds, a call whose result no guard kept, a row that
+        cannot be read); later only a row that cannot be read — another guard's call whose result is not kept yet
+        is still in flight, and its result is read once it is."""
+        first = held is None
+        after = held.after if held is not None and self._in_order else 0
+        with within(self.engine, None) if first else reading(self.engine) as db:
+            unseen = first and bool(list(db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))))
+            rows = [(int(row_id), kind, call) for row_id, kind, call in db.exec_driver_sql(self._ids, (session, after))]
+            results = {row_id for row_id, kind, _ in rows if kind == RESULT}
+            unseen = unseen or (first and len(results) < len(rows))
+            new = {row_id for row_id, kind, call in rows
+                   if kind == RESULT and not (held and row_id in held.ids) and not own(call)}  # fmt: skip
+            found = list(db.exec_driver_sql(self._since, (session, min(new)))) if new else []
+        parts = []
+        for row_id, *row in found:
+            if int(row_id) in new:
+                part = _part(*row)
+                unseen = unseen or part is None
+                parts += [part] if part is not None else []
+        # on SQLite, past results only: a pending row that was the newest of all gives the result inserted in its
+        # place, after deleting it, its id (SQLite's ids are one past the largest)
+        in_order = Held(max(results, default=after), frozenset())
+        return parts, in_order if self._in_order else Held(0, frozenset(results)), unseen
 
     def pending(self, session: str, entry: int, db: Executes | None = None) -> None:
         """A call is forwarded (the guard's ledger entry ``entry``): its result is to come (``result``). Written
@@ -125,11 +169,11 @@ class KeptHistory:
         and the session resumed from it is marked."""
         with within(self.engine, db) as db:
             db.exec_driver_sql(self._insert, (session, PENDING, entry, "", "", "", "", 0, "{}", "[]", 0,
-                                              int(time.time())))  # fmt: skip
+                                              int(time.time()))).scalar_one()  # fmt: skip
 
-    def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> None:
+    def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> int:
         """A result the session kept, kept here too (in place of its call's ``pending`` row, when ``entry`` names
-        one), and the oldest past the bounds removed."""
+        one), and the oldest past the bounds removed; its row's id."""
         fields = json.dumps(part.fields, ensure_ascii=False)
         size = len(part.text) + len(fields)
         row = (session, RESULT, part.number, part.call, part.server, part.tool, part.text, size, fields,
@@ -139,11 +183,12 @@ class KeptHistory:
         with within(self.engine, db) as db:
             if entry is not None:
                 db.exec_driver_sql(self._settled, (session, entry))
-            db.exec_driver_sql(self._insert, row)
+            row_id = int(db.exec_driver_sql(self._insert, row).scalar_one())
             if calls >= self.TRIM_EVERY or added > self.max_bytes // 4:
                 db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))
                 calls, added = 0, 0
         self._untrimmed[session] = (calls, added)
+        return row_id
 
     def forget_gone(self) -> int:
         """Remove the kept sessions of client processes that no longer run (in this guard's PID namespace, on this
@@ -162,6 +207,19 @@ class KeptHistory:
             for session in gone:
                 db.exec_driver_sql(self._forget, (session,))
         return len(gone)
+
+
+def _part(kind: Any, number: Any, call: Any, server: Any, tool: Any, text: Any, fields: Any, origins: Any,
+          marked: Any) -> Kept | None:  # fmt: skip
+    """A kept row read back, or None when it is no result (a forwarded call's place whose result no guard kept:
+    the client may have read it) or cannot be read."""
+    try:
+        if kind != RESULT:
+            raise ValueError(f"a {kind!r} row")
+        return Kept(int(number), _text(call), _text(server), _text(tool), _text(text), _fields(fields),
+                    tuple(decode_facts(_text(origins))), bool(marked))  # fmt: skip
+    except (TypeError, ValueError, OverflowError, RecursionError, RecordedFactsError):
+        return None
 
 
 def _text(value: Any) -> str:

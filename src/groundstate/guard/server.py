@@ -42,6 +42,7 @@ from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, Upstrea
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, within
 from . import local_tools
+from .account_histories import AccountHistories
 from .callers import EXCHANGE_STATE, OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
 from .http_sessions import SessionOwners, TwoSessionIds
@@ -128,7 +129,8 @@ class _Call:
     session: Session  # the client session's history (provenance)
     prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
-    kept: str | None = None  # where the store keeps its session for the client's next guard (stdio), if it does
+    kept: str | None = None  # where the store keeps its history for the next guard (stdio: the client process's;
+    # HTTP: the account's), if it does
 
     @property
     def scope(self) -> str:
@@ -173,8 +175,9 @@ class Guard:
         departures: Departures | None = None,
         kept: KeptHistory | None = None,
     ) -> None:
-        """``kept``: where the stdio session's history is kept for the client's next guard process (kept_history.py);
-        it is resumed from there now."""
+        """``kept``: where the store keeps what clients were told for the next guard (kept_history.py): over stdio
+        the client process's session, resumed from there now; over HTTP each account's history, caught up before
+        each of its calls (account_histories.py)."""
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
@@ -183,8 +186,9 @@ class Guard:
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
         self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
-        self._kept_key = client_key()  # the client process that started this guard (stdio), if it can be told
-        self.kept = kept if self._kept_key is not None else None
+        self._kept_key = client_key() if client == STDIO else None  # the client process that started this guard
+        self.kept = kept if client != STDIO or self._kept_key is not None else None  # (stdio), if it can be told
+        self.accounts = AccountHistories(kept, self.history) if kept is not None and client != STDIO else None
         if self.kept is not None and self._kept_key is not None:
             parts, unseen = self.kept.load(self._kept_key)
             resumed = self.history.resume(STDIO, parts)
@@ -229,11 +233,13 @@ class Guard:
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(caller.history)
+        if self.accounts is not None and caller.told is not None:  # what the account's other guards were told
+            await self.accounts.catch_up(caller.told, session)
         request = _declared_request(params)
         prepare = partial(self._prepare, session, caller, request, *route, arguments, flattened)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
-        kept = self._kept_key if self.kept is not None and caller.session == STDIO else None
+        kept = None if self.kept is None else self._kept_key if caller.session == STDIO else caller.told
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account,
                      kept)  # fmt: skip
         await self.journaled()  # every earlier result journaled first: a retried key finds its result, not an intent
@@ -413,9 +419,10 @@ class Guard:
         return result, True
 
     async def _keep(self, call: _Call, entry: int, part: Kept) -> None:
-        """A result the client is about to read, kept for the client's next guard process (stdio), before it reads
-        it: kept afterwards, a guard stopped in between (its client's SIGTERM) left the next one blind to it. A
-        write that fails leaves the call's place empty: the next guard resumes the session marked."""
+        """A result the client is about to read, kept for the next guard (stdio: the client's next guard process;
+        HTTP: the account's other and later guards) before it reads it: kept afterwards, a guard stopped in between
+        (its client's SIGTERM) left the next one blind to it. A write that fails leaves the call's place empty: the
+        next guard resumes the session marked."""
         if call.kept is None or self.kept is None:
             return
         try:
@@ -561,10 +568,11 @@ async def _guard(
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
                            shadow=list(config.shadow) or None)  # fmt: skip
         history = History(config.history_calls, config.history_bytes)
-        kept = None
-        if client == STDIO:  # the client may start a guard per call: its session continues in the next (kept_history)
-            kept = KeptHistory(ledger.engine, config.history_calls, config.history_bytes)
-            kept.forget_gone()
+        # what clients were told outlives the guard: a stdio client may start a guard per call, and its session
+        # continues in the next; an HTTP account's history continues in a restarted guard and is shared with the
+        # other guards on this store (kept_history.py, account_histories.py)
+        kept = KeptHistory(ledger.engine, config.history_calls, config.history_bytes)
+        kept.forget_gone()
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
         guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,

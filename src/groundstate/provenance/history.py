@@ -391,15 +391,25 @@ class History:
         parts are missing between them or before them (a part whose write failed: what it said is unseen), or when a
         part's origins say anything but where its own call's arguments came from (edited: left out)."""
         session = self.session(key)
+        self.absorb(session, kept, numbered=True)
+        return session
+
+    def absorb(self, session: Session, kept: Iterable[Kept], *, numbered: bool = False) -> None:
+        """Results another process kept (``Kept``, oldest first) added to ``session``, within the bounds: marked
+        when any part was marked or says anything but where its own call's arguments came from (edited: left out),
+        and — ``numbered``: one process wrote them all, numbered consecutively from 1 — when parts are missing. A
+        part whose call the session holds already (this process kept it too) is not added again."""
         expected = 1
         for part in kept:
+            missing = numbered and part.number != expected
+            expected = part.number + 1
             origins = tuple(fact for fact in part.origins if _origin_of(part.call, fact))
             with session.lock:
-                session.overflowed = (session.overflowed or part.marked or part.number != expected
+                if part.call in session.by_call:
+                    continue
+                session.overflowed = (session.overflowed or part.marked or missing
                                       or len(origins) != len(part.origins))  # fmt: skip
                 self._keep(session, part.call, part.server, part.tool, part.text, Counter(part.fields), origins)
-            expected = part.number + 1
-        return session
 
     def record(self, session: Session, call: str, server: str, tool: str, result: str | Reading, *,
                decided: Sequence[Fact] = (), arguments: list[tuple[str, Any]] | None = None) -> Seen:  # fmt: skip
