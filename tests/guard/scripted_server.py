@@ -4,7 +4,8 @@ need an upstream to answer exactly as written (an error message, a result nested
     python scripted_server.py SCENARIO.json
 
 SCENARIO: {"tools": [tool objects with annotations], "results": {tool: a result object, or {"rpc_error": {...}}},
-"effects": path}. Every tools/call is written to the effects file (a JSON line) before it is answered: a line there
+"effects": path, "raw_id_last": {tool: a result's JSON text, written as it is, the answer's id after it}}. Every
+tools/call is written to the effects file (a JSON line) before it is answered: a line there
 means the upstream received the call — the effect happened.
 """
 
@@ -38,7 +39,10 @@ for line in sys.stdin:
         with Path(scenario["effects"]).open("a") as effects:
             effects.write(json.dumps({"tool": name, "arguments": message["params"].get("arguments") or {}}) + "\n")
         answer = scenario["results"].get(name, {"content": [{"type": "text", "text": "done"}]})
-        if "rpc_error" in answer:
+        if name in scenario.get("raw_id_last", {}):  # a result no parser here need read, the id after it
+            sys.stdout.write(f'{{"jsonrpc": "2.0", "result": {scenario["raw_id_last"][name]}, "id": {ident}}}\n')
+            sys.stdout.flush()
+        elif "rpc_error" in answer:
             send({"jsonrpc": "2.0", "id": ident, "error": answer["rpc_error"]})
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": answer})

@@ -36,10 +36,13 @@ def text(said: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": said}]}
 
 
-def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any]) -> Path:
-    """The guard's configuration (one scripted server, ``srv``, writes unattended); returns the effects file."""
+def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any],
+              raw_id_last: dict[str, str] | None = None) -> Path:  # fmt: skip
+    """The guard's configuration (one scripted server, ``srv``, writes unattended; ``raw_id_last``: results written
+    as given, the answer's id after them); returns the effects file."""
     effects = folder / "effects.jsonl"
-    (folder / "scenario.json").write_text(json.dumps({"tools": tools, "results": results, "effects": str(effects)}))
+    (folder / "scenario.json").write_text(json.dumps({"tools": tools, "results": results, "effects": str(effects),
+                                                      "raw_id_last": raw_id_last or {}}))  # fmt: skip
     command = [sys.executable, str(SCRIPTED), str(folder / "scenario.json")]
     (folder / "groundstate.toml").write_text(
         f'[mcp]\napproval_timeout_sec = 0.3\npolicy = ["{UNATTENDED}"]\n'
@@ -48,10 +51,11 @@ def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any]
 
 
 def play(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any], request: str,
-         calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
+         calls: list[tuple[str, dict[str, Any]]],
+         raw_id_last: dict[str, str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
     """Each call through ``groundstate mcp serve`` in one session, with the user's request declared: how each ended
     (ok, denied, held, error) and every call the upstream received."""
-    effects = configure(folder, tools, results)
+    effects = configure(folder, tools, results, raw_id_last)
     env = {**os.environ, "GROUNDSTATE_HOME": str(folder / "home"),
            "GROUNDSTATE_CONFIG": str(folder / "groundstate.toml")}  # fmt: skip
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], env=env)
@@ -177,6 +181,20 @@ def test_a_result_nested_past_the_bound_is_answered_with_an_error(tmp_path: Path
     ended, received = play(tmp_path, tools, {"fetch_json": deep}, "Fetch the API", [
         ("fetch_json", {"url": "https://api.example/x"}), ("ping_me", {}),
     ])  # fmt: skip
+    assert ended == ["error", "ok"] and len(received) == 2
+
+
+def test_an_answer_past_every_parser_with_its_id_after_the_result_is_answered_with_an_error(tmp_path: Path) -> None:
+    """A result nested 5,000 levels deep is past even the standard parser; its id was looked for only where
+    JSON-RPC libraries write it, first — an upstream that wrote it after the result left the call waiting for ever.
+    The id is read among the answer's outer fields wherever it stands: the call fails saying why, the guard goes
+    on."""
+    deep = '{"content": [{"type": "text", "text": "fetched"}], "structuredContent": {"data": %s}}' % (
+        "[" * 5000 + "]" * 5000)
+    tools = [tool("fetch_json", True, True), tool("ping_me", True, False)]
+    ended, received = play(tmp_path, tools, {}, "Fetch the API", [
+        ("fetch_json", {"url": "https://api.example/x"}), ("ping_me", {}),
+    ], raw_id_last={"fetch_json": deep})  # fmt: skip
     assert ended == ["error", "ok"] and len(received) == 2
 
 

@@ -255,14 +255,18 @@ class StdioSession:
     def _unreadable(self, line: str) -> None:
         """A line ``safejson`` will not read whole (nested too deep, a number of a thousand digits): if it is an
         answer, the request it answers fails saying why — found by an attack, where a result nested 64 levels deep
-        was skipped and its call waited for ever. Its id is looked for with the standard parser (which reads deeper);
-        a line even that parser cannot read is answered by its id when the id leads the line (as JSON-RPC libraries
-        write it). A line that names no request of ours (a stray print, the server's own requests) is skipped."""
+        was skipped and its call waited for ever. Its id is looked for with the standard parser (which reads deeper),
+        then among its outer fields alone (``safejson.flattened``: one linear scan, wherever the id stands); a line
+        that still cannot be read is answered by its id when the id leads the line. A line that names no request of
+        ours (a stray print, the server's own requests) is skipped."""
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):  # past even the standard parser (thousands of levels, a number of
-            leading = _LEADING_ID.match(line[:200])  # thousands of digits), or not JSON at all: the id, if it leads
-            message = {"id": int(leading.group(1))} if leading else None
+            try:  # thousands of digits): its outer fields, wherever they stand — what is nested replaced unread
+                message = json.loads(safejson.flattened(line, 1))  # (found by an attack: an answer that wrote its
+            except (ValueError, RecursionError):  # id after a result of thousands of levels waited for ever)
+                leading = _LEADING_ID.match(line[:200])  # or not JSON at all: the id, if it leads
+                message = {"id": int(leading.group(1))} if leading else None
         number = message.get("id") if isinstance(message, dict) else None
         if not isinstance(number, int) or isinstance(number, bool) or isinstance(message.get("method"), str):
             return  # no answer of ours (noise, a request or a notification from the server): skipped
