@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundstate.safejson import JSONDepthError, NonFiniteNumber, depth, loads
+from groundstate.safejson import JSONDepthError, NonFiniteNumber, depth, flattened, loads
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='ab[]{}"\\ ', max_size=6),
@@ -89,3 +89,27 @@ def test_a_long_unterminated_string_costs_no_memory_to_scan() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < 300, f"{done.stdout.strip()} MB"
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+_NESTED = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=12)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _SCALARS | _NESTED, max_size=5), st.integers(0, 3000),
+       st.data())  # fmt: skip
+def test_flattened_keeps_an_objects_outer_scalars_wherever_they_stand(
+    outer: dict[str, object], extra_depth: int, data: st.DataObject
+) -> None:
+    """What the stdio upstream's reader relies on to fail the call an answer too deep to parse answers: the outer
+    fields of any object — its id after a result of thousands of levels among them — read back alike from
+    ``flattened``, nested values as ``null``."""
+    key = data.draw(st.sampled_from(sorted(outer)) if outer else st.just("id"))
+    deep = "[" * (extra_depth + 1) + "]" * (extra_depth + 1)
+    text = json.dumps(outer)[:-1] + (", " if outer else "") + f'"zz-deepest": {deep}' + "}"
+    read = json.loads(flattened(text, 1))
+    scalars = {k: v for k, v in outer.items() if not isinstance(v, list | dict)}
+    assert {k: v for k, v in read.items() if k in scalars} == scalars
+    assert all(read[k] is None for k, v in outer.items() if isinstance(v, list | dict) and k != "zz-deepest")
+    assert key in read or not outer
