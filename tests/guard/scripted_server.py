@@ -4,13 +4,14 @@ need an upstream to answer exactly as written (an error message, a result nested
     python scripted_server.py SCENARIO.json
 
 SCENARIO: {"tools": [tool objects with annotations], "results": {tool: a result object, or {"rpc_error": {...}}},
-"effects": path, "raw_id_last": {tool: a result's JSON text, written as it is, the answer's id after it}}. Every
-tools/call is written to the effects file (a JSON line) before it is answered: a line there
-means the upstream received the call — the effect happened.
+"effects": path, "raw_id_last": {tool: a result's JSON text, written as it is, the answer's id after it}, "delay":
+{tool: seconds before it answers}}. Every tools/call is written to the effects file (a JSON line) before it is
+answered: a line there means the upstream received the call — the effect happened.
 """
 
 import json
 import sys
+import time
 from pathlib import Path
 
 scenario = json.loads(Path(sys.argv[1]).read_text())
@@ -38,6 +39,7 @@ for line in sys.stdin:
         name = message["params"]["name"]
         with Path(scenario["effects"]).open("a") as effects:
             effects.write(json.dumps({"tool": name, "arguments": message["params"].get("arguments") or {}}) + "\n")
+        time.sleep(scenario.get("delay", {}).get(name, 0))
         answer = scenario["results"].get(name, {"content": [{"type": "text", "text": "done"}]})
         if name in scenario.get("raw_id_last", {}):  # a result no parser here need read, the id after it
             sys.stdout.write(f'{{"jsonrpc": "2.0", "result": {scenario["raw_id_last"][name]}, "id": {ident}}}\n')

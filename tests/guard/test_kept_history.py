@@ -9,10 +9,11 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 
-from groundstate.guard import KeptHistory
+from groundstate.guard import Held, KeptHistory
 from groundstate.logic import Name
 from groundstate.provenance import Kept
 from groundstate.store import parent_process, this_process
@@ -24,6 +25,14 @@ def part(number: int, said: str, fields: dict[str, int] | None = None) -> Kept:
     origins = (("flow_argument_from", (f"call-{number}", "to", f"call-{number - 1}", Name("/whole"))),)
     data = {"bob@x.example": 1} if fields is None else fields
     return Kept(number, f"call-{number}", "mail", "read_inbox", said, data, origins, False)
+
+
+def caught(kept: KeptHistory, session: str, held: Held | None,
+           own: Callable[[str], bool]) -> tuple[list[Kept], Held, bool]:  # fmt: skip
+    """What ``kept.catch_up`` reads, with no bound on its size."""
+    found = kept.catch_up(session, held, own)
+    assert found is not None
+    return found
 
 
 def namespace() -> str:
@@ -41,7 +50,7 @@ def test_results_come_back_in_order_within_both_bounds(store_url: str) -> None:
     assert unseen  # two results removed: the session resumes marked
     assert [(p.number, p.text) for p in parts] == [(3, "c" * 10), (4, "d" * 10)]  # 4 > 3 calls; 30 > 25 characters
     assert parts[1] == part(4, "d" * 10, {})  # read back whole: the data and the origins with their names
-    assert kept.load(session) == (parts, False)  # removed from the store: nothing more is missing now
+    assert kept.load(session) == (parts, True)  # what was removed is still said: the guard after resumes marked too
     assert kept.load("stdio:another-client") == ([], False)
 
 
@@ -112,18 +121,91 @@ def test_an_accounts_history_is_caught_up_with_what_other_guards_kept_since(stor
         other.result(account, part(number, f"said {number}"))
     other.pending(account, 77)  # in flight at the other guard, and the newest row of the store
     none: set[str] = set()
-    parts, held, unseen = this.catch_up(account, None, none.__contains__)
+    parts, held, unseen = caught(this, account, None, none.__contains__)
     assert unseen and [p.number for p in parts] == [3, 4]  # the oldest removed (a call in flight takes a place)
-    assert this.catch_up(account, held, none.__contains__)[::2] == ([], False)  # nothing new, nothing unseen
+    assert caught(this, account, held, none.__contains__)[::2] == ([], False)  # nothing new, nothing unseen
     other.result(account, part(5, "said 5"), entry=77)  # in place of the newest row: on SQLite, with its id
-    parts, held, unseen = this.catch_up(account, held, none.__contains__)
+    parts, held, unseen = caught(this, account, held, none.__contains__)
     assert (parts, unseen) == ([part(5, "said 5")], False)
     this.result(account, part(6, "said 6"))  # this guard's own
     other.result(account, part(7, "said 7"))
-    parts, held, unseen = this.catch_up(account, held, {"call-6"}.__contains__)
+    parts, held, unseen = caught(this, account, held, {"call-6"}.__contains__)
     assert (parts, unseen) == ([part(7, "said 7")], False)
     other.result(account, part(8, "said 8"))
     with engine.begin() as db:
         db.execute(text("UPDATE mcp_history SET fields = '[1]' WHERE call = 'call-8'"))
-    assert this.catch_up(account, held, none.__contains__)[::2] == ([], True)  # cannot be read: marked
-    assert this.catch_up(f"http:{uuid.uuid4().hex}", None, none.__contains__)[::2] == ([], False)  # another account
+    assert caught(this, account, held, none.__contains__)[::2] == ([], True)  # cannot be read: marked
+    assert caught(this, f"http:{uuid.uuid4().hex}", None, none.__contains__)[::2] == ([], False)  # another account
+
+
+def test_a_result_past_the_bytes_bound_alone_is_kept_cut_and_marked(store_url: str) -> None:
+    """Found by an attack: a result whose text and data passed ``history_bytes`` was removed by its own write's
+    trim, with every older row, and nothing said so — a restarted guard let the mail's URL go out. What fits is
+    kept, marked; data past half the bound is left out (the text is what a model reads)."""
+    engine = create_engine(store_url)
+    kept = KeptHistory(engine, max_calls=10, max_bytes=100)
+    account = f"http:{uuid.uuid4().hex}"
+    kept.result(account, part(1, "the mail: visit evil.example " + "x" * 200, {"d" * 80: 1}))
+    parts, _, unseen = caught(KeptHistory(engine, 10, 100), account, None, set[str]().__contains__)
+    assert [(p.text[:29], len(p.text), p.fields, p.marked) for p in parts] == [
+        ("the mail: visit evil.example ", 98, {}, True)]  # fmt: skip
+    assert not unseen  # nothing removed; the part itself says something of it is unseen
+
+
+def test_rows_removed_before_a_guard_read_them_mark_it_and_those_it_read_do_not(store_url: str) -> None:
+    """A trim removes the oldest rows past the writer's bounds; a "lost" row says up to which id. A guard that had
+    read them is not marked; one that had not — or reads the session afresh — is (found by an attack: a guard with
+    smaller bounds removed the mail's row, and a restarted guard saw nothing of it)."""
+    engine = create_engine(store_url)
+    writer = KeptHistory(engine, max_calls=3, max_bytes=10_000)
+    account, none = f"http:{uuid.uuid4().hex}", set[str]().__contains__
+    reader = KeptHistory(engine, max_calls=100, max_bytes=10_000)
+    _, held, _ = caught(reader, account, None, none)
+    for number in range(1, KeptHistory.TRIM_EVERY + 1):  # the 16th write trims: 13 rows removed
+        writer.result(account, part(number, f"said {number}"))
+        _, held, unseen = caught(reader, account, held, none)  # reading as they come
+        assert not unseen, number
+    late = caught(reader, account, None, none)  # a guard started now: 13 results are gone
+    assert late[2] and [p.number for p in late[0]] == [14, 15, 16]
+    for number in range(17, 17 + KeptHistory.TRIM_EVERY):
+        writer.result(account, part(number, f"said {number}"))
+    parts, held, unseen = caught(reader, account, held, none)  # read nothing of the last 16 before the trim
+    assert unseen and [p.number for p in parts] == [30, 31, 32]
+    small = KeptHistory(engine, max_calls=1, max_bytes=10_000)  # a guard with smaller bounds, on its first read
+    assert caught(small, account, None, none)[2]
+    assert [p.number for p in caught(reader, account, None, none)[0]] == [32]
+    assert caught(reader, account, None, none)[2]  # what it removed marks the next first reader too
+
+
+def test_ids_that_stop_rising_are_compared_whole(store_url: str) -> None:
+    """Found by an attack: one row with the largest id SQLite allows makes it pick ids at random, and a guard that
+    read only ids past the last it had read skipped a mail kept with a smaller one. Past ``IN_ORDER_BELOW`` every
+    id of the session is compared."""
+    engine = create_engine(store_url)
+    kept = KeptHistory(engine, max_calls=100, max_bytes=100_000)
+    account, none = f"http:{uuid.uuid4().hex}", set[str]().__contains__
+    largest = 2**63 - 1 if engine.dialect.name == "sqlite" else 2**31 - 1  # (PostgreSQL's ids come from a sequence)
+    with engine.begin() as db:
+        db.execute(text("INSERT INTO mcp_history (id, session, kind, number, call, server, tool, text, size, fields, "
+                        "origins, marked, at) VALUES (:id, 'http:junk', 'result', 1, 'c', 's', 't', '', 0, '{}', "
+                        "'[]', 0, 0)"), {"id": largest})  # fmt: skip
+    for number in range(1, 5):
+        kept.result(account, part(number, f"said {number}"))
+    _, held, _ = caught(kept, account, None, none)  # (on SQLite, up to an id picked at random)
+    for number in range(5, 30):
+        kept.result(account, part(number, f"said {number}"))
+    parts, _, unseen = caught(kept, account, held, none)
+    assert not unseen and {p.number for p in parts} == set(range(5, 30))
+
+
+def test_new_results_past_a_bound_are_left_for_a_worker_thread(store_url: str) -> None:
+    """A caller on the event loop bounds what a catch-up may read there: new results past ``most`` characters are
+    not read at all (None), and read whole without the bound."""
+    engine = create_engine(store_url)
+    kept = KeptHistory(engine, max_calls=10, max_bytes=100_000)
+    account, none = f"http:{uuid.uuid4().hex}", set[str]().__contains__
+    _, held, _ = caught(kept, account, None, none)
+    kept.result(account, part(1, "x" * 50, {}))
+    assert kept.catch_up(account, held, none, most=51) is None  # 50 characters of text, 2 of data
+    assert [p.number for p in caught(kept, account, held, none)[0]] == [1]
+    assert kept.catch_up(account, held, none, most=52) is not None

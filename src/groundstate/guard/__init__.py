@@ -5,7 +5,7 @@ applies the user's reply rules to what passes through ``groundstate gateway --ga
 from ..provenance import ArgumentsRefused, ArgumentsTooLarge, History
 from ..providers import SEPARATOR, McpServerError, Upstreams, connect
 from .http_sessions import SessionOwners
-from .kept_history import KeptHistory
+from .kept_history import Held, KeptHistory
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, ApprovalRefused, Entry, Ledger, Recorded, RowChanged, UnknownCall
 from .policy import McpPolicy, Verdict, call_digest, shipped_rules
 from .replies import ReplyPolicy, RuledGate
@@ -23,6 +23,7 @@ __all__ = [
     "ArgumentsTooLarge",
     "Entry",
     "Guard",
+    "Held",
     "History",
     "KeptHistory",
     "Ledger",

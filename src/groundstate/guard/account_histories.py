@@ -17,10 +17,12 @@ call is in the session already). On SQLite the rows past the last one read are a
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
-from ..provenance import History, Session
+from ..provenance import Kept, Session
 from ..store import in_store
 from .kept_history import Held, KeptHistory
 
@@ -30,21 +32,30 @@ MAX_ACCOUNTS = 4096  # accounts whose kept rows this guard remembers holding (th
 class AccountHistories:
     """The kept rows each HTTP account's history holds in this guard, and the catching up on the others."""
 
-    def __init__(self, kept: KeptHistory, history: History) -> None:
-        self.kept, self.history = kept, history
+    def __init__(self, kept: KeptHistory) -> None:
+        self.kept = kept
         self._held: OrderedDict[str, tuple[Session, Held]] = OrderedDict()  # per history key
         self._lock = threading.Lock()  # for the table: catch-ups run on the loop and in worker threads
 
-    async def catch_up(self, key: str, session: Session) -> None:
-        """``session`` (the history ``key``'s) given the results kept for it that it does not hold yet; marked when
-        something it was told cannot be read (see ``KeptHistory.catch_up``)."""
+    async def catch_up(self, key: str, session: Session, absorb: Callable[[list[Kept]], Awaitable[None]],
+                       most: int) -> None:  # fmt: skip
+        """``session`` (the history ``key``'s) given the results kept for it that it does not hold yet, by
+        ``absorb`` (off the event loop when they are large: past ``most`` characters); marked when something it was
+        told cannot be read (see ``KeptHistory.catch_up``)."""
         with self._lock:
             had = self._held.get(key)
         held = had[1] if had is not None and had[0] is session else None
         own = session.by_call.__contains__  # results this guard kept itself
-        parts, now, unseen = await in_store(self.kept.engine, self.kept.catch_up, key, held, own)
+        # on the event loop when it is a few rows of a few characters (SQLite: the usual catch-up, nothing new); a
+        # first read, or new results past ``most`` characters, in a worker thread (found by an attack: a mebibyte
+        # read on the loop stalled every account's calls)
+        found = None if held is None else await in_store(self.kept.engine, self.kept.catch_up, key, held, own, most)
+        if found is None:
+            found = await asyncio.to_thread(self.kept.catch_up, key, held, own)
+        assert found is not None  # (without a bound, it reads whatever it finds)
+        parts, now, unseen = found
         if parts:
-            self.history.absorb(session, parts)
+            await absorb(parts)
         if unseen:
             with session.lock:
                 session.overflowed = True

@@ -41,7 +41,8 @@ PREFIX = "stdio:"  # a kept session's key: this, the client's PID namespace, the
 # than the bounds drops them as it loads, marked just as the session in memory was when it dropped them.
 TRIM_EVERY = 16
 MAX_IDLE_SEC = 7 * 24 * 3600  # a kept session no guard here can check is removed after a week without a write
-RESULT, PENDING = "result", "pending"
+RESULT, PENDING, LOST = "result", "pending", "lost"
+IN_ORDER_BELOW = 1 << 62  # SQLite gives ids one past the largest until one reaches 2**63 - 1; then it picks at random
 
 @dataclass(frozen=True)
 class Held:
@@ -57,7 +58,8 @@ kept_rows = Table(
     "mcp_history", _TABLES,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("session", Text, nullable=False, index=True),
-    Column("kind", Text, nullable=False),  # "result"; "pending" (a forwarded call's place: its ledger entry in number)
+    Column("kind", Text, nullable=False),  # "result"; "pending" (a forwarded call's place: its ledger entry in number);
+    # "lost" (rows were removed for the bounds: the largest id removed in number; one per session, the newest)
     Column("number", Integer, nullable=False),  # a result's place in the session that kept it
     Column("call", Text, nullable=False),
     Column("server", Text, nullable=False),
@@ -102,18 +104,25 @@ class KeptHistory:
         sql = DriverSQL(engine).sql
         self._insert = sql("INSERT INTO mcp_history (session, kind, number, call, server, tool, text, size, fields, "
                            "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")  # fmt: skip
-        # the oldest past either bound, as the session in memory drops them (the newest counted first)
+        # the oldest past either bound, as the session in memory drops them (the newest counted first); what was
+        # removed is said by a "lost" row, so that a guard which had not read them yet knows something is unseen
         self._trim = sql("DELETE FROM mcp_history WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER "
                          "BY id DESC) AS place, SUM(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total "
-                         "FROM mcp_history WHERE session = ?) AS newest WHERE place > ? OR total > ?) RETURNING id")
+                         "FROM mcp_history WHERE session = ? AND kind <> 'lost') AS newest WHERE place > ? OR "
+                         "total > ?) RETURNING id")  # fmt: skip
+        self._lost = sql("SELECT MAX(number) FROM mcp_history WHERE session = ? AND kind = 'lost'")
+        self._unlost = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'lost'")
+        self._top = sql("SELECT MAX(id) FROM mcp_history")
         self._load = sql("SELECT kind, number, call, server, tool, text, fields, origins, marked FROM mcp_history "
-                         "WHERE session = ? ORDER BY id")  # fmt: skip
-        self._ids = sql("SELECT id, kind, call FROM mcp_history WHERE session = ? AND id > ? ORDER BY id")
+                         "WHERE session = ? AND kind <> 'lost' ORDER BY id")  # fmt: skip
+        self._ids = sql("SELECT id, kind, call, number, size FROM mcp_history WHERE session = ? AND id > ? "
+                        "ORDER BY id")  # fmt: skip
         self._since = sql("SELECT id, kind, number, call, server, tool, text, fields, origins, marked FROM "
                           "mcp_history WHERE session = ? AND kind = 'result' AND id >= ? ORDER BY id")  # fmt: skip
-        # SQLite commits one writer at a time, so a row committed later has a larger id: a guard reads only the
-        # ids past the last it read. PostgreSQL takes ids before commits, which may then come in another order: a
-        # guard reads all of a session's ids (a few hundred small rows) and compares them with those it holds.
+        # SQLite commits one writer at a time, so a row committed later has a larger id (while the largest is below
+        # IN_ORDER_BELOW): a guard reads only the ids past the last result it read. PostgreSQL takes ids before
+        # commits, which may then come in another order: a guard reads all of a session's ids (a few hundred small
+        # rows) and compares them with those it holds.
         self._in_order = engine.dialect.name == "sqlite"
         self._settled = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'pending' AND number = ?")
         self._sessions = sql("SELECT session, MAX(at) FROM mcp_history GROUP BY session")
@@ -125,7 +134,8 @@ class KeptHistory:
         be read."""
         parts: list[Kept] = []
         with within(self.engine, None) as db:
-            unseen = bool(list(db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))))
+            trimmed = self._trimmed(db, session) is not None
+            unseen = trimmed or db.exec_driver_sql(self._lost, (session,)).scalar_one() is not None
             rows = list(db.exec_driver_sql(self._load, (session,)))
         for row in rows:
             part = _part(*row)
@@ -135,22 +145,31 @@ class KeptHistory:
                 parts.append(part)
         return parts, unseen
 
-    def catch_up(self, session: str, held: Held | None, own: Callable[[str], bool]) -> tuple[list[Kept], Held, bool]:
+    def catch_up(self, session: str, held: Held | None, own: Callable[[str], bool],
+                 most: int | None = None) -> tuple[list[Kept], Held, bool] | None:  # fmt: skip
         """What ``session`` kept that a guard which holds ``held`` of its rows (None: none yet) lacks — kept by
         another guard on this store, or by an earlier process: the new results, oldest first (those of calls ``own``
         says the guard kept itself left out); what the guard then holds; whether something is unseen. On a first
         read that is what ``load`` says (results past the bounds, a call whose result no guard kept, a row that
-        cannot be read); later only a row that cannot be read — another guard's call whose result is not kept yet
-        is still in flight, and its result is read once it is."""
+        cannot be read); later, results removed for the bounds before the guard read them, or a row that cannot be
+        read — another guard's call whose result is not kept yet is still in flight, and its result is read once it
+        is. None, with nothing read, when the new results hold more than ``most`` characters (a caller on the event
+        loop reads them in a worker thread instead)."""
         first = held is None
-        after = held.after if held is not None and self._in_order else 0
         with within(self.engine, None) if first else reading(self.engine) as db:
-            unseen = first and bool(list(db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))))
-            rows = [(int(row_id), kind, call) for row_id, kind, call in db.exec_driver_sql(self._ids, (session, after))]
-            results = {row_id for row_id, kind, _ in rows if kind == RESULT}
-            unseen = unseen or (first and len(results) < len(rows))
-            new = {row_id for row_id, kind, call in rows
+            in_order = self._in_order and (db.exec_driver_sql(self._top).scalar_one() or 0) < IN_ORDER_BELOW
+            after = held.after if held is not None and in_order else 0
+            unseen = first and self._trimmed(db, session) is not None
+            listed = db.exec_driver_sql(self._ids, (session, after))
+            rows = [(int(row_id), kind, call, number, size) for row_id, kind, call, number, size in listed]
+            results = {row_id for row_id, kind, _, _, _ in rows if kind == RESULT}
+            read_up_to = held.after if held is not None else 0  # the newest result this guard read
+            lost = [number for _, kind, _, number, _ in rows if kind == LOST]
+            unseen = unseen or (first and len(results) < len(rows)) or any(number > read_up_to for number in lost)
+            new = {row_id: size for row_id, kind, call, _, size in rows
                    if kind == RESULT and not (held and row_id in held.ids) and not own(call)}  # fmt: skip
+            if most is not None and sum(size if isinstance(size, int) else most + 1 for size in new.values()) > most:
+                return None
             found = list(db.exec_driver_sql(self._since, (session, min(new)))) if new else []
         parts = []
         for row_id, *row in found:
@@ -158,10 +177,22 @@ class KeptHistory:
                 part = _part(*row)
                 unseen = unseen or part is None
                 parts += [part] if part is not None else []
-        # on SQLite, past results only: a pending row that was the newest of all gives the result inserted in its
-        # place, after deleting it, its id (SQLite's ids are one past the largest)
-        in_order = Held(max(results, default=after), frozenset())
-        return parts, in_order if self._in_order else Held(0, frozenset(results)), unseen
+        # past results only: a pending row that was the newest of all gives the result inserted in its place, after
+        # deleting it, its id on SQLite (one past the largest)
+        up_to = max(results, default=held.after if held is not None else 0)
+        return parts, Held(up_to, frozenset() if in_order else frozenset(results)), unseen
+
+    def _trimmed(self, db: Executes, session: str) -> int | None:
+        """The oldest rows past the bounds removed, and said by the session's "lost" row: the largest id removed,
+        or None when none was."""
+        removed = [int(row_id) for (row_id,) in db.exec_driver_sql(self._trim, (session, self.max_calls,
+                                                                                self.max_bytes))]  # fmt: skip
+        if not removed:
+            return None
+        db.exec_driver_sql(self._unlost, (session,))
+        db.exec_driver_sql(self._insert, (session, LOST, max(removed), "", "", "", "", 0, "{}", "[]", 1,
+                                          int(time.time()))).scalar_one()  # fmt: skip
+        return max(removed)
 
     def pending(self, session: str, entry: int, db: Executes | None = None) -> None:
         """A call is forwarded (the guard's ledger entry ``entry``): its result is to come (``result``). Written
@@ -174,10 +205,13 @@ class KeptHistory:
     def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> int:
         """A result the session kept, kept here too (in place of its call's ``pending`` row, when ``entry`` names
         one), and the oldest past the bounds removed; its row's id."""
-        fields = json.dumps(part.fields, ensure_ascii=False)
-        size = len(part.text) + len(fields)
-        row = (session, RESULT, part.number, part.call, part.server, part.tool, part.text, size, fields,
-               encode_facts(list(part.origins)), int(part.marked), int(time.time()))  # fmt: skip
+        fields, text, marked = json.dumps(part.fields, ensure_ascii=False), part.text, part.marked
+        if len(text) + len(fields) > self.max_bytes:  # alone past the bytes' bound: what fits is kept, marked (found
+            fields = "{}" if len(fields) > self.max_bytes // 2 else fields  # by an attack: the row was removed by
+            text, marked = text[: self.max_bytes - len(fields)], True  # its own trim, and nothing said so)
+        size = len(text) + len(fields)
+        row = (session, RESULT, part.number, part.call, part.server, part.tool, text, size, fields,
+               encode_facts(list(part.origins)), int(marked), int(time.time()))  # fmt: skip
         calls, added = self._untrimmed.get(session, (0, 0))
         calls, added = calls + 1, added + size
         with within(self.engine, db) as db:
@@ -185,7 +219,7 @@ class KeptHistory:
                 db.exec_driver_sql(self._settled, (session, entry))
             row_id = int(db.exec_driver_sql(self._insert, row).scalar_one())
             if calls >= self.TRIM_EVERY or added > self.max_bytes // 4:
-                db.exec_driver_sql(self._trim, (session, self.max_calls, self.max_bytes))
+                self._trimmed(db, session)
                 calls, added = 0, 0
         self._untrimmed[session] = (calls, added)
         return row_id

@@ -188,7 +188,7 @@ class Guard:
         self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
         self._kept_key = client_key() if client == STDIO else None  # the client process that started this guard
         self.kept = kept if client != STDIO or self._kept_key is not None else None  # (stdio), if it can be told
-        self.accounts = AccountHistories(kept, self.history) if kept is not None and client != STDIO else None
+        self.accounts = AccountHistories(kept) if kept is not None and client != STDIO else None
         if self.kept is not None and self._kept_key is not None:
             parts, unseen = self.kept.load(self._kept_key)
             resumed = self.history.resume(STDIO, parts)
@@ -234,7 +234,7 @@ class Guard:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
         session = self.history.session(caller.history)
         if self.accounts is not None and caller.told is not None:  # what the account's other guards were told
-            await self.accounts.catch_up(caller.told, session)
+            await self.accounts.catch_up(caller.told, session, partial(self._absorb, session), ON_LOOP_CHARS)
         request = _declared_request(params)
         prepare = partial(self._prepare, session, caller, request, *route, arguments, flattened)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
@@ -261,14 +261,22 @@ class Guard:
             said = types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
             record = partial(self._record, session, verdict.call, call.server, call.tool, said, call.prepared.facts)
             seen = await self._in_session(session, False, record)  # attack wrote its instructions into one)
-            await self._keep(call, entry, Kept.of(seen, session.overflowed))
+            unkept = await self._keep(call, entry, Kept.of(seen, session.overflowed))
+            if unkept:
+                return _withheld(verdict, entry, call.named, unkept)
             raise
         record = partial(self._record, session, verdict.call, call.server, call.tool, result, call.prepared.facts)
         seen = await self._in_session(session, _result_chars(result) > ON_LOOP_CHARS, record)  # before the model
-        await self._keep(call, entry, Kept.of(seen, session.overflowed))  # reads it: a value it then sends is tied
-        if fresh:  # to this result, by this guard and by the client's next
+        unkept = await self._keep(call, entry, Kept.of(seen, session.overflowed))  # reads it: a value it then sends
+        if fresh:  # is tied to this result, by this guard and by the next
             self._settle(call, entry, result)
-        return result
+        return result if not unkept else _withheld(verdict, entry, call.named, unkept)
+
+    async def _absorb(self, session: Session, parts: list[Kept]) -> None:
+        """Results another guard kept, added to ``session`` — in a worker thread when they are large, as a large
+        result of this guard's own is (found by an attack: a mebibyte caught up on the loop stalled every account)."""
+        heavy = sum(len(part.text) + len(part.fields) for part in parts) > ON_LOOP_CHARS
+        await self._in_session(session, heavy, partial(self.history.absorb, session, parts))
 
     async def _in_session(self, session: Session, heavy: bool, work: Callable[[], _T]) -> _T:
         """``work``, which takes ``session``'s history lock: on the event loop when it is light and none of the
@@ -418,18 +426,23 @@ class Guard:
             raise MCPError(-32603, f"the upstream server {server} failed: {type(exc).__name__}: {exc}") from None
         return result, True
 
-    async def _keep(self, call: _Call, entry: int, part: Kept) -> None:
+    async def _keep(self, call: _Call, entry: int, part: Kept) -> str:
         """A result the client is about to read, kept for the next guard (stdio: the client's next guard process;
         HTTP: the account's other and later guards) before it reads it: kept afterwards, a guard stopped in between
-        (its client's SIGTERM) left the next one blind to it. A write that fails leaves the call's place empty: the
-        next guard resumes the session marked."""
+        (its client's SIGTERM) left the next one blind to it. "" once kept (or when nothing is kept), else why it
+        could not be: then the client does not read it (``_withheld``) — another guard running meanwhile would judge
+        the account's next call without it (found by an attack: the store locked past its busy timeout while a mail
+        came back), and the call's place, left empty, resumes the next guard's session marked."""
         if call.kept is None or self.kept is None:
-            return
+            return ""
         try:
             await in_store(self.ledger.engine, self.kept.result, call.kept, part, None, entry)
-        except Exception as exc:  # the client still gets its answer; the next guard finds the place empty
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"[:500]
             print(f"groundstate mcp guard: the result of {call.named} (call {entry}) could not be kept for the "
-                  f"client's next guard: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)  # fmt: skip
+                  f"next guard, and is withheld from its client: {why}", file=sys.stderr, flush=True)  # fmt: skip
+            return why
+        return ""
 
     def _settle(self, call: _Call, entry: int, result: types.CallToolResult) -> None:
         """A fresh result journaled, in a task of its own, which runs once the answer is on its way to the client:
@@ -511,6 +524,15 @@ def refused(text: str, decision: dict[str, Any]) -> types.CallToolResult:
     said = f"{text} (decided by {decision['by']})"
     return types.CallToolResult(content=[types.TextContent(type="text", text=said)], is_error=True,
                                 meta={DECISION: decision})  # fmt: skip
+
+
+def _withheld(verdict: Verdict, entry: int, named: str, why: str) -> types.CallToolResult:
+    """A call that ran whose result could not be kept for the next guard (``Guard._keep``): its client does not
+    read it, and is told the call ran."""
+    text = (f"withheld: {named} ran (call {entry} in the guard's ledger), but its result could not be kept in the "
+            f"store for the guards that judge later calls ({why}), so it is not passed on. Its effect stands: do "
+            f"not repeat the call unasked.")  # fmt: skip
+    return refused(text, _details(verdict, entry, "the guard's kept history", "withheld", [why]))
 
 
 def _parked(verdict: Verdict, entry: int, timeout: float) -> types.CallToolResult:

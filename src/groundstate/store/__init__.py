@@ -8,6 +8,7 @@ ops = Operators(url, first_admin_token=console_token); who = ops.authenticate(to
 from .access import ACT, ADMINISTER, SEE, decision_refused, may, roles
 from .audit import JOURNAL, LEDGER, StoreChain, StoreVerdict, signature_of, verify_store
 from .database import (
+    BUSY_TIMEOUT_MS,
     DriverSQL,
     Executes,
     HeldConnection,
@@ -45,6 +46,7 @@ from .operators import (
 __all__ = [
     "ACT",
     "ADMINISTER",
+    "BUSY_TIMEOUT_MS",
     "FIRST_ADMIN",
     "JOURNAL",
     "LEDGER",
