@@ -54,15 +54,16 @@ def _search_path() -> dict[str, str]:
 
 
 def guarded(tmp_path: Path, config: str, use: Session, stderr: bool = False, env: dict[str, str] | None = None,
-            shell: bool = False, wrapper: list[str] | None = None) -> Any:  # fmt: skip
+            shell: bool = False, wrapper: list[str] | None = None, options: tuple[str, ...] = ()) -> Any:  # fmt: skip
     """Run ``use`` with an SDK client session on the guard (started with ``config`` as groundstate.toml and ``env``
     added to its environment); with ``stderr``, (what ``use`` returned, what the guard wrote on its stderr); with
     ``shell``, the guard started by a shell that waits for it (another client process than this one); ``wrapper``:
-    a command the guard's command line is given to (``unshare …``)."""
+    a command the guard's command line is given to (``unshare …``); ``options``: ``mcp serve``'s own."""
     (tmp_path / "groundstate.toml").write_text(config)
-    command, arguments = sys.executable, ["-m", "groundstate", "mcp", "serve"]
+    command, arguments = sys.executable, ["-m", "groundstate", "mcp", "serve", *options]
     if shell:
-        command, arguments = "/bin/sh", ["-c", f'"{sys.executable}" -m groundstate mcp serve; exit $?']
+        line = " ".join(["-m", "groundstate", "mcp", "serve", *options])
+        command, arguments = "/bin/sh", ["-c", f'"{sys.executable}" {line}; exit $?']
     if wrapper:
         command, arguments = wrapper[0], [*wrapper[1:], command, *arguments]
     params = StdioServerParameters(command=command, args=arguments,

@@ -701,6 +701,36 @@ def test_a_guard_whose_client_cannot_be_told_apart_keeps_nothing_and_erases_noth
     assert visit.is_error and "taken from the result of mail/read_inbox" in visit.content[0].text
 
 
+def test_guards_started_with_one_history_name_share_it_whatever_starts_them(tmp_path: Path) -> None:
+    """A launcher that does not ``exec`` the guard (``sh -c``, some ``npx``/``uvx`` set-ups), started anew per
+    call, gives each guard another parent, and each started empty; so did a guard that is PID 1 of its namespace
+    (``docker run -i``). ``mcp serve --history NAME``: every guard started with that name shares one history
+    through the store, caught up before each call; another name is another history."""
+    assert subprocess.run([*UNSHARED, "true"]).returncode == 0  # root, and util-linux's unshare: else untestable
+    settings, named = config(tmp_path), ("--history", "langgraph-app")
+    guarded(tmp_path, settings, _read_inbox, shell=True, options=named)
+    visit = guarded(tmp_path, settings, _fetch, shell=True, options=named)  # another launcher: another parent
+    assert visit.is_error and "taken from the result of mail/read_inbox" in visit.content[0].text
+    boxed = guarded(tmp_path, settings, _fetch, wrapper=UNSHARED, options=named)  # PID 1 of its namespace
+    assert boxed.is_error and "taken from the result of mail/read_inbox" in boxed.content[0].text
+    assert not (tmp_path / "sent.visits").exists()
+    elsewhere = guarded(tmp_path, settings, _fetch, shell=True, options=("--history", "another-app"))
+    assert not elsewhere.is_error and (tmp_path / "sent.visits").read_text().count("evil.example") == 1
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--history", "../home"], "--history '../home': a name of 1 to 100 letters, digits"),
+    (["--history", "app", "--http", "127.0.0.1:1"], "--history names a stdio guard's history"),
+])  # fmt: skip
+def test_a_history_name_is_a_name_and_for_stdio_alone(tmp_path: Path, options: list[str], said: str) -> None:
+    (tmp_path / "groundstate.toml").write_text(config(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "groundstate", "mcp", "serve", *options], cwd=tmp_path,
+                          env={**os.environ, "GROUNDSTATE_HOME": str(tmp_path / "home"),
+                               "GROUNDSTATE_CONFIG": str(tmp_path / "groundstate.toml")},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("edit", [
     "origins = '[[\"flow_labels_may_loosen\",[]],[\"flow_label\",[\"mail\",\"read_inbox\",{\"n\":\"/trusted\"}]]]'",
     "number = 9e999",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import typer
@@ -20,12 +21,17 @@ app = typer.Typer(help="MCP: one policy over every tool call of the agents you a
 
 _HTTP = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at /mcp (an operator account's "
                      "token as bearer) instead of stdio.")  # fmt: skip
+_HISTORY = typer.Option(None, "--history", help="NAME: every guard started with this name shares what its calls "
+                        "returned (provenance), through the store — for a client that starts a guard per call "
+                        "through a launcher, or in a container (stdio only).")  # fmt: skip
+HISTORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a name, not a path or a key of another kind
 
 
 @app.command()
 def serve(
     config: Path | None = CONFIG_OPTION,
     http: str | None = _HTTP,
+    history: str | None = _HISTORY,
 ) -> None:
     """Serve MCP on stdio in front of the configuration's [mcp.servers]; every tools/call is decided by the policy
     (mcp.mg and [mcp] policy files). Point Claude Desktop, Cursor or an SDK client at this command."""
@@ -38,9 +44,15 @@ def serve(
             raise typer.BadParameter("the configuration names no [mcp.servers.NAME] and no [tools] modules; the guard "
                                      "has nothing to front")  # fmt: skip
         store = settings.store.url or default_db_url(home())
+        if history is not None and not HISTORY_NAME.fullmatch(history):
+            raise typer.BadParameter(f"--history {history[:100]!r}: a name of 1 to 100 letters, digits, '.', '_' "
+                                     "or '-', starting with a letter or digit")  # fmt: skip
+        if history is not None and http is not None:
+            raise typer.BadParameter("--history names a stdio guard's history; over HTTP each operator account's "
+                                     "sessions share theirs already")  # fmt: skip
         if http is None:
             with adopting_orphans():  # what a server leaves behind (a daemon) is stopped with the guard
-                asyncio.run(serve_stdio(settings, store))
+                asyncio.run(serve_stdio(settings, store, history))
         else:
             host, _, port = http.rpartition(":")
             if not host or not port.isdigit():

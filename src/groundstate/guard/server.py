@@ -24,7 +24,7 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -53,6 +53,7 @@ from .sdk_log import one_line_sdk_logs
 from .stdio import TOO_DEEP, claimed_stdio
 
 STDIO = "stdio"  # the session key and the client of the guard on stdio
+NAMED = "named:"  # a history the operator named (mcp serve --history NAME): its key, with the name
 DECISION = "groundstate/decision"  # _meta key of a refused call's result: the structured decision
 UNKNOWN_TOOL = -32602  # invalid params: no upstream lists that tool
 IDEMPOTENCY_KEY = "groundstate/idempotency_key"
@@ -174,10 +175,12 @@ class Guard:
         labels: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
         departures: Departures | None = None,
         kept: KeptHistory | None = None,
+        named: str | None = None,
     ) -> None:
         """``kept``: where the store keeps what clients were told for the next guard (kept_history.py): over stdio
-        the client process's session, resumed from there now; over HTTP each account's history, caught up before
-        each of its calls (account_histories.py)."""
+        the client process's session, resumed from there now — or the history ``named`` by the operator (``mcp
+        serve --history NAME``), shared with every guard started with that name; over HTTP each account's history.
+        A shared history is caught up before each of its calls (account_histories.py)."""
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
@@ -186,9 +189,12 @@ class Guard:
         self.history = history or History()  # per client session: what it was told, for provenance
         self.departures = departures  # over HTTP: requests whose client's connection closed
         self._journaling: set[asyncio.Task[None]] = set()  # results being journaled after their answers went out
-        self._kept_key = client_key() if client == STDIO else None  # the client process that started this guard
-        self.kept = kept if client != STDIO or self._kept_key is not None else None  # (stdio), if it can be told
-        self.accounts = AccountHistories(kept) if kept is not None and client != STDIO else None
+        self._named = None if named is None else f"{NAMED}{named}"  # every stdio call's history, if named
+        # the client process that started this guard (stdio, unless the history is named), if it can be told
+        self._kept_key = client_key() if client == STDIO and named is None else None
+        self.kept = kept if client != STDIO or self._kept_key is not None or named is not None else None
+        shared = client != STDIO or named is not None  # other guards may write it while this one runs
+        self.accounts = AccountHistories(kept) if kept is not None and shared else None
         if self.kept is not None and self._kept_key is not None:
             parts, unseen = self.kept.load(self._kept_key)
             resumed = self.history.resume(STDIO, parts)
@@ -232,14 +238,12 @@ class Guard:
             flattened = check_arguments(arguments)
         except ArgumentsRefused as exc:
             return refused(f"denied: {exc}", {"decision": "deny", "by": "the guard", "reasons": [str(exc)]})
-        session = self.history.session(caller.history)
-        if self.accounts is not None and caller.told is not None:  # what the account's other guards were told
-            await self.accounts.catch_up(caller.told, session, partial(self._absorb, session), ON_LOOP_CHARS)
+        caller, session = await self._session_of(caller)
         request = _declared_request(params)
         prepare = partial(self._prepare, session, caller, request, *route, arguments, flattened)
         heavy = len(request) + _arguments_chars(flattened) > ON_LOOP_CHARS
         prepared = await self._in_session(session, heavy, prepare)
-        kept = None if self.kept is None else self._kept_key if caller.session == STDIO else caller.told
+        kept = None if self.kept is None else caller.told if caller.told is not None else self._kept_key
         call = _Call(*route, arguments, _idempotency_key(params), caller.client, session, prepared, caller.account,
                      kept)  # fmt: skip
         await self.journaled()  # every earlier result journaled first: a retried key finds its result, not an intent
@@ -271,6 +275,16 @@ class Guard:
         if fresh:  # is tied to this result, by this guard and by the next
             self._settle(call, entry, result)
         return result if not unkept else _withheld(verdict, entry, call.named, unkept)
+
+    async def _session_of(self, caller: Caller) -> tuple[Caller, Session]:
+        """The caller (its history the one the operator named, if any) and the history its call is judged against,
+        caught up with what other guards kept of it since."""
+        if self._named is not None and caller.told is None:
+            caller = replace(caller, told=self._named)
+        session = self.history.session(caller.history)
+        if self.accounts is not None and caller.told is not None:
+            await self.accounts.catch_up(caller.told, session, partial(self._absorb, session), ON_LOOP_CHARS)
+        return caller, session
 
     async def _absorb(self, session: Session, parts: list[Kept]) -> None:
         """Results another guard kept, added to ``session`` — in a worker thread when they are large, as a large
@@ -563,10 +577,12 @@ def _details(
 
 @contextlib.asynccontextmanager
 async def _guard(
-    settings: ProjectConfig, store_url: str, client: str, departures: Departures | None = None
-) -> AsyncIterator[tuple[Server, Upstreams, Guard]]:
+    settings: ProjectConfig, store_url: str, client: str, departures: Departures | None = None,
+    history: str | None = None,
+) -> AsyncIterator[tuple[Server, Upstreams, Guard]]:  # fmt: skip
     """The upstreams connected (and your own Python tools, as the server ``python``), the MCP server over them and
-    the guard that decides its calls, for as long as the block runs."""
+    the guard that decides its calls, for as long as the block runs (``history``: the name of the history every
+    call shares, see ``Guard``)."""
     config = settings.mcp
     one_line_sdk_logs()  # the SDK's errors (an upstream's answer it cannot parse) without tracebacks: sdk_log.py
     if local_tools.SERVER in config.servers:
@@ -589,7 +605,7 @@ async def _guard(
         journal = ToolJournal(store_url, engine=ledger.engine, chain=ledger.chain)
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
                            shadow=list(config.shadow) or None)  # fmt: skip
-        history = History(config.history_calls, config.history_bytes)
+        told = History(config.history_calls, config.history_bytes)
         # what clients were told outlives the guard: a stdio client may start a guard per call, and its session
         # continues in the next; an HTTP account's history continues in a restarted guard and is shared with the
         # other guards on this store (kept_history.py, account_histories.py)
@@ -597,8 +613,8 @@ async def _guard(
         kept.forget_gone()
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
-        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
-                      departures=departures, kept=kept)  # fmt: skip
+        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=told, labels=labels,
+                      departures=departures, kept=kept, named=history)  # fmt: skip
         server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
         try:
             yield server, upstreams, guard
@@ -624,10 +640,10 @@ def _started(upstreams: Upstreams, where: str) -> None:
           file=sys.stderr, flush=True)  # fmt: skip
 
 
-async def serve_stdio(settings: ProjectConfig, store_url: str) -> None:
+async def serve_stdio(settings: ProjectConfig, store_url: str, history: str | None = None) -> None:
     """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
-    database at ``store_url``)."""
-    async with _guard(settings, store_url, "stdio") as (server, upstreams, guard):
+    database at ``store_url``; ``history``: the name of the history its calls share with other guards')."""
+    async with _guard(settings, store_url, "stdio", history=history) as (server, upstreams, guard):
         long_lived.started()
         _loop_first()
         _started(upstreams, "stdio")
