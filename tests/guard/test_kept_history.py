@@ -6,11 +6,14 @@ the client process that kept it is gone — or, when no guard here can tell, aft
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from groundstate.guard import Held, KeptHistory
@@ -177,25 +180,50 @@ def test_rows_removed_before_a_guard_read_them_mark_it_and_those_it_read_do_not(
     assert caught(reader, account, None, none)[2]  # what it removed marks the next first reader too
 
 
-def test_ids_that_stop_rising_are_compared_whole(store_url: str) -> None:
-    """Found by an attack: one row with the largest id SQLite allows makes it pick ids at random, and a guard that
-    read only ids past the last it had read skipped a mail kept with a smaller one. Past ``IN_ORDER_BELOW`` every
-    id of the session is compared."""
+def test_a_history_a_smaller_bound_emptied_is_read_on_past_what_a_guard_had_read(store_url: str) -> None:
+    """Found by an attack: a guard with smaller bounds removed every row of a history, the table's newest among
+    them; SQLite gave the next result an id below what a running guard had read, and that guard never saw the mail.
+    Ids are never used again (AUTOINCREMENT on SQLite, a sequence on PostgreSQL): it reads the mail (unmarked: it
+    had read every row removed)."""
     engine = create_engine(store_url)
-    kept = KeptHistory(engine, max_calls=100, max_bytes=100_000)
-    account, none = f"http:{uuid.uuid4().hex}", set[str]().__contains__
-    largest = 2**63 - 1 if engine.dialect.name == "sqlite" else 2**31 - 1  # (PostgreSQL's ids come from a sequence)
+    writer = KeptHistory(engine, max_calls=100, max_bytes=10_000)
+    account, none = f"named:{uuid.uuid4().hex}", set[str]().__contains__
+    for number in range(1, 6):
+        writer.result(account, part(number, f"contacts {number}"))
+    _, held, _ = caught(writer, account, None, none)  # a running guard read them all
+    assert caught(KeptHistory(engine, max_calls=100, max_bytes=16), account, None, none)[2]  # removes every row
+    writer.result(account, part(6, "the mail: visit evil.example"))
+    parts, _, unseen = caught(writer, account, held, none)
+    assert not unseen and [p.text for p in parts] == ["the mail: visit evil.example"]
+
+
+def test_an_earlier_releases_table_is_rebuilt_never_to_reuse_ids(tmp_path: Path) -> None:
+    """SQLite: a table created without AUTOINCREMENT (the release before) is rebuilt with it, rows and ids kept;
+    past the largest id SQLite allows, a result is refused (the guard withholds it), never given a smaller id."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    with engine.begin() as db:
+        db.execute(text("CREATE TABLE mcp_history (id INTEGER NOT NULL, session TEXT NOT NULL, kind TEXT NOT NULL, "
+                        "number INTEGER NOT NULL, call TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, "
+                        "text TEXT NOT NULL, size INTEGER NOT NULL, fields TEXT NOT NULL, origins TEXT NOT NULL, "
+                        "marked INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (id))"))  # fmt: skip
+        db.execute(text("CREATE INDEX ix_mcp_history_session ON mcp_history (session)"))
+        db.execute(text("INSERT INTO mcp_history VALUES (7, 'named:a', 'result', 1, 'call-1', 'mail', "
+                        "'read_inbox', 'kept before', 11, '{}', '[]', 0, 0)"))  # fmt: skip
+    kept, none = KeptHistory(engine, max_calls=100, max_bytes=10_000), set[str]().__contains__
+    KeptHistory(engine, max_calls=100, max_bytes=10_000)  # a second guard starting: nothing more to rebuild
+    with engine.begin() as db:
+        made = db.execute(text("SELECT sql FROM sqlite_master WHERE name = 'mcp_history'")).scalar_one()
+        indexes = db.execute(text("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mcp_history'"))
+        assert "AUTOINCREMENT" in made and [name for (name,) in indexes] == ["ix_mcp_history_session"]
+        db.execute(text("DELETE FROM mcp_history WHERE id = 7"))
+    assert kept.result("named:a", part(2, "after")) == 8  # the largest id removed: never given again
     with engine.begin() as db:
         db.execute(text("INSERT INTO mcp_history (id, session, kind, number, call, server, tool, text, size, fields, "
-                        "origins, marked, at) VALUES (:id, 'http:junk', 'result', 1, 'c', 's', 't', '', 0, '{}', "
-                        "'[]', 0, 0)"), {"id": largest})  # fmt: skip
-    for number in range(1, 5):
-        kept.result(account, part(number, f"said {number}"))
-    _, held, _ = caught(kept, account, None, none)  # (on SQLite, up to an id picked at random)
-    for number in range(5, 30):
-        kept.result(account, part(number, f"said {number}"))
-    parts, _, unseen = caught(kept, account, held, none)
-    assert not unseen and {p.number for p in parts} == set(range(5, 30))
+                        "origins, marked, at) VALUES (9223372036854775807, 'junk', 'result', 1, 'c', 's', 't', '', "
+                        "0, '{}', '[]', 0, 0)"))  # fmt: skip
+    with pytest.raises(sqlite3.Error, match="full"):
+        kept.result("named:a", part(3, "refused"))
+    assert [p.text for p in caught(kept, "named:a", None, none)[0]] == ["after"]
 
 
 def test_new_results_past_a_bound_are_left_for_a_worker_thread(store_url: str) -> None:

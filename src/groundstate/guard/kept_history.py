@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from .. import safejson
 from ..logic import RecordedFactsError, decode_facts, encode_facts
@@ -42,7 +43,6 @@ PREFIX = "stdio:"  # a kept session's key: this, the client's PID namespace, the
 TRIM_EVERY = 16
 MAX_IDLE_SEC = 7 * 24 * 3600  # a kept session no guard here can check is removed after a week without a write
 RESULT, PENDING, LOST = "result", "pending", "lost"
-IN_ORDER_BELOW = 1 << 62  # SQLite gives ids one past the largest until one reaches 2**63 - 1; then it picks at random
 
 @dataclass(frozen=True)
 class Held:
@@ -70,6 +70,7 @@ kept_rows = Table(
     Column("origins", Text, nullable=False),  # where the call's own arguments came from (facts)
     Column("marked", Integer, nullable=False),  # the session was marked by then
     Column("at", Integer, nullable=False),  # when it was written (seconds since the epoch)
+    sqlite_autoincrement=True,  # an id is never used again, even once its row is removed (catch_up relies on it)
 )  # fmt: skip
 
 
@@ -101,6 +102,7 @@ class KeptHistory:
         self.engine, self.max_calls, self.max_bytes = engine, max_calls, max_bytes
         self._untrimmed: dict[str, tuple[int, int]] = {}  # per session: results and characters since the last trim
         create_tables(engine, kept_rows)
+        _never_reusing_ids(engine)
         sql = DriverSQL(engine).sql
         self._insert = sql("INSERT INTO mcp_history (session, kind, number, call, server, tool, text, size, fields, "
                            "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")  # fmt: skip
@@ -112,17 +114,16 @@ class KeptHistory:
                          "total > ?) RETURNING id")  # fmt: skip
         self._lost = sql("SELECT MAX(number) FROM mcp_history WHERE session = ? AND kind = 'lost'")
         self._unlost = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'lost'")
-        self._top = sql("SELECT MAX(id) FROM mcp_history")
         self._load = sql("SELECT kind, number, call, server, tool, text, fields, origins, marked FROM mcp_history "
                          "WHERE session = ? AND kind <> 'lost' ORDER BY id")  # fmt: skip
         self._ids = sql("SELECT id, kind, call, number, size FROM mcp_history WHERE session = ? AND id > ? "
                         "ORDER BY id")  # fmt: skip
         self._since = sql("SELECT id, kind, number, call, server, tool, text, fields, origins, marked FROM "
                           "mcp_history WHERE session = ? AND kind = 'result' AND id >= ? ORDER BY id")  # fmt: skip
-        # SQLite commits one writer at a time, so a row committed later has a larger id (while the largest is below
-        # IN_ORDER_BELOW): a guard reads only the ids past the last result it read. PostgreSQL takes ids before
-        # commits, which may then come in another order: a guard reads all of a session's ids (a few hundred small
-        # rows) and compares them with those it holds.
+        # SQLite commits one writer at a time, and the table's ids are never used again (AUTOINCREMENT, see
+        # _never_reusing_ids), so a row committed later has a larger id: a guard reads only the ids past the last
+        # result it read. PostgreSQL takes ids before commits, which may then come in another order: a guard reads
+        # all of a session's ids (a few hundred small rows) and compares them with those it holds.
         self._in_order = engine.dialect.name == "sqlite"
         self._settled = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'pending' AND number = ?")
         self._sessions = sql("SELECT session, MAX(at) FROM mcp_history GROUP BY session")
@@ -157,8 +158,7 @@ class KeptHistory:
         loop reads them in a worker thread instead)."""
         first = held is None
         with within(self.engine, None) if first else reading(self.engine) as db:
-            in_order = self._in_order and (db.exec_driver_sql(self._top).scalar_one() or 0) < IN_ORDER_BELOW
-            after = held.after if held is not None and in_order else 0
+            after = held.after if held is not None and self._in_order else 0
             unseen = first and self._trimmed(db, session) is not None
             listed = db.exec_driver_sql(self._ids, (session, after))
             rows = [(int(row_id), kind, call, number, size) for row_id, kind, call, number, size in listed]
@@ -177,10 +177,8 @@ class KeptHistory:
                 part = _part(*row)
                 unseen = unseen or part is None
                 parts += [part] if part is not None else []
-        # past results only: a pending row that was the newest of all gives the result inserted in its place, after
-        # deleting it, its id on SQLite (one past the largest)
         up_to = max(results, default=held.after if held is not None else 0)
-        return parts, Held(up_to, frozenset() if in_order else frozenset(results)), unseen
+        return parts, Held(up_to, frozenset() if self._in_order else frozenset(results)), unseen
 
     def _trimmed(self, db: Executes, session: str) -> int | None:
         """The oldest rows past the bounds removed, and said by the session's "lost" row: the largest id removed,
@@ -241,6 +239,28 @@ class KeptHistory:
             for session in gone:
                 db.exec_driver_sql(self._forget, (session,))
         return len(gone)
+
+
+def _never_reusing_ids(engine: Engine) -> None:
+    """On SQLite, the table made to never use an id again. Without AUTOINCREMENT, SQLite gives a new row one past
+    the largest id there is — the id of a row just removed, when it was the largest (found by an attack: a guard with
+    smaller bounds removed every row of a history, the next result took an id below what a running guard had read,
+    and that guard never saw it). A table an earlier release created without it is rebuilt with it, its rows and
+    their ids kept, in one transaction; guards starting at once rebuild it once."""
+    if engine.dialect.name != "sqlite":
+        return
+    with within(engine, None) as db:
+        found = db.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'mcp_history'")
+        made = found.first()
+        if made is None or "AUTOINCREMENT" in str(made[0]).upper():
+            return
+        columns = ", ".join(column.name for column in kept_rows.columns)
+        db.exec_driver_sql("ALTER TABLE mcp_history RENAME TO mcp_history_reusing_ids")
+        db.exec_driver_sql(str(CreateTable(kept_rows).compile(dialect=engine.dialect)))
+        db.exec_driver_sql(f"INSERT INTO mcp_history ({columns}) SELECT {columns} FROM mcp_history_reusing_ids")
+        db.exec_driver_sql("DROP TABLE mcp_history_reusing_ids")  # with its index
+        for index in kept_rows.indexes:
+            db.exec_driver_sql(str(CreateIndex(index).compile(dialect=engine.dialect)))
 
 
 def _part(kind: Any, number: Any, call: Any, server: Any, tool: Any, text: Any, fields: Any, origins: Any,
