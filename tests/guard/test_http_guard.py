@@ -392,6 +392,38 @@ def test_catching_up_on_another_guards_megabytes_does_not_hold_up_other_accounts
     assert max(meanwhile) < 0.6 * whole, (whole, meanwhile)  # and none of her calls waited for most of them
 
 
+def test_an_idempotency_key_sent_over_http_is_its_accounts(tmp_path: Path) -> None:
+    """Found by an attack: keys were the server's alone, so another account that used a key first had the call the
+    key named refused ("used for another call"), and one that sent the same call got its recorded result instead of
+    its own. A key sent over HTTP names a call of its account only; each account's retry gets its own result."""
+    inbox_config(tmp_path)
+    ids = itertools.count(1)
+
+    def fetch(token: str, url: str) -> dict[str, Any]:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "groundstate/idempotency_key": "visit-1",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+        answer = httpx.post(guard_url, timeout=60, json={
+            "jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
+            "params": {"name": "mail__fetch", "arguments": {"url": url}, "_meta": meta}},
+            headers={**MODERN, "mcp-name": "mail__fetch", "Authorization": f"Bearer {token}"})  # fmt: skip
+        return dict(answer.json())  # (a JSON-RPC error is a 400 on this protocol)
+
+    with http_guard(tmp_path) as (guard_url, _):
+        token = (tmp_path / "home" / "console.token").read_text().strip()
+        bob = another_operator(tmp_path, token, "bob")
+        first = fetch(bob, "https://example.org/bob")  # bob uses the key first
+        assert first["result"]["isError"] is False, first
+        own = fetch(token, "https://example.org/admin")  # the same key, another account's call: it runs
+        assert own["result"]["isError"] is False, own
+        again = fetch(token, "https://example.org/admin")  # sent again: the recorded result, nothing forwarded
+        assert again["result"]["content"] == own["result"]["content"]
+        bobs = fetch(bob, "https://example.org/admin")  # bob's key names his own call: the admin's is not his
+        assert "error" in bobs and "was used for another call" in bobs["error"]["message"], bobs
+    visits = (tmp_path / "sent.visits").read_text().splitlines()
+    assert visits == ["https://example.org/bob", "https://example.org/admin"]
+
+
 MODERN = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
           "mcp-method": "tools/call"}  # fmt: skip  (MCP's 2026 protocol: one exchange, no session)
 

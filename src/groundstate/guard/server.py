@@ -144,8 +144,14 @@ class _Call:
         return f"{self.server}/{self.tool}"
 
     def where(self, entry: int) -> tuple[str, int]:
-        """The journal's (scope, position): the client's key names the call across restarts, else the ledger row."""
-        return (f"{self.scope}key:{self.key}", 0) if self.key else (self.scope, entry)
+        """The journal's (scope, position): the client's key names the call across restarts, else the ledger row. A
+        key sent over HTTP is its operator account's (found by an attack: keys were the server's alone, so another
+        account that used a key first refused the call it named, and one that sent the same call got its recorded
+        result); over stdio the store's, so that a client restarted as another process finds its key."""
+        if not self.key:
+            return self.scope, entry
+        account = f"account:{self.account}/" if self.account is not None else ""
+        return f"{self.scope}{account}key:{self.key}", 0
 
 
 @dataclass
