@@ -2,6 +2,7 @@
 
     python bench/mcp/run.py            # 1,000 calls each way
     python bench/mcp/run.py --quick    # 100
+    python bench/mcp/run.py --calls N  # N
 
 Both sides use the official `mcp` SDK client over stdio, both sessions open and the calls alternating in blocks of
 50, against the same minimal server (bench/mcp/echo_server.py: one read-only tool that answers at once), so the
@@ -21,6 +22,7 @@ import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -39,15 +41,29 @@ async def latencies(paths: dict[str, tuple[StdioServerParameters, str]], calls: 
             session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
             for _ in range(20):
-                await session.call_tool(tool, {"text": "warm"})
+                answered(await session.call_tool(tool, {"text": "warm"}), "warm")
             sessions[name] = (session, tool)
         for block in range(0, calls, 50):
             for name, (session, tool) in sessions.items():
                 for number in range(block, min(block + 50, calls)):
                     started = time.perf_counter()
-                    await session.call_tool(tool, {"text": f"call {number}"})
+                    result = await session.call_tool(tool, {"text": f"call {number}"})
                     out[name].append((time.perf_counter() - started) * 1000)
+                    answered(result, f"call {number}")
     return out
+
+
+def answered(result: Any, text: str) -> None:
+    """Both paths' answers are checked equal to the echo's: a call the guard refused or held is not measured as
+    one it forwarded (it stops the benchmark, saying why)."""
+    said = [getattr(block, "text", None) for block in result.content]
+    if result.is_error or said != [text]:
+        raise NotForwarded(f"the call with {text!r} was answered {said!r} (an error: {result.is_error}); only "
+                           "forwarded calls are measured")  # fmt: skip
+
+
+class NotForwarded(Exception):
+    """A call answered otherwise than the echo answers it."""
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -57,8 +73,10 @@ def percentile(values: list[float], share: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    calls = 100 if parser.parse_args().quick else 1000
+    parser.add_argument("--quick", action="store_true", help="100 calls each way")
+    parser.add_argument("--calls", type=int, default=1000, help="calls each way (default 1,000)")
+    given = parser.parse_args()
+    calls = 100 if given.quick else given.calls
     home = Path(tempfile.mkdtemp(prefix="groundstate-bench-mcp-"))
     (home / "groundstate.toml").write_text(f'[mcp.servers.echo]\ncommand = ["{sys.executable}", "{ECHO}"]\n')
     direct = StdioServerParameters(command=sys.executable, args=[ECHO])
@@ -68,7 +86,14 @@ def main() -> None:
     guarded = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], cwd=str(home),
                                     env=environment)  # fmt: skip
     print(f"# {platform.python_version()}, {os.cpu_count()} cores, {calls} calls each", flush=True)
-    measured = asyncio.run(latencies({"direct": (direct, "echo"), "through the guard": (guarded, "echo__echo")}, calls))
+    try:
+        measured = asyncio.run(latencies({"direct": (direct, "echo"), "through the guard": (guarded, "echo__echo")},
+                                         calls))  # fmt: skip
+    except* NotForwarded as group:  # (the SDK's task groups wrap it, a group in a group)
+        found: BaseException = group
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+        raise SystemExit(f"bench/mcp: {found}") from None
     rows = [(name, percentile(values, 0.5), percentile(values, 0.99), statistics.mean(values))
             for name, values in measured.items()]  # fmt: skip
     print("| path | p50 ms | p99 ms | mean ms |\n|---|---|---|---|")
