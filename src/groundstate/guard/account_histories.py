@@ -1,4 +1,5 @@
-"""An HTTP account's history kept in the store and caught up before each of its calls.
+"""A shared history — an HTTP account's, or one the operator named (``mcp serve --history NAME``) — kept in the store
+and caught up before each of its calls.
 
 Over HTTP an operator account's sessions share what they were told (callers.py): a mail read in one session ties the
 address a later session sends to. That history lived in one guard process, so a restarted guard — or a second one on
@@ -7,12 +8,15 @@ still held the mail. So every result an account's call returns is kept in the st
 account's history key) before the client reads it, and before each of the account's calls the guard reads the rows
 it does not hold yet: those an earlier process kept (the first time, with what ``KeptHistory.load`` marks) and those
 another guard kept since. Both guards then judge against the same results; each keeps its own conversations'
-declared requests (a request vouches for its own session only, and that session lives in one guard).
+declared requests (a request vouches for its own session only, and that session lives in one guard). A history the
+operator named is shared the same way by every stdio guard started with the name: a client whose guards cannot be
+told apart by their parent process (a launcher that does not ``exec`` them, PID 1 of a container) is still one
+conversation.
 
-What a guard holds of each account's kept rows is remembered with the ``Session`` it was read into: a session the
+What a guard holds of each history's kept rows is remembered with the ``Session`` it was read into: a session the
 history forgot to make room for others is read whole again. A result this guard kept itself is not read back in (its
-call is in the session already). On SQLite the rows past the last one read are all a catch-up reads (an index range,
-~20 µs when nothing is new); on PostgreSQL every id of the account's rows.
+call is in the session already). On SQLite the rows past the last result read are all a catch-up reads (an index
+range, ~35 µs when nothing is new: the table never gives an id again); on PostgreSQL every id of the history's rows.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ MAX_ACCOUNTS = 4096  # accounts whose kept rows this guard remembers holding (th
 
 
 class AccountHistories:
-    """The kept rows each HTTP account's history holds in this guard, and the catching up on the others."""
+    """The kept rows each shared history holds in this guard, and the catching up on the others."""
 
     def __init__(self, kept: KeptHistory) -> None:
         self.kept = kept

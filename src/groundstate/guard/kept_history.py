@@ -1,4 +1,5 @@
-"""What a stdio client's session was told, kept in the store so that the client's next guard process continues it.
+"""What clients were told, kept in the store: a stdio client's session for its next guard process, and the shared
+histories other guards catch up on (an HTTP account's, one the operator named: account_histories.py).
 
 Provenance is per session, and a session lived in one guard process. A client that starts a guard per call —
 ``langchain-mcp-adapters``' ``client.get_tools()`` without a session does, over stdio — gave every call an empty
@@ -11,12 +12,16 @@ not kept — a request names values as the user's, and one conversation's must n
 A result is kept before the client reads it, and a forwarded call's place is written with its intent, before the
 effect: a guard that dies during the call leaves the place empty, and the session resumed from it is marked. A guard
 whose parent cannot be told apart (pid 0 or 1: it is its PID namespace's first process, as in ``docker run -i``, or
-was left to init; no ``/proc``) keeps nothing. Bounded as the session in memory is (``[mcp] history_calls`` results
+was left to init; no ``/proc``) keeps nothing of its own (``mcp serve --history NAME`` names one it shares). Bounded as the session in memory is (``[mcp] history_calls`` results
 and ``history_bytes`` of their text and data, the oldest removed first, at most ``TRIM_EVERY`` results late; the
 session resumed from them is marked when any were). A row that cannot be read, or that says more than where its own
 call's arguments came from (edited outside groundstate), marks the session. Rows of a client process that no longer
 runs are removed when a guard in its PID namespace on its host starts; rows this guard cannot check (another host,
 another PID namespace) once they are ``MAX_IDLE_SEC`` old.
+
+Every trim leaves a ``lost`` row saying up to which id rows were removed, so that a guard which had not read them, and
+every guard started later, is marked; a result larger than the bytes' bound alone is kept cut, marked. On SQLite the
+table never gives an id again (AUTOINCREMENT), so a row committed later always has a larger id.
 """
 
 from __future__ import annotations
