@@ -9,15 +9,15 @@ parent: host, PID namespace, pid and start time), and a guard the same process s
 conversations of one client process share the results (stricter, never looser); the requests a client declares are
 not kept — a request names values as the user's, and one conversation's must not vouch for another's.
 
-A result is kept before the client reads it, and a forwarded call's place is written with its intent, before the
-effect: a guard that dies during the call leaves the place empty, and the session resumed from it is marked. A guard
-whose parent cannot be told apart (pid 0 or 1: it is its PID namespace's first process, as in ``docker run -i``, or
-was left to init; no ``/proc``) keeps nothing of its own (``mcp serve --history NAME`` names one it shares). Bounded as the session in memory is (``[mcp] history_calls`` results
-and ``history_bytes`` of their text and data, the oldest removed first, at most ``TRIM_EVERY`` results late; the
-session resumed from them is marked when any were). A row that cannot be read, or that says more than where its own
-call's arguments came from (edited outside groundstate), marks the session. Rows of a client process that no longer
-runs are removed when a guard in its PID namespace on its host starts; rows this guard cannot check (another host,
-another PID namespace) once they are ``MAX_IDLE_SEC`` old.
+A result is kept before the client reads it, and a forwarded call's place is written with its intent, before the effect:
+a guard that dies during the call leaves the place empty, and the session resumed from it is marked. A guard whose
+parent cannot be told apart (pid 0 or 1: it is its PID namespace's first process, as in ``docker run -i``, or was left
+to init; no ``/proc``) keeps nothing of its own (``mcp serve --history NAME`` names one it shares). Bounded as the
+session in memory is (``[mcp] history_calls`` results and ``history_bytes`` of their text and data, the oldest removed
+first, at most ``TRIM_EVERY`` results late; the session resumed from them is marked when any were). A row that cannot be
+read, or that says more than where its own call's arguments came from (edited outside groundstate), marks the session.
+Rows of a client process that no longer runs are removed when a guard in its PID namespace on its host starts; rows this
+guard cannot check (another host, another PID namespace) once they are ``MAX_IDLE_SEC`` old.
 
 Every trim leaves a ``lost`` row saying up to which id rows were removed, so that a guard which had not read them, and
 every guard started later, is marked; a result larger than the bytes' bound alone is kept cut, marked. On SQLite the
