@@ -1,5 +1,5 @@
 """What clients were told, kept in the store: a stdio client's session for its next guard process, and the shared
-histories other guards catch up on (an HTTP account's, one the operator named: account_histories.py).
+histories other guards catch up on (an HTTP account's, one the operator named: shared_histories.py).
 
 Provenance is per session, and a session lived in one guard process. A client that starts a guard per call —
 ``langchain-mcp-adapters``' ``client.get_tools()`` without a session does, over stdio — gave every call an empty

@@ -42,7 +42,6 @@ from ..providers import SHUTDOWN_GRACE_SEC, McpServerError, UnknownPath, Upstrea
 from ..safejson import MAX_DEPTH as MAX_MESSAGE_DEPTH
 from ..store import ACT, CallInDoubt, Operators, ToolJournal, hot_transaction, in_store, within
 from . import local_tools
-from .account_histories import AccountHistories
 from .callers import EXCHANGE_STATE, OPERATOR_STATE, Caller, caller_of
 from .fast_calls import FastCalls
 from .http_sessions import SessionOwners, TwoSessionIds
@@ -50,6 +49,7 @@ from .kept_history import KeptHistory, client_key
 from .ledger import APPROVED, DENIED, EXPIRED, HELD, WITHDRAWN, Ledger, RowChanged
 from .policy import McpPolicy, Prepared, Verdict, check_arguments
 from .sdk_log import one_line_sdk_logs
+from .shared_histories import SharedHistories
 from .stdio import TOO_DEEP, claimed_stdio
 
 STDIO = "stdio"  # the session key and the client of the guard on stdio
@@ -130,8 +130,8 @@ class _Call:
     session: Session  # the client session's history (provenance)
     prepared: Prepared  # its facts, the provenance facts of its session's history among them
     account: str | None = None  # the operator account whose token made the call (HTTP): it may not approve it
-    kept: str | None = None  # where the store keeps its history for the next guard (stdio: the client process's;
-    # HTTP: the account's), if it does
+    kept: str | None = None  # where the store keeps its history for the next guard (stdio: the client process's,
+    # or the one the operator named; HTTP: the account's), if it does
 
     @property
     def scope(self) -> str:
@@ -186,7 +186,7 @@ class Guard:
         """``kept``: where the store keeps what clients were told for the next guard (kept_history.py): over stdio
         the client process's session, resumed from there now — or the history ``named`` by the operator (``mcp
         serve --history NAME``), shared with every guard started with that name; over HTTP each account's history.
-        A shared history is caught up before each of its calls (account_histories.py)."""
+        A shared history is caught up before each of its calls (shared_histories.py)."""
         self.upstreams, self.policy, self.ledger, self.approvals = upstreams, policy, ledger, approvals
         self.journal = journal  # every forwarded call: intent before, result after
         self._deciding = threading.Lock()  # the policy's kernel decides one call at a time
@@ -200,7 +200,7 @@ class Guard:
         self._kept_key = client_key() if client == STDIO and named is None else None
         self.kept = kept if client != STDIO or self._kept_key is not None or named is not None else None
         shared = client != STDIO or named is not None  # other guards may write it while this one runs
-        self.accounts = AccountHistories(kept) if kept is not None and shared else None
+        self.shared = SharedHistories(kept) if kept is not None and shared else None
         if self.kept is not None and self._kept_key is not None:
             parts, unseen = self.kept.load(self._kept_key)
             resumed = self.history.resume(STDIO, parts)
@@ -288,8 +288,8 @@ class Guard:
         if self._named is not None and caller.told is None:
             caller = replace(caller, told=self._named)
         session = self.history.session(caller.history)
-        if self.accounts is not None and caller.told is not None:
-            await self.accounts.catch_up(caller.told, session, partial(self._absorb, session), ON_LOOP_CHARS)
+        if self.shared is not None and caller.told is not None:
+            await self.shared.catch_up(caller.told, session, partial(self._absorb, session), ON_LOOP_CHARS)
         return caller, session
 
     async def _absorb(self, session: Session, parts: list[Kept]) -> None:
@@ -614,7 +614,7 @@ async def _guard(
         told = History(config.history_calls, config.history_bytes)
         # what clients were told outlives the guard: a stdio client may start a guard per call, and its session
         # continues in the next; an HTTP account's history continues in a restarted guard and is shared with the
-        # other guards on this store (kept_history.py, account_histories.py)
+        # other guards on this store (kept_history.py, shared_histories.py)
         kept = KeptHistory(ledger.engine, config.history_calls, config.history_bytes)
         kept.forget_gone()
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}

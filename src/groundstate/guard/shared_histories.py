@@ -33,7 +33,7 @@ from .kept_history import Held, KeptHistory
 MAX_ACCOUNTS = 4096  # accounts whose kept rows this guard remembers holding (the least recently used forgotten)
 
 
-class AccountHistories:
+class SharedHistories:
     """The kept rows each shared history holds in this guard, and the catching up on the others."""
 
     def __init__(self, kept: KeptHistory) -> None:
