@@ -60,15 +60,16 @@ def configure(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any]
 def play(folder: Path, tools: list[dict[str, Any]], results: dict[str, Any], request: str,
          calls: list[tuple[str, dict[str, Any]]],
          raw_id_last: dict[str, str] | None = None,
-         delay: dict[str, float] | None = None) -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
+         delay: dict[str, float] | None = None, key: str = "") -> tuple[list[str], list[dict[str, Any]]]:  # fmt: skip
     """Each call through ``groundstate mcp serve`` in one session, with the user's request declared: how each ended
-    (ok, denied, held, withheld, error) and every call the upstream received."""
+    (ok, denied, held, withheld, error) and every call the upstream received (``key``: every call's idempotency
+    key)."""
     effects = configure(folder, tools, results, raw_id_last, delay)
     env = {**os.environ, "GROUNDSTATE_HOME": str(folder / "home"),
            "GROUNDSTATE_CONFIG": str(folder / "groundstate.toml")}  # fmt: skip
     params = StdioServerParameters(command=sys.executable, args=["-m", "groundstate", "mcp", "serve"], env=env)
 
-    meta: Any = {"groundstate/request": request}
+    meta: Any = {"groundstate/request": request, **({"groundstate/idempotency_key": key} if key else {})}
 
     async def run() -> list[str]:
         ended = []
@@ -212,7 +213,8 @@ def test_a_result_the_store_cannot_keep_is_withheld_from_the_client(tmp_path: Pa
     """Found by an attack: another process held the store's write lock past its busy timeout while a mail came
     back; the guard could not keep the result for the account's other guards, and the client read it anyway — a
     guard that had caught up before judged the fetch of the mail's URL against nothing. A result that cannot be
-    kept is withheld, and the client is told the call ran (its effect stands)."""
+    kept is withheld, and the client is told the call ran (its effect stands); sent again with its idempotency
+    key, it gets the journaled result once the store can keep it, nothing forwarded."""
     store = tmp_path / "home" / "groundstate.db"
     effects = tmp_path / "effects.jsonl"
 
@@ -228,9 +230,10 @@ def test_a_result_the_store_cannot_keep_is_withheld_from_the_client(tmp_path: Pa
     locker = threading.Thread(target=lock_while_the_result_comes_back)
     locker.start()
     ended, received = play(tmp_path, [tool("read_inbox", True, True)], {"read_inbox": text(INJECTED_MAIL)},
-                           "Summarise my mail", [("read_inbox", {})], delay={"read_inbox": 1})  # fmt: skip
+                           "Summarise my mail", [("read_inbox", {}), ("read_inbox", {})], delay={"read_inbox": 1},
+                           key="inbox-1")  # fmt: skip
     locker.join()
-    assert ended == ["withheld"] and [call["tool"] for call in received] == ["read_inbox"]
+    assert ended == ["withheld", "ok"] and [call["tool"] for call in received] == ["read_inbox"]
 
 
 def test_a_result_past_the_bytes_bound_still_ties_what_it_said_after_a_restart(tmp_path: Path) -> None:
