@@ -399,15 +399,8 @@ def test_an_idempotency_key_sent_over_http_is_its_accounts(tmp_path: Path) -> No
     inbox_config(tmp_path)
     ids = itertools.count(1)
 
-    def fetch(token: str, url: str) -> dict[str, Any]:
-        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "groundstate/idempotency_key": "visit-1",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
-        answer = httpx.post(guard_url, timeout=60, json={
-            "jsonrpc": "2.0", "id": next(ids), "method": "tools/call",
-            "params": {"name": "mail__fetch", "arguments": {"url": url}, "_meta": meta}},
-            headers={**MODERN, "mcp-name": "mail__fetch", "Authorization": f"Bearer {token}"})  # fmt: skip
-        return dict(answer.json())  # (a JSON-RPC error is a 400 on this protocol)
+    def fetch(token: str, url: str) -> dict[str, Any]:  # (a JSON-RPC error is a 400 on this protocol)
+        return dict(modern_call(guard_url, token, next(ids), "mail__fetch", {"url": url}, key="visit-1").json())
 
     with http_guard(tmp_path) as (guard_url, _):
         token = (tmp_path / "home" / "console.token").read_text().strip()
@@ -430,13 +423,16 @@ MODERN = {"Accept": "application/json, text/event-stream", "mcp-protocol-version
 
 def modern_call(url: str, token: str, request_id: int, tool: str, arguments: dict[str, Any],
                 extra: dict[str, str] | None = None, timeout: float = 60,
-                request: str = "") -> httpx.Response:  # fmt: skip
-    """A ``tools/call`` in MCP's 2026 protocol, with ``extra`` headers (and the user's ``request`` declared)."""
+                request: str = "", key: str = "") -> httpx.Response:  # fmt: skip
+    """A ``tools/call`` in MCP's 2026 protocol, with ``extra`` headers (and the user's ``request`` declared, and an
+    idempotency ``key``)."""
     meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                             "io.modelcontextprotocol/clientCapabilities": {},
                             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
     if request:
         meta["groundstate/request"] = request
+    if key:
+        meta["groundstate/idempotency_key"] = key
     return httpx.post(url, timeout=timeout, headers={**MODERN, "mcp-name": tool, "Authorization": f"Bearer {token}",
                                                      **(extra or {})},
                       json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call",

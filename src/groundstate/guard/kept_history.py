@@ -110,17 +110,16 @@ class KeptHistory:
         _never_reusing_ids(engine)
         sql = DriverSQL(engine).sql
         self._insert = sql("INSERT INTO mcp_history (session, kind, number, call, server, tool, text, size, fields, "
-                           "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")  # fmt: skip
+                           "origins, marked, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")  # fmt: skip
         # the oldest past either bound, as the session in memory drops them (the newest counted first); what was
         # removed is said by a "lost" row, so that a guard which had not read them yet knows something is unseen
         self._trim = sql("DELETE FROM mcp_history WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER "
                          "BY id DESC) AS place, SUM(size) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS total "
                          "FROM mcp_history WHERE session = ? AND kind <> 'lost') AS newest WHERE place > ? OR "
                          "total > ?) RETURNING id")  # fmt: skip
-        self._lost = sql("SELECT MAX(number) FROM mcp_history WHERE session = ? AND kind = 'lost'")
         self._unlost = sql("DELETE FROM mcp_history WHERE session = ? AND kind = 'lost'")
         self._load = sql("SELECT kind, number, call, server, tool, text, fields, origins, marked FROM mcp_history "
-                         "WHERE session = ? AND kind <> 'lost' ORDER BY id")  # fmt: skip
+                         "WHERE session = ? ORDER BY id")  # fmt: skip
         self._ids = sql("SELECT id, kind, call, number, size FROM mcp_history WHERE session = ? AND id > ? "
                         "ORDER BY id")  # fmt: skip
         self._since = sql("SELECT id, kind, number, call, server, tool, text, fields, origins, marked FROM "
@@ -138,18 +137,10 @@ class KeptHistory:
         """The session's results, oldest first, within the bounds (the older removed now), and whether something it
         was told is unseen: results removed for the bounds, a call whose result no guard kept, or a row that cannot
         be read."""
-        parts: list[Kept] = []
         with within(self.engine, None) as db:
-            trimmed = self._trimmed(db, session) is not None
-            unseen = trimmed or db.exec_driver_sql(self._lost, (session,)).scalar_one() is not None
-            rows = list(db.exec_driver_sql(self._load, (session,)))
-        for row in rows:
-            part = _part(*row)
-            if part is None:
-                unseen = True
-            else:
-                parts.append(part)
-        return parts, unseen
+            self._trimmed(db, session)
+            rows = list(db.exec_driver_sql(self._load, (session,)))  # a "lost" row among them marks, as a pending one
+        return _parts(rows)
 
     def catch_up(self, session: str, held: Held | None, own: Callable[[str], bool],
                  most: int | None = None) -> tuple[list[Kept], Held, bool] | None:  # fmt: skip
@@ -164,38 +155,31 @@ class KeptHistory:
         first = held is None
         with within(self.engine, None) if first else reading(self.engine) as db:
             after = held.after if held is not None and self._in_order else 0
-            unseen = first and self._trimmed(db, session) is not None
+            if first:  # (what it removes is said by a "lost" row, read below)
+                self._trimmed(db, session)
             listed = db.exec_driver_sql(self._ids, (session, after))
             rows = [(int(row_id), kind, call, number, size) for row_id, kind, call, number, size in listed]
             results = {row_id for row_id, kind, _, _, _ in rows if kind == RESULT}
             read_up_to = held.after if held is not None else 0  # the newest result this guard read
             lost = [number for _, kind, _, number, _ in rows if kind == LOST]
-            unseen = unseen or (first and len(results) < len(rows)) or any(number > read_up_to for number in lost)
+            unseen = (first and len(results) < len(rows)) or any(number > read_up_to for number in lost)
             new = {row_id: size for row_id, kind, call, _, size in rows
                    if kind == RESULT and not (held and row_id in held.ids) and not own(call)}  # fmt: skip
             if most is not None and sum(size if isinstance(size, int) else most + 1 for size in new.values()) > most:
                 return None
             found = list(db.exec_driver_sql(self._since, (session, min(new)))) if new else []
-        parts = []
-        for row_id, *row in found:
-            if int(row_id) in new:
-                part = _part(*row)
-                unseen = unseen or part is None
-                parts += [part] if part is not None else []
+        parts, unreadable = _parts([row for row_id, *row in found if int(row_id) in new])
         up_to = max(results, default=held.after if held is not None else 0)
-        return parts, Held(up_to, frozenset() if self._in_order else frozenset(results)), unseen
+        return parts, Held(up_to, frozenset() if self._in_order else frozenset(results)), unseen or unreadable
 
-    def _trimmed(self, db: Executes, session: str) -> int | None:
-        """The oldest rows past the bounds removed, and said by the session's "lost" row: the largest id removed,
-        or None when none was."""
+    def _trimmed(self, db: Executes, session: str) -> None:
+        """The oldest rows past the bounds removed, and said by the session's "lost" row (the largest id removed)."""
         removed = [int(row_id) for (row_id,) in db.exec_driver_sql(self._trim, (session, self.max_calls,
                                                                                 self.max_bytes))]  # fmt: skip
-        if not removed:
-            return None
-        db.exec_driver_sql(self._unlost, (session,))
-        db.exec_driver_sql(self._insert, (session, LOST, max(removed), "", "", "", "", 0, "{}", "[]", 1,
-                                          int(time.time()))).scalar_one()  # fmt: skip
-        return max(removed)
+        if removed:
+            db.exec_driver_sql(self._unlost, (session,))
+            db.exec_driver_sql(self._insert, (session, LOST, max(removed), "", "", "", "", 0, "{}", "[]", 1,
+                                              int(time.time())))  # fmt: skip
 
     def pending(self, session: str, entry: int, db: Executes | None = None) -> None:
         """A call is forwarded (the guard's ledger entry ``entry``): its result is to come (``result``). Written
@@ -203,11 +187,11 @@ class KeptHistory:
         and the session resumed from it is marked."""
         with within(self.engine, db) as db:
             db.exec_driver_sql(self._insert, (session, PENDING, entry, "", "", "", "", 0, "{}", "[]", 0,
-                                              int(time.time()))).scalar_one()  # fmt: skip
+                                              int(time.time())))  # fmt: skip
 
-    def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> int:
+    def result(self, session: str, part: Kept, db: Executes | None = None, entry: int | None = None) -> None:
         """A result the session kept, kept here too (in place of its call's ``pending`` row, when ``entry`` names
-        one), and the oldest past the bounds removed; its row's id."""
+        one), and the oldest past the bounds removed."""
         fields, text, marked = json.dumps(part.fields, ensure_ascii=False), part.text, part.marked
         if len(text) + len(fields) > self.max_bytes:  # alone past the bytes' bound: what fits is kept, marked (found
             fields = "{}" if len(fields) > self.max_bytes // 2 else fields  # by an attack: the row was removed by
@@ -220,12 +204,11 @@ class KeptHistory:
         with within(self.engine, db) as db:
             if entry is not None:
                 db.exec_driver_sql(self._settled, (session, entry))
-            row_id = int(db.exec_driver_sql(self._insert, row).scalar_one())
+            db.exec_driver_sql(self._insert, row)
             if calls >= self.TRIM_EVERY or added > self.max_bytes // 4:
                 self._trimmed(db, session)
                 calls, added = 0, 0
         self._untrimmed[session] = (calls, added)
-        return row_id
 
     def forget_gone(self) -> int:
         """Remove the kept sessions of client processes that no longer run (in this guard's PID namespace, on this
@@ -251,13 +234,16 @@ def _never_reusing_ids(engine: Engine) -> None:
     the largest id there is — the id of a row just removed, when it was the largest (found by an attack: a guard with
     smaller bounds removed every row of a history, the next result took an id below what a running guard had read,
     and that guard never saw it). A table an earlier release created without it is rebuilt with it, its rows and
-    their ids kept, in one transaction; guards starting at once rebuild it once."""
+    their ids kept, in one transaction; guards starting at once rebuild it once. A guard that finds it made so
+    takes no write lock (a guard per call starts often)."""
     if engine.dialect.name != "sqlite":
         return
+    made = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'mcp_history'"
+    with reading(engine) as db:
+        if _never_reuses(db.exec_driver_sql(made).first()):
+            return
     with within(engine, None) as db:
-        found = db.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'mcp_history'")
-        made = found.first()
-        if made is None or "AUTOINCREMENT" in str(made[0]).upper():
+        if _never_reuses(db.exec_driver_sql(made).first()):  # another guard rebuilt it meanwhile
             return
         columns = ", ".join(column.name for column in kept_rows.columns)
         db.exec_driver_sql("ALTER TABLE mcp_history RENAME TO mcp_history_reusing_ids")
@@ -268,10 +254,21 @@ def _never_reusing_ids(engine: Engine) -> None:
             db.exec_driver_sql(str(CreateIndex(index).compile(dialect=engine.dialect)))
 
 
+def _never_reuses(made: Any) -> bool:
+    """Whether the table's definition (a row of ``sqlite_master``; None: no table) gives no id again."""
+    return made is None or "AUTOINCREMENT" in str(made[0]).upper()
+
+
+def _parts(rows: list[Any]) -> tuple[list[Kept], bool]:
+    """The results among kept rows, oldest first, and whether any row is none (see ``_part``)."""
+    parts = [_part(*row) for row in rows]
+    return [part for part in parts if part is not None], None in parts
+
+
 def _part(kind: Any, number: Any, call: Any, server: Any, tool: Any, text: Any, fields: Any, origins: Any,
           marked: Any) -> Kept | None:  # fmt: skip
     """A kept row read back, or None when it is no result (a forwarded call's place whose result no guard kept:
-    the client may have read it) or cannot be read."""
+    the client may have read it; a "lost" row: results were removed for the bounds) or cannot be read."""
     try:
         if kind != RESULT:
             raise ValueError(f"a {kind!r} row")

@@ -584,11 +584,11 @@ def _details(
 @contextlib.asynccontextmanager
 async def _guard(
     settings: ProjectConfig, store_url: str, client: str, departures: Departures | None = None,
-    history: str | None = None,
+    named: str | None = None,
 ) -> AsyncIterator[tuple[Server, Upstreams, Guard]]:  # fmt: skip
     """The upstreams connected (and your own Python tools, as the server ``python``), the MCP server over them and
-    the guard that decides its calls, for as long as the block runs (``history``: the name of the history every
-    call shares, see ``Guard``)."""
+    the guard that decides its calls, for as long as the block runs (``named``: the name of the history every call
+    shares, see ``Guard``)."""
     config = settings.mcp
     one_line_sdk_logs()  # the SDK's errors (an upstream's answer it cannot parse) without tracebacks: sdk_log.py
     if local_tools.SERVER in config.servers:
@@ -611,7 +611,7 @@ async def _guard(
         journal = ToolJournal(store_url, engine=ledger.engine, chain=ledger.chain)
         policy = McpPolicy(list(config.policy), labels_may_loosen=config.labels_may_loosen,
                            shadow=list(config.shadow) or None)  # fmt: skip
-        told = History(config.history_calls, config.history_bytes)
+        history = History(config.history_calls, config.history_bytes)
         # what clients were told outlives the guard: a stdio client may start a guard per call, and its session
         # continues in the next; an HTTP account's history continues in a restarted guard and is shared with the
         # other guards on this store (kept_history.py, shared_histories.py)
@@ -619,8 +619,8 @@ async def _guard(
         kept.forget_gone()
         labels = {name: {tool: list(given) for tool, given in server.labels.items()}
                   for name, server in config.servers.items()}  # fmt: skip
-        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=told, labels=labels,
-                      departures=departures, kept=kept, named=history)  # fmt: skip
+        guard = Guard(upstreams, policy, ledger, approvals, journal, client, history=history, labels=labels,
+                      departures=departures, kept=kept, named=named)  # fmt: skip
         server = Server("groundstate-guard", on_list_tools=guard.list_tools, on_call_tool=guard.call_tool)
         try:
             yield server, upstreams, guard
@@ -646,10 +646,10 @@ def _started(upstreams: Upstreams, where: str) -> None:
           file=sys.stderr, flush=True)  # fmt: skip
 
 
-async def serve_stdio(settings: ProjectConfig, store_url: str, history: str | None = None) -> None:
+async def serve_stdio(settings: ProjectConfig, store_url: str, named: str | None = None) -> None:
     """Connect the upstreams, then serve MCP on stdin/stdout until the client goes away (decisions recorded in the
-    database at ``store_url``; ``history``: the name of the history its calls share with other guards')."""
-    async with _guard(settings, store_url, "stdio", history=history) as (server, upstreams, guard):
+    database at ``store_url``; ``named``: the name of the history its calls share with other guards')."""
+    async with _guard(settings, store_url, "stdio", named=named) as (server, upstreams, guard):
         long_lived.started()
         _loop_first()
         _started(upstreams, "stdio")
