@@ -19,6 +19,7 @@ from .arguments import (
     flatten,
 )
 from .history import MAX_SESSIONS, MIN_VALUE, Asked, History, Kept, Reading, Seen, Session, reading, short_words, words
+from .wording import MAX_CHANGED, Phrase, worded
 
 
 def shared_rules() -> list[Path]:
@@ -31,6 +32,7 @@ def shared_rules() -> list[Path]:
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "MAX_ARGUMENT_FACTS",
+    "MAX_CHANGED",
     "MAX_SESSIONS",
     "MAX_VALUE_CHARS",
     "MIN_VALUE",
@@ -41,6 +43,7 @@ __all__ = [
     "History",
     "Kept",
     "NotJsonNumber",
+    "Phrase",
     "Reading",
     "Seen",
     "Session",
@@ -48,5 +51,6 @@ __all__ = [
     "reading",
     "shared_rules",
     "short_words",
+    "worded",
     "words",
 ]

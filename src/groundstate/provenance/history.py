@@ -20,6 +20,8 @@ so the rules can only become stricter) and the user's request as the client decl
   ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
 - ``flow_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
+- ``flow_argument_worded(Call, Key)``: the value is a phrase of the user's request with at most one short word
+  changed (``wording.py``) — the user dictated it; unlike a named value, it is still searched for in the results;
 - ``flow_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
   not a calendar date or a time of day — a value that can name or carry something (a date carries no address, no
   code, no instruction: see ``_CALENDAR``);
@@ -44,6 +46,7 @@ from typing import Any, TypeVar
 
 from ..logic import Name
 from .grams import GramFilter
+from .wording import Phrase, worded
 
 _T = TypeVar("_T")
 
@@ -262,6 +265,7 @@ class Asked:
     text: str = ""
     words: frozenset[str] = frozenset()
     short: frozenset[str] = frozenset()
+    phrase: Phrase = field(default=Phrase.NONE, compare=False)  # its words in order: what values it words
 
     def adding(self, request: str) -> Asked:
         """These requests and ``request`` (one already among them is not added again), the oldest text dropped
@@ -271,7 +275,7 @@ class Asked:
             return self
         kept = (self.text + "\n" + folded)[-MAX_REQUEST_CHARS:]
         found, short = _index(kept)
-        return Asked(kept, frozenset(found), frozenset(short))
+        return Asked(kept, frozenset(found), frozenset(short), Phrase.of(kept))
 
 
 @dataclass
@@ -470,6 +474,8 @@ class History:
             if said or (own and own <= asked.words and _only_named(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
+            if worded(folded, asked.phrase):  # the request's words, one short word changed: still searched below
+                out.append(("flow_argument_worded", (call, key)))
             whole = session.containing(folded)
             for seen in whole:
                 data = seen.fields.get(folded, 0)

@@ -45,6 +45,9 @@ Decl flow_argument_mentioned(Call, Key, Earlier)
 Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
+Decl flow_argument_worded(Call, Key)
+  descr [doc("The argument's value is a phrase of the user's request with at most one word of at most 2 characters changed (a number filled in, a pronoun turned): the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
+  bound [/string, /string].
 Decl flow_text_argument(Call, Key)
   descr [doc("The argument is text or a number of at least 5 characters, not a calendar date or time of day: a value that can name or carry something.")]
   bound [/string, /string].
@@ -174,7 +177,9 @@ flow_needs_approval(C, Reason) :-
 # Once content written by others is in the session, an outbound effect carrying a value the user never named needs
 # an operator (the value may have been paraphrased from that content: matching cannot see it) — unless a result
 # vouches for it: it came from a tool whose results are not written by others (your contacts), or it is one whole
-# datum of a result's structured content (a participant of the meeting the user named).
+# datum of a result's structured content (a participant of the meeting the user named) — or the user dictated it:
+# the request's own words in its order, one short word changed ("I've seen it in the meeting room!" for "reply that
+# you've seen it in the meeting room"), which can carry that word of anything else and no more.
 Decl flow_argument_vouched(Call, Key)
   descr [doc("The argument's value came from a result that is not content written by others, or is one whole datum of a result's structured content.")]
   bound [/string, /string].
@@ -183,6 +188,7 @@ flow_argument_vouched(C, K) :- flow_argument_from(C, K, _, /field).
 flow_needs_approval(C, Reason) :-
   flow_call(C, S, T), flow_way_out(S, T), flow_effectful(S, T), flow_session_untrusted(C),
   flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_vouched(C, K),
+  !flow_argument_worded(C, K),
   Reason = fn:string:concat(S, "/", T, " sends '", K, "', which the user's request does not name, after content written by others entered the session: an operator approves it first").
 
 # A session past its bounds may have held anything: an effect (one that is no way out: those are held above)
