@@ -476,15 +476,10 @@ class History:
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
             if worded(folded, asked.phrase):  # the request's words, one short word changed: still searched below
                 out.append(("flow_argument_worded", (call, key)))
-            whole = session.containing(folded)
-            for seen in whole:
-                data = seen.fields.get(folded, 0)
-                if data:
-                    out.append(("flow_argument_from", (call, key, seen.call, FIELD)))
-                if not data or seen.text.count(folded) > data:  # also in its prose
-                    out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
-                named[seen.call] = seen
-            wholly = {seen.number for seen in whole}
+            wholly = _whole_facts(session, call, key, folded, out, named)
+            core = _core(folded)  # "@mallory" is the mail's "mallory": the marks around a value hide nothing
+            if core != folded and len(core) >= MIN_VALUE and core not in asked.text:
+                wholly |= _whole_facts(session, call, key, core, out, named)
             unnamed = own - asked.words  # a word the user named ties the value to no result
             for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
                 seen = session.calls[number - session.calls[0].number]  # (kept numbers are consecutive)
@@ -495,6 +490,29 @@ class History:
 
 
 WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
+_MARKS = re.compile(r"^[\W_]+|[\W_]+$")  # what stands around a value's letters and digits
+
+
+def _core(folded: str) -> str:
+    """A value without the marks and spaces around it: ``@mallory``, ``#leaks-board``, ``/finance/`` and
+    ``Mallory Reyes.`` are the ``mallory``, ``leaks-board``, ``finance`` and ``mallory reyes`` a mail wrote (found by
+    an attack: respelled so, none was tied to the mail)."""
+    return _MARKS.sub("", folded)
+
+
+def _whole_facts(session: Session, call: str, key: str, folded: str, out: list[Fact],
+                 named: dict[str, Seen]) -> set[int]:  # fmt: skip
+    """The facts of the results ``folded`` occurs in as it is — a whole datum (``/field``), in prose (``/whole``) or
+    both — added to ``out``, those results to ``named``; their numbers."""
+    whole = session.containing(folded)
+    for seen in whole:
+        data = seen.fields.get(folded, 0)
+        if data:
+            out.append(("flow_argument_from", (call, key, seen.call, FIELD)))
+        if not data or seen.text.count(folded) > data:  # also in its prose
+            out.append(("flow_argument_from", (call, key, seen.call, WHOLE)))
+        named[seen.call] = seen
+    return {seen.number for seen in whole}
 
 
 def _short_facts(session: Session, asked: Asked, call: str, shorts: list[tuple[str, str]], out: list[Fact],
