@@ -19,7 +19,7 @@ from .arguments import (
     flatten,
 )
 from .history import MAX_SESSIONS, MIN_VALUE, Asked, History, Kept, Reading, Seen, Session, reading, short_words, words
-from .wording import MAX_CHANGED, Phrase, worded
+from .wording import PERSPECTIVE, Phrase, phrase_of, worded
 
 
 def shared_rules() -> list[Path]:
@@ -32,10 +32,10 @@ def shared_rules() -> list[Path]:
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "MAX_ARGUMENT_FACTS",
-    "MAX_CHANGED",
     "MAX_SESSIONS",
     "MAX_VALUE_CHARS",
     "MIN_VALUE",
+    "PERSPECTIVE",
     "ArgumentKeysCollide",
     "ArgumentsRefused",
     "ArgumentsTooLarge",
@@ -48,6 +48,7 @@ __all__ = [
     "Seen",
     "Session",
     "flatten",
+    "phrase_of",
     "reading",
     "shared_rules",
     "short_words",

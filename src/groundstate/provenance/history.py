@@ -20,8 +20,8 @@ so the rules can only become stricter) and the user's request as the client decl
   ``/part`` where a result's prose holds it — short words recur by chance, so a datum outranks prose for them;
 - ``flow_argument_in_request(Call, Key)``: the value appears in the user's request (case-folded), or every
   distinctive word of it does;
-- ``flow_argument_worded(Call, Key)``: the value is a phrase of the user's request with at most one short word
-  changed (``wording.py``) — the user dictated it; unlike a named value, it is still searched for in the results;
+- ``flow_argument_worded(Call, Key)``: the value is the user's request's own text with at most one slot filled or
+  one pronoun turned (``wording.py``) — the user dictated it; unlike a named value, it is still searched for;
 - ``flow_text_argument(Call, Key)``: the value is text (or a number) of at least ``MIN_VALUE`` characters that is
   not a calendar date or a time of day — a value that can name or carry something (a date carries no address, no
   code, no instruction: see ``_CALENDAR``);
@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 
 from ..logic import Name
 from .grams import GramFilter
-from .wording import Phrase, worded
+from .wording import Phrase, phrase_of, worded
 
 _T = TypeVar("_T")
 
@@ -265,7 +265,8 @@ class Asked:
     text: str = ""
     words: frozenset[str] = frozenset()
     short: frozenset[str] = frozenset()
-    phrase: Phrase = field(default=Phrase.NONE, compare=False)  # its words in order: what values it words
+    written: str = ""  # the same requests as written (not case-folded): what values it words are compared with
+    phrase: Phrase = field(default=Phrase.NONE, compare=False)  # ``written``'s words in order (wording.py)
 
     def adding(self, request: str) -> Asked:
         """These requests and ``request`` (one already among them is not added again), the oldest text dropped
@@ -275,7 +276,8 @@ class Asked:
             return self
         kept = (self.text + "\n" + folded)[-MAX_REQUEST_CHARS:]
         found, short = _index(kept)
-        return Asked(kept, frozenset(found), frozenset(short), Phrase.of(kept))
+        written = (self.written + "\n" + request)[-MAX_REQUEST_CHARS:]
+        return Asked(kept, frozenset(found), frozenset(short), written, phrase_of(written))
 
 
 @dataclass
@@ -467,19 +469,20 @@ class History:
         named: dict[str, Seen] = {}
         values, shorts = _candidates(flattened)
         _short_facts(session, asked, call, shorts, out, named)
+        written = {key: value for key, value in flattened if isinstance(value, str)} if asked.phrase.words else {}
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
-            said = folded in asked.text
+            said = _said(folded, asked.text)
             own = set() if said else words(folded)
             if said or (own and own <= asked.words and _only_named(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
-            if worded(folded, asked.phrase):  # the request's words, one short word changed: still searched below
-                out.append(("flow_argument_worded", (call, key)))
+            if key in written and worded(written[key], asked.phrase):  # the request's own text, a slot filled
+                out.append(("flow_argument_worded", (call, key)))  # or a pronoun turned: still searched below
             wholly = _whole_facts(session, call, key, folded, out, named)
             core = _core(folded)  # "@mallory" is the mail's "mallory": the marks around a value hide nothing
-            if core != folded and len(core) >= MIN_VALUE and core not in asked.text:
-                wholly |= _whole_facts(session, call, key, core, out, named)
+            if core != folded and len(core) >= MIN_VALUE and not _said(core, asked.text):
+                _core_facts(session, call, key, core, out, named)
             unnamed = own - asked.words  # a word the user named ties the value to no result
             for number in sorted({n for word in unnamed for n in session.by_word.get(word, ())} - wholly):
                 seen = session.calls[number - session.calls[0].number]  # (kept numbers are consecutive)
@@ -490,14 +493,45 @@ class History:
 
 
 WHOLE, PART, FIELD = Name("/whole"), Name("/part"), Name("/field")
-_MARKS = re.compile(r"^[\W_]+|[\W_]+$")  # what stands around a value's letters and digits
+CORE = Name("/core")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 def _core(folded: str) -> str:
     """A value without the marks and spaces around it: ``@mallory``, ``#leaks-board``, ``/finance/`` and
     ``Mallory Reyes.`` are the ``mallory``, ``leaks-board``, ``finance`` and ``mallory reyes`` a mail wrote (found by
-    an attack: respelled so, none was tied to the mail)."""
-    return _MARKS.sub("", folded)
+    an attack: respelled so, none was tied to the mail). Linear: the first letter or digit from each end (a regex
+    anchored at the end was tried from every position of a run of marks inside the value: quadratic, found by an
+    attack — a value of 100,000 spaces between two letters took 56 s)."""
+    first = _LETTER_OR_DIGIT.search(folded)
+    if first is None:
+        return ""
+    last = _LETTER_OR_DIGIT.search(folded[::-1])
+    assert last is not None
+    return folded[first.start():len(folded) - last.start()]
+
+
+def _core_facts(session: Session, call: str, key: str, core: str, out: list[Fact], named: dict[str, Seen]) -> None:
+    """``/core`` facts: the results a value's core occurs in (as data or prose). The rules read them as copied —
+    a taint — and never as vouching: marks around a core a trusted result holds can carry anything (found by an
+    attack: a code written as marks after a URL a search result held as a datum was fetched)."""
+    for seen in session.containing(core):
+        out.append(("flow_argument_from", (call, key, seen.call, CORE)))
+        named[seen.call] = seen
+
+
+def _said(folded: str, text: str) -> bool:
+    """Whether the request (``text``) holds ``folded`` whole: where it starts and ends with a letter or digit, the
+    request's text has none right before or after it — ``billing@acme.co`` is not said by "billing@acme.com" (found
+    by an attack: a cut address or link was the user's). At most 64 places are looked at (then: not said)."""
+    at, tries = text.find(folded), 0
+    starts, ends = folded[:1].isalnum(), folded[-1:].isalnum()
+    while at >= 0 and tries < 64:
+        end = at + len(folded)
+        if not (starts and text[at - 1:at].isalnum()) and not (ends and text[end:end + 1].isalnum()):
+            return True
+        at, tries = text.find(folded, at + 1), tries + 1
+    return False
 
 
 def _whole_facts(session: Session, call: str, key: str, folded: str, out: list[Fact],

@@ -37,7 +37,7 @@ Decl flow_session_used(Call, Server, Tool)
   descr [doc("The session holds results of this tool (of calls made earlier in the same session).")]
   bound [/string, /string, /string].
 Decl flow_argument_from(Call, Key, Earlier, How)
-  descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id) or /field (it is one whole datum of the result's structured content, and nowhere in its prose).")]
+  descr [doc("The argument's value occurs in the earlier call's result: /whole (as it is, in its text), /part (a distinctive word of it: a code, an address, a URL, an id), /field (it is one whole datum of the result's structured content, and nowhere in its prose) or /core (the value without the marks around it occurs there: @mallory for mallory; read as copied, never as vouched).")]
   bound [/string, /string, /string, /name].
 Decl flow_argument_mentioned(Call, Key, Earlier)
   descr [doc("The argument is a short value (an id such as 13) that stands alone as a word in the earlier call's prose, and some result holds it as a datum or the user's request names it (reported only then: otherwise it is /part of that prose).")]
@@ -46,7 +46,7 @@ Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
 Decl flow_argument_worded(Call, Key)
-  descr [doc("The argument's value is a phrase of the user's request with at most one word of at most 2 characters changed (a number filled in, a pronoun turned): the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
+  descr [doc("The argument's value is the user's request's own text, as written, with at most one slot filled (a one-letter word such as k as one or two ASCII letters or digits) or one pronoun turned (you as I): the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
   bound [/string, /string].
 Decl flow_text_argument(Call, Key)
   descr [doc("The argument is text or a number of at least 5 characters, not a calendar date or time of day: a value that can name or carry something.")]
@@ -100,6 +100,16 @@ Decl flow_argument_copied(Call, Key, Earlier)
   bound [/string, /string, /string].
 flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /whole).
 flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /part).
+flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /core).
+
+# Found as it is, in part or as a datum — not only by its core: marks around a core can carry anything, so a core
+# found in a result vouches for nothing and does not count as seen.
+Decl flow_argument_found(Call, Key, Earlier)
+  descr [doc("The argument's value occurs in the earlier call's result /whole, /part or as a /field.")]
+  bound [/string, /string, /string].
+flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /whole).
+flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /part).
+flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /field).
 
 # A result that content written by others chose is that content's: a call whose argument was tainted (a city, a
 # name, an id copied out of an email) returns what the email asked for — the hotels of the city it named, the
@@ -143,7 +153,7 @@ flow_denied(C, Reason) :-
 # second search).
 Decl flow_argument_seen(Call, Key) descr [doc("The argument's value occurs in some earlier result of the session.")]
   bound [/string, /string].
-flow_argument_seen(C, K) :- flow_argument_from(C, K, _, _).
+flow_argument_seen(C, K) :- flow_argument_found(C, K, _).
 flow_needs_approval(C, Reason) :-
   flow_call(C, S, T), flow_way_out(S, T), !flow_effectful(S, T), flow_session_untrusted(C), flow_request_declared(C),
   flow_text_argument(C, K), !flow_argument_in_request(C, K), !flow_argument_seen(C, K),
@@ -178,12 +188,12 @@ flow_needs_approval(C, Reason) :-
 # an operator (the value may have been paraphrased from that content: matching cannot see it) — unless a result
 # vouches for it: it came from a tool whose results are not written by others (your contacts), or it is one whole
 # datum of a result's structured content (a participant of the meeting the user named) — or the user dictated it:
-# the request's own words in its order, one short word changed ("I've seen it in the meeting room!" for "reply that
-# you've seen it in the meeting room"), which can carry that word of anything else and no more.
+# the request's own text, one slot filled or one pronoun turned ("I've seen it in the meeting room!" for "reply that
+# you've seen it in the meeting room"), which can carry two ASCII characters of anything else and no more.
 Decl flow_argument_vouched(Call, Key)
   descr [doc("The argument's value came from a result that is not content written by others, or is one whole datum of a result's structured content.")]
   bound [/string, /string].
-flow_argument_vouched(C, K) :- flow_argument_from(C, K, E, _), flow_earlier(C, E, S, T), !flow_untrusted_source(S, T).
+flow_argument_vouched(C, K) :- flow_argument_found(C, K, E), flow_earlier(C, E, S, T), !flow_untrusted_source(S, T).
 flow_argument_vouched(C, K) :- flow_argument_from(C, K, _, /field).
 flow_needs_approval(C, Reason) :-
   flow_call(C, S, T), flow_way_out(S, T), flow_effectful(S, T), flow_session_untrusted(C),
