@@ -39,6 +39,7 @@ import json
 import re
 import threading
 import time
+import unicodedata
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ MAX_SESSIONS = 256  # sessions kept at once (HTTP clients come and go); a forgot
 MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come back marked
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
 MAX_ORIGINS = 64  # facts kept about where one call's arguments came from; past it the call counts as steered
+MAX_WORDED_TRIES = 8  # values of one call read as phrases of the request (wording.py); the first worded ends it
 MAX_STEERING_FACTS = 512  # earlier calls' origins told with one decision; past it, those left count as steered
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
 _BETWEEN_WORDS = re.compile(r"[\s\"'<>()\[\]{},;?&=#/\\|]")  # a character no word holds (the complement of _WORDS)
@@ -470,6 +472,7 @@ class History:
         values, shorts = _candidates(flattened)
         _short_facts(session, asked, call, shorts, out, named)
         written = {key: value for key, value in flattened if isinstance(value, str)} if asked.phrase.words else {}
+        tried = 0  # values read as phrases: at most MAX_WORDED_TRIES, and at most one of them worded
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
             said = _said(folded, asked.text)
@@ -477,8 +480,11 @@ class History:
             if said or (own and own <= asked.words and _only_named(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
                 continue  # the user named it: where else it occurs changes no shipped rule, and costs a scan
-            if key in written and worded(written[key], asked.phrase):  # the request's own text, a slot filled
-                out.append(("flow_argument_worded", (call, key)))  # or a pronoun turned: still searched below
+            if key in written and tried < MAX_WORDED_TRIES:  # the request's own text, a slot filled or a pronoun
+                tried += 1  # turned: still searched below. One a call — a list of such values would carry much more
+                if worded(written[key], asked.phrase):  # (found by an attack: 250 of them, 750 bytes)
+                    out.append(("flow_argument_worded", (call, key)))
+                    tried = MAX_WORDED_TRIES
             wholly = _whole_facts(session, call, key, folded, out, named)
             core = _core(folded)  # "@mallory" is the mail's "mallory": the marks around a value hide nothing
             if core != folded and len(core) >= MIN_VALUE and not _said(core, asked.text):
@@ -523,15 +529,27 @@ def _core_facts(session: Session, call: str, key: str, core: str, out: list[Fact
 def _said(folded: str, text: str) -> bool:
     """Whether the request (``text``) holds ``folded`` whole: where it starts and ends with a letter or digit, the
     request's text has none right before or after it — ``billing@acme.co`` is not said by "billing@acme.com" (found
-    by an attack: a cut address or link was the user's). At most 64 places are looked at (then: not said)."""
+    by an attack: a cut address or link was the user's). At most 8 places are looked at (then: not said)."""
     at, tries = text.find(folded), 0
-    starts, ends = folded[:1].isalnum(), folded[-1:].isalnum()
-    while at >= 0 and tries < 64:
+    starts, ends = _joins_a_word(folded[:1]), _joins_a_word(folded[-1:])
+    while at >= 0 and tries < 8:
         end = at + len(folded)
-        if not (starts and text[at - 1:at].isalnum()) and not (ends and text[end:end + 1].isalnum()):
+        if not (starts and _in_a_word(text[at - 1:at])) and not (ends and _in_a_word(text[end:end + 1])):
             return True
         at, tries = text.find(folded, at + 1), tries + 1
     return False
+
+
+def _in_a_word(character: str) -> bool:
+    """A letter, a digit or a mark on one (``İ`` folds to ``i`` and a combining dot: the dot is in the word)."""
+    return bool(character) and unicodedata.category(character)[0] in "LMN"
+
+
+def _joins_a_word(character: str) -> bool:
+    """Whether a value's first or last character continues a word it stands beside: a letter, digit or mark of a
+    script written with spaces (Chinese and Japanese are written without: a name taken out of the request's text
+    stands beside other characters, and is the user's)."""
+    return _in_a_word(character) and unicodedata.east_asian_width(character) not in "WF"
 
 
 def _whole_facts(session: Session, call: str, key: str, folded: str, out: list[Fact],
@@ -605,6 +623,8 @@ def _steering(session: Session, facts: list[Fact]) -> list[Fact]:
         pending += [args[1] for name, args in seen.origins if name == "flow_earlier"]
     return out
 _LIST = re.compile(r"[,;]")
+_ODD_SPACE = re.compile(r"[^\S ]|  |[,;]{2}")  # white space but one ASCII space, or two separators in a row
+_DIGITS = re.compile(r"[0-9]")
 
 
 def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -627,13 +647,16 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             trimmed = text if whole else ""
         else:
             text = trimmed = ""
-        measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa"
+        measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa" — but a value that is
+        if isinstance(value, str) and not trimmed:  # marks alone ("..:.:::.", a code as marks: found by an attack)
+            measured = text.strip()  # is as long as they are
         if len(measured) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
             found.append((key, _folded(text)))
         if 0 < len(trimmed) < MIN_VALUE and _WORDS.fullmatch(trimmed) is not None:
             short.append((key, _folded(trimmed)))
         for part in key.split("."):
-            if len(part) >= MIN_VALUE and not part.isidentifier():  # "recipients" is a name; "771203" is a value
+            # "recipients" is a name; "771203" is a value, and so is "c771203" (a code dressed as a name: an attack)
+            if len(part) >= MIN_VALUE and (not part.isidentifier() or len(_DIGITS.findall(part)) >= 4):
                 # under a key of its own: a value the user named must not vouch for a key an attacker wrote
                 found.append((f"{key} (a key)", _folded(part)))
     return found, short
@@ -657,7 +680,10 @@ def _only_named(folded: str, named: set[str]) -> bool:
     value (a request of 14,000 words and a value of 700,000 characters made of them took 8.5 s, while the guard
     waited), and an answer that hung on the order of a set — a word inside another ("ab1234" in "ab12345") taken
     out first left a piece behind — which Python's per-process hashing changes from one run to the next."""
-    for token in folded.split():
-        if token.strip(",;") not in named and not all(piece in named for piece in _LIST.split(token) if piece):
+    if _ODD_SPACE.search(folded):  # the kinds and runs of separators are words of their own (found by an attack:
+        return False  # a code written as tabs, ideographic spaces, commas and semicolons after a named address)
+    for token in folded.split(" "):
+        pieces = [piece for piece in _LIST.split(token) if piece]
+        if not pieces or (token.strip(",;") not in named and not all(piece in named for piece in pieces)):
             return False
     return True

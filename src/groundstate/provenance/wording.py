@@ -1,24 +1,26 @@
-"""Whether a value is worded by the user's request: a phrase of it, with at most one slot filled or one pronoun turned.
+"""Whether a value is worded by the user's request: its own text, with at most one slot filled or one pronoun turned.
 
 A user dictates a message in indirect speech ("reply there that you've seen it in the meeting room") or as a template
 ("write to each: Congrats on being the k-th most active user!"); the model sends "I've seen it in the meeting room!"
 and "Congrats on being the 1-th most active user!". Neither is a substring of the request, so both counted as values
 the user never named, and once content written by others was in the session an operator had to approve each send
 (flows.mg, rule 4: the value may have been paraphrased from that content). A value that is the request's own text —
-its words as written, what stands between them as written — with at most one change, and that change one of
+its words, their case and what stands between them, as written — with at most one change, and that change one of
 
-- a **slot** filled: a word of one ASCII letter (``k``, ``n``, ``x``) replaced by one or two ASCII letters or digits;
-- a **pronoun turned**: ``you`` as ``I``, ``me``, ``we`` or ``us``; ``your`` as ``my`` or ``our`` (English);
+- a **slot** filled: a word ``k``, ``n``, ``m`` or ``x`` (a template's variable) as a number of one or two digits;
+- a **pronoun turned**: ``you`` as ``I`` or ``we``, ``your`` as ``my`` (English);
 
-can carry that one word of anything else — at most about ten bits — and nothing that redirects: the changed word
-is not joined to its neighbours by ``.``, ``@``, ``/``, ``:`` or ``\\`` (an address, a link, a path), so rule 4 lets
-it through. It is not "named": every other rule still asks where its words came from.
+carries at most that choice of anything else, about seven bits, so rule 4 lets it through. It is not "named": every
+other rule still asks where its words came from. Two attacks shaped the rules: read loosely (white space, case,
+scripts, any short word, punctuation around it, any number of such values in a call) the first versions carried a
+nine-digit code in one value and 750 bytes in one call, turned "a problem" into "no problem" and ``j-smith@`` into
+``ev-smith@``. So: only the value's first letter may differ in case (a capital starting a sentence); only ``.``,
+``!`` or ``?`` may follow the phrase and nothing precede it; a phrase holding an address, a link or a path (``@``,
+``/``, ``:``, a backslash, ``=``, ``&``, ``+``, ``_``, ``#``, ``%``, or a full stop inside a word) is never worded;
+and a call has at most one worded value (``history.py``).
 
-Everything is compared as written — case (except the first letter of the value), white space and punctuation: an
-attack hid a secret in the lengths and kinds of the spaces between the words, in the case of letters, and in a
-changed word of two CJK ideographs, when those were read loosely. Bounded: a value is read only when it has at most
-``MAX_VALUE_CHARS`` characters and ``MIN_WORDS`` to ``MAX_WORDS`` words, compared at no more than ``MAX_PLACES``
-places of the request for each of its first two words.
+Bounded: a value is read only when it has at most ``MAX_VALUE_CHARS`` characters and ``MIN_WORDS`` to ``MAX_WORDS``
+words, compared at no more than ``MAX_PLACES`` places of the request for each of its first two words.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ MIN_WORDS = 4  # fewer words, and the one changed word would be much of the valu
 MAX_WORDS = 64  # a message this long rewritten from the request with one change is rare; past it, not worded
 MAX_VALUE_CHARS = 1_024  # longer values are not read as phrases at all (64 words fit)
 MAX_PLACES = 64  # places of the request one of the value's words is looked for at
-PERSPECTIVE = {"you": frozenset({"i", "me", "we", "us"}), "your": frozenset({"my", "our"})}
+PERSPECTIVE = {"you": frozenset({"I", "we"}), "your": frozenset({"my"})}  # as the value writes them (a sentence's
+# first letter aside)
+SLOTS = frozenset("knmx")  # a template's variables
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: what a phrase is made of
-_SLOT = re.compile(r"[a-z]")  # a request's word that is a template's slot
-_FILLED = re.compile(r"[a-z0-9]{1,2}")  # what may fill it (case-folded)
-_EDGE = re.compile(r"[ .,:;!?'\"]{0,3}")  # what may stand before and after the phrase
-_JOINS = frozenset(".@/:\\")  # characters that make words one address, link or path
+_FILLED = re.compile(r"[0-9]{1,2}")  # what may fill a slot
+_ENDS = frozenset({"", ".", "!", "?"})  # what may follow the phrase
+_JOINS = re.compile(r"[@/:\\=&+_#%]|\.(?!\s)")  # what makes words one address, link or path
 
 
 @dataclass(frozen=True)
@@ -78,14 +81,14 @@ def phrase_of(request: str) -> Phrase:
 
 
 def worded(value: str, request: Phrase) -> bool:
-    """Whether ``value`` (as the model sent it) is a phrase of ``request`` with at most one slot filled or one pronoun
-    turned, and nothing but a little punctuation before or after it."""
+    """Whether ``value`` (as the model sent it) is ``request``'s own text with at most one slot filled or one pronoun
+    turned, a full stop, an exclamation or a question mark after it at most."""
     if not request.words or len(value) > MAX_VALUE_CHARS:
         return False
     read = Phrase.of(value, MAX_WORDS)
-    if read is None or len(read.words) < MIN_WORDS:
+    if read is None or len(read.words) < MIN_WORDS or read.edges[0] or read.edges[1] not in _ENDS:
         return False
-    if not all(_EDGE.fullmatch(edge) for edge in read.edges):
+    if any(_JOINS.search(between) for between in read.between):  # an address, a link, a path: never worded
         return False
     # the one changed word is not both of the first two: one of them stands where the phrase starts (or one after)
     starts = set(request.places.get(read.words[0].casefold(), ()))
@@ -99,26 +102,25 @@ def _matches(value: Phrase, request: Phrase, start: int) -> bool:
     count = len(value.words)
     if start + count > len(request.words) or value.between != request.between[start:start + count - 1]:
         return False
-    changed = [i for i in range(count) if not _same(value.words[i], request.words[start + i], i == 0)]
-    if not changed:
-        return True
-    if len(changed) > 1:
-        return False
-    at = changed[0]
-    before = value.between[at - 1] if at > 0 else value.edges[0]
-    after = value.between[at] if at < count - 1 else value.edges[1]
-    return _allowed(request.words[start + at], value.words[at]) and not _JOINS.intersection(before + after)
+    changed = -1
+    for at, (said, asked) in enumerate(zip(value.words, request.words[start:start + count], strict=True)):
+        if said == asked or (at == 0 and _capitalised(said, asked)):
+            continue
+        if changed >= 0 or not _allowed(asked, said, at == 0):
+            return False
+        changed = at
+    return True
 
 
-def _same(said: str, asked: str, first: bool) -> bool:
-    """The same word as written — the value's first letter may differ in case (a sentence starts with it)."""
-    return said == asked or (first and said[1:] == asked[1:] and said[:1].casefold() == asked[:1].casefold())
+def _capitalised(said: str, asked: str) -> bool:
+    """``said`` is ``asked`` with its first letter capitalised (a sentence starts with it), in ASCII."""
+    return said[1:] == asked[1:] and said[:1].isascii() and said[:1] == asked[:1].upper() != asked[:1]
 
 
-def _allowed(asked: str, said: str) -> bool:
-    """Whether ``said`` may stand for the request's ``asked``: a slot filled, or a pronoun turned."""
-    folded = said.casefold()
-    if not said.isascii() or _FILLED.fullmatch(folded) is None:
-        return False
-    slot = asked.isascii() and _SLOT.fullmatch(asked.casefold()) is not None
-    return slot or folded in PERSPECTIVE.get(asked.casefold(), frozenset())
+def _allowed(asked: str, said: str, first: bool) -> bool:
+    """Whether ``said`` may stand for the request's ``asked``: a slot filled with a number of one or two digits, or
+    a pronoun turned (capitalised where it starts the value)."""
+    if asked.casefold() in SLOTS and asked.isascii():
+        return _FILLED.fullmatch(said) is not None
+    turned = PERSPECTIVE.get(asked.casefold(), frozenset())
+    return said in turned or (first and any(_capitalised(said, word) for word in turned))

@@ -46,7 +46,7 @@ Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
 Decl flow_argument_worded(Call, Key)
-  descr [doc("The argument's value is the user's request's own text, as written, with at most one slot filled (a one-letter word such as k as one or two ASCII letters or digits) or one pronoun turned (you as I): the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
+  descr [doc("The argument's value is the user's request's own text, as written, with at most one slot filled (k, n, m or x as a number of one or two digits) or one pronoun turned (you as I or we, your as my), at most one such value a call: the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
   bound [/string, /string].
 Decl flow_text_argument(Call, Key)
   descr [doc("The argument is text or a number of at least 5 characters, not a calendar date or time of day: a value that can name or carry something.")]
@@ -189,7 +189,7 @@ flow_needs_approval(C, Reason) :-
 # vouches for it: it came from a tool whose results are not written by others (your contacts), or it is one whole
 # datum of a result's structured content (a participant of the meeting the user named) — or the user dictated it:
 # the request's own text, one slot filled or one pronoun turned ("I've seen it in the meeting room!" for "reply that
-# you've seen it in the meeting room"), which can carry two ASCII characters of anything else and no more.
+# you've seen it in the meeting room"), which can carry that one choice of anything else and no more.
 Decl flow_argument_vouched(Call, Key)
   descr [doc("The argument's value came from a result that is not content written by others, or is one whole datum of a result's structured content.")]
   bound [/string, /string].
