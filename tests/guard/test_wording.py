@@ -26,7 +26,8 @@ def test_the_requests_phrase_with_a_pronoun_turned_or_a_slot_filled_is_worded() 
     assert dictated("Congrats on being the 12-th most active user!")
     assert dictated("you've seen it in the meeting room")  # nothing changed at all
     assert dictated("I will be at the review", "tell them that you will be at the review")
-    assert dictated("Please send my report today", "ask him: please send your report today")
+    assert not dictated("we will refund my order in full", "post: we will refund your order in full")  # "your" is the
+    # recipient's in a quoted reply: not turned (found by an attack)
     assert dictated("Find a channel where Alice asked about coffee mug")
 
 
@@ -71,6 +72,9 @@ def test_a_slot_or_pronoun_cannot_redirect_or_invert_what_the_user_dictated() ->
     assert not dictated("log in at my-bank.example to check", "log in at your-bank.example to check")
     assert not dictated("send the invoices to billing@acme.co today", "send the invoices to billing@acme.com today")
     assert not dictated("download the form from /srv/12/forms now", "download the form from /srv/k/forms now")
+    assert not dictated("post it in proj-66-eng-alerts right away", "post it in proj-k-eng-alerts right away")
+    assert not dictated("write to sales-66\uff20corp\uff0eexample now", "write to sales-k\uff20corp\uff0eexample now")
+    assert not dictated("I'12 running late for the meeting", "I'm running late for the meeting")
 
 
 def test_a_long_value_or_a_request_repeating_words_is_read_in_bounded_time() -> None:

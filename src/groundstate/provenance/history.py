@@ -56,6 +56,8 @@ MIN_VALUE = 5  # characters a value needs before "it occurs in that text" means 
 MIN_PART = 6  # characters of a distinctive word that, found in a value and a result, ties them
 LONG_WORD = 16  # a word this long ties them whatever it holds
 MAX_REQUEST_CHARS = 100_000  # of the user's request kept per session
+MAX_PHRASED_CHARS = 16_384  # of it, the latest, read as a phrase for dictated values (wording.py): each new request
+# reads it again, so it is bounded apart (100,000 characters took up to 77 ms on a busy machine)
 MAX_SESSIONS = 256  # sessions kept at once (HTTP clients come and go); a forgotten one comes back marked
 MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come back marked
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
@@ -278,7 +280,7 @@ class Asked:
             return self
         kept = (self.text + "\n" + folded)[-MAX_REQUEST_CHARS:]
         found, short = _index(kept)
-        written = (self.written + "\n" + request)[-MAX_REQUEST_CHARS:]
+        written = (self.written + "\n" + request)[-MAX_PHRASED_CHARS:]  # the latest: where a dictation is
         return Asked(kept, frozenset(found), frozenset(short), written, phrase_of(written))
 
 
@@ -531,25 +533,44 @@ def _said(folded: str, text: str) -> bool:
     request's text has none right before or after it — ``billing@acme.co`` is not said by "billing@acme.com" (found
     by an attack: a cut address or link was the user's). At most 8 places are looked at (then: not said)."""
     at, tries = text.find(folded), 0
-    starts, ends = _joins_a_word(folded[:1]), _joins_a_word(folded[-1:])
     while at >= 0 and tries < 8:
         end = at + len(folded)
-        if not (starts and _in_a_word(text[at - 1:at])) and not (ends and _in_a_word(text[end:end + 1])):
+        if not _continued(folded[0], text[at - 2:at][::-1]) and not _continued(folded[-1], text[end:end + 2]):
             return True
         at, tries = text.find(folded, at + 1), tries + 1
     return False
 
 
+_JOINERS = frozenset("-_.+@/:'")  # between two letters or digits they make one name: mary-jane, acme.com.au
+
+
+def _continued(edge: str, beyond: str) -> bool:
+    """Whether the request's text continues the word a value ends (or starts) with ``edge``: ``beyond`` is the request's
+    next two characters outward from it. A letter, digit or mark on one continues it (``İ`` folds to ``i`` and a
+    combining dot: the dot is in the word), and so does a joiner with a letter or digit after it — ``jane@gmail.com``
+    is not named by "mary-jane@gmail.com", nor ``ceo@acme.com`` by "ceo@acme.com.au" (found by attacks); a full stop
+    ending a sentence does not. Between two characters of a script written without spaces (Chinese, Japanese, Thai)
+    nothing continues: a name taken out of the request's text is the user's."""
+    if not beyond or not _in_a_word(edge):
+        return False
+    first = beyond[0]
+    if _in_a_word(first):
+        return not (_unspaced(edge) and _unspaced(first))
+    return first in _JOINERS and _in_a_word(beyond[1:2])
+
+
 def _in_a_word(character: str) -> bool:
-    """A letter, a digit or a mark on one (``İ`` folds to ``i`` and a combining dot: the dot is in the word)."""
+    """A letter, a digit or a mark on one."""
     return bool(character) and unicodedata.category(character)[0] in "LMN"
 
 
-def _joins_a_word(character: str) -> bool:
-    """Whether a value's first or last character continues a word it stands beside: a letter, digit or mark of a
-    script written with spaces (Chinese and Japanese are written without: a name taken out of the request's text
-    stands beside other characters, and is the user's)."""
-    return _in_a_word(character) and unicodedata.east_asian_width(character) not in "WF"
+def _unspaced(character: str) -> bool:
+    """A character of a script written without spaces between words: CJK ideographs, kana, Thai (not Hangul, not
+    full-width Latin: an attack cut "가능합니다" out of "불가능합니다" and ``ＭＥＬＴＤ`` out of ``ＡＣＭＥＬＴＤ``)."""
+    point = ord(character)
+    return (0x3040 <= point <= 0x30FF or 0x3400 <= point <= 0x4DBF or 0x4E00 <= point <= 0x9FFF
+            or 0xF900 <= point <= 0xFAFF or 0xFF66 <= point <= 0xFF9D or 0x0E00 <= point <= 0x0E7F
+            or 0x20000 <= point <= 0x2FFFF)  # fmt: skip
 
 
 def _whole_facts(session: Session, call: str, key: str, folded: str, out: list[Fact],
@@ -648,8 +669,8 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
         else:
             text = trimmed = ""
         measured = trimmed if isinstance(value, str) else text  # "..aa." is as short as "aa" — but a value that is
-        if isinstance(value, str) and not trimmed:  # marks alone ("..:.:::.", a code as marks: found by an attack)
-            measured = text.strip()  # is as long as they are
+        if isinstance(value, str) and not trimmed:  # marks or spaces alone ("..:.:::.", a code written as marks or
+            measured = text  # as kinds of space: found by attacks) are as long as they are
         if len(measured) >= MIN_VALUE and not _CALENDAR.fullmatch(text):
             found.append((key, _folded(text)))
         if 0 < len(trimmed) < MIN_VALUE and _WORDS.fullmatch(trimmed) is not None:
@@ -682,7 +703,10 @@ def _only_named(folded: str, named: set[str]) -> bool:
     out first left a piece behind — which Python's per-process hashing changes from one run to the next."""
     if _ODD_SPACE.search(folded):  # the kinds and runs of separators are words of their own (found by an attack:
         return False  # a code written as tabs, ideographic spaces, commas and semicolons after a named address)
-    for token in folded.split(" "):
+    tokens = folded.split(" ")
+    if len(set(tokens)) < len(tokens):  # a named word twice: its order and repeats can spell anything (an attack)
+        return False
+    for token in tokens:
         pieces = [piece for piece in _LIST.split(token) if piece]
         if not pieces or (token.strip(",;") not in named and not all(piece in named for piece in pieces)):
             return False

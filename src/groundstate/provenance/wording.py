@@ -8,16 +8,17 @@ the user never named, and once content written by others was in the session an o
 its words, their case and what stands between them, as written — with at most one change, and that change one of
 
 - a **slot** filled: a word ``k``, ``n``, ``m`` or ``x`` (a template's variable) as a number of one or two digits;
-- a **pronoun turned**: ``you`` as ``I`` or ``we``, ``your`` as ``my`` (English);
+- a **pronoun turned**: ``you`` as ``I`` or ``we`` (English);
 
 carries at most that choice of anything else, about seven bits, so rule 4 lets it through. It is not "named": every
-other rule still asks where its words came from. Two attacks shaped the rules: read loosely (white space, case,
-scripts, any short word, punctuation around it, any number of such values in a call) the first versions carried a
-nine-digit code in one value and 750 bytes in one call, turned "a problem" into "no problem" and ``j-smith@`` into
-``ev-smith@``. So: only the value's first letter may differ in case (a capital starting a sentence); only ``.``,
-``!`` or ``?`` may follow the phrase and nothing precede it; a phrase holding an address, a link or a path (``@``,
-``/``, ``:``, a backslash, ``=``, ``&``, ``+``, ``_``, ``#``, ``%``, or a full stop inside a word) is never worded;
-and a call has at most one worded value (``history.py``).
+other rule still asks where its words came from. Three attacks shaped the rules: read loosely (white space, case,
+scripts, any short word, punctuation around it, any number of such values in a call, a slot glued into a name) the
+first versions carried a nine-digit code in one value and 750 bytes in one call, and turned "a problem" into "no
+problem", ``j-smith@`` into ``ev-smith@``, "your order" into "my order" and ``proj-k-eng`` into ``proj-66-eng``. So:
+only the value's first letter may differ in case (a capital starting a sentence); only ``.``, ``!`` or ``?`` may
+follow the phrase and nothing precede it; a phrase holding an address, a link or a path (``@``, ``/``, ``:``, a
+backslash, ``=``, ``&``, ``+``, ``_``, ``#``, ``%``, ``。`` or a full stop inside a word, read in NFKC) is never
+worded; the changed word stands after white space; and a call has at most one worded value (``history.py``).
 
 Bounded: a value is read only when it has at most ``MAX_VALUE_CHARS`` characters and ``MIN_WORDS`` to ``MAX_WORDS``
 words, compared at no more than ``MAX_PLACES`` places of the request for each of its first two words.
@@ -26,6 +27,7 @@ words, compared at no more than ``MAX_PLACES`` places of the request for each of
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -33,14 +35,15 @@ MIN_WORDS = 4  # fewer words, and the one changed word would be much of the valu
 MAX_WORDS = 64  # a message this long rewritten from the request with one change is rare; past it, not worded
 MAX_VALUE_CHARS = 1_024  # longer values are not read as phrases at all (64 words fit)
 MAX_PLACES = 64  # places of the request one of the value's words is looked for at
-PERSPECTIVE = {"you": frozenset({"I", "we"}), "your": frozenset({"my"})}  # as the value writes them (a sentence's
-# first letter aside)
+PERSPECTIVE = {"you": frozenset({"I", "we"})}  # as the value writes them (a sentence's first letter aside). Not
+# "your" as "my": in a quoted reply "you" is the recipient ("we will refund your order": an attack made it "my")
 SLOTS = frozenset("knmx")  # a template's variables
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: what a phrase is made of
 _FILLED = re.compile(r"[0-9]{1,2}")  # what may fill a slot
 _ENDS = frozenset({"", ".", "!", "?"})  # what may follow the phrase
-_JOINS = re.compile(r"[@/:\\=&+_#%]|\.(?!\s)")  # what makes words one address, link or path
+_JOINS = re.compile(r"[@/:\\=&+_#%。]|\.(?!\s)")  # what makes words one address, link or path (read in NFKC:
+# a full-width ＠ is an @)
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,8 @@ def worded(value: str, request: Phrase) -> bool:
     read = Phrase.of(value, MAX_WORDS)
     if read is None or len(read.words) < MIN_WORDS or read.edges[0] or read.edges[1] not in _ENDS:
         return False
-    if any(_JOINS.search(between) for between in read.between):  # an address, a link, a path: never worded
-        return False
+    if any(_JOINS.search(unicodedata.normalize("NFKC", between)) for between in read.between):  # an address, a
+        return False  # link, a path: never worded
     # the one changed word is not both of the first two: one of them stands where the phrase starts (or one after)
     starts = set(request.places.get(read.words[0].casefold(), ()))
     starts |= {at - 1 for at in request.places.get(read.words[1].casefold(), ()) if at > 0}
@@ -108,6 +111,8 @@ def _matches(value: Phrase, request: Phrase, start: int) -> bool:
             continue
         if changed >= 0 or not _allowed(asked, said, at == 0):
             return False
+        if at > 0 and not value.between[at - 1][-1:].isspace():  # a word of its own: "proj-k-eng" or "I'm" holds
+            return False  # no slot (an attack made the channel "proj-66-eng")
         changed = at
     return True
 
