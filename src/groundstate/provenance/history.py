@@ -62,6 +62,7 @@ MAX_SESSIONS = 256  # sessions kept at once (HTTP clients come and go); a forgot
 MAX_FORGOTTEN = 100_000  # keys of forgotten sessions remembered, so they come back marked
 MAX_INDEXED_WORDS = 20_000  # distinct words a session's index holds; past it the session is marked
 MAX_ORIGINS = 64  # facts kept about where one call's arguments came from; past it the call counts as steered
+KEY_TEXT = " (a key)"  # what a key's text is reported under: the key, then this
 MAX_WORDED_TRIES = 8  # values of one call read as phrases of the request (wording.py); the first worded ends it
 MAX_STEERING_FACTS = 512  # earlier calls' origins told with one decision; past it, those left count as steered
 _WORDS = re.compile(r"[^\s\"'<>()\[\]{},;?&=#/\\|]+")  # URL parts are words of their own: a code in a query
@@ -477,7 +478,9 @@ class History:
         tried = 0  # values read as phrases: at most MAX_WORDED_TRIES, and at most one of them worded
         for key, folded in values:
             out.append(("flow_text_argument", (call, key)))
-            said = _said(folded, asked.text)
+            # a key's text is cut at its dots by the flattening ("grants.alice@corp.example" is read as
+            # "alice@corp" and "example"): a piece of a key is the user's where the request holds it at all
+            said = folded in asked.text if key.endswith(KEY_TEXT) else _said(folded, asked.text)
             own = set() if said else words(folded)
             if said or (own and own <= asked.words and _only_named(folded, own)):
                 out.append(("flow_argument_in_request", (call, key)))
@@ -679,7 +682,7 @@ def _candidates(flattened: list[tuple[str, Any]]) -> tuple[list[tuple[str, str]]
             # "recipients" is a name; "771203" is a value, and so is "c771203" (a code dressed as a name: an attack)
             if len(part) >= MIN_VALUE and (not part.isidentifier() or len(_DIGITS.findall(part)) >= 4):
                 # under a key of its own: a value the user named must not vouch for a key an attacker wrote
-                found.append((f"{key} (a key)", _folded(part)))
+                found.append((f"{key}{KEY_TEXT}", _folded(part)))
     return found, short
 
 

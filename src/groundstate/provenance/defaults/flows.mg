@@ -107,9 +107,7 @@ flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /core).
 Decl flow_argument_found(Call, Key, Earlier)
   descr [doc("The argument's value occurs in the earlier call's result /whole, /part or as a /field.")]
   bound [/string, /string, /string].
-flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /whole).
-flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /part).
-flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, /field).
+flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, How), How != /core, flow_earlier(C, E, _, _).
 
 # A result that content written by others chose is that content's: a call whose argument was tainted (a city, a
 # name, an id copied out of an email) returns what the email asked for — the hotels of the city it named, the
