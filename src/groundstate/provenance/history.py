@@ -532,9 +532,9 @@ def _core_facts(session: Session, call: str, key: str, core: str, out: list[Fact
 
 
 def _said(folded: str, text: str) -> bool:
-    """Whether the request (``text``) holds ``folded`` whole: where it starts and ends with a letter or digit, the
-    request's text has none right before or after it — ``billing@acme.co`` is not said by "billing@acme.com" (found
-    by an attack: a cut address or link was the user's). At most 8 places are looked at (then: not said)."""
+    """Whether the request (``text``) holds ``folded`` whole: at some place the request's text does not go on with
+    the word the value starts or ends with (``_continued``) — ``billing@acme.co`` is not said by "billing@acme.com"
+    (found by an attack: a cut address or link was the user's). At most 8 places are looked at (then: not said)."""
     at, tries = text.find(folded), 0
     while at >= 0 and tries < 8:
         end = at + len(folded)

@@ -46,7 +46,7 @@ Decl flow_argument_in_request(Call, Key)
   descr [doc("The argument's value occurs in the user's request (the one an MCP client declared in _meta groundstate/request; a workflow's agents' instructions and the operator's edits).")]
   bound [/string, /string].
 Decl flow_argument_worded(Call, Key)
-  descr [doc("The argument's value is the user's request's own text, as written, with at most one slot filled (k, n, m or x as a number of one or two digits) or one pronoun turned (you as I or we, your as my), at most one such value a call: the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
+  descr [doc("The argument's value is the user's request's own text, as written, with at most one slot filled (k, n, m or x as a number of one or two digits) or one pronoun turned (you as I or we), at most one such value a call: the user dictated it. Unlike a named value it is still looked for in the results, so rules 1 and 2 judge where its words came from.")]
   bound [/string, /string].
 Decl flow_text_argument(Call, Key)
   descr [doc("The argument is text or a number of at least 5 characters, not a calendar date or time of day: a value that can name or carry something.")]
@@ -107,7 +107,7 @@ flow_argument_copied(C, K, E) :- flow_argument_from(C, K, E, /core).
 Decl flow_argument_found(Call, Key, Earlier)
   descr [doc("The argument's value occurs in the earlier call's result /whole, /part or as a /field.")]
   bound [/string, /string, /string].
-flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, How), How != /core, flow_earlier(C, E, _, _).
+flow_argument_found(C, K, E) :- flow_argument_from(C, K, E, How), How != /core .  # (/core. would be one name)
 
 # A result that content written by others chose is that content's: a call whose argument was tainted (a city, a
 # name, an id copied out of an email) returns what the email asked for — the hotels of the city it named, the
