@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from ..runtime.conftest import Script, envelope
 from ..runtime.test_configuration import with_usage
@@ -148,3 +148,35 @@ def test_the_run_page_and_the_api_show_what_the_run_spent(
     expect(page.locator("#run-usage")).to_contain_text("usage: 300 tokens in, 200 out", timeout=30_000)
     usage = console.api().get(f"/api/runs/{run_id}").json()["usage"]
     assert (usage["input_tokens"], usage["output_tokens"]) == (300, 200) and usage["running_seconds"] >= 0
+
+
+def test_a_refresh_that_read_the_run_before_its_last_events_is_followed_by_another(
+    page: Page, console: Console, model: tuple[str, Script]
+) -> None:
+    """The race CI met: the page's refresh was in flight when the run's last events came, those events' refreshes
+    were dropped, and the page kept what the refresh had read before them. Here the first refresh is answered with
+    the run as it was at the start, only once the run has ended; the page must still come to show the end."""
+    url, script = model
+    script.answers = {"research_a": [with_usage(envelope("Nothing. [STATUS: NULL]"), 300, 200)],
+                      "writer_b": [envelope("x")]}  # fmt: skip
+    script.delays = {"research_a": 1.5}
+    run_id = start(console, BRANCH, f"openai-chat:scripted@{url}")
+    page.goto(f"{console.url}/runs/{run_id}")
+    early = page.request.get(f"{console.url}/runs/{run_id}?fragment=1").text()
+    assert "300 tokens in" not in early
+    held = []
+
+    def hold_the_first(route: Route) -> None:
+        if held:
+            route.continue_()
+            return
+        held.append(route.request.url)
+        deadline = time.monotonic() + 30
+        while console.api().get(f"/api/runs/{run_id}").json()["status"] in {"pending", "running"}:
+            assert time.monotonic() < deadline, "the run did not end"
+            time.sleep(0.1)
+        route.fulfill(status=200, content_type="text/html", body=early)
+
+    page.route(f"**/runs/{run_id}?fragment=1", hold_the_first)
+    expect(page.locator("#run-usage")).to_contain_text("usage: 300 tokens in, 200 out", timeout=30_000)
+    assert held, "no refresh was made while the run went on"
