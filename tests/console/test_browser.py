@@ -164,7 +164,7 @@ def test_a_refresh_that_read_the_run_before_its_last_events_is_followed_by_anoth
     page.goto(f"{console.url}/runs/{run_id}")
     early = page.request.get(f"{console.url}/runs/{run_id}?fragment=1").text()
     assert "300 tokens in" not in early
-    held = []
+    held: list[str] = []
 
     def hold_the_first(route: Route) -> None:
         if held:
