@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import socket
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from groundstate.providers import Gateway
 
+from ..loopback import raw_loopback
 from .conftest import Script
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "openai-chat"
@@ -22,11 +24,13 @@ TEXT = (TRANSCRIPTS / "text.sse").read_bytes()  # ends with a usage chunk: 9 inp
 IN_STREAM_ERROR = (TRANSCRIPTS / "azure-instream-error.sse").read_bytes()
 
 
-def relay(gateway: Gateway) -> tuple[bytes, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
+def relay(
+    gateway: Gateway, sent: list[MutableMapping[str, Any]] | None = None
+) -> tuple[bytes, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
     """One streamed request through the gateway's ASGI app, then a scrape of ``/metrics`` at once (in the same loop,
     while the reply may still be being counted: a scrape waits for that): what the client received, and the
-    metrics scraped."""
-    sent: list[MutableMapping[str, Any]] = []
+    metrics scraped. ``sent``: the ASGI messages the client's side was given, when a list is passed."""
+    sent = [] if sent is None else sent
     scraped: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -76,3 +80,23 @@ def test_the_relayed_reply_is_unchanged_and_its_metrics_counted(
     assert body == IN_STREAM_ERROR
     assert samples[("groundstate_model_calls_total", (("model", model), ("outcome", "error"),
                                                       ("provider", "openai-chat")))] == 1  # fmt: skip
+
+
+def test_a_reply_read_whole_ends_in_the_write_of_its_last_piece() -> None:
+    """A reply whose end was read with its last bytes (here all of it in one write of the upstream) is given on
+    with that last piece and its end in one ASGI message, which the server writes as one: the end was a write of
+    its own, one system call per stream more (7 % of the gateway's CPU at 100 streams). Nothing else changes: the
+    client's bytes are the upstream's, and the metrics count them."""
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len(TEXT)}\r\n\r\n"
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(head.encode() + TEXT)
+
+    sent: list[MutableMapping[str, Any]] = []
+    with raw_loopback(answer) as upstream:
+        body, samples = relay(Gateway(upstream), sent)
+    assert body == TEXT
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert bodies[-1]["body"] and not bodies[-1].get("more_body"), bodies
+    assert TEXT.endswith(bodies[-1]["body"])
+    assert any(name == "groundstate_model_tokens_total" and value == 9 for (name, _), value in samples.items())

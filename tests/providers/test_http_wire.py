@@ -309,3 +309,33 @@ def test_the_hop_works_on_uvloop_which_uvicorn_runs_the_gateway_on_when_it_is_in
         seen = requests(url, 3, pause=0.0005, loop=uvloop.new_event_loop)
     assert [body for _, _, body in seen] == [b"reply", b"hello world", large]
     assert len(connections) == 1
+
+
+def test_a_hundred_streams_at_once_keep_their_connections_for_the_next_hundred() -> None:
+    """The pool keeps as many idle connections as a busy gateway carries streams at once: with 64 kept, a second
+    round of 100 concurrent requests connected 36 times anew (and the first round's 36 were closed), a third of
+    the gateway's upstream connections made and torn down every round."""
+    connections: list[int] = []
+
+    def answer(connection: socket.socket) -> None:
+        connections.append(1)
+        while True:
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nreply")
+            if not next_request(connection):
+                return
+
+    async def one(upstream: Upstream, url: str) -> bytes:
+        async with upstream.request("POST", url + "/v1/chat/completions", b"{}", {}) as reply:
+            return b"".join([piece async for piece in reply.chunks()])
+
+    async def rounds(url: str) -> list[list[bytes]]:
+        upstream = Upstream(read_seconds=10)
+        try:
+            return [list(await asyncio.gather(*(one(upstream, url) for _ in range(100)))) for _ in range(2)]
+        finally:
+            await upstream.close()
+
+    with raw_loopback(answer, concurrent=True) as url:
+        answered = asyncio.run(rounds(url))
+    assert answered == [[b"reply"] * 100] * 2
+    assert len(connections) == 100

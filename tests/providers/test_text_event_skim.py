@@ -6,6 +6,7 @@ bytes begin, and whatever an attacker puts in a chunk that looks almost like tex
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -105,3 +106,35 @@ def test_the_parts_are_bounded() -> None:
     parts = skimmed(stream)
     assert b"".join(parts) == stream and len(parts) == 4
     assert all(part.count(b"data:") <= 3 for part in parts)
+
+
+REFERENCE = re.compile(b"(?:(?:" + OpenAIChatAdapter.text_only.pattern + b")\n\n)*+")
+
+
+def spaced_chunk(content: str, comma: str, colon: str, created: str) -> bytes:
+    """A text chunk in JSON with the given separators (spaces and tabs as JSON allows) and number for ``created``."""
+    body = json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]},
+                      ensure_ascii=False, separators=(comma, colon))  # fmt: skip
+    body = body.replace(f"created{json.dumps('')[1:]}{colon}0", f"created{json.dumps('')[1:]}{colon}{created}")
+    after_field = comma.removeprefix(",").encode()  # the same white space after the field's colon
+    return b"data:" + after_field + body.encode("utf-8", "surrogatepass") + b"\n\n"
+
+
+spaced = st.builds(spaced_chunk, contents, st.sampled_from([",", ", ", ",\t", " , ", ",  \t"]),
+                   st.sampled_from([":", ": ", ":\t", " :\t "]),
+                   st.sampled_from(["1", "-0", "1.5e3", "01", "1e", "9" * 19, "1.", "-", "2E+10"]))  # fmt: skip
+high_bytes = st.binary(min_size=1, max_size=4).map(lambda raw: b'data: {"choices":[{"index":0,"delta":{"content":"'
+                                                               + raw + b'"}}]}\n\n')  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(pieces | spaced | high_bytes, max_size=16), st.integers(min_value=0))
+def test_the_runs_are_matched_by_re2_exactly_as_re_would(events: list[bytes], begin: int) -> None:
+    """The skim's runs are matched by RE2 (a DFA, without ``re``'s possessive quantifiers, in Latin-1): a run ends
+    exactly where ``re`` ends it on the pattern as written, for any bytes and from any place."""
+    data = b"".join(events)
+    begin %= len(data) + 1
+    runs = OpenAIChatAdapter.text_runs()
+    assert runs is not None
+    assert runs.match(data, begin).end() == REFERENCE.match(data, begin).end()  # type: ignore[union-attr]

@@ -57,6 +57,7 @@ _LAZY = {
     "ChatRequestError": ("chat_request", "ChatRequestError"),
     "parse_chat_request": ("chat_request", "parse_chat_request"),
     "RetryPolicy": ("client", "RetryPolicy"), "StreamClient": ("client", "StreamClient"),
+    "CoalescingHttpToolsProtocol": ("coalesced", "CoalescingHttpToolsProtocol"),
     "Gateway": ("gateway", "Gateway"), "serve_gateway": ("gateway", "serve"),
     "MAX_PUBLISH_HOLD_SEC": ("gateway", "MAX_PUBLISH_HOLD_SEC"),
     "without_credentials": ("gateway", "without_credentials"),
@@ -71,6 +72,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from .chat_request import ChatRequestError, parse_chat_request
     from .client import RetryPolicy, StreamClient
+    from .coalesced import CoalescingHttpToolsProtocol
     from .gateway import MAX_PUBLISH_HOLD_SEC, Gateway, without_credentials
     from .gateway import serve as serve_gateway
     from .mcp_servers import SEPARATOR, McpServerError, ToolCaller, Upstreams, connect, first_error
@@ -100,6 +102,7 @@ __all__ = [
     "SHUTDOWN_GRACE_SEC",
     "AnthropicAdapter",
     "ChatRequestError",
+    "CoalescingHttpToolsProtocol",
     "ErrorEvent",
     "ErrorRecord",
     "Event",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from .. import safejson
 from .errors import AMBIGUOUS, ErrorRecord, classify
@@ -63,6 +62,18 @@ class StreamAdapter(ABC):
     text_only: re.Pattern[bytes] | None = None
     """An event (its bytes between two blank lines) that matches this whole can yield nothing but text and changes
     nothing the adapter keeps: ``without_text_events`` drops it for a reader that counts only usage and errors."""
+    _text_runs: Runs | None = None
+
+    @classmethod
+    def text_runs(cls) -> Runs | None:
+        """Runs of ``text_only``'s events (``_runs_of``), compiled on first use and kept in the class's own
+        namespace: a ``re`` pattern's hash reads its whole program (10 µs), so a cache keyed by the pattern cost a
+        third of the match it served."""
+        runs: Runs | None = cls.__dict__.get("_text_runs")
+        if runs is None and cls.text_only is not None:
+            runs = _runs_of(cls.text_only)
+            cls._text_runs = runs
+        return runs
 
     def __init__(self, provider: str) -> None:
         self.provider = provider
@@ -140,7 +151,7 @@ class StreamAdapter(ABC):
         only where the SSE parser is known to be between events: after a blank line (LF LF) within ``data``, never
         the first, and only when a blank line ends it too. A run of such events is skipped by one match
         (``_runs_of``): a step of Python per event cost as much as the match itself."""
-        runs = _runs_of(self.text_only) if self.text_only is not None else None
+        runs = self.text_runs()
         kept_from = kept = 0  # kept_from: where the span being kept began; kept: the events ended in it
         position = data.find(b"\n\n")
         while position >= 0:
@@ -230,12 +241,30 @@ class StreamAdapter(ABC):
         """Turn one SSE event into normalised events."""
 
 
-@functools.cache
-def _runs_of(event: re.Pattern[bytes]) -> re.Pattern[bytes]:
+class Runs(Protocol):
+    """A compiled run of events: where the run that starts at ``pos`` ends (``match(data, pos).end()``)."""
+
+    def match(self, text: bytes, pos: int) -> Any: ...
+
+
+def _runs_of(event: re.Pattern[bytes]) -> Runs:
     """Events ``event`` matches, each ended by a blank line (LF LF), as many in a row as there are. ``event``
-    cannot match a line break, so each match ends exactly where its event does; possessive: a run is never given
-    back in part."""
-    return re.compile(b"(?:(?:" + event.pattern + b")\n\n)*+")
+    cannot match a line break, so each match ends exactly where its event does.
+
+    Matched by RE2, whose DFA reads the run once: 3× faster than ``re``'s backtracking on a run of text chunks
+    (13 against 41 µs for 100 chunks), the largest single cost of the gateway's CPU per stream. In Latin-1, so
+    that a byte is a character as it is for ``re`` on bytes (UTF-8 would not match a chunk that is no UTF-8 where
+    ``re`` does). RE2 knows no possessive quantifier, and ``event``'s are there only to keep ``re`` from
+    backtracking: no part of it can match what a possessive part gave back (white space before a comma, a
+    string's characters before its quote), so the language is the same — property-tested against ``re``. Imported
+    here, on the first skim: a command that never relays a reply does not load RE2."""
+    import re2
+
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.never_capture = True
+    greedy = event.pattern.replace(b"*+", b"*").replace(b")?+", b")?")
+    return cast(Runs, re2.compile(b"(?:(?:" + greedy + b")\n\n)*", options))
 
 
 def unreadable(provider: str, data: str) -> ErrorRecord:

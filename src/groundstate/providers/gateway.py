@@ -29,7 +29,7 @@ from ..wire import ByteVocabulary, Mode
 from . import gated, local_tools
 from .adapter import MAX_EVENT
 from .apis import UnknownAPI, provider_api
-from .bridge import SigilBridge, checked_hold
+from .bridge import MUTED, SigilBridge, checked_hold
 from .chat_request import ChatRequest, ChatRequestError, parse_chat_request
 from .errors import MAX_ERROR_BODY, REQUEST, SERVER, ErrorRecord, classify
 from .in_band import WholeEvents, event_end
@@ -290,7 +290,7 @@ class Gateway:
         except PathRefused as exc:
             self.requests.labels(self.api, str(await send_error(send, exc))).inc()
             return
-        bridge = self._bridge(ByteVocabulary(), next_stream=self._streams.__next__)
+        bridge = self._bridge(ByteVocabulary(), next_stream=self._streams.__next__) if self.sender else MUTED
         model = self._model_label(body) if scope["method"] == "POST" else None  # GET /v1/models is no model call
         relayed = Relayed(send)
         watch = ClientWatch(receive)
@@ -316,7 +316,7 @@ class Gateway:
             if not relayed.started:
                 await send_error(send, failure)
             elif relayed.in_band is not None:  # said in the stream's own framing: part of an answer is never
-                await send({"type": "http.response.body", "body": relayed.in_band(failure)})  # passed for all
+                await send({"type": "http.response.body", "body": relayed.told(failure)})  # passed for all
             # else the reply has no framing to say it in (a whole JSON body, an error body): it is left unended, and
             # the server closes the connection without its end — a client reading it sees it cut short
             broke = ErrorRecord(SERVER, provider, None, type(exc).__name__, reason, True, None, None)
@@ -330,7 +330,7 @@ class Gateway:
         stopping = UpstreamFailure(f"the gateway stopped: its {SHUTDOWN_GRACE_SEC} s for open replies ran out")
         if relayed.started and relayed.in_band is not None:
             with contextlib.suppress(Exception):
-                await relayed.send({"type": "http.response.body", "body": relayed.in_band(stopping)})
+                await relayed.send({"type": "http.response.body", "body": relayed.told(stopping)})
         stopped = ErrorRecord(SERVER, provider, None, "gateway_stopped", str(stopping), True, None, None)
         self.publish(bridge.push(ErrorEvent(stopped)) + bridge.end())
 
@@ -401,10 +401,11 @@ class Gateway:
             if unended > MAX_EVENT:  # as the adapter refuses it (its parser would hold it): the relay ends too
                 raise UpstreamFailure(f"sent an event longer than {MAX_EVENT} bytes, which no model's stream sends; "
                                       "the gateway does not read further")  # fmt: skip
-            if aligned is None:
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-            elif whole := aligned.take(data):
-                await send({"type": "http.response.body", "body": whole, "more_body": True})
+            given = data if aligned is None else aligned.take(data)
+            if given and response.drained():  # the body's last piece: written with the end, one write for both
+                send.last = given
+            elif given:
+                await send({"type": "http.response.body", "body": given, "more_body": True})
             if not publishing and size + len(data) <= HELD_FOR_METRICS:
                 held.append(data)
                 size += len(data)
@@ -420,7 +421,8 @@ class Gateway:
             failed = await self._count_held(model, adapter, b"".join(held), failed)  # to say (its end marker)
         if aligned is not None and (unfinished or not adapter.done):  # the body ended, the stream did not: told
             raise UpstreamFailure(_cut_short(unfinished, adapter.end_marker))  # in band, as a break is
-        await send({"type": "http.response.body", "body": b""})
+        last, send.last = send.last, b""
+        await send({"type": "http.response.body", "body": last})
         events = adapter.close()
         for event in events:
             failed = self._count(model, event) or failed
@@ -629,10 +631,18 @@ class Relayed:
     send: Send
     started: bool = False
     in_band: Callable[[GroundstateError], bytes] | None = None
+    last: bytes = b""  # the body's last piece, kept to go with the reply's end; written first by ``told``
 
     async def __call__(self, message: MutableMapping[str, Any]) -> None:
         self.started = True
         await self.send(message)
+
+    def told(self, failure: GroundstateError) -> bytes:
+        """What tells the client in band that the reply failed: the last piece it has not been sent yet, then the
+        error in the stream's framing. Only for a reply with ``in_band``."""
+        assert self.in_band is not None
+        last, self.last = self.last, b""
+        return last + self.in_band(failure)
 
 
 class ClientWatch:
@@ -749,13 +759,19 @@ def serve(
     Gateway; None: ``PUBLISH_HOLD_SEC``)."""
     import uvicorn
 
+    from .coalesced import CoalescingHttpToolsProtocol  # uvicorn's, imported only to serve
+
     hold = PUBLISH_HOLD_SEC if publish_hold is None else publish_hold
     app = Gateway(upstream, api, publish, metrics_reader, gate, max_body, hold)
     # No Date or Server header of uvicorn's own: a relayed reply carries the upstream's (sent twice, they were).
     # asyncio's event loop even where uvloop is installed (uvicorn's own choice then): the loop the tests run on.
+    # No access log (at this log level none was printed, yet each reply's line was composed) and no rewriting of
+    # the client's address from X-Forwarded-For (nothing here reads it): each cost a little of every request.
+    # uvicorn's protocol with a turn's writes sent as one (coalesced.py); no WebSockets, which the gateway never serves.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
                                            date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC,
-                                           loop="asyncio"))  # fmt: skip
+                                           loop="asyncio", access_log=False, proxy_headers=False,
+                                           http=CoalescingHttpToolsProtocol, ws="none"))  # fmt: skip
     server.run()  # not uvicorn.run, which swallows the Ctrl+C it re-raises: the gateway exits 130 like serve
     if not server.started:  # the address was taken, or could not be bound
         raise SystemExit(STARTUP_FAILURE)

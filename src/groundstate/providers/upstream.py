@@ -103,11 +103,14 @@ class UpstreamReply:
 
     def __init__(
         self, status: int, raw_headers: list[tuple[bytes, bytes]], take: Callable[[], Awaitable[bytes]],
-        read_seconds: float = READ_SECONDS,
+        read_seconds: float = READ_SECONDS, drained: Callable[[], bool] = lambda: False,
     ) -> None:  # fmt: skip
         if not 200 <= status <= 599:  # a final 1xx (a 101 switch) or a status HTTP has no class for
             raise UpstreamFailure(f"sent a malformed reply (status {status})")
         self._take = take
+        self.drained = drained
+        """Whether the body has ended and all of it was taken: the piece just given was the last (False when
+        unknown). The gateway then writes that piece and the reply's end to its client as one write."""
         self._read_seconds = read_seconds
         self.status_code = status
         self.raw_headers = raw_headers  # as sent: any byte a value holds
@@ -191,7 +194,8 @@ class Upstream:
             ) as response:
                 head_due.reschedule(None)  # the head came in time; each read of the body is timed on its own
                 raw = list(response.raw_headers)
-                yield UpstreamReply(response.status, raw, response.content.readany, self._read_seconds)
+                yield UpstreamReply(response.status, raw, response.content.readany, self._read_seconds,
+                                    response.content.at_eof)  # fmt: skip
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _failure(exc) from exc
 
@@ -210,7 +214,8 @@ class Upstream:
                 await exchange.head
             if method == "HEAD":
                 exchange.bodiless()
-            yield UpstreamReply(exchange.status, exchange.raw_headers, exchange.take, self._read_seconds)
+            yield UpstreamReply(exchange.status, exchange.raw_headers, exchange.take, self._read_seconds,
+                                exchange.drained)  # fmt: skip
         except WireFailure as exc:
             raise UpstreamFailure(str(exc)) from exc
         except TimeoutError as exc:
