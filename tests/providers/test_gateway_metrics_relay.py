@@ -100,3 +100,48 @@ def test_a_reply_read_whole_ends_in_the_write_of_its_last_piece() -> None:
     assert bodies[-1]["body"] and not bodies[-1].get("more_body"), bodies
     assert TEXT.endswith(bodies[-1]["body"])
     assert any(name == "groundstate_model_tokens_total" and value == 9 for (name, _), value in samples.items())
+
+
+def whole_reply_upstream(body: bytes) -> bytes:
+    """The head and ``body`` of a stream in one write: the gateway reads it whole, its last piece held for the end."""
+    return f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body
+
+
+def chunk(payload: str) -> bytes:
+    return b"data: " + payload.encode() + b"\n\n"
+
+
+TEXT_CHUNK = '{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}'  # noqa: E501
+
+
+@pytest.mark.parametrize("count", ["-5", '"abc"', "[1]", "1.5", "true", "1e308"])
+def test_a_usage_count_that_is_no_count_is_not_counted_and_the_reply_arrives_whole(count: str) -> None:
+    """An upstream's usage of -5 tokens (or a string, a list, 1.5, true) made the metrics' counter raise before the
+    reply's last piece was written: the client got the head and none of the body, and a traceback went to the log.
+    Now such a count is no count (as in a whole reply's usage): the reply arrives unchanged and the call is ok."""
+    body = chunk(TEXT_CHUNK) + chunk('{"choices":[],"usage":{"prompt_tokens":' + count + ',"completion_tokens":2}}')
+    body += b"data: [DONE]\n\n"
+    with raw_loopback(lambda connection: connection.sendall(whole_reply_upstream(body))) as upstream:
+        received, samples = relay(Gateway(upstream))
+    assert received == body
+    tokens = {dict(labels)["direction"]: value for (name, labels), value in samples.items()
+              if name == "groundstate_model_tokens_total"}  # fmt: skip
+    assert tokens == {"input": 0, "output": 2}
+    outcomes = {dict(labels)["outcome"]: value for (name, labels), value in samples.items()
+                if name == "groundstate_model_calls_total"}  # fmt: skip
+    assert outcomes == {"ok": 1}
+
+
+@pytest.mark.parametrize("number", ["1e999", "-9e400", "1E+999"])
+def test_a_number_past_what_json_is_read_as_is_an_error_counted_not_text_skipped(number: str) -> None:
+    """A text chunk whose ``created`` is 1e999 is no chunk the parser reads (a number past a float's range): a full
+    parse counts the call as failed. The skim of text chunks took it for text (exponents of 3 digits) and the call
+    was counted ok; now only numbers that stay finite are skimmed."""
+    odd = TEXT_CHUNK.replace('"created":1', f'"created":{number}')
+    body = chunk(TEXT_CHUNK) + chunk(odd) + chunk(TEXT_CHUNK) + b"data: [DONE]\n\n"
+    with raw_loopback(lambda connection: connection.sendall(whole_reply_upstream(body))) as upstream:
+        received, samples = relay(Gateway(upstream))
+    assert received == body
+    outcomes = {dict(labels)["outcome"]: value for (name, labels), value in samples.items()
+                if name == "groundstate_model_calls_total"}  # fmt: skip
+    assert outcomes == {"error": 1}

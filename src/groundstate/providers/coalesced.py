@@ -1,12 +1,12 @@
-"""The gateway's HTTP server protocol: uvicorn's, with the writes of one turn of the event loop sent as one.
+"""The gateway's HTTP server protocol: uvicorn's, with a reply's head sent together with what follows it at once.
 
 Through ASGI a reply is at least two messages — its head, then its body — and uvicorn writes each to the socket at
 once, so a reply that arrived from the upstream whole still cost the gateway a ``send`` system call for its head
 and another for its body (on loopback each send also runs the receiver's side of TCP: about a sixth of the
-gateway's CPU per stream went to them). Here the writes made before the loop next turns are joined and sent
-together when it does: the head with the first body piece, and with the last one too when all of it was there. A
-stream whose pieces come one at a time is written as before, a piece per turn; nothing waits for more than the turn
-it was written in.
+gateway's CPU per stream went to them). Here a reply's first write is held until the event loop's turn ends, and
+whatever else the turn writes joins it: the head leaves with the first body piece, and with the last one too when
+all of it was there. Every later write goes out at once, as uvicorn made it — a stream whose pieces come one at a
+time is written a piece at a time, and pays nothing for this; nothing waits longer than the turn it was written in.
 """
 
 from __future__ import annotations
@@ -18,27 +18,38 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
 class CoalescedWrites:
-    """A transport whose writes within one turn of the loop go to the socket as one write at the turn's end.
-    Everything else is the wrapped transport's; closing it sends what is pending first, aborting it drops that."""
+    """A transport that holds the first write after ``hold_next`` until the loop's turn ends, joined with the
+    writes made in that turn, and passes every other write on at once. Everything else is the wrapped transport's;
+    closing it sends what is held first, aborting it drops that."""
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         self._pending: list[bytes] = []
+        self._hold = False
         self._loop = asyncio.get_running_loop()
+
+    def hold_next(self) -> None:
+        """Hold the next write (a reply's head) for the rest of the turn it is made in."""
+        self._hold = True
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not data:
             return
-        if not self._pending:
+        if self._pending:
+            self._pending.append(bytes(data))
+        elif self._hold:
+            self._hold = False
+            self._pending.append(bytes(data))
             self._loop.call_soon(self.flush)
-        self._pending.append(bytes(data))
+        else:
+            self._transport.write(data)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
-        """Send what this turn wrote (nothing once the transport is closing: its socket takes no more)."""
+        """Send what is held (nothing once the transport is closing: its socket takes no more)."""
         pending, self._pending = self._pending, []
         if pending and not self._transport.is_closing():
             self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
@@ -56,7 +67,13 @@ class CoalescedWrites:
 
 
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol on a ``CoalescedWrites`` transport (``uvicorn.Config(http=...)``)."""
+    """uvicorn's httptools protocol on a ``CoalescedWrites`` transport (``uvicorn.Config(http=...)``): each
+    request's reply has its head held for the rest of its turn."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(CoalescedWrites(transport))  # type: ignore[arg-type]
+        self._coalesced = CoalescedWrites(transport)
+        super().connection_made(self._coalesced)  # type: ignore[arg-type]
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._coalesced.hold_next()

@@ -89,11 +89,22 @@ class Finish:
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts the provider reported."""
+    """Token counts the provider reported. The provider writes them, so a count that is no whole number of zero or
+    more (-5, 1.5, true, "12", 1e308) is not a count: it is None, as if not reported. A negative one raised in the
+    gateway's metrics and lost the reply's last piece, and a run's token budget would have been given back tokens."""
 
     input_tokens: int | None
     output_tokens: int | None
     type: str = "usage"
+
+    def __post_init__(self) -> None:
+        self.input_tokens = token_count(self.input_tokens)
+        self.output_tokens = token_count(self.output_tokens)
+
+
+def token_count(reported: object) -> int | None:
+    """``reported`` if it is a whole number of tokens (an int, not a bool, zero or more); None otherwise."""
+    return reported if isinstance(reported, int) and not isinstance(reported, bool) and reported >= 0 else None
 
 
 @dataclass(slots=True)

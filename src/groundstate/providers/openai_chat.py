@@ -40,12 +40,13 @@ def _text_only_chunk() -> re.Pattern[bytes]:
     """A ``data:`` line holding a chunk that can only carry text: every key spelled out (an escaped key is not
     matched), no ``error``, ``usage`` null, ``object`` the chunk's own, and choices whose delta has only content,
     role or reasoning text and whose ``finish_reason`` is null. JSON's whitespace is limited to spaces and tabs (a
-    line break would end the SSE line) and integers to 18 digits (Python refuses to read very long ones)."""
+    line break would end the SSE line), integers to 18 digits (Python refuses to read very long ones) and exponents
+    to 2 (``1e999`` is no number the parser accepts: such a chunk is an error to count, never text to skip)."""
     ws = rb"[ \t]*+"  # possessive: whitespace is never given back, so no input makes the match backtrack far
     plain = rb'[^"\\\x00-\x1f]*+'  # a run of characters that need no escape, taken at once (no per-character loop)
     string = b'"' + plain + rb'(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})' + plain + b')*+"'
     integer = rb"-?(?:0|[1-9][0-9]{0,17})"
-    number = integer + rb"(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?"
+    number = integer + rb"(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,2})?"
     scalar = b"(?:" + b"|".join((string, number, b"null", b"true", b"false")) + b")"
 
     def obj(*members: bytes) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import safejson
+from .normalized import token_count
 
 MAX_REPLY_BYTES = 8 << 20  # a whole reply is kept for counting up to this size; past it, it is not counted
 
@@ -34,8 +35,7 @@ def reply_usage(body: bytes) -> tuple[int, int] | None:
 
 
 def _counts(data: dict[str, Any], inputs: str, outputs: str) -> tuple[int, int] | None:
-    given = data.get(inputs), data.get(outputs)
-    if not any(isinstance(n, int) and not isinstance(n, bool) for n in given):
+    given = token_count(data.get(inputs)), token_count(data.get(outputs))
+    if given == (None, None):
         return None
-    counts = [n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0 for n in given]
-    return counts[0], counts[1]
+    return given[0] or 0, given[1] or 0
