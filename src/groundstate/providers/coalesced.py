@@ -71,9 +71,11 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     request's reply has its head held for the rest of its turn."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """uvicorn's, on the socket's transport wrapped in ``CoalescedWrites``."""
         self._coalesced = CoalescedWrites(transport)
         super().connection_made(self._coalesced)  # type: ignore[arg-type]
 
     def on_message_begin(self) -> None:
+        """uvicorn's; and the reply to this request will have its head held for the rest of its turn."""
         super().on_message_begin()
         self._coalesced.hold_next()
