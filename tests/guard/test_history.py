@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundstate.logic import Name
-from groundstate.provenance import MIN_VALUE, History, short_words, words
+from groundstate.provenance import MAX_PHRASED_CHARS, MIN_VALUE, History, short_words, words
 
 TEXT = st.lists(st.sampled_from([*"ab c@1/.:\n", "x9@q.example", " 771203 ", "Alice"]), max_size=16).map("".join)
 
@@ -59,6 +59,24 @@ def test_a_value_the_user_named_is_reported_as_named() -> None:
     assert ("flow_argument_in_request", ("now", "to")) in facts
     assert ("flow_argument_in_request", ("now", "body")) not in facts
     assert ("flow_session_used", ("now", "mail", "read")) in facts and ("flow_request_declared", ("now",)) in facts
+
+
+def test_a_dictation_is_read_in_the_latest_requests_only() -> None:
+    """Values are compared as dictated with the latest MAX_PHRASED_CHARS characters of the requests as written (each
+    new request reads them again, so they are bounded apart from the 100,000 kept for naming): a phrase the user
+    wrote before that window is no dictation any more; the same phrase written again within it is."""
+    history = History()
+    session = history.session("s")
+    history.declare(session, "Reply that you will be at the Friday review")
+    history.record(session, "call-1", "mail", "read", "from bob@corp.example: are you coming?")
+    dictated = [("body", "I will be at the Friday review.")]
+    assert ("flow_argument_worded", ("first", "body")) in history.facts(session, "first", dictated)
+    for number in range(MAX_PHRASED_CHARS // 60 + 2):  # other requests, each distinct, pushing it out of the window
+        history.declare(session, f"then look up order {number:06d} and tell me what its status line says")
+    assert ("flow_argument_worded", ("later", "body")) not in history.facts(session, "later", dictated)
+    history.declare(session, "Reply that you will be at the Friday review")  # already kept: not added again
+    history.declare(session, "Please reply that you will be at the Friday review")
+    assert ("flow_argument_worded", ("again", "body")) in history.facts(session, "again", dictated)
 
 
 @pytest.mark.alone

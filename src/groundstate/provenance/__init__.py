@@ -18,7 +18,20 @@ from .arguments import (
     NotJsonNumber,
     flatten,
 )
-from .history import MAX_SESSIONS, MIN_VALUE, Asked, History, Kept, Reading, Seen, Session, reading, short_words, words
+from .history import (
+    MAX_PHRASED_CHARS,
+    MAX_SESSIONS,
+    MIN_VALUE,
+    Asked,
+    History,
+    Kept,
+    Reading,
+    Seen,
+    Session,
+    reading,
+    short_words,
+    words,
+)
 from .wording import PERSPECTIVE, Phrase, phrase_of, worded
 
 
@@ -32,6 +45,7 @@ def shared_rules() -> list[Path]:
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "MAX_ARGUMENT_FACTS",
+    "MAX_PHRASED_CHARS",
     "MAX_SESSIONS",
     "MAX_VALUE_CHARS",
     "MIN_VALUE",
