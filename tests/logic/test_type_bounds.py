@@ -64,3 +64,12 @@ def test_a_variable_where_a_type_goes_is_a_positioned_error_and_no_fact_is_judge
     with pytest.raises(AnalysisError) as raised:
         Engine(Program.parse("Decl p(A, B) bound [/number, Anumber].\np(1, 2).\n"))
     assert "1:30: error: in bound of p: Anumber is not a type" in str(raised.value)
+
+
+def test_a_bound_of_another_length_than_the_declaration_judges_no_fact() -> None:
+    """Found by fuzzing the parser again: ``Decl p(A) bound [/number, Anumber]`` reported the bound's length, left
+    the bound to judge facts, and ``p(1, 2)`` (two values, as long as the bound) reached its variable and failed an
+    assertion instead of the analysis errors."""
+    with pytest.raises(AnalysisError) as raised:
+        Engine(Program.parse("p(1, 2).\nDecl p(A) bound [/number, Anumber].\n"))
+    assert "bound for p lists 2 types but p has 1 arguments" in str(raised.value)

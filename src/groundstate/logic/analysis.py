@@ -291,6 +291,7 @@ class Analyzer:
                 self.error(
                     pos, f"bound for {info.name} lists {len(block)} types but {info.name} has {info.arity} arguments"
                 )
+                self.malformed_bounds.add(info.name)  # a fact of another arity would be judged by it (fuzzing)
                 continue
             for term in block:
                 problem = type_bounds.type_problem(term)
