@@ -249,7 +249,6 @@ class SigilBridge:
         return self._hello() + self._tokens(mode, list(ids)) + self._due()
 
 
-
 class MutedBridge(SigilBridge):
     """The bridge of a reply nobody subscribes to: it frames nothing. The gateway without ``--publish`` gives each
     relayed reply this one instead of a real bridge, whose set-up (an encoder, a vocabulary) was 2 % of the gateway's

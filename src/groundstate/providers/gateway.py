@@ -767,7 +767,8 @@ def serve(
     # asyncio's event loop even where uvloop is installed (uvicorn's own choice then): the loop the tests run on.
     # No access log (at this log level none was printed, yet each reply's line was composed) and no rewriting of
     # the client's address from X-Forwarded-For (nothing here reads it): each cost a little of every request.
-    # uvicorn's protocol with a turn's writes sent as one (coalesced.py); no WebSockets, which the gateway never serves.
+    # uvicorn's protocol with a reply's head held to go out with its first piece (coalesced.py); no WebSockets,
+    # which the gateway never serves.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False,
                                            date_header=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_SEC,
                                            loop="asyncio", access_log=False, proxy_headers=False,
