@@ -109,3 +109,23 @@ def test_a_connection_closed_after_its_reply_gets_the_reply_first() -> None:
     transport = served(whole, b"GET / HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n\r\n")
     assert transport.closed
     assert b"".join(transport.writes).endswith(b"two\r\n0\r\n\r\n")
+
+
+def test_the_gateway_serves_on_this_protocol_without_what_it_never_uses(monkeypatch: Any) -> None:
+    """``serve_gateway`` hands uvicorn this protocol, no WebSockets, no access log and no proxy headers: each was
+    measured (docs/benchmarks.md, the gateway), and a refactor that drops one would go unseen by every reply, which
+    arrives the same either way. uvicorn's ``Server.run`` is replaced by one that keeps the config it was given."""
+    from groundstate.providers import serve_gateway
+
+    given: list[uvicorn.Config] = []
+
+    def keep(server: uvicorn.Server, sockets: Any = None) -> None:
+        given.append(server.config)
+        server.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", keep)
+    serve_gateway("http://127.0.0.1:9", "openai-chat", "127.0.0.1", 0, None, None)
+    [config] = given
+    assert config.http is CoalescingHttpToolsProtocol
+    assert (config.ws, config.access_log, config.proxy_headers, config.loop) == ("none", False, False, "asyncio")
+    assert (config.server_header, config.date_header) == (False, False)
