@@ -1,7 +1,7 @@
 """How long ``groundstate policy replay`` takes: 10,000 decisions recorded in a SQLite ledger the way the MCP guard
 records them (each with its facts, provenance included: a session of earlier results), then re-decided under a
-candidate policy; the target is under 10 s on this machine. The flips are checked: the candidate denies exactly the
-calls to one zone.
+candidate policy; the target is under 10 s on this machine. The flips are checked: every send is held by the shipped
+rules, and the candidate denies exactly those to one address.
 
     python bench/replay/run.py [--decisions 10000]
 """
@@ -25,6 +25,11 @@ TOOLS = [Tool(name="read_inbox", input_schema={"type": "object"},
               annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True)),
          Tool(name="send_email", input_schema={"type": "object"},
               annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))]  # fmt: skip
+# A body no result holds and the request does not name: after the inbox (open world) entered the session, the shipped
+# rules hold every send for an operator (rule 4), and the candidate denies those to one address outright. (It was
+# "The offsite moves.", whose core the inbox's results hold once marks around a value were matched by its core: every
+# send was then denied by both policies, nothing flipped, and the bench failed its check.)
+BODY = "Agenda attached, see you Friday."
 CANDIDATE = 'mcp_denied(C, "not to mallory") :- mcp_argument(C, "to", "mallory@corp.example").\n'
 
 
@@ -49,9 +54,10 @@ def main() -> None:
         for _ in range(options.decisions):
             to = rng.choice(people)
             expected += to == people[2]
-            verdict = policy.decide("mail", "send_email", {"to": to, "body": "The offsite moves."}, "bench",
+            verdict = policy.decide("mail", "send_email", {"to": to, "body": BODY}, "bench",
                                     provenance=partial(history.facts, session))  # fmt: skip
-            ledger.record("mail", "send_email", {"to": to, "body": "The offsite moves."}, "bench", verdict, 60)
+            assert verdict.decision == "approve", f"the shipped rules no longer hold this send: {verdict.reasons}"
+            ledger.record("mail", "send_email", {"to": to, "body": BODY}, "bench", verdict, 60)
         recording = time.perf_counter() - started
         candidate = Path(folder) / "candidate.mg"
         candidate.write_text(CANDIDATE)
