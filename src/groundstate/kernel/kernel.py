@@ -89,11 +89,11 @@ class Transaction:
 
     def assert_(self, predicate: str, *rows: Iterable[Any]) -> None:
         """Add ``rows`` of ``predicate`` when the transaction is applied."""
-        self.changes += [(True, predicate, tuple(to_value(v) for v in row)) for row in rows]
+        self.changes += [(True, predicate, tuple(map(to_value, row))) for row in rows]
 
     def retract(self, predicate: str, *rows: Iterable[Any]) -> None:
         """Remove ``rows`` of ``predicate`` when the transaction is applied."""
-        self.changes += [(False, predicate, tuple(to_value(v) for v in row)) for row in rows]
+        self.changes += [(False, predicate, tuple(map(to_value, row))) for row in rows]
 
 
 class Kernel:

@@ -29,10 +29,13 @@ def moment(at: datetime) -> str:
     return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# json.dumps with these options builds an encoder per call; one kept here writes the same text
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def link(previous: str, run_id: str, kind: str, agent: str | None, payload: str, actor: str, at: datetime) -> str:
     """The link of one event, chained to ``previous`` (the link before it; ``GENESIS`` for the first)."""
-    canonical = json.dumps([previous, run_id, kind, agent, payload, actor, moment(at)], ensure_ascii=False,
-                           separators=(",", ":"))  # fmt: skip
+    canonical = _CANONICAL.encode([previous, run_id, kind, agent, payload, actor, moment(at)])
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 

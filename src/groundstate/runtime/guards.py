@@ -173,6 +173,7 @@ class GuardKernel:
         # the agents that may have an attempt's facts in the kernel (any the policy files state, then every agent
         # this kernel is told about): an agent's first pre-flight has nothing to forget and skips ~30 lookups
         self.attempt_facts = attempt_facts(self.kernel.engine.analyzed)
+        self._attempt_fact = frozenset(self.attempt_facts)  # asked of every fact an attempt reports
         self._attempted: set[str] = {str(row[1]) for p in self.attempt_facts for row in self.kernel.match(p, run_id)}
         self._attempted.update(str(row[3]) for row in self.kernel.match("event", run_id))
         # a run pinned before flows.mg was shipped has no rules on flows: its calls are not reported to them
@@ -381,7 +382,7 @@ class GuardKernel:
     def _attempt(self, tx: Transaction, predicate: str, row: tuple[Any, ...]) -> None:
         """Report a fact of the agent's current attempt — only one the rules declare as such (``attempt()``), so that
         the next attempt begins without it: an undeclared one would outlive its attempt, and is refused instead."""
-        if predicate not in self.attempt_facts:
+        if predicate not in self._attempt_fact:
             raise PolicyInvariantError(f"the runtime reports {predicate} for one attempt of an agent, but the run's "
                                        f"guard rules do not declare it so: add attempt() to the descr of Decl "
                                        f"{predicate} in guards.mg")  # fmt: skip

@@ -149,17 +149,18 @@ class Segments:
         """Start every agent that is ready, as the ones before it settle, until none is running."""
         options = self.host.options
         semaphore = asyncio.Semaphore(min(options.concurrency, ctx.limits.core_limits.max_concurrent_shards))
+        running: set[asyncio.Task[None]] = set()  # the tasks not yet done (``tasks`` keeps every agent's last)
         while True:
             state = self.host.store.state(ctx.run_id)
             if state.status == RUNNING:
                 for agent in ctx.readiness.ready(ctx.workflow, state.nodes, tasks):
                     tasks[agent] = asyncio.create_task(self.host.attempts.run(ctx, agent, semaphore))
-            running = [t for t in tasks.values() if not t.done()]
+                    running.add(tasks[agent])
             if not running:
                 break
-            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in running:
-                if task.done() and not task.cancelled() and task.exception() is not None:
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
 
     async def _renew(self, run_id: str, holder: str, tasks: dict[str, asyncio.Task[None]]) -> None:

@@ -253,19 +253,19 @@ class EventStore:
                 if not despite_changes:  # a writer appends only after what the chain vouches for
                     self._refuse_changed(self._verdict(db, run_id), "nothing is appended to")
                 state = self._state(db, run_id, last_seq)
-            for report in reports or ():  # escaped (a model's lone surrogate never fails the write); a value JSON has
-                # no form for is kept as its text: replay then says it cannot re-decide it, the run is never failed
-                db.exec_driver_sql(hot.report, (run_id, last_seq, json.dumps(report, default=str)))
-            appended = []
+            # escaped (a model's lone surrogate never fails the write); a value JSON has no form for is kept as its
+            # text: replay then says it cannot re-decide it, the run is never failed
+            db.exec_many(hot.report, [(run_id, last_seq, json.dumps(report, default=str)) for report in reports or ()])
+            appended, rows = [], []
             for body, agent in build(state):
                 state.admit(body, agent)  # EventRefused (RunEnded) before anything is written
                 record = ev.Event(run_id, state.last_seq + 1, body, agent, actor=actor)
                 text = json.dumps(record.payload)
                 head = chain.link(head or chain.GENESIS, run_id, record.type, agent, text, actor, record.at)
-                db.exec_driver_sql(hot.insert, (run_id, record.seq, record.type, agent, text, actor,
-                                                hot.moment(record.at), head))  # fmt: skip
+                rows.append((run_id, record.seq, record.type, agent, text, actor, hot.moment(record.at), head))
                 state.apply(record)
                 appended.append(record)
+            db.exec_many(hot.insert, rows)  # in their order, in this transaction: as one statement each
             if appended:
                 pause = state.pause
                 values = (str(state.status), state.last_seq, hot.moment(appended[-1].at),

@@ -222,6 +222,16 @@ class HotTransaction:
         finally:
             cursor.close()
 
+    def exec_many(self, statement: str, rows: list[Any]) -> None:
+        """Run ``statement`` once for each of ``rows`` (the driver's ``executemany``: one call for all of them — a
+        run's guard reports, ten a batch, cost a statement each before)."""
+        if rows:
+            cursor = self._connection.cursor()
+            try:
+                cursor.executemany(statement, rows)
+            finally:
+                cursor.close()
+
 
 @contextmanager
 def hot_transaction(engine: Engine) -> Iterator[HotTransaction]:
