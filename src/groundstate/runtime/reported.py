@@ -82,8 +82,8 @@ def apply(kernel: GuardKernel, workflow: Workflow, method: str, arguments: Any) 
 def answer_report(answer: Answer) -> dict[str, Any]:
     """``answer`` as a report keeps it (``_answer`` reads it back), as ``dataclasses.asdict`` wrote it — which
     deep-copies every value first: 2 % of a node's time in bench/runtime. Only what may still change before the
-    report is written (a list, a dict) is copied here; a field added to Answer or Signals is written too (a test
-    compares the two)."""
+    report is written (a list, a dict) is copied here; a field added to Answer or Signals is written too
+    (tests/runtime/test_model_signals.py reads a recorded answer back against what the provider streamed)."""
     row = _plain(answer)
     if answer.signals is not None:
         row["signals"] = _plain(answer.signals)
