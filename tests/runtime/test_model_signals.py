@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from groundstate.runtime import HELD_FOR_OPERATOR, TOOL_CALL, TOOL_RESULT, Runtime
 
 from .conftest import Script, envelope
@@ -21,6 +23,15 @@ name: signals
 agents:
   - id: writer_a
     instructions: Write it.
+"""
+TWO_WRITERS = """
+name: two
+agents:
+  - id: writer_a
+    instructions: Write it.
+  - id: writer_b
+    instructions: Write more.
+    depends_on: [writer_a]
 """
 CODER = """
 name: held
@@ -111,3 +122,53 @@ def test_the_runs_record_of_what_the_model_sent_is_what_it_sent(
     assert (answer["fallbacks"], answer["memory"], len(answer["usage"])) == ([], [], 3)
     assert sorted(finished["a"][6]) == ["cost", "seconds", "tokens", "wall_seconds"]  # what the run had spent
     assert finished["d"][0] == "pause"
+
+
+def test_a_refusal_streamed_in_pieces_is_one_refusal(runtime: Runtime, model: tuple[str, Script]) -> None:
+    """Providers stream a refusal a few tokens at a time: the pause names it once, whole — each delta was a refusal
+    of its own, and the pause listed three fragments. A last delta that is half a character (``\\ud800``) is part of
+    it too (an attack found "refuse 5 " and "\\ufffd" as two refusals)."""
+    model[1].answers = {"writer_a": [answer_with({"refusal": "I will"}, {"refusal": " not write"},
+                                                 {"refusal": " that. \ud800"})]}  # fmt: skip
+    _, state = drive(runtime)
+    assert state.status == "awaiting_approval" and state.pause is not None
+    refusals = [r for r in [state.pause.reason, *state.pause.others] if r.startswith("Refusal:")]
+    assert refusals == ["Refusal: the model of agent 'writer_a' refused: I will not write that. \ufffd"]
+
+
+@pytest.mark.parametrize("name", [12345, True, {"x": [1, 2]}, ["delete_file", "x"]])
+def test_a_native_tool_call_named_by_no_text_is_still_a_protocol_violation(
+    runtime: Runtime, model: tuple[str, Script], name: Any
+) -> None:
+    """The model names its native call with a number, a bool, an object or a list: the run pauses on the native call
+    it is, named as the JSON it sent — it was an internal error of the agent (``name[:n]`` on an int), its answer and
+    signals lost from the run's record."""
+    call = {"tool_calls": [{"index": 0, "id": 7, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+    model[1].answers = {"writer_a": [answer_with(call, finish="tool_calls")]}
+    _, state = drive(runtime)
+    assert state.status == "awaiting_approval" and state.pause is not None
+    reasons = [state.pause.reason, *state.pause.others]
+    assert any(f"called {json.dumps(name)} as a native tool call" in r for r in reasons), reasons
+    assert not any("internal error" in r for r in reasons), reasons
+
+
+def usage_chunk(prompt: int, completion: int) -> bytes:
+    usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+    return b"data: " + json.dumps(usage).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("count", [10**30, 2**63 - 1, 2**53])
+def test_a_token_count_no_provider_gives_is_not_counted_and_fails_no_agent(
+    runtime: Runtime, model: tuple[str, Script], count: int
+) -> None:
+    """A usage chunk whose count is past what any JSON reader holds exactly is read as no count, like -5 or "12":
+    10^30 failed the agent inside the rules' 64-bit facts, and 2^63 - 1 failed every later agent of the run on every
+    retry, since the run's total stayed in its log."""
+    answer = answer_with()
+    with_usage = answer.replace(b"data: [DONE]", usage_chunk(count, 5) + b"data: [DONE]")
+    model[1].answers = {"writer_a": [with_usage], "writer_b": [answer_with()]}
+    run_id, state = drive(runtime, TWO_WRITERS)
+    assert state.status == "completed", [state.pause.reason if state.pause else None]
+    completed = [e for e in runtime.store.events(run_id) if e.type == "AgentCompleted"]
+    assert [e.agent for e in completed] == ["writer_a", "writer_b"]
+    assert completed[0].payload["usage"]["input_tokens"] == 0 and completed[0].payload["usage"]["output_tokens"] == 5

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from groundstate.logic import Name
-from groundstate.runtime import GuardKernel, PinnedPolicy, guard_rules, parse_workflow
+from groundstate.runtime import Answer, GuardKernel, PinnedPolicy, Spent, guard_rules, parse_workflow
 
 FLOW = parse_workflow("""
 name: ranked
@@ -65,3 +65,16 @@ def test_a_checkpoint_the_rules_do_not_pause_at_goes_on(tmp_path: Path) -> None:
     with kernel.kernel.transaction() as tx:
         tx.retract("pause_checkpoint", (Name("/tool_call"), Name("/safety")))
     assert kernel.tool_call("coder_a", 7, "execute_python", "print(1)") is None
+
+
+def test_a_runs_total_past_what_a_fact_holds_is_over_any_budget_not_an_error(tmp_path: Path) -> None:
+    """Each attempt's counts are at most 2^53 - 1 (providers.token_count), but a run of a thousand agents at that
+    count totals past a fact's 64-bit integer: the total is then the largest a fact holds — over any budget the
+    rules compare it with — not an internal error that failed every later agent of the run."""
+    kernel = guards(tmp_path, "needs_approval(R, A, /quality, \"over\") :- finished(R, A), run_usage(R, T, _), "
+                            "T > 9000000000000000000.\n")
+    kernel.preflight("coder_a", {}, 0)
+    total = Spent(tokens=1024 * (2**53 - 1), seconds=2.0**70, cost=0.0, wall_seconds=2.0**70)
+    answer = Answer("done", "m", usage=(2**53 - 1, 2**64, 2**80))
+    pause = kernel.finished("coder_a", "success", None, ["execute_python"], None, answer, total)
+    assert pause is not None and [a.reason for a in pause.approvals] == ["over"]

@@ -102,3 +102,24 @@ def test_long_term_off_keeps_notes_only_and_recall_zero_shows_nothing(
     shown = runtime_on(url, database, home, recall=1)
     asyncio.run(shown.drive(shown.create(TWO, "mem.yaml")))
     assert "- preference:style: concise" in prompt_of(script, "writer_a")
+
+
+def test_half_a_character_in_a_memory_write_is_written_as_a_replacement(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """A model's memory value or key holding a lone surrogate (JSON's ``\\ud800``) is stored with U+FFFD, as the
+    run's events store it: it failed the attempt while memory was written — after the rules had let it through —
+    and the answer was lost (found by an attack). The next run is shown what was stored."""
+    url, script = model
+    writes = [{"op": "promote_to_long_term", "key": "lt\ud800", "value": "a\ud800b"},
+              {"op": "store_vector", "key": "vec", "value": "\udc00abc"}]  # fmt: skip
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=writes)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    database = f"sqlite:///{tmp_path / 'gs.db'}"
+    first = runtime_on(url, database, tmp_path)
+    run_id = first.create(TWO, "mem.yaml")
+    assert asyncio.run(first.drive(run_id)).status == "completed"
+    second = runtime_on(url, database, tmp_path)
+    assert asyncio.run(second.drive(second.create(TWO, "mem.yaml"))).status == "completed"
+    later = prompt_of(script, "writer_a")
+    assert "- lt\ufffd: a\ufffdb" in later and "- vec: \ufffdabc" in later

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SPEC_VERSION = "1.2.0"
 REQUIRED = ("intent_classification", "mangle_updates", "memory_operations")
@@ -43,6 +44,17 @@ class MemoryOperation(_Section):
     op: Literal["promote_to_long_term", "store_vector", "forget", "note"]
     key: str = Field(min_length=1, max_length=512)
     value: str = ""
+
+    @field_validator("key", "value", mode="before")
+    @classmethod
+    def _whole_characters(cls, text: Any) -> Any:
+        """A lone surrogate (half a character: JSON's ``\\ud800`` escape) is U+FFFD, as in a run's events: half a
+        character cannot be written as UTF-8, and a value holding one failed the attempt while memory was written,
+        after the rules had judged it (found by an attack)."""
+        return _LONE_SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from JSON, any surrogate is half a pair
 
 
 class SelfCorrection(_Section):

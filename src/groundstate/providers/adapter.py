@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator
@@ -51,6 +52,9 @@ class OpenCall:
     name: str | None
     choice: int = 0
     fragments: list[str] = field(default_factory=list)
+
+
+MAX_NAME_CHARS = 512  # of a tool call's name or id written from JSON that is not text
 
 
 class StreamAdapter(ABC):
@@ -203,7 +207,7 @@ class StreamAdapter(ABC):
     def _start_call(
         self, key: Hashable, call_id: str | None, name: str | None, out: list[Event], choice: int = 0
     ) -> OpenCall:
-        call = self._calls[key] = OpenCall(self._call_count, call_id, name, choice)
+        call = self._calls[key] = OpenCall(self._call_count, text_or_none(call_id), text_or_none(name), choice)
         self._call_count += 1
         out.append(ToolCallStart(call.number, call.id, call.name, call.choice))
         return call
@@ -273,3 +277,12 @@ def unreadable(provider: str, data: str) -> ErrorRecord:
     assert record.plane == AMBIGUOUS
     record.evidence["body"] = data[:2000]
     return record
+
+
+def text_or_none(value: object) -> str | None:
+    """A tool call's name or id as text: a provider's (or a model's) number, list or object for it is written as
+    JSON — the call is still reported, as the native call it is, never an error of the agent that made it (found
+    by an attack: a name of 12345 failed the attempt on ``name[:n]``)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)[:MAX_NAME_CHARS]

@@ -102,9 +102,16 @@ class Usage:
         self.output_tokens = token_count(self.output_tokens)
 
 
+MAX_TOKEN_COUNT = 2**53 - 1  # what every JSON reader holds exactly, and a run's events accept as a count
+
+
 def token_count(reported: object) -> int | None:
-    """``reported`` if it is a whole number of tokens (an int, not a bool, zero or more); None otherwise."""
-    return reported if isinstance(reported, int) and not isinstance(reported, bool) and reported >= 0 else None
+    """``reported`` if it is a whole number of tokens (an int, not a bool, from zero to ``MAX_TOKEN_COUNT``); None
+    otherwise. A count past it is no count a provider gives: read as one, 10^30 tokens failed the agent's
+    attempt inside the rules' 64-bit facts, and 2^63 - 1 every later agent's, since the run's total stayed."""
+    if isinstance(reported, int) and not isinstance(reported, bool) and 0 <= reported <= MAX_TOKEN_COUNT:
+        return reported
+    return None
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from .adapter import StreamAdapter
+from .adapter import StreamAdapter, text_or_none
 from .errors import classify
 from .normalized import (
     ErrorEvent,
@@ -143,8 +143,8 @@ class OpenAIChatAdapter(StreamAdapter):
         if call is None:
             call = self._start_call(key, call_id, name, out, number)
         else:
-            call.id = call.id or call_id
-            call.name = call.name or name
+            call.id = call.id or text_or_none(call_id)
+            call.name = call.name or text_or_none(name)
         self._last_call[number] = key
         if isinstance(arguments, str) and arguments:
             self._add_arguments(call, arguments, out)

@@ -28,7 +28,7 @@ from .decisions import DECISIONS, DecisionConflict, DecisionError, decision_even
 from .display import approval_card, dag_view, usage_line
 from .executors import Executor, InProcessExecutor, RunExecutorError, open_executor
 from .flows import RunFlows, natures
-from .guards import Answer, GuardKernel, RuleOrigins, guard_rule_parts, guard_rules
+from .guards import Answer, GuardKernel, RuleOrigins, Spent, guard_rule_parts, guard_rules
 from .home import default_db_url, home
 from .options import RuntimeOptions
 from .pauses import age, current_instructions, pause_json, pauses_json
@@ -204,6 +204,7 @@ __all__ = [
     "ShadowDisagreed",
     "ShownReason",
     "Signals",
+    "Spent",
     "StoreCorrupt",
     "StoreError",
     "TerminalDriver",

@@ -70,10 +70,16 @@ class Signals:
     native_tool_calls: list[str] = field(default_factory=list)
     finish: str | None = None
 
-    def take(self, piece: Piece) -> None:
-        """Gather what ``piece`` carries besides text: a refusal, a native tool call's name, the finish reason."""
+    def take(self, piece: Piece, continuing: bool = False) -> None:
+        """Gather what ``piece`` carries besides text: a refusal, a native tool call's name, the finish reason.
+        ``continuing``: an earlier piece of the same answer was a refusal — an answer refuses once (a message's one
+        ``refusal``), which a provider streams in many deltas, the half of a split character last of all: each was a
+        refusal of its own, and a pause listed the fragments."""
         if piece.refusal:
-            self.refusals.append(piece.refusal)
+            if continuing and self.refusals:
+                self.refusals[-1] += piece.refusal
+            else:
+                self.refusals.append(piece.refusal)
         if piece.tool_call is not None:
             self.native_tool_calls.append(piece.tool_call.name or "unnamed")
         if piece.finish is not None:

@@ -158,14 +158,15 @@ class ModelRounds:
     async def _answer_from(self, one: OneAnswer) -> tuple[str | None, bool]:
         backend, conversation, conclusion, seconds, price = one.backend, one.conversation, one.conclusion, \
             one.seconds, one.price  # fmt: skip
-        error, answered = None, False
+        error, answered, refused = None, False, False
         try:
             async with asyncio.timeout(seconds):
                 options = {} if conversation.temperature is None else {"temperature": conversation.temperature}
                 async for piece in backend.stream(conversation.messages, conversation.schema, **options):
                     error = error or piece.error
                     answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call)
-                    conclusion.signals.take(piece)
+                    conclusion.signals.take(piece, continuing=refused)
+                    refused = refused or bool(piece.refusal)
                     if piece.usage is not None:
                         conclusion.input_tokens += piece.usage[0]
                         conclusion.output_tokens += piece.usage[1]

@@ -357,7 +357,7 @@ class GuardKernel:
         for failed in answer.fallbacks:
             self._attempt(tx, "model_fallback", (self.run_id, agent, failed["model"], failed["error"][:MAX_FACT_TEXT]))
         if answer.usage is not None:
-            self._attempt(tx, "agent_usage", (self.run_id, agent, *answer.usage))
+            self._attempt(tx, "agent_usage", (self.run_id, agent, *map(_held, answer.usage)))
         for op, key, value in answer.memory:  # applied only if the attempt completes
             self._attempt(tx, "memory_write", (self.run_id, agent, Name.of(op), key, _bounded(value)[0]))
         signals = answer.signals or Signals()
@@ -371,9 +371,9 @@ class GuardKernel:
     def _spent(self, tx: Transaction, spent: Spent) -> None:
         """The run's totals, this attempt included: one row each, replaced when it changed (a row retracted and
         asserted again costs the engine a deletion and a rederivation of everything it supports)."""
-        for predicate, row in (("run_usage", (spent.tokens, math.ceil(spent.seconds))),
+        for predicate, row in (("run_usage", (_held(spent.tokens), _held(math.ceil(spent.seconds)))),
                                ("run_cost", (Float(round(spent.cost, 6)),)),
-                               ("run_wall", (math.ceil(spent.wall_seconds),))):  # fmt: skip
+                               ("run_wall", (_held(math.ceil(spent.wall_seconds)),))):  # fmt: skip
             current, new = self.kernel.match(predicate, self.run_id), (self.run_id, *row)
             if current != [new]:
                 tx.retract(predicate, *current)
@@ -426,6 +426,16 @@ class GuardKernel:
     def spawns(self) -> list[tuple[str, str]]:
         """(pattern, agent) of every agent a cortex pattern spawns."""
         return [(p, a) for _, p, a in self.kernel.match("spawn_agent", self.run_id, sort=True)]
+
+
+FACT_INT_MAX = 2**63 - 1  # the largest integer a fact holds
+
+
+def _held(count: int) -> int:
+    """A count as a fact holds it: past the largest a fact's 64-bit integer holds, that largest — over any budget
+    the rules compare it with (stricter, never an error: the run's total of many attempts at a provider's largest
+    count would overflow, and fail every later agent)."""
+    return min(count, FACT_INT_MAX)
 
 
 def _bounded(text: str) -> tuple[str, str | None]:
