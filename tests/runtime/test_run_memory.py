@@ -123,3 +123,24 @@ def test_half_a_character_in_a_memory_write_is_written_as_a_replacement(
     assert asyncio.run(second.drive(second.create(TWO, "mem.yaml"))).status == "completed"
     later = prompt_of(script, "writer_a")
     assert "- lt\ufffd: a\ufffdb" in later and "- vec: \ufffdabc" in later
+
+
+def test_a_memory_write_the_packet_drops_is_said_in_the_agents_completion(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """A memory operation the packet's validation drops (a value that is an object, an op nobody knows) leaves the
+    rest of the answer as it was ("never block the user") and is named in the agent's ``AgentCompleted``
+    (``warnings``): it was dropped with no trace in the run (found by an attack)."""
+    url, script = model
+    writes = [{"op": "note", "key": "shape", "value": {"not": "text"}}, {"op": "erase_all", "key": "k"},
+              {"op": "note", "key": "kept", "value": "this one is text"}]  # fmt: skip
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=writes)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    first, second = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentCompleted"]
+    assert [m["key"] for m in first["memory"]] == ["kept"]
+    dropped = [w for w in first["warnings"] if "memory_operations" in w and "this item was dropped" in w]
+    assert len(dropped) == 2, first["warnings"]
+    assert "warnings" not in second  # an answer nothing was dropped from says nothing

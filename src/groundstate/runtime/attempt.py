@@ -193,8 +193,9 @@ class Attempts:
             completed = ev.AgentCompleted(output=conclusion.surface, status_tag=conclusion.status_tag,
                                           thinking=conclusion.thinking, usage=usage, model=answered.model,
                                           fallbacks=answered.fallbacks, archived=answered.archived,
-                                          memory=[m.model_dump() for m in conclusion.memory])  # fmt: skip
-            await ctx.log.emit_at_turn_end(completed.leaving_out(*Answered.KEYS, "memory"), agent)
+                                          memory=[m.model_dump() for m in conclusion.memory],
+                                          warnings=conclusion.warnings)  # fmt: skip
+            await ctx.log.emit_at_turn_end(completed.leaving_out(*Answered.KEYS, "memory", "warnings"), agent)
             self.cortex_actions(ctx, agent)
 
     @staticmethod

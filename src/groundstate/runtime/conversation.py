@@ -47,6 +47,7 @@ class Conclusion:
     memory: list[MemoryOperation] = field(default_factory=list)  # the accepted packets' memory operations
     archived: int = 0  # actions retention moved to cold storage during the attempt
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
+    warnings: list[str] = field(default_factory=list)  # the accepted packets' (an item dropped, a section missing)
 
     def usage(self) -> dict[str, float]:
         """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
@@ -131,6 +132,7 @@ class ModelRounds:
             conclusion.surface = "".join(conversation.raw)[:2000]
             return None
         conclusion.surface = gated.surface
+        conclusion.warnings.extend(gated.warnings)
         conclusion.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
             conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"

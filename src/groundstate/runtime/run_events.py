@@ -209,6 +209,7 @@ class AgentCompleted(EventBody):
     fallbacks: list[Any] = []
     archived: Count | None = None  # settled actions retention moved to cold storage
     memory: list[dict[str, Any]] = []  # the attempt's memory operations
+    warnings: list[str] = []  # what its packets' validation dropped or read otherwise ("never block the user")
 
 
 class AgentFailed(EventBody):
