@@ -172,3 +172,17 @@ def test_a_token_count_no_provider_gives_is_not_counted_and_fails_no_agent(
     completed = [e for e in runtime.store.events(run_id) if e.type == "AgentCompleted"]
     assert [e.agent for e in completed] == ["writer_a", "writer_b"]
     assert completed[0].payload["usage"]["input_tokens"] == 0 and completed[0].payload["usage"]["output_tokens"] == 5
+
+
+def test_an_attempts_tokens_summed_past_what_json_holds_stay_a_whole_count(
+    runtime: Runtime, model: tuple[str, Script]
+) -> None:
+    """Three usage chunks of 2^53 - 1 each: the attempt's count stays 2^53 - 1, an int — the sum was stored as a
+    float a token off the count the rules had (found by an attack)."""
+    top = 2**53 - 1
+    with_usage = answer_with().replace(b"data: [DONE]", usage_chunk(top, top) * 3 + b"data: [DONE]")
+    model[1].answers = {"writer_a": [with_usage]}
+    run_id, state = drive(runtime)
+    assert state.status == "completed"
+    [completed] = [e for e in runtime.store.events(run_id) if e.type == "AgentCompleted"]
+    assert completed.payload["usage"]["input_tokens"] == top and type(completed.payload["usage"]["input_tokens"]) is int

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from groundstate.logic import Name
-from groundstate.runtime import Answer, GuardKernel, PinnedPolicy, Spent, guard_rules, parse_workflow
+from groundstate.runtime import Answer, GuardKernel, PinnedPolicy, Signals, Spent, guard_rules, parse_workflow
 
 FLOW = parse_workflow("""
 name: ranked
@@ -78,3 +78,21 @@ def test_a_runs_total_past_what_a_fact_holds_is_over_any_budget_not_an_error(tmp
     answer = Answer("done", "m", usage=(2**53 - 1, 2**64, 2**80))
     pause = kernel.finished("coder_a", "success", None, ["execute_python"], None, answer, total)
     assert pause is not None and [a.reason for a in pause.approvals] == ["over"]
+
+
+def test_a_refusal_said_only_by_the_stop_reason_pauses_once(tmp_path: Path) -> None:
+    """Anthropic says a refusal by its stop reason, with no refusal text: the run pauses on it (it completed — no
+    rule read /refusal, found by an attack); a refusal with its text pauses once, on the text."""
+    kernel = guards(tmp_path)
+    kernel.preflight("coder_a", {}, 0)
+    silent = Answer("", "m", Signals(finish="refusal"))
+    pause = kernel.finished("coder_a", "missing", None, ["execute_python"], None, silent)
+    assert pause is not None
+    assert [a.reason for a in pause.approvals if a.reason.startswith("Refusal")] == [
+        "Refusal: the provider stopped the answer of agent 'coder_a' as a refusal, without its text."]
+    kernel.preflight("coder_a", {}, 0)
+    worded = Answer("", "m", Signals(refusals=["I will not."], finish="refusal"))
+    pause = kernel.finished("coder_a", "missing", None, ["execute_python"], None, worded)
+    assert pause is not None
+    assert [a.reason for a in pause.approvals if a.reason.startswith("Refusal")] == [
+        "Refusal: the model of agent 'coder_a' refused: I will not."]

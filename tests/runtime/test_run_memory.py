@@ -144,3 +144,21 @@ def test_a_memory_write_the_packet_drops_is_said_in_the_agents_completion(
     dropped = [w for w in first["warnings"] if "memory_operations" in w and "this item was dropped" in w]
     assert len(dropped) == 2, first["warnings"]
     assert "warnings" not in second  # an answer nothing was dropped from says nothing
+
+
+def test_an_answer_of_thousands_of_dropped_writes_names_the_first_and_counts_the_rest(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """The warnings kept in the event are bounded: 3,000 dropped memory writes made 6,000 warnings in it (60,000 made a
+    14 MB event, found by an attack); the first are named and the last says how many more there were."""
+    url, script = model
+    writes = [{"op": "erase_all", "key": f"k{n}"} for n in range(3000)]
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=writes)],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    first = next(e.payload for e in runtime.store.events(run_id) if e.type == "AgentCompleted")
+    assert len(first["warnings"]) == 64 and "memory_operations.0" in first["warnings"][0]
+    assert first["warnings"][-1].startswith("... and ") and first["warnings"][-1].endswith(" more warnings")
+    assert int(first["warnings"][-1].split()[2]) >= 3000 - 63

@@ -25,6 +25,9 @@ from .backends import Backend, Piece, Signals
 from .recordings import RunRecording
 from .workflow import AgentSpec
 
+MAX_ATTEMPT_TOKENS = 2**53 - 1  # an attempt's tokens in or out: what every JSON reader holds exactly
+MAX_WARNINGS = 64  # of an attempt's packets' warnings kept in its event (60,000 dropped items made 14 MB of them)
+
 
 @dataclass
 class Conclusion:
@@ -132,7 +135,7 @@ class ModelRounds:
             conclusion.surface = "".join(conversation.raw)[:2000]
             return None
         conclusion.surface = gated.surface
-        conclusion.warnings.extend(gated.warnings)
+        conclusion.warnings = _with_room(conclusion.warnings, gated.warnings)
         conclusion.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
             conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
@@ -170,8 +173,10 @@ class ModelRounds:
                     conclusion.signals.take(piece, continuing=refused)
                     refused = refused or bool(piece.refusal)
                     if piece.usage is not None:
-                        conclusion.input_tokens += piece.usage[0]
-                        conclusion.output_tokens += piece.usage[1]
+                        # a count is at most 2^53 - 1 (providers.token_count), and so is an attempt's total: past
+                        # it a JSON reader rounds it, and the event stored a float a token off the rules' count
+                        conclusion.input_tokens = min(conclusion.input_tokens + piece.usage[0], MAX_ATTEMPT_TOKENS)
+                        conclusion.output_tokens = min(conclusion.output_tokens + piece.usage[1], MAX_ATTEMPT_TOKENS)
                         conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
                         self.providers.used(backend.name, *piece.usage)
                     conclusion.thinking += piece.thinking
@@ -223,3 +228,14 @@ def recorded(bridge: SigilBridge, piece: Piece) -> bytes:
     if piece.thinking:
         return bridge.push(ThinkDelta(piece.thinking))
     return b""
+
+
+def _with_room(kept: list[str], new: list[str]) -> list[str]:
+    """``kept`` and then ``new``, at most ``MAX_WARNINGS`` of them: past it the last says how many more there were
+    (once full, a later round's are not counted in)."""
+    if len(kept) + len(new) <= MAX_WARNINGS:
+        return kept + new
+    if len(kept) >= MAX_WARNINGS:
+        return kept
+    whole = kept + new
+    return [*whole[: MAX_WARNINGS - 1], f"... and {len(whole) - MAX_WARNINGS + 1} more warnings"]

@@ -210,6 +210,12 @@ paused_for(R, A, /safety, /in_doubt, Reason) :-
 paused_for(R, A, /quality, /refusal, Reason) :-
   !guard_disabled(/refusal), finished(R, A), model_refused(R, A, Text),
   Reason = fn:string:concat("Refusal: the model of agent '", A, "' refused: ", Text).
+# A refusal the provider says only by its stop reason (Anthropic's stop_reason "refusal"), with no refusal text.
+Decl refused_in_words(Run, Agent) descr [doc("The model's refusal came with its text.")] bound [/string, /string].
+refused_in_words(R, A) :- model_refused(R, A, _).
+paused_for(R, A, /quality, /refusal, Reason) :-
+  !guard_disabled(/refusal), finished(R, A), finish_reason(R, A, /refusal), !refused_in_words(R, A),
+  Reason = fn:string:concat("Refusal: the provider stopped the answer of agent '", A, "' as a refusal, without its text.").
 paused_for(R, A, /quality, /native_tool_call, Reason) :-
   !guard_disabled(/native_tool_call), finished(R, A), native_tool_call(R, A, Tool),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' called ", Tool, " as a native tool call; tools are requested in control_packet.tool_requests, so it did not run.").
