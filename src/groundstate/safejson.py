@@ -124,6 +124,15 @@ def unwritable(item: Any) -> bool:
     return False
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str parsed from JSON, any surrogate is half a pair
+
+
+def whole_characters(text: str) -> str:
+    """``text`` with each lone surrogate (half a character, which JSON's ``\\ud800`` escape makes) replaced by
+    U+FFFD: UTF-8 cannot write half a character, so whatever stores or shows it would fail on it."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
 def lone_surrogates(text: str, value: Any) -> bool:
     """Whether ``value`` (parsed from ``text``) holds a string with a lone surrogate (``"\\ud800"``): JSON allows the
     escape, UTF-8 cannot write the character, so it breaks whatever writes it on. Only text holding such an escape is

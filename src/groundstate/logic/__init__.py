@@ -32,11 +32,12 @@ from .lint import LintFinding, lint_units
 from .parser import load_unit, parse_atom, parse_unit
 from .program import Program
 from .recorded import RecordedFactsError, decode_facts, encode_facts, facts_json, facts_of_json
-from .values import Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
+from .values import INT64_MAX, Float, List, Map, Name, Pair, Struct, display, display_fact, sort_facts, to_value
 
 __all__ = [
     "CONSTRUCTORS",
     "FUNCTIONS",
+    "INT64_MAX",
     "AnalysisError",
     "AnalyzedProgram",
     "Apply",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .. import safejson
 
 SPEC_VERSION = "1.2.0"
 REQUIRED = ("intent_classification", "mangle_updates", "memory_operations")
@@ -51,10 +52,7 @@ class MemoryOperation(_Section):
         """A lone surrogate (half a character: JSON's ``\\ud800`` escape) is U+FFFD, as in a run's events: half a
         character cannot be written as UTF-8, and a value holding one failed the attempt while memory was written,
         after the rules had judged it (found by an attack)."""
-        return _LONE_SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from JSON, any surrogate is half a pair
+        return safejson.whole_characters(text) if isinstance(text, str) else text
 
 
 class SelfCorrection(_Section):

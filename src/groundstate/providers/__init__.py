@@ -29,6 +29,7 @@ from .local import GeneratedToken, LocalModel, LocalModelError, default_model_pa
 from .mcp_stdio import UpstreamClosed, UpstreamRefused
 from .normalized import (
     FINISH_REASONS,
+    MAX_TOKEN_COUNT,
     ErrorEvent,
     Event,
     Finish,
@@ -97,6 +98,7 @@ __all__ = [
     "GATED_APIS",
     "MAX_LINE",
     "MAX_PUBLISH_HOLD_SEC",
+    "MAX_TOKEN_COUNT",
     "READ_SIZE",
     "SEPARATOR",
     "SHUTDOWN_GRACE_SEC",

@@ -19,13 +19,12 @@ from .. import tracing
 from ..config import Price
 from ..kernel import Shards
 from ..packets import ACCEPTED, GateResult, MemoryOperation, PacketGate, UpdateValidator
-from ..providers import ErrorEvent, ErrorRecord, ProviderMetrics, SigilBridge, TextDelta, ThinkDelta
+from ..providers import MAX_TOKEN_COUNT, ErrorEvent, ErrorRecord, ProviderMetrics, SigilBridge, TextDelta, ThinkDelta
 from ..wire import Mode
 from .backends import Backend, Piece, Signals
 from .recordings import RunRecording
 from .workflow import AgentSpec
 
-MAX_ATTEMPT_TOKENS = 2**53 - 1  # an attempt's tokens in or out: what every JSON reader holds exactly
 MAX_WARNINGS = 64  # of an attempt's packets' warnings kept in its event (60,000 dropped items made 14 MB of them)
 
 
@@ -173,10 +172,10 @@ class ModelRounds:
                     conclusion.signals.take(piece, continuing=refused)
                     refused = refused or bool(piece.refusal)
                     if piece.usage is not None:
-                        # a count is at most 2^53 - 1 (providers.token_count), and so is an attempt's total: past
-                        # it a JSON reader rounds it, and the event stored a float a token off the rules' count
-                        conclusion.input_tokens = min(conclusion.input_tokens + piece.usage[0], MAX_ATTEMPT_TOKENS)
-                        conclusion.output_tokens = min(conclusion.output_tokens + piece.usage[1], MAX_ATTEMPT_TOKENS)
+                        # a count is at most MAX_TOKEN_COUNT (2^53 - 1), and so is an attempt's total: past it a
+                        # JSON reader rounds it, and the event stored a float a token off the rules' count
+                        conclusion.input_tokens = min(conclusion.input_tokens + piece.usage[0], MAX_TOKEN_COUNT)
+                        conclusion.output_tokens = min(conclusion.output_tokens + piece.usage[1], MAX_TOKEN_COUNT)
                         conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
                         self.providers.used(backend.name, *piece.usage)
                     conclusion.thinking += piece.thinking

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..kernel import Kernel, PolicyInvariantError, Transaction, why_row
-from ..logic import AnalyzedProgram, Float, LogicError, Name
+from ..logic import INT64_MAX, AnalyzedProgram, Float, LogicError, Name
 from ..provenance import shared_rules
 from .backends import Signals
 from .cortex import pattern_reasons
@@ -428,14 +428,11 @@ class GuardKernel:
         return [(p, a) for _, p, a in self.kernel.match("spawn_agent", self.run_id, sort=True)]
 
 
-FACT_INT_MAX = 2**63 - 1  # the largest integer a fact holds
-
-
 def _held(count: int) -> int:
-    """A count as a fact holds it: past the largest a fact's 64-bit integer holds, that largest — over any budget
-    the rules compare it with (stricter, never an error: the run's total of many attempts at a provider's largest
-    count would overflow, and fail every later agent)."""
-    return min(count, FACT_INT_MAX)
+    """A count as a fact holds it: past the largest a fact's 64-bit integer holds (``INT64_MAX``), that largest —
+    over any budget the rules compare it with (stricter, never an error: the run's total of many attempts at a
+    provider's largest count would overflow, and fail every later agent)."""
+    return min(count, INT64_MAX)
 
 
 def _bounded(text: str) -> tuple[str, str | None]:

@@ -14,7 +14,6 @@ them, and their actions read typed fields that mypy checks.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -22,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .. import safejson
 from ..errors import StoreError
 
 Verdict = Literal["retry", "skip", "abort"]  # an operator's decision on a pause
@@ -67,13 +67,10 @@ class EventBody(BaseModel):
         return self.model_dump(exclude_unset=True)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _whole(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (nested in lists and objects) replaced by U+FFFD."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+        return safejson.whole_characters(value)
     if isinstance(value, dict):
         return {_whole(key): _whole(item) for key, item in value.items()}
     if isinstance(value, list):
