@@ -29,6 +29,9 @@ from typing import Any
 import httpx
 import uvicorn
 
+sys.path.insert(0, str(Path(__file__).parents[1]))  # bench/processes.py, shared with bench/mcp
+from processes import cpu_seconds
+
 CHUNKS = [b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]
                                   }).encode() + b"\n\n" for i in range(100)] + [b"data: [DONE]\n\n"]  # fmt: skip
 REQUEST = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
@@ -106,14 +109,6 @@ class RawStream:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-
-
-def cpu_seconds(pid: int) -> float:
-    """The CPU time a process's threads have run so far, as the scheduler counts it in nanoseconds (Linux's
-    ``schedstat``): ``/proc/PID/stat``'s clock ticks (10 ms) were coarser than what a round of 100 streams costs
-    the gateway, and its rows moved by a tick's worth between rounds."""
-    tasks = Path(f"/proc/{pid}/task")
-    return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks.iterdir()) / 1e9
 
 
 async def latency(urls: dict[str, str], sequential: int) -> dict[str, dict[str, float]]:
