@@ -152,6 +152,18 @@ def test_a_native_tool_call_named_by_no_text_is_still_a_protocol_violation(
     assert not any("internal error" in r for r in reasons), reasons
 
 
+def test_a_native_tool_call_sent_as_one_object_pauses_the_run(runtime: Runtime, model: tuple[str, Script]) -> None:
+    """A provider that sends ``tool_calls`` as one object instead of a list: the run pauses on the native call it
+    is — the adapter did not read that shape, so no rule saw the call and the attempt completed."""
+    call = {"tool_calls": {"index": 0, "id": "c1", "type": "function",
+                           "function": {"name": "delete_file", "arguments": "{}"}}}  # fmt: skip
+    model[1].answers = {"writer_a": [answer_with(call, finish="tool_calls")]}
+    _, state = drive(runtime)
+    assert state.status == "awaiting_approval" and state.pause is not None
+    reasons = [state.pause.reason, *state.pause.others]
+    assert any("called delete_file as a native tool call" in r for r in reasons), reasons
+
+
 def usage_chunk(prompt: int, completion: int) -> bytes:
     usage = {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
     return b"data: " + json.dumps(usage).encode() + b"\n\n"

@@ -162,3 +162,60 @@ def test_an_answer_of_thousands_of_dropped_writes_names_the_first_and_counts_the
     assert len(first["warnings"]) == 64 and "memory_operations.0" in first["warnings"][0]
     assert first["warnings"][-1].startswith("... and ") and first["warnings"][-1].endswith(" more warnings")
     assert int(first["warnings"][-1].split()[2]) >= 3000 - 63
+
+
+def test_what_a_paused_attempts_packet_dropped_is_said_in_its_failure(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """An attempt that pauses says in its ``AgentFailed`` what its packet's validation dropped — a memory write whose
+    value is an object, and a ``mangle_updates`` item that is no fact a model may assert (a rule) — as a completed
+    attempt does in its ``AgentCompleted``: both were named in no event (found by an attack on the run's record)."""
+    url, script = model
+    guards = tmp_path / "memory.mg"
+    guards.write_text('needs_approval(R, A, /safety, "no long-term memory") :- '
+                      'memory_write(R, A, /promote_to_long_term, _, _).\n')  # fmt: skip
+    writes = [*WRITES[:1], {"op": "note", "key": "shape", "value": {"not": "text"}}]
+    updates = ["task_status(/t1, /in_progress)", "permitted(X) :- task_status(X, /done)."]
+    script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=writes,
+                                            mangle_updates=updates)]}  # fmt: skip
+    settings = ProjectConfig.model_validate({"models": {"default": f"openai-chat:m@{url}"},
+                                             "policy": {"guards": [guards]}})  # fmt: skip
+    runtime = Runtime(EventStore(f"sqlite:///{tmp_path / 'g.db'}"), tmp_path / "home", settings=settings)
+    run_id = runtime.create(TWO, "mem.yaml")
+    assert asyncio.run(runtime.drive(run_id)).pause is not None
+    [failed] = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed"]
+    said = failed["warnings"]
+    assert any("memory_operations.1" in w and "this item was dropped" in w for w in said), said
+    assert any(w.startswith("mangle_updates: 'permitted(X) :- task_status(X, /done).' was dropped: ") for w in said)
+    assert not any("task_status(/t1" in w for w in said)  # an update it accepted is no warning
+
+
+def test_a_failed_attempt_names_what_its_packet_dropped(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """An attempt failed by a hard error (its tool requests malformed) names what its packet dropped too; one whose
+    packet dropped nothing carries no ``warnings`` key."""
+    url, script = model
+    bad_tools = [{"tool": 42}]  # a tool named by a number: malformed
+    script.answers = {"writer_a": [envelope("Reading. [STATUS: SUCCESS]", tool_requests=bad_tools,
+                                            memory_operations=[{"op": "erase_all", "key": "k"}])]}  # fmt: skip
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    asyncio.run(runtime.drive(run_id))
+    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
+    assert failures and "malformed" in str(failures[0]["error"]), failures
+    assert any("memory_operations.0" in w for w in failures[0]["warnings"]), failures[0]
+
+
+def test_a_tool_request_holding_half_a_character_runs_no_tool(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A tool request whose argument holds a lone surrogate (JSON's ``\\ud800``) is malformed, the attempt's hard
+    error: a tool gets exactly what the model sent or nothing — never U+FFFD in its place, as memory, which only
+    keeps text, stores it."""
+    url, script = model
+    request = [{"tool": "read_file", "argument": "notes\ud800.txt"}]
+    script.answers = {"writer_a": [envelope("Reading. [STATUS: SUCCESS]", tool_requests=request)]}
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    asyncio.run(runtime.drive(run_id))
+    events = runtime.store.events(run_id)
+    assert not [e for e in events if e.type == "ToolCall"]
+    [failed, *_] = [e.payload for e in events if e.type == "AgentFailed" and e.agent == "writer_a"]
+    assert "tool requests are malformed" in str(failed["error"]), failed

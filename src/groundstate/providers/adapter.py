@@ -205,8 +205,12 @@ class StreamAdapter(ABC):
 
     # -- tool calls ----------------------------------------------------------------------------------------
     def _start_call(
-        self, key: Hashable, call_id: str | None, name: str | None, out: list[Event], choice: int = 0
+        self, key: Hashable, call_id: object, name: object, out: list[Event], choice: int = 0
     ) -> OpenCall:
+        """A call opened under ``key``; one still open under the same key ends first and is reported (a provider that
+        reused an index for a second call lost the first from the record)."""
+        if key in self._calls:
+            self._finish_call(key, out, complete=True)
         call = self._calls[key] = OpenCall(self._call_count, text_or_none(call_id), text_or_none(name), choice)
         self._call_count += 1
         out.append(ToolCallStart(call.number, call.id, call.name, call.choice))

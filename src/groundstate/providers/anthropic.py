@@ -82,10 +82,13 @@ class AnthropicAdapter(StreamAdapter):
         block: dict[str, Any] = given if isinstance(given, dict) else {}
         index = payload.get("index")
         kind = block.get("type")
-        if kind == "tool_use" and isinstance(index, int):
-            call = self._start_call(index, block.get("id"), block.get("name"), out)
+        if kind == "tool_use":
+            key = index if isinstance(index, int) else ("unindexed", self._call_count)
+            call = self._start_call(key, block.get("id"), block.get("name"), out)
             if isinstance(block.get("input"), dict) and block["input"]:  # a block that arrives with its input
                 self._add_arguments(call, json.dumps(block["input"]), out)
+            if not isinstance(index, int):  # no delta can name it: it is whole as it came (it was not reported)
+                self._finish_call(key, out, complete=True)
         elif kind == "text" and _text(block.get("text")):  # a field that is not text is no text (never a crash)
             out.append(TextDelta(block["text"]))
         elif kind == "thinking" and _text(block.get("thinking")):

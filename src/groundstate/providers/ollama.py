@@ -87,15 +87,16 @@ class OllamaAdapter(StreamAdapter):
         content = message.get("content", payload.get("response"))
         if isinstance(content, str) and content:
             out.append(TextDelta(content))
-        for tool in message.get("tool_calls") or []:
-            function = tool.get("function") if isinstance(tool, dict) else None
-            if isinstance(function, dict):
-                key = -1 - self._call_count
-                call = self._start_call(key, tool.get("id"), function.get("name"), out)
-                arguments = function.get("arguments")
-                if arguments is not None:
-                    self._add_arguments(call, arguments if isinstance(arguments, str) else json.dumps(arguments), out)
-                self._finish_call(key, out, complete=True)
+        calls = message.get("tool_calls")
+        for tool in (calls if isinstance(calls, list) else [calls]) if calls else []:
+            given = tool if isinstance(tool, dict) else {"name": tool}  # a name alone, or no call's shape at all
+            function = given["function"] if isinstance(given.get("function"), dict) else given  # or no wrapper
+            key = -1 - self._call_count
+            call = self._start_call(key, given.get("id"), function.get("name", tool), out)
+            arguments = function.get("arguments")
+            if arguments is not None:
+                self._add_arguments(call, arguments if isinstance(arguments, str) else json.dumps(arguments), out)
+            self._finish_call(key, out, complete=True)
         if payload.get("done") is True:
             reason = payload.get("done_reason", "stop")
             out.append(Finish(_FINISH.get(str(reason), "other"), reason))

@@ -115,9 +115,13 @@ class OpenAIChatAdapter(StreamAdapter):
                 out.append(TextDelta(delta["content"], number))
             if isinstance(delta.get("refusal"), str) and delta["refusal"]:
                 out.append(Refusal(delta["refusal"], number))
-            for fragment in delta.get("tool_calls") or []:
+            for fragment in _fragments(delta.get("tool_calls")):
                 if isinstance(fragment, dict):
                     self._tool_fragment(number, fragment, out)
+                else:  # a name alone, or no call's shape at all: still the native call it is, reported whole
+                    opened = (number, -1 - self._call_count)
+                    self._start_call(opened, None, fragment, out, number)
+                    self._finish_call(opened, out, complete=True)
             if isinstance(delta.get("function_call"), dict):  # the legacy form: one call, no index, no id
                 self._tool_fragment(number, {"index": 0, "function": delta["function_call"]}, out)
         reason = choice.get("finish_reason")
@@ -150,3 +154,12 @@ class OpenAIChatAdapter(StreamAdapter):
             self._add_arguments(call, arguments, out)
         elif isinstance(arguments, dict):  # some servers send the arguments already parsed
             self._add_arguments(call, json.dumps(arguments), out)
+
+
+def _fragments(value: Any) -> list[Any]:
+    """A delta's ``tool_calls`` as a list of fragments: the list it should be, one object sent without its list, or
+    any other value as one fragment — a native call the adapter could not read was not reported at all, so the run
+    did not pause on it (found by an attack; it never ran: tools run only from the control packet)."""
+    if value is None or value == [] or value == {} or value == "":
+        return []
+    return value if isinstance(value, list) else [value]

@@ -180,10 +180,12 @@ class Attempts:
                                     conclusion.error, answer, spent, error_kind=conclusion.error_kind)  # fmt: skip
         if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
             failed = ev.AgentFailed(error=conclusion.error, output=conclusion.surface, usage=usage,
-                                    model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived)
-            ctx.log.emit(failed.leaving_out(*Answered.KEYS), agent)
+                                    model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived,
+                                    warnings=conclusion.warnings)  # fmt: skip
+            ctx.log.emit(failed.leaving_out(*Answered.KEYS, "warnings"), agent)
         if pause:
-            said = Said(conclusion.surface, conclusion.thinking, usage, conclusion.error, answered)
+            said = Said(conclusion.surface, conclusion.thinking, usage, conclusion.error, answered,
+                        conclusion.warnings)  # fmt: skip
             self.request_approval(ctx, agent, pause, "finished", said)
         elif self.cortex_actions(ctx, agent):
             return
@@ -253,8 +255,8 @@ class Attempts:
             tripped = ev.AgentFailed(error=said.error or pause.first.reason, recovery_hint=pause.hint,
                                      category=pause.first.category, output=said.output, usage=said.usage,
                                      model=answered.model, fallbacks=answered.fallbacks,
-                                     archived=answered.archived)  # fmt: skip
-            ctx.log.emit(tripped.leaving_out("usage", *Answered.KEYS), agent)
+                                     archived=answered.archived, warnings=said.warnings)  # fmt: skip
+            ctx.log.emit(tripped.leaving_out("usage", *Answered.KEYS, "warnings"), agent)
             pause = ctx.guards.pause(agent, checkpoint) or pause  # patterns on AgentFailed may add to it
         if self.cortex_actions(ctx, agent):
             return

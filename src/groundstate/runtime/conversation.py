@@ -127,6 +127,7 @@ class ModelRounds:
         if conclusion.error is not None:
             return None
         gated = gate.close()
+        conclusion.warnings = _with_room(conclusion.warnings, [*gated.warnings, *_dropped_updates(gated)])
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
             self.stream_aborts.inc()
             conclusion.error = f"the model's output was rejected by the packet gate: {gated.reason}"
@@ -134,7 +135,6 @@ class ModelRounds:
             conclusion.surface = "".join(conversation.raw)[:2000]
             return None
         conclusion.surface = gated.surface
-        conclusion.warnings = _with_room(conclusion.warnings, gated.warnings)
         conclusion.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
             conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
@@ -238,3 +238,13 @@ def _with_room(kept: list[str], new: list[str]) -> list[str]:
         return kept
     whole = kept + new
     return [*whole[: MAX_WARNINGS - 1], f"... and {len(whole) - MAX_WARNINGS + 1} more warnings"]
+
+
+def _dropped_updates(gated: GateResult) -> list[str]:
+    """Each of the packet's ``mangle_updates`` its validation dropped, as a warning naming the update (cut at 200
+    characters) and why: a run applies none of a model's updates (its rules read what the runtime reports), and one
+    it dropped was named nowhere — an agent asserting a fact it may not was invisible in the run's record."""
+    if gated.packet is None:
+        return []
+    return [f"mangle_updates: {dropped.update[:200]!r} was dropped: {dropped.reason[:300]}"
+            for dropped in gated.packet.dropped_updates]  # fmt: skip

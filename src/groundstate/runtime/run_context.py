@@ -36,13 +36,15 @@ class Answered:
 @dataclass(frozen=True)
 class Said:
     """What an attempt had said when a breaker tripped: its surface answer and thinking, what it cost, its hard
-    error, and who answered — written with the pause (``AgentFailed``, ``ApprovalRequested``)."""
+    error, who answered, and what its packets' validation dropped — written with the pause (``AgentFailed``,
+    ``ApprovalRequested``)."""
 
     output: str = ""
     thinking: str = ""
     usage: dict[str, float] | None = None
     error: str | None = None
     answered: Answered = field(default_factory=Answered)
+    warnings: list[str] = field(default_factory=list)
 
 
 NOTHING_SAID = Said()  # a pause before the model was asked (pre-flight, a resume with calls in doubt)

@@ -220,6 +220,7 @@ class AgentFailed(EventBody):
     model: str | None = None
     fallbacks: list[Any] = []
     archived: Count | None = None
+    warnings: list[str] = []  # what its packets' validation dropped, as AgentCompleted says it
 
 
 class AgentSkipped(EventBody):
