@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.packets import ACCEPTED, PacketGate, UpdateValidator
+from groundstate.packets import ACCEPTED, Limits, PacketGate, UpdateValidator, parse_output
 from groundstate.packets.extract import fenced_blocks, find_envelope
 
 PACKET = {"intent_classification": {"category": "/query", "verb": "/x", "confidence": 0.9}, "mangle_updates": [],
@@ -45,3 +45,23 @@ def test_fenced_blocks_agree_with_the_regex_they_replace(pieces: list[str]) -> N
     text = "".join(pieces)
     expected = [(m.start(), m.end(), m.group(1)) for m in _OLD_FENCE.finditer(text)]
     assert fenced_blocks(text) == expected
+
+
+def test_a_packet_of_millions_of_items_is_read_only_as_far_as_its_bound() -> None:
+    """Each list section is read up to the bound on updates (2,000 by default) and the rest dropped unread, with one
+    warning saying how many: a 6 MB packet of two million ``state_transitions`` items, each invalid, took 4 GB and
+    17 s to validate item by item, a warning each (found by an attack)."""
+    packet = {"intent_classification": {"category": "/query", "verb": "/explain", "confidence": 0.9},
+              "mangle_updates": ["x"] * 300_000, "memory_operations": [{"op": "x"}] * 300_000,
+              "state_transitions": [1] * 1_000_000}  # fmt: skip
+    text = json.dumps({"control_packet": packet, "surface_response": "ok"})
+    result = parse_output(text, UpdateValidator({}, None), Limits(max_updates=50))
+    assert result.ok
+    for section, count in (("mangle_updates", 300_000), ("memory_operations", 300_000),
+                           ("state_transitions", 1_000_000)):  # fmt: skip
+        said = f"{section} has {count} items; only the first 50 are read, the other {count - 50} were dropped"
+        assert said in result.warnings, result.warnings[:5]
+    assert {int(w.split(".")[1].split(":")[0]) for w in result.warnings if w.startswith("state_transitions.")} == set(
+        range(50))  # each item read is judged; none past the bound is  # fmt: skip
+    assert len(result.warnings) < 200
+    assert len(result.dropped_updates) == 50

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from groundstate.providers import AnthropicAdapter, OllamaAdapter, OpenAIChatAdapter, StreamAdapter, to_json
+from groundstate.providers import (
+    AnthropicAdapter,
+    OllamaAdapter,
+    OpenAIChatAdapter,
+    OpenAIResponsesAdapter,
+    StreamAdapter,
+    to_json,
+)
 
 
 def sse(*payloads: dict[str, Any]) -> bytes:
@@ -47,6 +54,16 @@ def test_an_anthropic_index_reused_while_its_call_is_open_reports_both_calls() -
                                                                                               "send_email"]
 
 
+@pytest.mark.parametrize("kind", ["server_tool_use", "mcp_tool_use"])
+def test_anthropic_calls_of_its_own_tools_and_of_mcp_servers_are_reported(kind: str) -> None:
+    """Anthropic's server tools (web search, code execution) and remote MCP servers' tools run at the provider; a
+    block of either is a native call all the same (neither was reported)."""
+    block = {"type": "content_block_start", "index": 0,
+             "content_block": {"type": kind, "id": "s1", "name": "web_search", "input": {"query": "x"}}}  # fmt: skip
+    [call] = calls(AnthropicAdapter(), anthropic(block, {"type": "content_block_stop", "index": 0}))
+    assert call["name"] == "web_search"
+
+
 def openai(delta: dict[str, Any]) -> bytes:
     chunk = {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
     end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
@@ -66,6 +83,40 @@ def openai(delta: dict[str, Any]) -> bytes:
 def test_openai_tool_calls_in_another_shape_are_reported(tool_calls: Any, named: str) -> None:
     [call] = calls(OpenAIChatAdapter(), openai({"tool_calls": tool_calls}))
     assert call["name"] == named
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": [{"index": 0, "delta": {"function_call": "delete_file"}}]},
+        {"choices": {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "delete_file"}}]}}},
+        {"choices": [{"index": 0, "message": {"tool_calls": [{"id": "c1", "function": {"name": "delete_file"}}]}}]},
+    ],
+    ids=["legacy function_call as a name", "choices as one object", "a whole message's tool_calls"],
+)
+def test_openai_chunks_in_another_shape_still_report_their_call(chunk: dict[str, Any]) -> None:
+    [call] = calls(OpenAIChatAdapter(), sse(chunk) + b"data: [DONE]\n\n")
+    assert call["name"] == "delete_file"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [{"type": "response.output_item.added", "output_index": 0,
+          "item": {"type": "local_shell_call", "call_id": "c1", "action": {"command": ["rm", "-rf", "/"]}}}],
+        [{"type": "response.output_item.added", "item": {"type": "custom_tool_call", "call_id": "c1",
+                                                           "name": "local_shell_call"}}],
+        [{"type": "response.output_item.done", "output_index": 0,
+          "item": {"type": "function_call", "call_id": "c1", "name": "local_shell_call", "arguments": "{}"}}],
+    ],
+    ids=["a local shell call", "a custom tool's call without an index", "a call seen only when done"],
+)
+def test_responses_calls_of_any_kind_are_reported(events: list[dict[str, Any]]) -> None:
+    """The Responses API's output items that call a tool — of any kind the API names ``…_call``, with or without an
+    index, announced or seen only when done — are reported (only an announced, indexed ``function_call`` was)."""
+    done = {"type": "response.completed", "response": {"status": "completed", "output": []}}
+    [call] = calls(OpenAIResponsesAdapter(), sse(*events, done))
+    assert call["name"] == "local_shell_call"
 
 
 @pytest.mark.parametrize(

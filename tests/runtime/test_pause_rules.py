@@ -80,6 +80,27 @@ def test_a_runs_total_past_what_a_fact_holds_is_over_any_budget_not_an_error(tmp
     assert pause is not None and [a.reason for a in pause.approvals] == ["over"]
 
 
+def test_a_tool_call_said_only_by_the_stop_reason_pauses_once(tmp_path: Path) -> None:
+    """The provider ends the answer as a tool call ("tool_calls", Anthropic's "tool_use") but no call was read — its
+    shape was one no adapter reads: the run pauses on it as a native call (it completed, found by an attack); a call
+    that was read pauses once, naming it."""
+    kernel = guards(tmp_path)
+    kernel.preflight("coder_a", {}, 0)
+    unread = Answer("", "m", Signals(finish="tool_calls"))
+    pause = kernel.finished("coder_a", "missing", None, ["execute_python"], None, unread)
+    assert pause is not None
+    assert [a.reason for a in pause.approvals if a.reason.startswith("Protocol violation")] == [
+        "Protocol violation: the provider ended the answer of agent 'coder_a' as a native tool call, in a form that "
+        "could not be read; tools are requested in control_packet.tool_requests, so nothing ran."]
+    kernel.preflight("coder_a", {}, 0)
+    read = Answer("", "m", Signals(native_tool_calls=["delete_file"], finish="tool_calls"))
+    pause = kernel.finished("coder_a", "missing", None, ["execute_python"], None, read)
+    assert pause is not None
+    assert [a.reason for a in pause.approvals if a.reason.startswith("Protocol violation")] == [
+        "Protocol violation: agent 'coder_a' called delete_file as a native tool call; tools are requested in "
+        "control_packet.tool_requests, so it did not run."]
+
+
 def test_a_refusal_said_only_by_the_stop_reason_pauses_once(tmp_path: Path) -> None:
     """Anthropic says a refusal by its stop reason, with no refusal text: the run pauses on it (it completed — no
     rule read /refusal, found by an attack); a refusal with its text pauses once, on the text."""

@@ -5,13 +5,14 @@ attempt writes nothing; the [memory] keys change what is kept and shown."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from groundstate.config import ProjectConfig
 from groundstate.runtime import EventStore, Runtime
 
-from .conftest import Script, envelope
+from .conftest import Script, envelope, sse
 
 TWO = """
 name: mem
@@ -150,7 +151,8 @@ def test_an_answer_of_thousands_of_dropped_writes_names_the_first_and_counts_the
     tmp_path: Path, model: tuple[str, Script]
 ) -> None:
     """The warnings kept in the event are bounded: 3,000 dropped memory writes made 6,000 warnings in it (60,000 made a
-    14 MB event, found by an attack); the first are named and the last says how many more there were."""
+    14 MB event, found by an attack); the first are named and the last says how many more there were. Only the first
+    2,000 items of the section are read at all (the rest are dropped unread, with one warning)."""
     url, script = model
     writes = [{"op": "erase_all", "key": f"k{n}"} for n in range(3000)]
     script.answers = {"writer_a": [envelope("Noted. [STATUS: SUCCESS]", memory_operations=writes)],
@@ -159,9 +161,10 @@ def test_an_answer_of_thousands_of_dropped_writes_names_the_first_and_counts_the
     run_id = runtime.create(TWO, "mem.yaml")
     assert asyncio.run(runtime.drive(run_id)).status == "completed"
     first = next(e.payload for e in runtime.store.events(run_id) if e.type == "AgentCompleted")
-    assert len(first["warnings"]) == 64 and "memory_operations.0" in first["warnings"][0]
-    assert first["warnings"][-1].startswith("... and ") and first["warnings"][-1].endswith(" more warnings")
-    assert int(first["warnings"][-1].split()[2]) >= 3000 - 63
+    assert first["warnings"][0] == "memory_operations has 3000 items; only the first 2000 are read, the other 1000 " \
+                                   "were dropped"  # fmt: skip
+    assert len(first["warnings"]) == 64 and "memory_operations.0" in first["warnings"][1]
+    assert first["warnings"][-1] == f"... and {1 + 2000 - 63} more warnings"  # the section's, then each item read
 
 
 def test_what_a_paused_attempts_packet_dropped_is_said_in_its_failure(
@@ -219,3 +222,83 @@ def test_a_tool_request_holding_half_a_character_runs_no_tool(tmp_path: Path, mo
     assert not [e for e in events if e.type == "ToolCall"]
     [failed, *_] = [e.payload for e in events if e.type == "AgentFailed" and e.agent == "writer_a"]
     assert "tool requests are malformed" in str(failed["error"]), failed
+
+
+def test_a_later_rounds_dropped_items_are_counted_once_the_warnings_are_full(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """A first round whose packet drops 70 items fills the event's 64 warnings; what the second round's packet
+    drops is counted in the last one still — it was left out uncounted, so junk in one round hid the next round's
+    drops (found by an attack)."""
+    url, script = model
+    junk = [{"op": "erase_all", "key": f"k{n}"} for n in range(70)]
+    reading = [{"tool": "read_file", "argument": "notes.txt"}]
+    script.answers = {"writer_a": [envelope("Reading. [STATUS: SUCCESS]", tool_requests=reading,
+                                            memory_operations=junk),
+                                   envelope("Noted. [STATUS: SUCCESS]", memory_operations=junk[:3])],
+                      "writer_b": [envelope("Brief. [STATUS: SUCCESS]")]}  # fmt: skip
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    assert asyncio.run(runtime.drive(run_id)).status == "completed"
+    first = next(e.payload for e in runtime.store.events(run_id) if e.type == "AgentCompleted")
+    assert len(first["warnings"]) == 64
+    assert first["warnings"][-1] == "... and 10 more warnings"  # 70 + 3 dropped, 63 named
+
+
+FORBIDDEN = "permitted(X) :- task_status(X, /done)."
+
+
+def dropped_named(warnings: list[str]) -> bool:
+    return any(w.startswith(f"mangle_updates: {FORBIDDEN!r} was dropped: ") for w in warnings) and any(
+        "memory_operations.0" in w for w in warnings)  # fmt: skip
+
+
+def test_a_pause_before_a_tool_call_names_what_the_packet_dropped(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """The shipped rules pause before a ``delete_file`` call: the attempt's ``AgentFailed`` names what its packet's
+    validation dropped, as any other pause's does (it said nothing: found by an attack)."""
+    url, script = model
+    (tmp_path / "notes.txt").write_text("old notes\n")
+    deleting = [{"tool": "delete_file", "argument": "notes.txt"}]
+    script.answers = {"writer_a": [envelope("Cleaning. [STATUS: SUCCESS]", tool_requests=deleting,
+                                            mangle_updates=[FORBIDDEN],
+                                            memory_operations=[{"op": "erase_all", "key": "k"}])]}  # fmt: skip
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    assert asyncio.run(runtime.drive(run_id)).pause is not None
+    [failed] = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed"]
+    assert dropped_named(failed["warnings"]), failed
+    assert (tmp_path / "notes.txt").exists()
+
+
+def test_a_packet_the_gate_then_rejects_still_names_what_it_dropped(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A valid packet followed by a second ``control_packet`` key: the gate rejects the output, and the attempt's
+    failure names what the validated packet had dropped (the dropped update was left out: found by an attack)."""
+    url, script = model
+    packet = envelope("x", mangle_updates=[FORBIDDEN], memory_operations=[{"op": "erase_all", "key": "k"}])
+    text = json.dumps(packet)[:-1] + ', "control_packet": {}}'
+    script.answers = {"writer_a": [sse(text)]}
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    asyncio.run(runtime.drive(run_id))
+    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
+    assert failures and "rejected by the packet gate" in str(failures[0]["error"]), failures
+    assert dropped_named(failures[0]["warnings"]), failures[0]
+
+
+def test_an_answer_ended_by_the_providers_error_names_what_its_packet_dropped(
+    tmp_path: Path, model: tuple[str, Script]
+) -> None:
+    """A whole envelope, then an error in the stream: the attempt fails on the error and still names what its
+    packet's validation had dropped (the warnings were lost on that path: found by an attack)."""
+    url, script = model
+    text = json.dumps(envelope("Noted. [STATUS: SUCCESS]", mangle_updates=[FORBIDDEN],
+                               memory_operations=[{"op": "erase_all", "key": "k"}]))  # fmt: skip
+    body = sse(text).replace(b"data: [DONE]", b'data: {"error": {"message": "overloaded", "type": "server_error"}}'
+                                              b"\n\ndata: [DONE]")  # fmt: skip
+    script.answers = {"writer_a": [body]}
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    asyncio.run(runtime.drive(run_id))
+    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
+    assert failures and "overloaded" in str(failures[0]["error"]), failures
+    assert dropped_named(failures[0]["warnings"]), failures[0]

@@ -25,7 +25,8 @@ class Limits:
     """Bounds on one packet: updates, their length, tool requests, and the surface's characters."""
 
     max_surface_chars: int = 50_000
-    max_updates: int = 2000
+    max_updates: int = 2000  # and items of each list section: past it they are dropped unread, with one warning (a
+    # packet of two million one-byte items took 4 GB to validate item by item: found by an attack)
     max_update_chars: int = 1000
 
 
@@ -90,6 +91,12 @@ def check_packet(raw: Any, validator: UpdateValidator | None, limits: Limits, re
     for section in REQUIRED[1:]:
         if section not in data:
             result.warnings.append(f"required section {section} is missing (treated as empty)")
+    for section in LIST_SECTIONS:
+        items = data.get(section)
+        if isinstance(items, list) and len(items) > limits.max_updates:
+            data[section] = items[: limits.max_updates]
+            result.warnings.append(f"{section} has {len(items)} items; only the first {limits.max_updates} are read, "
+                                   f"the other {len(items) - limits.max_updates} were dropped")  # fmt: skip
     updates = data.get("mangle_updates", [])
     if not isinstance(updates, list):
         result.warnings.append("mangle_updates is not a list; it was dropped")

@@ -16,7 +16,7 @@ starts without them (bench/cli).
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .adapter import StreamAdapter
+from .adapter import MAX_NAME_CHARS, StreamAdapter
 from .anthropic import AnthropicAdapter
 from .apis import APIS, ProviderAPI, UnknownAPI, provider_api
 from .bridge import HoldRefused, SigilBridge, checked_hold
@@ -97,6 +97,7 @@ __all__ = [
     "FINISH_REASONS",
     "GATED_APIS",
     "MAX_LINE",
+    "MAX_NAME_CHARS",
     "MAX_PUBLISH_HOLD_SEC",
     "MAX_TOKEN_COUNT",
     "READ_SIZE",

@@ -82,7 +82,7 @@ class AnthropicAdapter(StreamAdapter):
         block: dict[str, Any] = given if isinstance(given, dict) else {}
         index = payload.get("index")
         kind = block.get("type")
-        if kind == "tool_use":
+        if kind in _TOOL_BLOCKS:
             key = index if isinstance(index, int) else ("unindexed", self._call_count)
             call = self._start_call(key, block.get("id"), block.get("name"), out)
             if isinstance(block.get("input"), dict) and block["input"]:  # a block that arrives with its input
@@ -112,6 +112,10 @@ class AnthropicAdapter(StreamAdapter):
         elif kind == "refusal_delta" and _text(delta.get("refusal")):
             out.append(Refusal(delta["refusal"]))
         # signature_delta, citations_delta and unknown deltas carry no text for the user
+
+
+_TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")  # a call of the client's tools, of Anthropic's own
+# (web search, code execution) and of a remote MCP server: each reported as a native call (only the first was)
 
 
 def _text(value: Any) -> bool:

@@ -95,7 +95,7 @@ class OpenAIChatAdapter(StreamAdapter):
             return
         if "error" in chunk or chunk.get("object") == "error":
             out.append(ErrorEvent(classify(self.provider, None, chunk)))  # OpenRouter adds finish_reason "error"
-        for choice in chunk.get("choices") or []:
+        for choice in _fragments(chunk.get("choices")):  # one object sent without its list is still the choice
             if isinstance(choice, dict):
                 self._choice(choice, out)
         usage = chunk.get("usage")
@@ -115,15 +115,21 @@ class OpenAIChatAdapter(StreamAdapter):
                 out.append(TextDelta(delta["content"], number))
             if isinstance(delta.get("refusal"), str) and delta["refusal"]:
                 out.append(Refusal(delta["refusal"], number))
-            for fragment in _fragments(delta.get("tool_calls")):
+            message = choice.get("message")  # a whole message where a delta belongs: its calls are calls too
+            calls = [*_fragments(delta.get("tool_calls")),
+                     *(_fragments(message.get("tool_calls")) if isinstance(message, dict) else [])]  # fmt: skip
+            for fragment in calls:
                 if isinstance(fragment, dict):
                     self._tool_fragment(number, fragment, out)
                 else:  # a name alone, or no call's shape at all: still the native call it is, reported whole
                     opened = (number, -1 - self._call_count)
                     self._start_call(opened, None, fragment, out, number)
                     self._finish_call(opened, out, complete=True)
-            if isinstance(delta.get("function_call"), dict):  # the legacy form: one call, no index, no id
-                self._tool_fragment(number, {"index": 0, "function": delta["function_call"]}, out)
+            legacy = delta.get("function_call")  # the legacy form: one call, no index, no id
+            if isinstance(legacy, dict):
+                self._tool_fragment(number, {"index": 0, "function": legacy}, out)
+            elif legacy is not None and legacy != "":  # a name alone, or no call's shape: the call it still is
+                self._tool_fragment(number, {"index": 0, "function": {"name": legacy}}, out)
         reason = choice.get("finish_reason")
         if reason is not None:
             self._finish_calls(out, complete=True, choice=number)

@@ -65,15 +65,21 @@ class OpenAIResponsesAdapter(StreamAdapter):
         raw_item = payload.get("item")
         item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
         index = payload.get("output_index")
-        if item.get("type") == "function_call" and isinstance(index, int):
-            call = self._start_call(index, item.get("call_id") or item.get("id"), item.get("name"), out)
+        if _is_call(item):
+            key = index if isinstance(index, int) else ("unindexed", self._call_count)
+            call = self._start_call(key, item.get("call_id") or item.get("id"), item.get("name", item["type"]), out)
             if isinstance(item.get("arguments"), str) and item["arguments"]:
                 self._add_arguments(call, item["arguments"], out)
             self._called = True
+            if not isinstance(index, int):  # no later event can name it: it is whole as it came (it went unreported)
+                self._finish_call(key, out, complete=True)
 
     def _item_done(self, payload: dict[str, Any], out: list[Event]) -> None:
         """An open call ends; arguments given only whole, at the end, are taken from here."""
         index = payload.get("output_index")
+        item = payload.get("item")
+        if isinstance(item, dict) and _is_call(item) and not (isinstance(index, int) and index in self._calls):
+            self._item_added(payload, out)  # a call seen only when done: reported all the same
         if isinstance(index, int) and index in self._calls:
             whole = payload.get("arguments")
             if not self._calls[index].fragments and isinstance(whole, str) and whole:
@@ -96,3 +102,11 @@ class OpenAIResponsesAdapter(StreamAdapter):
         if isinstance(usage, dict):
             out.append(Usage(usage.get("input_tokens"), usage.get("output_tokens")))
         self.done = True
+
+
+def _is_call(item: dict[str, Any]) -> bool:
+    """Whether an output item is a call of a tool: a function's, or any other kind the API names ``…_call`` (a
+    custom tool's, an MCP server's, a local shell's, a hosted tool's) — every one is reported as a native call
+    (only ``function_call`` was, and a ``local_shell_call`` went unseen: found by an attack)."""
+    kind = item.get("type")
+    return isinstance(kind, str) and kind.endswith("_call")

@@ -27,6 +27,7 @@ from ..errors import ConfigurationError
 from ..providers import (
     APIS,
     CUT_OFF,
+    MAX_NAME_CHARS,
     ErrorEvent,
     ErrorRecord,
     Finish,
@@ -81,9 +82,24 @@ class Signals:
             else:
                 self.refusals.append(piece.refusal)
         if piece.tool_call is not None:
-            self.native_tool_calls.append(piece.tool_call.name or "unnamed")
+            self._native_call((piece.tool_call.name or "unnamed")[:MAX_NAME_CHARS])
         if piece.finish is not None:
             self.finish = piece.finish
+
+
+    def _native_call(self, name: str) -> None:
+        """A native call's name kept — at most ``MAX_NATIVE_CALLS_NAMED`` of them, the last then counting the rest:
+        10,000 calls of 2,000-character names made one pause event of 22 MB (found by an attack)."""
+        calls = self.native_tool_calls
+        if len(calls) < MAX_NATIVE_CALLS_NAMED:
+            calls.append(name)
+            return
+        more = int(calls[-1].split()[2]) + 1 if calls[-1].startswith(_MORE) else 2  # the one it stands in for, too
+        calls[-1] = f"{_MORE}{more} more native tool calls"
+
+
+MAX_NATIVE_CALLS_NAMED = 64  # of one answer's native tool calls named to the rules (each is a pause's reason)
+_MORE = "... and "
 
 
 class Backend(Protocol):

@@ -124,10 +124,11 @@ class ModelRounds:
             if error is None or answered:
                 break
             conclusion.fallbacks.append({"model": backend.name, "error": error})
-        if conclusion.error is not None:
+        if conclusion.error is not None:  # what the gate had read and dropped before the error is said too
+            conclusion.warnings = _with_room(conclusion.warnings, _dropped_by(gate))
             return None
         gated = gate.close()
-        conclusion.warnings = _with_room(conclusion.warnings, [*gated.warnings, *_dropped_updates(gated)])
+        conclusion.warnings = _with_room(conclusion.warnings, _dropped_by(gate))
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
             self.stream_aborts.inc()
             conclusion.error = f"the model's output was rejected by the packet gate: {gated.reason}"
@@ -230,21 +231,27 @@ def recorded(bridge: SigilBridge, piece: Piece) -> bytes:
 
 
 def _with_room(kept: list[str], new: list[str]) -> list[str]:
-    """``kept`` and then ``new``, at most ``MAX_WARNINGS`` of them: past it the last says how many more there were
-    (once full, a later round's are not counted in)."""
-    if len(kept) + len(new) <= MAX_WARNINGS:
-        return kept + new
-    if len(kept) >= MAX_WARNINGS:
-        return kept
-    whole = kept + new
-    return [*whole[: MAX_WARNINGS - 1], f"... and {len(whole) - MAX_WARNINGS + 1} more warnings"]
+    """``kept`` and then ``new``, at most ``MAX_WARNINGS`` of them: past it the last says how many more there were —
+    counting a later round's too (once full, a later round's were left out uncounted: found by an attack, which
+    filled the first round with junk to hide what the second dropped)."""
+    named, more = kept, 0
+    if len(kept) == MAX_WARNINGS and kept[-1].startswith(_MORE_WARNINGS):  # full: its last counts the rest
+        named, more = kept[:-1], int(kept[-1].split()[2])
+    whole = named + new
+    if not more and len(whole) <= MAX_WARNINGS:
+        return whole
+    more += len(whole) - (MAX_WARNINGS - 1)
+    return [*whole[: MAX_WARNINGS - 1], f"{_MORE_WARNINGS}{more} more warnings"]
 
 
-def _dropped_updates(gated: GateResult) -> list[str]:
-    """Each of the packet's ``mangle_updates`` its validation dropped, as a warning naming the update (cut at 200
-    characters) and why: a run applies none of a model's updates (its rules read what the runtime reports), and one
-    it dropped was named nowhere — an agent asserting a fact it may not was invisible in the run's record."""
-    if gated.packet is None:
-        return []
-    return [f"mangle_updates: {dropped.update[:200]!r} was dropped: {dropped.reason[:300]}"
-            for dropped in gated.packet.dropped_updates]  # fmt: skip
+_MORE_WARNINGS = "... and "
+
+
+def _dropped_by(gate: PacketGate) -> list[str]:
+    """The gate's warnings, then each of its packet's ``mangle_updates`` the validation dropped, as a warning naming
+    the update (cut at 200 characters) and why — whatever the gate then decided (a second envelope after a valid
+    one aborts it; a provider's error may end the round): a run applies none of a model's updates, and one it
+    dropped was named nowhere — an agent asserting a fact it may not was invisible in the run's record."""
+    dropped = gate.packet.dropped_updates if gate.packet is not None else []
+    return [*gate.warnings, *(f"mangle_updates: {update.update[:200]!r} was dropped: {update.reason[:300]}"
+                              for update in dropped)]  # fmt: skip

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ..terminal_text import terminal_safe
 from .pauses import age
 from .state import Pause, RunState
 
@@ -35,11 +37,12 @@ def approval_card(pause: Pause, run_id: str, now: datetime | None = None) -> Pan
     """The terminal card of one open pause: its id (what a decision names), agent, age, reasons and hint."""
     style = "red" if pause.category == "safety" else "yellow"
     title = f"{'SAFETY' if pause.category == 'safety' else 'QUALITY'} PAUSE {pause.id} of {run_id}"
-    body = Group(
-        Text(f"agent: {pause.agent or '—'} · waiting {age(pause, now)}", style="bold"),
-        Text(pause.reason),  # model-influenced text is rendered as plain text, never as markup
-        *(Text(f"also: {other}") for other in pause.others),
-        Text(pause.hint, style="italic"),
+    line = partial(terminal_safe, one_line=True)  # each is one line: a reason holding a line break forged card lines
+    body = Group(  # (a fake "also:" and hint, from a native call's name: found by an attack)
+        Text(line(f"agent: {pause.agent or '—'} · waiting {age(pause, now)}"), style="bold"),
+        Text(line(pause.reason)),  # model-influenced text is rendered as plain text, never as markup
+        *(Text(line(f"also: {other}")) for other in pause.others),
+        Text(line(pause.hint), style="italic"),
     )
     return Panel(body, title=title, border_style=style)
 

@@ -219,6 +219,13 @@ paused_for(R, A, /quality, /refusal, Reason) :-
 paused_for(R, A, /quality, /native_tool_call, Reason) :-
   !guard_disabled(/native_tool_call), finished(R, A), native_tool_call(R, A, Tool),
   Reason = fn:string:concat("Protocol violation: agent '", A, "' called ", Tool, " as a native tool call; tools are requested in control_packet.tool_requests, so it did not run.").
+# A tool call the provider says only by its stop reason (finish_reason "tool_calls", Anthropic's "tool_use"), in a
+# shape no adapter read: still the native call it is (an attack found a dozen such shapes; none ran).
+Decl called_natively(Run, Agent) descr [doc("A native tool call of the answer was read.")] bound [/string, /string].
+called_natively(R, A) :- native_tool_call(R, A, _).
+paused_for(R, A, /quality, /native_tool_call, Reason) :-
+  !guard_disabled(/native_tool_call), finished(R, A), finish_reason(R, A, /tool_calls), !called_natively(R, A),
+  Reason = fn:string:concat("Protocol violation: the provider ended the answer of agent '", A, "' as a native tool call, in a form that could not be read; tools are requested in control_packet.tool_requests, so nothing ran.").
 paused_for(R, A, /quality, /content_filter, Reason) :-
   !guard_disabled(/content_filter), finished(R, A), finish_reason(R, A, /content_filter),
   Reason = fn:string:concat("Content filter: the provider stopped the answer of agent '", A, "'.").
