@@ -253,6 +253,18 @@ def dropped_named(warnings: list[str]) -> bool:
         "memory_operations.0" in w for w in warnings)  # fmt: skip
 
 
+def first_failure(model: tuple[str, Script], tmp_path: Path, answer: Any) -> dict[str, Any]:
+    """writer_a's first ``AgentFailed`` once it answered ``answer`` and the run stopped."""
+    url, script = model
+    script.answers = {"writer_a": [answer]}
+    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
+    run_id = runtime.create(TWO, "mem.yaml")
+    asyncio.run(runtime.drive(run_id))
+    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
+    assert failures, [e.type for e in runtime.store.events(run_id)]
+    return failures[0]
+
+
 def test_a_pause_before_a_tool_call_names_what_the_packet_dropped(tmp_path: Path, model: tuple[str, Script]) -> None:
     """The shipped rules pause before a ``delete_file`` call: the attempt's ``AgentFailed`` names what its packet's
     validation dropped, as any other pause's does (it said nothing: found by an attack)."""
@@ -273,16 +285,10 @@ def test_a_pause_before_a_tool_call_names_what_the_packet_dropped(tmp_path: Path
 def test_a_packet_the_gate_then_rejects_still_names_what_it_dropped(tmp_path: Path, model: tuple[str, Script]) -> None:
     """A valid packet followed by a second ``control_packet`` key: the gate rejects the output, and the attempt's
     failure names what the validated packet had dropped (the dropped update was left out: found by an attack)."""
-    url, script = model
     packet = envelope("x", mangle_updates=[FORBIDDEN], memory_operations=[{"op": "erase_all", "key": "k"}])
     text = json.dumps(packet)[:-1] + ', "control_packet": {}}'
-    script.answers = {"writer_a": [sse(text)]}
-    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
-    run_id = runtime.create(TWO, "mem.yaml")
-    asyncio.run(runtime.drive(run_id))
-    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
-    assert failures and "rejected by the packet gate" in str(failures[0]["error"]), failures
-    assert dropped_named(failures[0]["warnings"]), failures[0]
+    failed = first_failure(model, tmp_path, sse(text))
+    assert "rejected by the packet gate" in str(failed["error"]) and dropped_named(failed["warnings"]), failed
 
 
 def test_an_answer_ended_by_the_providers_error_names_what_its_packet_dropped(
@@ -290,15 +296,9 @@ def test_an_answer_ended_by_the_providers_error_names_what_its_packet_dropped(
 ) -> None:
     """A whole envelope, then an error in the stream: the attempt fails on the error and still names what its
     packet's validation had dropped (the warnings were lost on that path: found by an attack)."""
-    url, script = model
     text = json.dumps(envelope("Noted. [STATUS: SUCCESS]", mangle_updates=[FORBIDDEN],
                                memory_operations=[{"op": "erase_all", "key": "k"}]))  # fmt: skip
     body = sse(text).replace(b"data: [DONE]", b'data: {"error": {"message": "overloaded", "type": "server_error"}}'
                                               b"\n\ndata: [DONE]")  # fmt: skip
-    script.answers = {"writer_a": [body]}
-    runtime = runtime_on(url, f"sqlite:///{tmp_path / 'gs.db'}", tmp_path)
-    run_id = runtime.create(TWO, "mem.yaml")
-    asyncio.run(runtime.drive(run_id))
-    failures = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentFailed" and e.agent == "writer_a"]
-    assert failures and "overloaded" in str(failures[0]["error"]), failures
-    assert dropped_named(failures[0]["warnings"]), failures[0]
+    failed = first_failure(model, tmp_path, body)
+    assert "overloaded" in str(failed["error"]) and dropped_named(failed["warnings"]), failed
