@@ -58,9 +58,10 @@ def test_runs_show_draws_tables_and_cards_with_the_text_escaped(tmp_path: Path) 
     run_id = listed.split("  ", 1)[0]
     assert run_id == "run-" + ESCAPED
     text = shown(groundstate(tmp_path, "runs", "show", "run-" + HOSTILE, "--db", url))
-    # Rich drops a bell and a carriage return from what it draws; every other character is escaped
+    # Rich drops a bell and a carriage return from what it draws; every other character is escaped — on the card's
+    # lines, each one line, those two are escaped as well (as a line break is: it forged card lines)
     drawn = ESCAPED.replace("\\u0007", "").replace("\\u000d", "")
-    assert f"report {drawn}" in text and f"why {drawn}" in text and f"hint {drawn}" in text, text
+    assert f"report {drawn}" in text and f"why {ESCAPED}" in text and f"hint {ESCAPED}" in text, text
     assert "QUALITY PAUSE 8 of run-\\u001b[2J" in text  # the card's title, the run's id in it
 
 
