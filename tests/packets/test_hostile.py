@@ -48,17 +48,20 @@ def test_fenced_blocks_agree_with_the_regex_they_replace(pieces: list[str]) -> N
 
 
 def test_a_packet_of_millions_of_items_is_read_only_as_far_as_its_bound() -> None:
-    """Each list section is read up to the bound on updates (2,000 by default) and the rest dropped unread, with one
-    warning saying how many: a 6 MB packet of two million ``state_transitions`` items, each invalid, took 4 GB and
-    17 s to validate item by item, a warning each (found by an attack)."""
+    """Every list of the packet is read up to the bound on updates (2,000 by default) and the rest dropped unread,
+    with one warning saying how many: a 6 MB packet of two million ``state_transitions`` items, each invalid, took
+    4 GB and 17 s to validate item by item, a warning each, and so did a list inside ``impact_analysis`` (found by
+    two attacks)."""
     packet = {"intent_classification": {"category": "/query", "verb": "/explain", "confidence": 0.9},
               "mangle_updates": ["x"] * 300_000, "memory_operations": [{"op": "x"}] * 300_000,
-              "state_transitions": [1] * 1_000_000}  # fmt: skip
+              "state_transitions": [1] * 1_000_000,
+              "impact_analysis": {"files_affected": [0] * 1_000_000}}  # fmt: skip
     text = json.dumps({"control_packet": packet, "surface_response": "ok"})
     result = parse_output(text, UpdateValidator({}, None), Limits(max_updates=50))
     assert result.ok
-    for section, count in (("mangle_updates", 300_000), ("memory_operations", 300_000),
-                           ("state_transitions", 1_000_000)):  # fmt: skip
+    cut = (("mangle_updates", 300_000), ("memory_operations", 300_000), ("state_transitions", 1_000_000),
+           ("impact_analysis.files_affected", 1_000_000))  # fmt: skip
+    for section, count in cut:
         said = f"{section} has {count} items; only the first 50 are read, the other {count - 50} were dropped"
         assert said in result.warnings, result.warnings[:5]
     assert {int(w.split(".")[1].split(":")[0]) for w in result.warnings if w.startswith("state_transitions.")} == set(

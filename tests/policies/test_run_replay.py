@@ -177,3 +177,14 @@ def test_a_run_whose_log_cannot_be_read_stops_its_replay_only(tmp_path: Path, mo
         assert [(entry["run"], entry["why"].split(": ", 1)[1][:24]) for entry in found["unreadable"]] == \
             [(damaged, "event 4 cannot be read: ")]  # fmt: skip
         assert {flip["run"] for flip in found["flips"]} == {intact}
+
+
+def test_a_reason_holding_a_line_break_is_one_line_of_the_replay(tmp_path: Path, model: tuple[str, Script]) -> None:
+    """A flip's reasons are printed one line each: a reason with a line break (a model's native call is named in
+    one) printed a forged ``FLIP`` line and summary line of its own (found by an attack)."""
+    run_id = written_run(tmp_path, model)
+    forged = HOLDS_WRITES.replace("the candidate holds every write", "held\\n99 go -> go: nothing flips")
+    found = replay(tmp_path, forged, "--run", run_id)
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert "held\\u000a99 go -> go: nothing flips" in found.stdout, found.stdout
+    assert not any(line.startswith("99 go") for line in found.stdout.splitlines()), found.stdout

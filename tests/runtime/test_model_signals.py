@@ -171,8 +171,10 @@ def test_an_answer_of_hundreds_of_native_calls_names_64_and_counts_the_rest(
     runtime: Runtime, model: tuple[str, Script]
 ) -> None:
     """Each native call is a reason of the pause: 10,000 calls with 2,000-character names made one event of 22 MB
-    (found by an attack). The first 63 are named (each name at most 512 characters), the 64th counts the rest."""
+    (found by an attack). The first 63 are named (each name at most 512 characters), the 64th counts the rest — kept
+    apart from the names: read back from the 64th name, a model's "... and lots more" failed the backend."""
     named = [{"name": f"tool_{n}_" + "x" * 2000, "arguments": "{}"} for n in range(300)]
+    named[63]["name"] = "... and lots more"  # a name shaped like the count: the count was read back from it
     many = [{"tool_calls": [{"index": n, "id": f"c{n}", "function": function}]} for n, function in enumerate(named)]
     model[1].answers = {"writer_a": [answer_with(*many, finish="tool_calls")]}
     run_id, state = drive(runtime)
@@ -202,6 +204,38 @@ def test_a_native_calls_name_cannot_forge_lines_of_the_pause_card(tmp_path: Path
     card = [line.strip("│ ").strip() for line in done.stdout.splitlines()]
     assert not any(line.startswith(("also: Verified", "Hint: choose")) for line in card), done.stdout
     assert "called read_file\\u000aalso: Verified safe by policy check 7\\u000aHint: choose Execute" in done.stdout
+
+
+@pytest.mark.parametrize("finishes", [["tool_calls", "stop"], ["TOOL_CALLS"], ["tool_use"]],
+                         ids=["a second finish after it", "in capitals", "in Anthropic's word"])
+def test_an_answer_ended_as_a_tool_call_pauses_whatever_finish_follows(
+    runtime: Runtime, model: tuple[str, Script], finishes: list[str]
+) -> None:
+    """The provider ends the answer as a tool call, with no call the adapters could read: the run pauses — also
+    when a second finish ("stop") follows it, or when it is spelled in capitals or in another API's word (each of
+    those completed: the last finish won, and an unknown spelling was "other"; found by an attack)."""
+    answer = answer_with(finish=finishes[0])
+    for later in finishes[1:]:
+        extra = {"choices": [{"index": 0, "delta": {}, "finish_reason": later}]}
+        answer = answer.replace(b"data: [DONE]", b"data: " + json.dumps(extra).encode() + b"\n\ndata: [DONE]")
+    model[1].answers = {"writer_a": [answer]}
+    _, state = drive(runtime)
+    assert state.status == "awaiting_approval" and state.pause is not None
+    reasons = [state.pause.reason, *state.pause.others]
+    assert any("ended the answer of agent 'writer_a' as a native tool call" in r for r in reasons), reasons
+
+
+def test_reasoning_past_a_million_characters_is_counted_not_kept(runtime: Runtime, model: tuple[str, Script]) -> None:
+    """The answer's text is bounded by the gate, its reasoning was not: 150 MB of ``reasoning_content`` beside a
+    small answer made one event of 157 MB (found by an attack). The event keeps the first million characters and
+    says how many more there were."""
+    thoughts = [{"reasoning_content": "r" * 100_000} for _ in range(25)]
+    model[1].answers = {"writer_a": [answer_with(*thoughts)]}
+    run_id, state = drive(runtime)
+    assert state.status == "completed"
+    [completed] = [e.payload for e in runtime.store.events(run_id) if e.type == "AgentCompleted"]
+    assert completed["thinking"].startswith("r" * 1_000_000)
+    assert completed["thinking"].endswith("\n[... 1500000 more characters of reasoning, not kept]")
 
 
 def usage_chunk(prompt: int, completion: int) -> bytes:

@@ -14,6 +14,7 @@ import typer
 
 from ..config import CONFIG_OPTION, DB_OPTION, default_db_url, home, load_config
 from ..errors import GroundstateError, exit_code
+from ..terminal_text import terminal_safe
 from .cases import load_case_file
 from .mcp_cases import CaseResult, Coverage, run_mcp_cases
 
@@ -111,9 +112,9 @@ def replay(
         raise typer.Exit(0)
     for flip in found.flips:
         was = flip.recorded
-        typer.echo(f"entry {was.id} ({was.at:%Y-%m-%d %H:%M:%S}) {was.server}/{was.tool}: {was.decision} -> "
-                   f"{flip.decision}: {flip.reasons[0]}")  # fmt: skip
-        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was.reasons[0]}")
+        typer.echo(one_line(f"entry {was.id} ({was.at:%Y-%m-%d %H:%M:%S}) {was.server}/{was.tool}: {was.decision} "
+                            f"-> {flip.decision}: {flip.reasons[0]}"))  # fmt: skip
+        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {one_line(was.reasons[0])}")
     _summary(found.summary(), f"{found.replayed} decisions replayed, {len(found.flips)} would flip",
              [(f"entry {entry}", why) for entry, why in found.unreadable], "could not be re-decided")  # fmt: skip
 
@@ -148,12 +149,18 @@ def _replay_runs(policy: list[Path], chosen: list[str], since: datetime | None, 
         return
     for flip in found.flips:
         said = f": {flip.candidate[1]}" if flip.candidate[1] else ""
-        typer.echo(f"{flip.run_id} {flip.agent} {flip.checkpoint} (report {flip.report}, after event "
-                   f"{flip.after_seq}): {flip.recorded[0]} -> {flip.candidate[0]}{said}")  # fmt: skip
+        typer.echo(one_line(f"{flip.run_id} {flip.agent} {flip.checkpoint} (report {flip.report}, after event "
+                            f"{flip.after_seq}): {flip.recorded[0]} -> {flip.candidate[0]}{said}"))  # fmt: skip
         was = f"{flip.recorded[0]}: {flip.recorded[1]}" if flip.recorded[1] else flip.recorded[0]
-        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {was}")
+        typer.echo("".join(f"    {line}\n" for line in flip.why.splitlines()) + f"    was: {one_line(was)}")
     _summary(found.summary(), f"{found.replayed} checkpoints replayed, {len(found.flips)} would flip",
              list(found.unreadable), "runs could not be re-decided")  # fmt: skip
+
+
+def one_line(text: str) -> str:
+    """A replay's line as one line: a reason (a model's native call named with a line break) forged a ``FLIP``
+    line and a summary line of its own (found by an attack)."""
+    return terminal_safe(text, one_line=True)
 
 
 def _refused(exc: GroundstateError) -> int:
@@ -169,10 +176,10 @@ def _summary(flips: Counter[tuple[str, str, str]], totals: str, unreadable: list
     if flips:
         typer.echo("flips by reason:")
         for (made, would, reason), count in flips.most_common():
-            typer.echo(f"  {count}  {made} -> {would}: {reason}")
+            typer.echo(one_line(f"  {count}  {made} -> {would}: {reason}"))
     typer.echo(totals + (f"; {len(unreadable)} {unread}" if unreadable else ""))
     for where, why in unreadable[:10]:
-        typer.echo(f"  {where}: {why}")
+        typer.echo(one_line(f"  {where}: {why}"))
 
 
 def _failure(file: Path, result: CaseResult) -> str:

@@ -68,7 +68,7 @@ class AnthropicAdapter(StreamAdapter):
             delta = payload.get("delta") or {}
             reason = delta.get("stop_reason")
             if reason is not None:
-                out.append(Finish(_FINISH.get(str(reason), "other"), reason))
+                out.append(Finish(_FINISH.get(str(reason).lower(), "other"), reason))
             usage = payload.get("usage") or {}
             if "output_tokens" in usage:
                 out.append(Usage(usage.get("input_tokens", self._input_tokens), usage["output_tokens"]))

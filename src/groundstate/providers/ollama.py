@@ -99,7 +99,7 @@ class OllamaAdapter(StreamAdapter):
             self._finish_call(key, out, complete=True)
         if payload.get("done") is True:
             reason = payload.get("done_reason", "stop")
-            out.append(Finish(_FINISH.get(str(reason), "other"), reason))
+            out.append(Finish(_FINISH.get(str(reason).lower(), "other"), reason))
             if "eval_count" in payload or "prompt_eval_count" in payload:
                 out.append(Usage(payload.get("prompt_eval_count"), payload.get("eval_count")))
             self.done = True

@@ -31,6 +31,8 @@ _FINISH = {
     "length": "length",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
+    "tool_call": "tool_calls",  # spellings some servers use (and a hostile one may): a tool call all the same
+    "tool_use": "tool_calls",
     "content_filter": "content_filter",
     "error": "error",
 }
@@ -134,7 +136,7 @@ class OpenAIChatAdapter(StreamAdapter):
         if reason is not None:
             self._finish_calls(out, complete=True, choice=number)
             self._last_call.pop(number, None)
-            out.append(Finish(_FINISH.get(str(reason), "other"), reason, number))
+            out.append(Finish(_FINISH.get(str(reason).lower(), "other"), reason, number))
 
     def _tool_fragment(self, number: int, fragment: dict[str, Any], out: list[Event]) -> None:
         function: dict[str, Any] = fragment["function"] if isinstance(fragment.get("function"), dict) else {}

@@ -184,7 +184,7 @@ class Attempts:
                                     warnings=conclusion.warnings)  # fmt: skip
             ctx.log.emit(failed.leaving_out(*Answered.KEYS, "warnings"), agent)
         if pause:
-            said = Said(conclusion.surface, conclusion.thinking, usage, conclusion.error, answered,
+            said = Said(conclusion.surface, conclusion.reasoning(), usage, conclusion.error, answered,
                         conclusion.warnings)  # fmt: skip
             self.request_approval(ctx, agent, pause, "finished", said)
         elif self.cortex_actions(ctx, agent):
@@ -193,7 +193,7 @@ class Attempts:
             if self.driver.memory is not None:  # the stored tiers; the run's notes live in its log (AgentCompleted)
                 self.driver.memory.commit(conclusion.memory)
             completed = ev.AgentCompleted(output=conclusion.surface, status_tag=conclusion.status_tag,
-                                          thinking=conclusion.thinking, usage=usage, model=answered.model,
+                                          thinking=conclusion.reasoning(), usage=usage, model=answered.model,
                                           fallbacks=answered.fallbacks, archived=answered.archived,
                                           memory=[m.model_dump() for m in conclusion.memory],
                                           warnings=conclusion.warnings)  # fmt: skip

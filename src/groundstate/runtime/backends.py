@@ -62,6 +62,9 @@ class Piece:
     usage: tuple[int, int] | None = None  # (input, output) tokens, as the provider counted them
 
 
+UNREPORTED = {"reported": False}  # a field's metadata: bookkeeping, not written to the run's reports
+
+
 @dataclass
 class Signals:
     """What the model sent besides its answer text and reasoning, gathered from its pieces; the guards get these
@@ -70,6 +73,7 @@ class Signals:
     refusals: list[str] = field(default_factory=list)
     native_tool_calls: list[str] = field(default_factory=list)
     finish: str | None = None
+    native_calls_seen: int = field(default=0, repr=False, compare=False, metadata=UNREPORTED)  # bookkeeping
 
     def take(self, piece: Piece, continuing: bool = False) -> None:
         """Gather what ``piece`` carries besides text: a refusal, a native tool call's name, the finish reason.
@@ -83,23 +87,22 @@ class Signals:
                 self.refusals.append(piece.refusal)
         if piece.tool_call is not None:
             self._native_call((piece.tool_call.name or "unnamed")[:MAX_NAME_CHARS])
-        if piece.finish is not None:
-            self.finish = piece.finish
+        if piece.finish is not None and self.finish != "tool_calls":  # a later finish (another choice's, a second
+            self.finish = piece.finish  # one) does not hide that the answer ended as a tool call: found by an attack
 
 
     def _native_call(self, name: str) -> None:
         """A native call's name kept — at most ``MAX_NATIVE_CALLS_NAMED`` of them, the last then counting the rest:
         10,000 calls of 2,000-character names made one pause event of 22 MB (found by an attack)."""
+        self.native_calls_seen += 1  # counted apart: a count read back from the last name was the model's to forge
         calls = self.native_tool_calls
         if len(calls) < MAX_NATIVE_CALLS_NAMED:
             calls.append(name)
-            return
-        more = int(calls[-1].split()[2]) + 1 if calls[-1].startswith(_MORE) else 2  # the one it stands in for, too
-        calls[-1] = f"{_MORE}{more} more native tool calls"
+        else:
+            calls[-1] = f"... and {self.native_calls_seen - MAX_NATIVE_CALLS_NAMED + 1} more native tool calls"
 
 
 MAX_NATIVE_CALLS_NAMED = 64  # of one answer's native tool calls named to the rules (each is a pause's reason)
-_MORE = "... and "
 
 
 class Backend(Protocol):

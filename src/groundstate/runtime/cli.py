@@ -224,7 +224,8 @@ def show(
     for agent, node in state.nodes.items():
         if node.output or node.error:
             console.print(f"\n{agent} ({node.status}, attempt {node.attempts}):", markup=False, highlight=False)
-            console.print(_bounded(node.output or f"error: {node.error}"), markup=False, highlight=False)
+            error = f"error: {terminal_safe(str(node.error), one_line=True)}"  # one line: it forged an agent's block
+            console.print(_bounded(node.output or error), markup=False, highlight=False)
     for pause in state.pauses:
         console.print(approval_card(pause, state.run_id))
 

@@ -25,6 +25,7 @@ from .backends import Backend, Piece, Signals
 from .recordings import RunRecording
 from .workflow import AgentSpec
 
+MAX_THINKING_CHARS = 1_000_000  # of an attempt's reasoning kept in its events (the rest is counted)
 MAX_WARNINGS = 64  # of an attempt's packets' warnings kept in its event (60,000 dropped items made 14 MB of them)
 
 
@@ -40,6 +41,7 @@ class Conclusion:
     error_kind: str = "failure"  # what kind of hard error (the guards' error_kind: transport, timeout, cut_off, ...)
     paused: bool = False
     thinking: str = ""  # reasoning (streamed, and the packets' traces): shown collapsed, never as the answer
+    thinking_dropped: int = 0  # characters of reasoning past MAX_THINKING_CHARS, counted, not kept
     signals: Signals = field(default_factory=Signals)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -50,6 +52,21 @@ class Conclusion:
     archived: int = 0  # actions retention moved to cold storage during the attempt
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
     warnings: list[str] = field(default_factory=list)  # the accepted packets' (an item dropped, a section missing)
+
+    def think(self, text: str) -> None:
+        """Reasoning the model sent, kept up to ``MAX_THINKING_CHARS`` and counted past it: the gate's bound is on
+        the answer's text alone, and 150 MB of reasoning beside a small answer made one event of 157 MB (found by an
+        attack)."""
+        room = MAX_THINKING_CHARS - len(self.thinking)
+        if room > 0:
+            self.thinking += text[:room]
+        self.thinking_dropped += max(0, len(text) - max(room, 0))
+
+    def reasoning(self) -> str:
+        """The reasoning kept, and how much more there was."""
+        if not self.thinking_dropped:
+            return self.thinking
+        return f"{self.thinking}\n[... {self.thinking_dropped} more characters of reasoning, not kept]"
 
     def usage(self) -> dict[str, float]:
         """What the attempt cost so far: tokens in and out (as providers counted them) and seconds."""
@@ -138,7 +155,7 @@ class ModelRounds:
         conclusion.surface = gated.surface
         conclusion.memory.extend(gated.packet.packet.memory_operations)
         if gated.packet.packet.reasoning_trace:
-            conclusion.thinking += gated.packet.packet.reasoning_trace + "\n"
+            conclusion.think(gated.packet.packet.reasoning_trace + "\n")
         return gated
 
     async def _stream_from(self, one: OneAnswer) -> tuple[str | None, bool]:
@@ -179,7 +196,7 @@ class ModelRounds:
                         conclusion.output_tokens = min(conclusion.output_tokens + piece.usage[1], MAX_TOKEN_COUNT)
                         conclusion.cost += price.cost(*piece.usage) if price is not None else 0.0
                         self.providers.used(backend.name, *piece.usage)
-                    conclusion.thinking += piece.thinking
+                    conclusion.think(piece.thinking)
                     one.recorder.write(recorded(one.bridge, piece))
                     if piece.text or piece.tokens:
                         conversation.raw.append(piece.text)

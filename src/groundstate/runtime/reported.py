@@ -95,6 +95,8 @@ def _plain(value: Any) -> dict[str, Any]:
     the report's dataclasses, none of which nests further but through ``signals``)."""
     row = {}
     for field in fields(value):
+        if field.metadata.get("reported") is False:  # bookkeeping (Signals.native_calls_seen)
+            continue
         item = getattr(value, field.name)
         if isinstance(item, list | tuple):
             item = type(item)(dict(v) if isinstance(v, dict) else v for v in item)
