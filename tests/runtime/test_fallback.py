@@ -101,3 +101,18 @@ def test_a_model_that_fails_mid_answer_is_a_hard_error_not_a_switch(
     state = asyncio.run(runtime.drive(runtime.create(FLOW, "fb.yaml")))
     assert state.status == "awaiting_approval" and seen == []  # the fallback was never asked
     assert "the server went away" in (state.nodes["writer_a"].error or "")
+
+
+def test_a_model_that_refused_and_then_failed_is_a_hard_error_not_a_switch(
+    tmp_path: Path, model: tuple[str, Script], other: tuple[str, list[dict[str, object]]]
+) -> None:
+    """A refusal is something the model sent: when it is followed by an error, the fallback is not asked — it was,
+    and its clean answer then paused on the first model's refusal (found by an attack)."""
+    url, script = model
+    other_url, seen = other
+    refused = {"choices": [{"index": 0, "delta": {"refusal": "I refuse (model A)"}, "finish_reason": None}]}
+    broken = {"error": {"message": "the server went away", "type": "server_error", "code": "invalid_request"}}
+    script.answers = {"writer_a": [b"".join(b"data: " + json.dumps(o).encode() + b"\n\n" for o in (refused, broken))]}
+    runtime = runtime_with(tmp_path, f"openai-chat:main@{url}", [f"openai-chat:spare@{other_url}"])
+    state = asyncio.run(runtime.drive(runtime.create(FLOW, "fb.yaml")))
+    assert state.status == "awaiting_approval" and seen == []  # the fallback was never asked

@@ -186,7 +186,9 @@ class ModelRounds:
                 options = {} if conversation.temperature is None else {"temperature": conversation.temperature}
                 async for piece in backend.stream(conversation.messages, conversation.schema, **options):
                     error = error or piece.error
-                    answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call)
+                    answered = answered or bool(piece.text or piece.tokens or piece.thinking or piece.tool_call
+                                                or piece.refusal or piece.finish == "tool_calls")  # an answer too:
+                    # no fallback takes over from a model that refused or called a tool (its signals stayed counted)
                     conclusion.signals.take(piece, continuing=refused)
                     refused = refused or bool(piece.refusal)
                     if piece.usage is not None:
