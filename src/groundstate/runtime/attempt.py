@@ -181,11 +181,11 @@ class Attempts:
         if conclusion.error is not None and pause is None:  # a hard error the policy does not pause on: still failed
             failed = ev.AgentFailed(error=conclusion.error, output=conclusion.surface, usage=usage,
                                     model=answered.model, fallbacks=answered.fallbacks, archived=answered.archived,
-                                    warnings=conclusion.warnings)  # fmt: skip
+                                    warnings=conclusion.shown_warnings())  # fmt: skip
             ctx.log.emit(failed.leaving_out(*Answered.KEYS, "warnings"), agent)
         if pause:
             said = Said(conclusion.surface, conclusion.reasoning(), usage, conclusion.error, answered,
-                        conclusion.warnings)  # fmt: skip
+                        conclusion.shown_warnings())  # fmt: skip
             self.request_approval(ctx, agent, pause, "finished", said)
         elif self.cortex_actions(ctx, agent):
             return
@@ -196,7 +196,7 @@ class Attempts:
                                           thinking=conclusion.reasoning(), usage=usage, model=answered.model,
                                           fallbacks=answered.fallbacks, archived=answered.archived,
                                           memory=[m.model_dump() for m in conclusion.memory],
-                                          warnings=conclusion.warnings)  # fmt: skip
+                                          warnings=conclusion.shown_warnings())  # fmt: skip
             await ctx.log.emit_at_turn_end(completed.leaving_out(*Answered.KEYS, "memory", "warnings"), agent)
             self.cortex_actions(ctx, agent)
 

@@ -90,7 +90,6 @@ class Signals:
         if piece.finish is not None and self.finish != "tool_calls":  # a later finish (another choice's, a second
             self.finish = piece.finish  # one) does not hide that the answer ended as a tool call: found by an attack
 
-
     def _native_call(self, name: str) -> None:
         """A native call's name kept — at most ``MAX_NATIVE_CALLS_NAMED`` of them, the last then counting the rest:
         10,000 calls of 2,000-character names made one pause event of 22 MB (found by an attack)."""

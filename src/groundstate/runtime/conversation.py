@@ -51,7 +51,8 @@ class Conclusion:
     memory: list[MemoryOperation] = field(default_factory=list)  # the accepted packets' memory operations
     archived: int = 0  # actions retention moved to cold storage during the attempt
     fallbacks: list[dict[str, str]] = field(default_factory=list)  # models that failed before their first token
-    warnings: list[str] = field(default_factory=list)  # the accepted packets' (an item dropped, a section missing)
+    warnings: list[str] = field(default_factory=list)  # the packets' (an item dropped, a section missing): at most
+    warnings_dropped: int = 0  # MAX_WARNINGS kept; those past it counted, not kept
 
     def think(self, text: str) -> None:
         """Reasoning the model sent, kept up to ``MAX_THINKING_CHARS`` and counted past it: the gate's bound is on
@@ -61,6 +62,20 @@ class Conclusion:
         if room > 0:
             self.thinking += text[:room]
         self.thinking_dropped += max(0, len(text) - max(room, 0))
+
+    def warn(self, said: list[str]) -> None:
+        """Warnings of a packet, kept up to ``MAX_WARNINGS`` and counted past it — a later round's too (once full, a
+        later round's were left out uncounted: found by an attack, which filled the first round with junk to hide
+        what the second dropped)."""
+        room = max(MAX_WARNINGS - len(self.warnings), 0)
+        self.warnings += said[:room]
+        self.warnings_dropped += max(len(said) - room, 0)
+
+    def shown_warnings(self) -> list[str]:
+        """The warnings an event keeps: at most ``MAX_WARNINGS``, the last then counting the rest."""
+        if not self.warnings_dropped:
+            return self.warnings
+        return [*self.warnings[: MAX_WARNINGS - 1], f"... and {self.warnings_dropped + 1} more warnings"]
 
     def reasoning(self) -> str:
         """The reasoning kept, and how much more there was."""
@@ -142,10 +157,10 @@ class ModelRounds:
                 break
             conclusion.fallbacks.append({"model": backend.name, "error": error})
         if conclusion.error is not None:  # what the gate had read and dropped before the error is said too
-            conclusion.warnings = _with_room(conclusion.warnings, _dropped_by(gate))
+            conclusion.warn(_dropped_by(gate))
             return None
         gated = gate.close()
-        conclusion.warnings = _with_room(conclusion.warnings, _dropped_by(gate))
+        conclusion.warn(_dropped_by(gate))
         if gated.decision != ACCEPTED or gated.packet is None or gated.packet.packet is None:
             self.stream_aborts.inc()
             conclusion.error = f"the model's output was rejected by the packet gate: {gated.reason}"
@@ -247,23 +262,6 @@ def recorded(bridge: SigilBridge, piece: Piece) -> bytes:
     if piece.thinking:
         return bridge.push(ThinkDelta(piece.thinking))
     return b""
-
-
-def _with_room(kept: list[str], new: list[str]) -> list[str]:
-    """``kept`` and then ``new``, at most ``MAX_WARNINGS`` of them: past it the last says how many more there were —
-    counting a later round's too (once full, a later round's were left out uncounted: found by an attack, which
-    filled the first round with junk to hide what the second dropped)."""
-    named, more = kept, 0
-    if len(kept) == MAX_WARNINGS and kept[-1].startswith(_MORE_WARNINGS):  # full: its last counts the rest
-        named, more = kept[:-1], int(kept[-1].split()[2])
-    whole = named + new
-    if not more and len(whole) <= MAX_WARNINGS:
-        return whole
-    more += len(whole) - (MAX_WARNINGS - 1)
-    return [*whole[: MAX_WARNINGS - 1], f"{_MORE_WARNINGS}{more} more warnings"]
-
-
-_MORE_WARNINGS = "... and "
 
 
 def _dropped_by(gate: PacketGate) -> list[str]:

@@ -103,7 +103,8 @@ class ToolRound:
                     if seq not in refused:
                         ctx.log.emit(ev.ToolResult(call=seq, tool=held.type.lstrip("/"), decision="/deny",
                                                       status=None, output="", reason=HELD_FOR_OPERATOR), agent)
-                said = Said(gated.surface, conclusion.reasoning(), conclusion.usage(), warnings=conclusion.warnings)
+                said = Said(gated.surface, conclusion.reasoning(), conclusion.usage(),
+                            warnings=conclusion.shown_warnings())  # fmt: skip
                 self.request_approval(ctx, agent, pause, "tool_call", said, call.seq)
                 conclusion.paused = True
                 return False
