@@ -126,8 +126,9 @@ def test_responses_calls_of_any_kind_are_reported(events: list[dict[str, Any]]) 
         ({"function": {"name": "delete_file", "arguments": {}}}, "delete_file"),
         (["delete_file"], "delete_file"),
         ([{"id": "x"}], '{"id": "x"}'),
+        (0, "0"),
     ],
-    ids=["no function wrapper", "one object, no list", "a name alone", "no name anywhere"],
+    ids=["no function wrapper", "one object, no list", "a name alone", "no name anywhere", "a number"],
 )
 def test_ollama_tool_calls_in_another_shape_are_reported(tool_calls: Any, named: str) -> None:
     line = {"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": tool_calls}, "done": False}

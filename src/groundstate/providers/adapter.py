@@ -283,6 +283,16 @@ def unreadable(provider: str, data: str) -> ErrorRecord:
     return record
 
 
+def as_items(value: Any) -> list[Any]:
+    """A field that should be a list (a delta's ``tool_calls``, a chunk's ``choices``), as one: the list it is, one
+    object sent without its list, or any other value as one item — a native call the adapters could not read was not
+    reported at all, so the run did not pause on it (found by an attack; it never ran: tools run only from the
+    control packet). Nothing (None, an empty list, object or text) is no item."""
+    if value is None or value == [] or value == {} or value == "":
+        return []
+    return value if isinstance(value, list) else [value]
+
+
 def text_or_none(value: object) -> str | None:
     """A tool call's name or id as text: a provider's (or a model's) number, list or object for it is written as
     JSON — the call is still reported, as the native call it is, never an error of the agent that made it (found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .adapter import StreamAdapter
+from .adapter import StreamAdapter, as_items
 from .errors import classify
 from .normalized import ErrorEvent, Event, Finish, TextDelta, ThinkDelta, Truncated, Usage
 from .sse import ServerSentEvent
@@ -87,8 +87,7 @@ class OllamaAdapter(StreamAdapter):
         content = message.get("content", payload.get("response"))
         if isinstance(content, str) and content:
             out.append(TextDelta(content))
-        calls = message.get("tool_calls")
-        for tool in (calls if isinstance(calls, list) else [calls]) if calls else []:
+        for tool in as_items(message.get("tool_calls")):
             given = tool if isinstance(tool, dict) else {"name": tool}  # a name alone, or no call's shape at all
             function = given["function"] if isinstance(given.get("function"), dict) else given  # or no wrapper
             key = -1 - self._call_count

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from .adapter import StreamAdapter, text_or_none
+from .adapter import StreamAdapter, as_items, text_or_none
 from .errors import classify
 from .normalized import (
     ErrorEvent,
@@ -97,7 +97,7 @@ class OpenAIChatAdapter(StreamAdapter):
             return
         if "error" in chunk or chunk.get("object") == "error":
             out.append(ErrorEvent(classify(self.provider, None, chunk)))  # OpenRouter adds finish_reason "error"
-        for choice in _fragments(chunk.get("choices")):  # one object sent without its list is still the choice
+        for choice in as_items(chunk.get("choices")):  # one object sent without its list is still the choice
             if isinstance(choice, dict):
                 self._choice(choice, out)
         usage = chunk.get("usage")
@@ -118,8 +118,8 @@ class OpenAIChatAdapter(StreamAdapter):
             if isinstance(delta.get("refusal"), str) and delta["refusal"]:
                 out.append(Refusal(delta["refusal"], number))
             message = choice.get("message")  # a whole message where a delta belongs: its calls are calls too
-            calls = [*_fragments(delta.get("tool_calls")),
-                     *(_fragments(message.get("tool_calls")) if isinstance(message, dict) else [])]  # fmt: skip
+            calls = [*as_items(delta.get("tool_calls")),
+                     *(as_items(message.get("tool_calls")) if isinstance(message, dict) else [])]  # fmt: skip
             for fragment in calls:
                 if isinstance(fragment, dict):
                     self._tool_fragment(number, fragment, out)
@@ -150,8 +150,7 @@ class OpenAIChatAdapter(StreamAdapter):
             key = (number, -1 - self._call_count) if call_id or last is None else last
         call = self._calls.get(key)
         if call is not None and call_id and call.id and call_id != call.id:
-            self._finish_call(key, out, complete=True)  # a second call sent on the same index
-            call = None
+            call = None  # a second call sent on the same index: starting it ends the first (_start_call)
         if call is None:
             call = self._start_call(key, call_id, name, out, number)
         else:
@@ -163,11 +162,3 @@ class OpenAIChatAdapter(StreamAdapter):
         elif isinstance(arguments, dict):  # some servers send the arguments already parsed
             self._add_arguments(call, json.dumps(arguments), out)
 
-
-def _fragments(value: Any) -> list[Any]:
-    """A delta's ``tool_calls`` as a list of fragments: the list it should be, one object sent without its list, or
-    any other value as one fragment — a native call the adapter could not read was not reported at all, so the run
-    did not pause on it (found by an attack; it never ran: tools run only from the control packet)."""
-    if value is None or value == [] or value == {} or value == "":
-        return []
-    return value if isinstance(value, list) else [value]
